@@ -1,0 +1,48 @@
+# hango: two commands on a fresh machine.
+#   make quickstart   install, then serve hango on embedded defaults at 127.0.0.1:$(PORT)
+#   make test         the whole test suite (PostgreSQL and Redis on 127.0.0.1)
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PORT   ?= 8000
+# The suite runs on PostgreSQL; pytest-django creates and drops its own test_<name> database.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hango
+TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
+# The embedded defaults: whatever the shell exports, the quickstart uses none of it.
+EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u HANGO_BROKER_URL DJANGO_DEBUG=1
+
+.PHONY: install quickstart serve worker test lint clean
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+quickstart: install
+	$(EMBEDDED) $(PY) manage.py migrate --noinput
+	$(EMBEDDED) $(PY) manage.py hango_quickstart --url http://127.0.0.1:$(PORT)
+	@echo "Serving on http://127.0.0.1:$(PORT) (Ctrl-C stops)."
+	$(EMBEDDED) $(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload
+
+# The full stack without Docker: PostgreSQL + Redis from the environment.
+serve: install
+	$(PY) manage.py migrate --noinput
+	$(PY) -m gunicorn hango_project.wsgi --bind 127.0.0.1:$(PORT) --workers 2
+
+worker: install
+	$(PY) -m celery -A hango_project worker --loglevel INFO --concurrency 2
+
+test: install
+	DATABASE_URL=$(TEST_DATABASE_URL) HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest
+
+lint: install
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,64 @@
+from django.contrib import admin, messages
+
+from accounts.models import ApiKey, Member, Tenant
+from accounts.services import api_key_issue, api_key_revoke
+
+
+class MemberInline(admin.TabularInline):
+    model = Member
+    extra = 0
+    fields = ["user", "role", "created_at"]
+    readonly_fields = ["created_at"]
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["name", "trace_llm_content", "created_at"]
+    search_fields = ["name"]
+    readonly_fields = ["id", "created_at"]
+    inlines = [MemberInline]
+
+
+@admin.register(Member)
+class MemberAdmin(admin.ModelAdmin):
+    list_display = ["user", "tenant", "role", "created_at"]
+    list_filter = ["role", "tenant"]
+    search_fields = ["user__username", "user__email", "tenant__name"]
+    readonly_fields = ["id", "created_at"]
+    autocomplete_fields = ["user", "tenant"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Keys are shown by prefix only; the digest never leaves the database."""
+
+    list_display = ["prefix", "name", "member", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["member__tenant"]
+    search_fields = ["prefix", "name", "member__user__username"]
+    fields = ["name", "member", "prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    autocomplete_fields = ["member"]
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # Once issued, a key's owner and name are history; only revocation changes it.
+        return [*self.readonly_fields, "member", "name"] if obj else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return
+        issued = api_key_issue(member=obj.member, name=obj.name)
+        obj.pk, obj.prefix = issued.api_key.pk, issued.api_key.prefix
+        obj._state.adding = False
+        self.message_user(
+            request,
+            f"New key (shown once, copy it now): {issued.plaintext}",
+            level=messages.WARNING,
+        )
+
+    @admin.action(description="Revoke selected keys")
+    def revoke(self, request, queryset):
+        for api_key in queryset.filter(revoked_at__isnull=True):
+            api_key_revoke(api_key=api_key)
+        self.message_user(request, "Revoked.")

@@ -1,0 +1,14 @@
+"""Shared output for the key-issuing commands: the new key alone on the last line."""
+
+from django.core.management.base import BaseCommand
+
+from accounts.services import IssuedKey
+
+
+def print_issued(command: BaseCommand, issued: IssuedKey, *, tenant: str, email: str) -> None:
+    member = issued.api_key.member
+    command.stderr.write(
+        f"Issued API key {issued.api_key.prefix}… for {email} ({member.role}) in tenant {tenant}. "
+        "It is shown once; store it now."
+    )
+    command.stdout.write(issued.plaintext)

@@ -1,0 +1,80 @@
+"""Writes for tenants, members and API keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts import keys
+from accounts.models import ApiKey, Member, Role, Tenant
+from hango_project.errors import Conflict, Unprocessable
+
+
+@dataclass(frozen=True, kw_only=True)
+class IssuedKey:
+    """A freshly issued key: ``plaintext`` exists only here, once."""
+
+    api_key: ApiKey
+    plaintext: str
+
+
+def member_ensure(*, tenant: Tenant, email: str, role: str) -> tuple[Member, bool]:
+    """The member for ``email`` in ``tenant``, created with ``role`` (and its user) if needed.
+
+    An existing member keeps its role; asking for a different one is refused, so issuing a key can
+    never silently change what somebody may see.
+    """
+    if role not in Role.values:
+        raise Unprocessable(f"Unknown role {role!r}.", detail={"role": sorted(Role.values)})
+    email = email.strip().lower()
+    if "@" not in email:
+        raise Unprocessable(f"{email!r} is not an email address.")
+    user_model = get_user_model()
+    with transaction.atomic():
+        user, _ = user_model.objects.get_or_create(
+            username=email, defaults={"email": email}
+        )
+        member, created = Member.objects.get_or_create(
+            tenant=tenant, user=user, defaults={"role": role}
+        )
+    if not created and member.role != role:
+        raise Conflict(
+            f"{email} is already a member of {tenant.name} with role {member.role!r}.",
+            detail={"role": member.role},
+        )
+    return member, created
+
+
+def api_key_issue(*, member: Member, name: str = "") -> IssuedKey:
+    for _ in range(5):  # a prefix collision is astronomically rare; retry rather than fail
+        new = keys.make_key()
+        try:
+            with transaction.atomic():
+                api_key = ApiKey.objects.create(
+                    member=member, name=name, prefix=new.prefix, secret_hash=new.digest
+                )
+        except IntegrityError:
+            continue
+        return IssuedKey(api_key=api_key, plaintext=new.plaintext)
+    raise RuntimeError("could not allocate a unique API key prefix")
+
+
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+def tenant_bootstrap(*, tenant_name: str, email: str, key_name: str = "bootstrap") -> IssuedKey:
+    """Tenant (reused if it exists), its owner member and a new key for them."""
+    tenant_name = tenant_name.strip()
+    if not tenant_name:
+        raise Unprocessable("The tenant name is empty.")
+    with transaction.atomic():
+        tenant, _ = Tenant.objects.get_or_create(name=tenant_name)
+        member, _ = member_ensure(tenant=tenant, email=email, role=Role.OWNER)
+        return api_key_issue(member=member, name=key_name)

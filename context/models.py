@@ -1,0 +1,1 @@
+"""Context overrides arrive with the context inspector (see docs/architecture.md)."""

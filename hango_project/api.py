@@ -1,0 +1,37 @@
+"""Small helpers every API view shares."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import ApiKey, Member
+from hango_project.pagination import CursorPage
+
+
+def caller(request: Request) -> Member:
+    """The member behind the request's API key (authentication guarantees there is one)."""
+    api_key = request.auth
+    assert isinstance(api_key, ApiKey)
+    return api_key.member
+
+
+def paginated(
+    view: APIView,
+    queryset: QuerySet,
+    output: type[serializers.BaseSerializer],
+    page_class: type[CursorPage] = CursorPage,
+) -> Response:
+    paginator = page_class()
+    page = paginator.paginate_queryset(queryset, view.request, view=view)
+    return paginator.get_paginated_response(output(page, many=True).data)
+
+
+def validated(input_cls: type[serializers.Serializer], request: Request, **kwargs) -> dict:
+    """The request body checked by ``input_cls``; a JSON body that is not an object is a 422."""
+    serializer = input_cls(data=request.data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)

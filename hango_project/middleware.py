@@ -1,0 +1,36 @@
+"""Request-level guards that must run before any view reads the body."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from hango_project.errors import error_json
+
+
+class BodySizeLimitMiddleware:
+    """Answer 413 for a body larger than ``HANGO["MAX_BODY_BYTES"]``.
+
+    DRF reads JSON bodies as a stream, which bypasses Django's DATA_UPLOAD_MAX_MEMORY_SIZE, so the
+    cap is applied here from Content-Length before anything is read.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        limit = settings.HANGO["MAX_BODY_BYTES"]
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return error_json(400, "malformed_request", "Content-Length is not a number.")
+        if length > limit:
+            return error_json(
+                413,
+                "payload_too_large",
+                f"The request body is larger than the {limit}-byte limit.",
+                {"limit_bytes": limit, "content_length": length},
+            )
+        return self.get_response(request)

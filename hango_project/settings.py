@@ -1,0 +1,209 @@
+"""Settings, read from the environment (12-factor).
+
+With no variable set, hango runs on embedded defaults: a SQLite file under ``var/``, no broker
+(run work executes in-process) and the offline scripted model. hango's own knobs live in the one
+namespaced ``HANGO`` dict at the bottom.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+# Where the embedded database and other local state live; git-ignored.
+VAR_DIR = Path(os.environ.get("HANGO_VAR_DIR", BASE_DIR / "var"))
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+
+
+def _local_secret_key() -> str:
+    """A random key made once and kept in var/, so the embedded setup needs no configuration and
+    no key is ever committed. Deployments with several processes set DJANGO_SECRET_KEY."""
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        import secrets
+
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _local_secret_key()
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "accounts",
+    "agents",
+    "runs",
+    "context",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "hango_project.middleware.BodySizeLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "hango_project.urls"
+WSGI_APPLICATION = "hango_project.wsgi.application"
+ASGI_APPLICATION = "hango_project.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# DATABASE_URL selects PostgreSQL (postgres://user:pass@host:port/name, via psycopg2); unset,
+# an embedded SQLite file under var/.
+_EMBEDDED_DB = f"sqlite:///{VAR_DIR / 'hango.sqlite3'}"
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or _EMBEDDED_DB,
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # SQLite: wait for a writer instead of failing at once when the quickstart's threads overlap.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Every app's migrations live in the top-level migrations/ package.
+MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "agents", "runs", "context")}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(os.environ.get("HANGO_STATIC_ROOT", VAR_DIR / "static"))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Serve app static files (the admin's, the API docs') without a collectstatic step.
+WHITENOISE_USE_FINDERS = True
+
+# The request body cap (bytes). Django's own limit covers form parsing; BodySizeLimitMiddleware
+# applies the same number to JSON bodies, which DRF reads as a stream.
+MAX_BODY_BYTES = env_int("HANGO_MAX_BODY_BYTES", 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.IsTenantMember"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "hango_project.pagination.CursorPage",
+    "EXCEPTION_HANDLER": "hango_project.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "hango API",
+    "DESCRIPTION": "The hango agent server: agents, sessions, runs and the context inspector.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer"}},
+    },
+    "SECURITY": [{"ApiKey": []}],
+}
+
+# Celery. No broker URL → no broker: run work executes in-process (the quickstart).
+BROKER_URL = os.environ.get("CELERY_BROKER_URL") or os.environ.get("HANGO_BROKER_URL") or ""
+CELERY_BROKER_URL = BROKER_URL or "memory://"
+CELERY_TASK_ALWAYS_EAGER = not BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("HANGO_LOG_LEVEL", "INFO")},
+}
+
+# hango's own knobs, in one namespace.
+HANGO = {
+    # Requests per API key a last-used timestamp write is skipped for (seconds between writes).
+    "KEY_LAST_USED_RESOLUTION_SECONDS": env_int("HANGO_KEY_LAST_USED_RESOLUTION", 60),
+    # List pages: default and hard cap for ?limit=.
+    "PAGE_SIZE": env_int("HANGO_PAGE_SIZE", 50),
+    "MAX_PAGE_SIZE": env_int("HANGO_MAX_PAGE_SIZE", 200),
+    "MAX_BODY_BYTES": MAX_BODY_BYTES,
+    # Agent limits checked on write.
+    "MAX_SYSTEM_PROMPT_CHARS": env_int("HANGO_MAX_SYSTEM_PROMPT_CHARS", 200_000),
+    "DEFAULT_MAX_TURNS": env_int("HANGO_DEFAULT_MAX_TURNS", 50),
+    "REPEAT_CALL_THRESHOLD": env_int("HANGO_REPEAT_CALL_THRESHOLD", 3),
+    "CONTEXT_TRY_TIMEOUT": env_int("HANGO_CONTEXT_TRY_TIMEOUT", 120),
+    "BROKER_URL": BROKER_URL,
+}

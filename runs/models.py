@@ -1,0 +1,109 @@
+"""Sessions, their messages and the runs that answer them."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from accounts.models import Member, Tenant
+from accounts.scoping import Tenancy
+from agents.models import Agent
+
+
+class Session(models.Model):
+    tenancy = Tenancy(tenant="tenant", owner="member")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="sessions")
+    title = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "sessions"
+        indexes = [models.Index(fields=["tenant", "member", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.title or str(self.id)
+
+
+class Role(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+# A session has at most one run in these states (a database constraint enforces it).
+ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL)
+
+
+class Run(models.Model):
+    tenancy = Tenancy(tenant="session__tenant", owner="session__member")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=32, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    # The checkpoint: todos and every middleware's private state, written at each turn boundary.
+    state_json = models.JSONField(default=dict, db_default=models.Value({}, models.JSONField()))
+    turn = models.PositiveIntegerField(default=0)
+    error = models.JSONField(null=True, blank=True, help_text='{"code", "message"} when failed.')
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "runs"
+        indexes = [models.Index(fields=["session", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=RunStatus.values), name="run_status_valid"
+            ),
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=Q(status__in=ACTIVE_RUN_STATUSES),
+                name="run_one_active_per_session",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.id} ({self.status})"
+
+
+class Message(models.Model):
+    tenancy = Tenancy(tenant="session__tenant", owner="session__member")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.JSONField(help_text="A list of content blocks.")
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "messages"
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="message_seq_unique"),
+            models.CheckConstraint(condition=Q(seq__gte=1), name="message_seq_positive"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="message_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.role}"

@@ -1,0 +1,29 @@
+"""Reads of sessions, messages and runs, scoped to the caller."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from accounts.models import Member
+from accounts.scoping import get_visible, visible_to
+from runs.models import ACTIVE_RUN_STATUSES, Message, Run, Session
+
+
+def _sessions() -> QuerySet[Session]:
+    active = Run.objects.filter(session=OuterRef("pk"), status__in=ACTIVE_RUN_STATUSES)
+    return Session.objects.annotate(active_run_id=Subquery(active.values("id")[:1]))
+
+
+def session_list(*, member: Member) -> QuerySet[Session]:
+    return visible_to(_sessions(), member)
+
+
+def session_get(*, member: Member, session_id: uuid.UUID | str) -> Session:
+    return get_visible(_sessions(), member, session_id, what="Session")
+
+
+def message_list(*, session: Session) -> QuerySet[Message]:
+    """The session's messages; the caller has already been allowed to see ``session``."""
+    return Message.objects.filter(session=session)

@@ -1,0 +1,106 @@
+"""Fixtures shared by the whole suite: tenants, members with keys, and an API client per key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.models import Member, Role, Tenant
+from accounts.services import api_key_issue, member_ensure
+
+
+@dataclass
+class Caller:
+    """A member with a live key and a client that sends it."""
+
+    member: Member
+    key: str
+    client: APIClient
+
+
+def make_caller(tenant: Tenant, email: str, role: str = Role.MEMBER) -> Caller:
+    member, _ = member_ensure(tenant=tenant, email=email, role=role)
+    issued = api_key_issue(member=member, name="test")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
+    return Caller(member=member, key=issued.plaintext, client=client)
+
+
+@pytest.fixture
+def tenant(db) -> Tenant:
+    return Tenant.objects.create(name="acme")
+
+
+@pytest.fixture
+def other_tenant(db) -> Tenant:
+    return Tenant.objects.create(name="globex")
+
+
+@pytest.fixture
+def owner(tenant) -> Caller:
+    return make_caller(tenant, "owner@acme.test", Role.OWNER)
+
+
+@pytest.fixture
+def admin(tenant) -> Caller:
+    return make_caller(tenant, "admin@acme.test", Role.ADMIN)
+
+
+@pytest.fixture
+def alice(tenant) -> Caller:
+    """A plain member of ``tenant``."""
+    return make_caller(tenant, "alice@acme.test", Role.MEMBER)
+
+
+@pytest.fixture
+def bob(tenant) -> Caller:
+    """Another plain member of ``tenant``."""
+    return make_caller(tenant, "bob@acme.test", Role.MEMBER)
+
+
+@pytest.fixture
+def outsider(other_tenant) -> Caller:
+    """The owner of another tenant."""
+    return make_caller(other_tenant, "owner@globex.test", Role.OWNER)
+
+
+@pytest.fixture
+def anon() -> APIClient:
+    return APIClient()
+
+
+AGENT_BODY = {
+    "name": "helper",
+    "description": "Helps.",
+    "system_prompt": "You help.",
+    "model": "scripted:demo",
+}
+
+
+@pytest.fixture
+def make_agent():
+    """Create an agent through the API as ``caller``; returns the response body."""
+
+    def _make(caller: Caller, **overrides) -> dict:
+        response = caller.client.post("/v1/agents", {**AGENT_BODY, **overrides}, format="json")
+        assert response.status_code == 201, response.content
+        return response.json()
+
+    return _make
+
+
+@pytest.fixture
+def make_session(make_agent):
+    """Create a session (and an agent unless given) through the API as ``caller``."""
+
+    def _make(caller: Caller, agent_id: str | None = None, title: str = "t") -> dict:
+        agent_id = agent_id or make_agent(caller)["id"]
+        response = caller.client.post(
+            "/v1/sessions", {"agent": agent_id, "title": title}, format="json"
+        )
+        assert response.status_code == 201, response.content
+        return response.json()
+
+    return _make
