@@ -166,10 +166,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer"}},
-    },
-    "SECURITY": [{"ApiKey": []}],
+    "SCHEMA_PATH_PREFIX": r"/v1/",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "hango_project.schema.add_error_responses",
+    ],
 }
 
 # Celery. No broker URL → no broker: run work executes in-process (the quickstart).

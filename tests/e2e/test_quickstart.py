@@ -1,0 +1,108 @@
+"""`make quickstart` on embedded defaults: SQLite under var/, no broker, nothing configured.
+
+Runs the real make target twice (the second run must reuse what the first made), talks to the
+server it starts over HTTP, then interrupts it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, key: str | None = None, body: dict | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode() if body else None)
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    if body:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def _run_quickstart(var_dir: Path, port: int) -> tuple[subprocess.Popen, str, list[str]]:
+    """Start `make quickstart` and wait until it serves; the caller stops the process."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(HANGO_VAR_DIR=str(var_dir), PORT=str(port), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "quickstart"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    key = None
+    deadline = time.monotonic() + 240
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if lines[-2:-1] == ["Demo API key (shown once):"]:
+                key = lines[-1].strip()
+            if key and "Serving on" in line:
+                break
+            assert time.monotonic() < deadline, "\n".join(lines)
+        assert key, "\n".join(lines)
+        for _ in range(100):
+            try:
+                if _get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
+                    return proc, key, lines
+            except OSError:
+                time.sleep(0.2)
+        raise AssertionError("server did not come up:\n" + "\n".join(lines))
+    except BaseException:
+        _stop(proc)
+        raise
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
+    agent_ids = []
+    for attempt in range(2):
+        port = _free_port()
+        proc, key, lines = _run_quickstart(tmp_path, port)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            assert any("curl" in line for line in lines)
+            status, health = _get(f"{base}/healthz")
+            assert health["broker"] == {"ok": None, "configured": False}
+            status, agents = _get(f"{base}/v1/agents", key)
+            assert status == 200
+            [agent] = agents["results"]
+            assert agent["model"] == "scripted:demo"
+            agent_ids.append(agent["id"])
+            status, session = _get(f"{base}/v1/sessions", key, {"agent": agent["id"]})
+            assert status == 201, session
+            with urllib.request.urlopen(f"{base}/admin/login/", timeout=10) as response:
+                assert response.status == 200
+        finally:
+            _stop(proc)
+    assert agent_ids[0] == agent_ids[1]
+    assert (tmp_path / "hango.sqlite3").exists()

@@ -1,0 +1,99 @@
+"""Project-wide checks: migrations in sync, a valid OpenAPI schema, health, the harness boundary."""
+
+from __future__ import annotations
+
+import ast
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_migrations_are_in_sync(db):
+    call_command("makemigrations", "--check", "--dry-run", stdout=io.StringIO())
+
+
+def test_every_app_keeps_migrations_in_the_top_level_package():
+    for app in ("accounts", "agents", "runs", "context"):
+        assert (ROOT / "migrations" / app / "__init__.py").exists()
+        assert not (ROOT / app / "migrations").exists()
+
+
+def test_openapi_schema_validates_without_warnings(tmp_path):
+    out = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
+    schema = yaml.safe_load(out.read_text())
+    assert schema["openapi"].startswith("3.")
+    for path in ("/v1/agents", "/v1/agents/{agent_id}", "/v1/sessions",
+                 "/v1/sessions/{session_id}", "/v1/sessions/{session_id}/messages", "/healthz"):
+        assert path in schema["paths"], path
+    assert "Error" in schema["components"]["schemas"]
+    assert schema["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
+
+
+def test_schema_and_docs_are_served(client):
+    schema = client.get("/v1/schema")
+    assert schema.status_code == 200
+    docs = client.get("/v1/docs")
+    assert docs.status_code == 200
+    assert b"swagger-ui" in docs.content.lower()
+
+
+@pytest.mark.django_db
+def test_healthz_reports_database_and_no_broker(client, settings):
+    settings.HANGO = {**settings.HANGO, "BROKER_URL": ""}
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "database": {"ok": True, "configured": True},
+        "broker": {"ok": None, "configured": False},
+    }
+
+
+@pytest.mark.django_db
+def test_healthz_checks_a_configured_broker(client, settings):
+    settings.HANGO = {**settings.HANGO, "BROKER_URL": "redis://127.0.0.1:6379/15"}
+    assert client.get("/healthz").json()["broker"] == {"ok": True, "configured": True}
+    # Nothing listens on port 1: the broker is down and the service says so.
+    settings.HANGO = {**settings.HANGO, "BROKER_URL": "redis://127.0.0.1:1/0"}
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["status"] == "unavailable"
+    assert response.json()["broker"]["ok"] is False
+
+
+FORBIDDEN = ("django", "celery", "rest_framework", "kombu")
+
+
+def _imported_roots(path: Path) -> set[str]:
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_harness_imports_no_framework():
+    files = sorted((ROOT / "harness").rglob("*.py"))
+    assert files
+    for path in files:
+        assert not (_imported_roots(path) & set(FORBIDDEN)), path
+    # And at run time: importing every harness module loads no framework.
+    modules = [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in files]
+    modules = [m.removesuffix(".__init__") for m in modules]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        f"bad = [m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r}]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
