@@ -19,7 +19,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -39,6 +39,7 @@ worker: install
 	$(PY) -m celery -A hango_project worker --loglevel INFO --concurrency 2
 
 test: install
+	$(PY) -m ruff check .
 	DATABASE_URL=$(TEST_DATABASE_URL) HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest
 
 lint: install

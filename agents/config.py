@@ -93,8 +93,10 @@ def _problems(validator: Draft202012Validator, value: Any) -> list[str]:
 def config_problems(config: Any) -> list[str]:
     """Readable reasons ``config`` is invalid; empty when it is valid."""
     problems = _problems(_config_validator, config)
-    names = [s.get("name") for s in (config or {}).get("subagents", []) if isinstance(s, dict)]
-    if not problems and len(names) != len(set(names)):
+    if problems:  # only a schema-valid document has the shape the checks below rely on
+        return problems
+    names = [s["name"] for s in config.get("subagents", [])]
+    if len(names) != len(set(names)):
         problems.append("subagents: names must be unique")
     return problems
 

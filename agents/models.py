@@ -37,7 +37,9 @@ class Agent(models.Model):
         indexes = [models.Index(fields=["tenant", "owner", "-created_at"])]
         constraints = [
             models.CheckConstraint(condition=~Q(name=""), name="agent_name_not_empty"),
-            models.CheckConstraint(condition=Q(model__regex=MODEL_PATTERN), name="agent_model_valid"),
+            models.CheckConstraint(
+                condition=Q(model__regex=MODEL_PATTERN), name="agent_model_valid"
+            ),
         ]
 
     def __str__(self) -> str:

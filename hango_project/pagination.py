@@ -1,8 +1,10 @@
 """List pages: ``{"results", "next", "previous"}`` with a capped ``limit``."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
 from rest_framework.exceptions import NotFound
-from rest_framework.pagination import CursorPagination
+from rest_framework.pagination import Cursor, CursorPagination
 
 from hango_project.errors import BadQuery
 
@@ -17,12 +19,31 @@ class CursorPage(CursorPagination):
         self.page_size = settings.HANGO["PAGE_SIZE"]
         self.max_page_size = settings.HANGO["MAX_PAGE_SIZE"]
 
+    def paginate_queryset(self, queryset, request, view=None):  # type: ignore[no-untyped-def]
+        self._model = queryset.model
+        return super().paginate_queryset(queryset, request, view)
+
     def decode_cursor(self, request):  # type: ignore[no-untyped-def]
         # DRF answers a bad cursor with 404, which would read as "the list does not exist".
         try:
-            return super().decode_cursor(request)
+            cursor = super().decode_cursor(request)
         except NotFound as exc:
             raise BadQuery("The cursor is invalid.", detail={"cursor": str(exc.detail)}) from exc
+        if cursor is not None and cursor.position is not None:
+            cursor = self._checked(cursor)
+        return cursor
+
+    def _checked(self, cursor: Cursor) -> Cursor:
+        """The cursor's position must be a value of the ordering field (a client can forge any
+        string); DRF would pass it to the query as is and fail there, as a 500."""
+        field = self._model._meta.get_field(self.ordering[0].lstrip("-"))
+        try:
+            value = field.to_python(cursor.position)
+        except DjangoValidationError:
+            value = None
+        if value is None or (hasattr(value, "tzinfo") and timezone.is_naive(value)):
+            raise BadQuery("The cursor is invalid.", detail={"cursor": "Invalid cursor"})
+        return cursor
 
 
 class SeqPage(CursorPage):

@@ -42,7 +42,8 @@ def _get(url: str, key: str | None = None, body: dict | None = None) -> tuple[in
 
 def _run_quickstart(var_dir: Path, port: int) -> tuple[subprocess.Popen, str, list[str]]:
     """Start `make quickstart` and wait until it serves; the caller stops the process."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+    drop = ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(HANGO_VAR_DIR=str(var_dir), PORT=str(port), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "quickstart"],
@@ -91,11 +92,16 @@ def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
         try:
             base = f"http://127.0.0.1:{port}"
             assert any("curl" in line for line in lines)
+            assert "Run completed after 5 turns. Final todo list:" in lines
+            assert "  [x] Write the answer (completed)" in lines
             status, health = _get(f"{base}/healthz")
             assert health["broker"] == {"ok": None, "configured": False}
             status, agents = _get(f"{base}/v1/agents", key)
             assert status == 200
             [agent] = agents["results"]
+            status, sessions = _get(f"{base}/v1/sessions", key)
+            demos = [s for s in sessions["results"] if s["title"] == "quickstart demo"]
+            assert len(demos) == attempt + 1  # one demo conversation per start
             assert agent["model"] == "scripted:demo"
             agent_ids.append(agent["id"])
             status, session = _get(f"{base}/v1/sessions", key, {"agent": agent["id"]})

@@ -1,0 +1,155 @@
+"""A small client of hango's public API: one httpx client, the one error shape, list pages.
+
+Every failure is a :class:`CliError` carrying the exit code the command ends with: 1 when the
+API answered with an error, 2 when the command could not talk to the API at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+BOOTSTRAP_COMMAND = "python manage.py hango_bootstrap --tenant NAME --email EMAIL"
+
+
+class CliError(Exception):
+    """A failure reported on stderr as ``str(self)`` (then ``hint``, if any)."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class ApiError(CliError):
+    """The API answered ``{"error": {"code", "message", "detail"}}`` with a 4xx/5xx status."""
+
+    exit_code = 1
+
+    def __init__(self, *, status: int, code: str, message: str, detail: Any = None) -> None:
+        hint = ""
+        if status == 401:
+            hint = f"Check HANGO_API_KEY / --key; to make a new key, run {BOOTSTRAP_COMMAND}"
+        super().__init__(f"error {status} {code}: {message}", hint=hint)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.detail = detail
+
+
+class SetupError(CliError):
+    """The command cannot talk to the API: no key, a bad URL, no server there."""
+
+    exit_code = 2
+
+
+def path_id(value: str) -> str:
+    """An id as one path segment, so a stray ``/`` or ``?`` cannot reach another route."""
+    return quote(value, safe="")
+
+
+class Client:
+    """The API at ``url``, authenticated with ``key`` (checked only when a route needs it)."""
+
+    def __init__(self, *, url: str, key: str | None, timeout: float = 30.0) -> None:
+        url = url.strip().rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise SetupError(
+                f"error: the API URL {url!r} must start with http:// or https://",
+                hint="Set HANGO_API_URL or pass --url.",
+            )
+        self.url = url
+        self._key = (key or "").strip() or None
+        self._http = httpx.Client(
+            base_url=url, timeout=timeout, headers={"Accept": "application/json"}
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def get(self, path: str, *, params: dict[str, Any] | None = None) -> Any:
+        return _json(self._send("GET", path, params=params))
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        return _json(self._send("POST", path, json=body))
+
+    def delete(self, path: str) -> None:
+        self._send("DELETE", path)
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """``GET /healthz`` (no key needed): its status (200 up, 503 down) and body."""
+        response = self._send("GET", "/healthz", auth=False, also_ok=(503,))
+        return response.status_code, _json(response)
+
+    def pages(
+        self, path: str, *, params: dict[str, Any] | None = None, follow: bool = False
+    ) -> Iterator[dict[str, Any]]:
+        """The first page of a list and, with ``follow``, every page its ``next`` links lead to."""
+        page = self.get(path, params=params)
+        yield page
+        while follow and page.get("next"):
+            url = page["next"]
+            if not self._same_origin(url):
+                # The key goes only to the server it was given for.
+                raise SetupError(
+                    f"error: the server's next-page link points elsewhere: {url}",
+                    hint="A proxy in front of hango may not forward the Host header.",
+                )
+            page = self.get(url)
+            yield page
+
+    def _same_origin(self, url: str) -> bool:
+        target, base = httpx.URL(url), self._http.base_url
+        return (target.scheme, target.host, target.port) == (base.scheme, base.host, base.port)
+
+    def _send(
+        self, method: str, path: str, *, auth: bool = True, also_ok: tuple[int, ...] = (),
+        **kwargs: Any,
+    ) -> httpx.Response:
+        headers = {}
+        if auth:
+            if self._key is None:
+                raise SetupError(
+                    "error: no API key. Pass --key or set HANGO_API_KEY.",
+                    hint=f"To make one, run on the server: {BOOTSTRAP_COMMAND}",
+                )
+            headers["Authorization"] = f"Bearer {self._key}"
+        try:
+            response = self._http.request(method, path, headers=headers, **kwargs)
+        except httpx.ConnectError as exc:
+            raise SetupError(
+                f"error: cannot connect to the hango server at {self.url} ({exc})",
+                hint="Is it running? Start one with `make quickstart`, or point HANGO_API_URL "
+                "or --url at it.",
+            ) from exc
+        except httpx.TransportError as exc:
+            raise SetupError(f"error: talking to {self.url} failed: {exc!r}") from exc
+        if response.is_success or response.status_code in also_ok:
+            return response
+        raise _api_error(response)
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise SetupError(
+            f"error: {response.request.url} answered {response.status_code} with something "
+            "other than JSON",
+            hint="Is HANGO_API_URL / --url the address of a hango server?",
+        ) from None
+
+
+def _api_error(response: httpx.Response) -> ApiError:
+    try:
+        error = response.json()["error"]
+        code, message, detail = str(error["code"]), str(error["message"]), error.get("detail")
+    except (ValueError, KeyError, TypeError):
+        # Not hango's error shape: a proxy's error page, or not a hango server at all.
+        code, message, detail = "http_error", response.reason_phrase or "Request failed.", None
+    return ApiError(status=response.status_code, code=code, message=message, detail=detail)

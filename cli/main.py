@@ -1,0 +1,241 @@
+"""``hango``: commands over the public API, printed as tables or, with ``--json``, as raw JSON.
+
+Exit codes: 0 done, 1 the API answered with an error (or the server is unhealthy), 2 the command
+could not talk to the API (no key, bad URL, no server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from cli.client import DEFAULT_URL, Client, CliError, path_id
+from cli.output import (
+    AGENT_COLUMNS,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    Column,
+    print_json,
+    print_record,
+    print_table,
+    report_error,
+)
+
+_JSON = "hango.json"  # key in click's ctx.meta, which every context of one invocation shares
+
+
+@dataclass
+class State:
+    """What the global options chose; the client is made on first use."""
+
+    url: str
+    key: str | None
+    _client: Client | None = field(default=None, repr=False)
+
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client(url=self.url, key=self.key)
+            click.get_current_context().call_on_close(self._client.close)
+        return self._client
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.meta[_JSON] = True
+
+
+def json_option(f: Callable) -> Callable:
+    """``--json``, accepted before the command (``hango --json agents list``) or after it."""
+    return click.option(
+        "--json", is_flag=True, expose_value=False, callback=_set_json,
+        help="Print the API's raw JSON instead of tables.",
+    )(f)
+
+
+def list_options(f: Callable) -> Callable:
+    f = click.option("--limit", type=click.IntRange(min=1), help="Rows per page.")(f)
+    return click.option("--all", "fetch_all", is_flag=True, help="Follow `next` to the end.")(f)
+
+
+def _as_json() -> bool:
+    return bool(click.get_current_context().meta.get(_JSON))
+
+
+class _Group(click.Group):
+    """Reports the client's errors on stderr and exits with their code, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CliError as exc:
+            report_error(exc)
+            ctx.exit(exc.exit_code)
+
+
+def _show(record: Any) -> None:
+    if _as_json():
+        print_json(record)
+    else:
+        print_record(record)
+
+
+def _list(state: State, path: str, columns: list[Column], *, noun: str,
+          fetch_all: bool, limit: int | None) -> None:
+    params = {"limit": limit} if limit else None
+    pages = list(state.client().pages(path, params=params, follow=fetch_all))
+    rows = [row for page in pages for row in page.get("results", [])]
+    more = pages[-1].get("next")
+    if _as_json():
+        # Without --all, the page as the API sent it; with it, one page holding every row.
+        print_json(pages[0] if not fetch_all else {"results": rows, "next": None, "previous": None})
+        return
+    if rows:
+        print_table(rows, columns)
+    else:
+        click.echo(f"No {noun}.")
+    if more:
+        click.echo(f"More {noun} exist: pass --all to list them all.", err=True)
+
+
+# --- commands -------------------------------------------------------------------------------
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--url", envvar="HANGO_API_URL", default=DEFAULT_URL, show_default=True,
+              show_envvar=True, help="The hango server's address.")
+@click.option("--key", envvar="HANGO_API_KEY", show_envvar=True, help="Your API key.")
+@json_option
+@click.version_option(package_name="hango", prog_name="hango")
+@click.pass_context
+def cli(ctx: click.Context, url: str, key: str | None) -> None:
+    """hango: agents, sessions and their messages, over the HTTP API."""
+    ctx.obj = State(url=url, key=key)
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def health(state: State) -> None:
+    """Whether the server, its database and its broker are up (needs no key)."""
+    status, body = state.client().health()
+    if _as_json():
+        print_json(body)
+    else:
+        click.echo(f"server    {state.client().url}: {body.get('status')}")
+        for part in ("database", "broker"):
+            check = body.get(part) or {}
+            if check.get("configured") is False:
+                state_text = "not configured (runs execute in-process)"
+            else:
+                state_text = {True: "ok", False: "unreachable"}.get(check.get("ok"), "unknown")
+            click.echo(f"{part:<9} {state_text}")
+    if status != 200:
+        raise click.exceptions.Exit(1)
+
+
+@cli.group()
+def agents() -> None:
+    """Agents: a model, a system prompt, tools and config."""
+
+
+@agents.command("list")
+@list_options
+@json_option
+@click.pass_obj
+def agents_list(state: State, fetch_all: bool, limit: int | None) -> None:
+    """The agents you can see, newest first."""
+    _list(state, "/v1/agents", AGENT_COLUMNS, noun="agents", fetch_all=fetch_all, limit=limit)
+
+
+@agents.command("show")
+@click.argument("agent_id")
+@json_option
+@click.pass_obj
+def agents_show(state: State, agent_id: str) -> None:
+    """One agent, every field."""
+    _show(state.client().get(f"/v1/agents/{path_id(agent_id)}"))
+
+
+@agents.command("create")
+@click.option("--name", required=True)
+@click.option("--model", required=True,
+              help="<provider>:<model>, e.g. scripted:demo, anthropic:claude-sonnet-4-5.")
+@click.option("--system-prompt", help="The agent's instructions.")
+@click.option("--description")
+@json_option
+@click.pass_obj
+def agents_create(state: State, name: str, model: str, system_prompt: str | None,
+                  description: str | None) -> None:
+    """Create an agent and show it."""
+    body: dict[str, Any] = {"name": name, "model": model}
+    if system_prompt is not None:
+        body["system_prompt"] = system_prompt
+    if description is not None:
+        body["description"] = description
+    _show(state.client().post("/v1/agents", body))
+
+
+@agents.command("delete")
+@click.argument("agent_id")
+@json_option
+@click.pass_obj
+def agents_delete(state: State, agent_id: str) -> None:
+    """Delete an agent (its sessions go with it)."""
+    state.client().delete(f"/v1/agents/{path_id(agent_id)}")
+    if _as_json():
+        print_json({"id": agent_id, "deleted": True})
+    else:
+        click.echo(f"Deleted agent {agent_id}.")
+
+
+@cli.group()
+def sessions() -> None:
+    """Sessions: conversations with an agent."""
+
+
+@sessions.command("list")
+@list_options
+@json_option
+@click.pass_obj
+def sessions_list(state: State, fetch_all: bool, limit: int | None) -> None:
+    """The sessions you can see, newest first."""
+    _list(state, "/v1/sessions", SESSION_COLUMNS, noun="sessions", fetch_all=fetch_all,
+          limit=limit)
+
+
+@sessions.command("show")
+@click.argument("session_id")
+@json_option
+@click.pass_obj
+def sessions_show(state: State, session_id: str) -> None:
+    """One session."""
+    _show(state.client().get(f"/v1/sessions/{path_id(session_id)}"))
+
+
+@sessions.command("create")
+@click.option("--agent", "agent_id", required=True, help="The agent's id.")
+@click.option("--title")
+@json_option
+@click.pass_obj
+def sessions_create(state: State, agent_id: str, title: str | None) -> None:
+    """Start a session with an agent and show it."""
+    body = {"agent": agent_id} | ({"title": title} if title is not None else {})
+    _show(state.client().post("/v1/sessions", body))
+
+
+@sessions.command("messages")
+@click.argument("session_id")
+@list_options
+@json_option
+@click.pass_obj
+def sessions_messages(state: State, session_id: str, fetch_all: bool, limit: int | None) -> None:
+    """A session's messages in conversation order."""
+    _list(state, f"/v1/sessions/{path_id(session_id)}/messages", MESSAGE_COLUMNS,
+          noun="messages", fetch_all=fetch_all, limit=limit)
+
+
+def main() -> None:
+    """The ``hango`` console script."""
+    cli(prog_name="hango")

@@ -1,0 +1,126 @@
+"""How the ``hango`` command prints: rich tables and records, raw JSON, error reports.
+
+Every cell is the API's data wrapped in ``Text``, so it is never read as rich markup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cli.client import ApiError, CliError
+
+# (header, how to show a row's cell)
+Column = tuple[str, Callable[[dict[str, Any]], str]]
+
+
+def _time(value: Any) -> str:
+    try:
+        return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M")
+    except (TypeError, ValueError):
+        return cell_text(value)
+
+
+def cell_text(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def content_text(blocks: Any) -> str:
+    """A message's blocks as text: tool calls and results in one clipped line each."""
+    if not isinstance(blocks, list):
+        return cell_text(blocks)
+    lines = []
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            lines.append(block.get("text", ""))
+        elif kind == "tool_use":
+            lines.append(_clip(f"→ {block.get('name')} {cell_text(block.get('input'))}"))
+        elif kind == "tool_result":
+            mark = "← error" if block.get("is_error") else "←"
+            lines.append(_clip(f"{mark} {cell_text(block.get('content'))}"))
+        else:
+            lines.append(_clip(cell_text(block)))
+    return "\n".join(lines)
+
+
+AGENT_COLUMNS: list[Column] = [
+    ("id", lambda r: r["id"]), ("name", lambda r: r["name"]), ("model", lambda r: r["model"]),
+    ("created (UTC)", lambda r: _time(r.get("created_at"))),
+]
+SESSION_COLUMNS: list[Column] = [
+    ("id", lambda r: r["id"]), ("agent", lambda r: r["agent"]), ("title", lambda r: r["title"]),
+    ("active run", lambda r: cell_text(r.get("active_run"))),
+    ("created (UTC)", lambda r: _time(r.get("created_at"))),
+]
+MESSAGE_COLUMNS: list[Column] = [
+    ("seq", lambda r: str(r["seq"])), ("role", lambda r: r["role"]),
+    ("content", lambda r: content_text(r.get("content"))),
+    ("created (UTC)", lambda r: _time(r.get("created_at"))),
+]
+
+
+def _console() -> Console:
+    """The terminal's width; piped output, with no COLUMNS set, gets one line per row."""
+    console = Console()
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(width=200)
+    return console
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def print_table(rows: list[dict[str, Any]], columns: list[Column]) -> None:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold")
+    for header, _ in columns:
+        # fold, not ellipsis: a narrow terminal wraps an id but never cuts it.
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(show(row)) for _, show in columns))
+    _console().print(table)
+
+
+def print_record(record: dict[str, Any]) -> None:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for name, value in record.items():
+        text = content_text(value) if name == "content" else cell_text(value)
+        grid.add_row(Text(name), Text(text))
+    _console().print(grid)
+
+
+def _problem_text(problem: Any) -> str:
+    """A validation detail entry: DRF sends a field's problems as a list of sentences."""
+    if isinstance(problem, list) and all(isinstance(item, str) for item in problem):
+        return " ".join(problem)
+    return cell_text(problem)
+
+
+def report_error(exc: CliError) -> None:
+    """The error line (``error <status> <code>: <message>`` for the API's), details, a hint."""
+    click.echo(str(exc), err=True)
+    if isinstance(exc, ApiError) and isinstance(exc.detail, dict):
+        for name, problem in exc.detail.items():
+            click.echo(f"  {name}: {_problem_text(problem)}", err=True)
+    if exc.hint:
+        click.echo(exc.hint, err=True)

@@ -1,0 +1,129 @@
+"""``hango_bootstrap`` and ``hango_create_key``: the new key alone on stdout's last line, and it
+works, with the member's role."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from rest_framework.test import APIClient
+
+from accounts.models import ApiKey, Member, Role, Tenant
+
+
+def run(command: str, **options) -> str:
+    """Run ``command``; returns the key printed on the last line of stdout."""
+    out, err = StringIO(), StringIO()
+    call_command(command, stdout=out, stderr=err, **options)
+    key = out.getvalue().strip().splitlines()[-1]
+    assert key not in err.getvalue()  # the key goes to stdout only
+    return key
+
+
+def client_for(key: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+def member_of(key: str) -> Member:
+    return ApiKey.objects.select_related("member__user", "member__tenant").get(
+        prefix=key.split("_")[1]
+    ).member
+
+
+def bootstrap(tenant: str = "t1", email: str = "a@b.test") -> str:
+    return run("hango_bootstrap", tenant=tenant, email=email)
+
+
+def create_key(role: str, tenant: str = "t1", email: str = "m@b.test") -> str:
+    return run("hango_create_key", tenant=tenant, email=email, role=role)
+
+
+def test_bootstrap_prints_a_working_owner_key(db):
+    key = bootstrap()
+    assert client_for(key).get("/v1/agents").status_code == 200
+    member = member_of(key)
+    assert member.role == Role.OWNER
+    assert (member.tenant.name, member.user.email) == ("t1", "a@b.test")
+
+
+def test_bootstrap_key_sees_the_whole_tenant(db):
+    owner_key = bootstrap()
+    member_key = create_key(Role.MEMBER)
+    agent = client_for(member_key).post(
+        "/v1/agents", {"name": "n", "model": "scripted:demo"}, format="json"
+    ).json()
+    listed = client_for(owner_key).get("/v1/agents").json()["results"]
+    assert [a["id"] for a in listed] == [agent["id"]]
+
+
+def test_bootstrap_again_issues_another_valid_key(db):
+    first, second = bootstrap(), bootstrap()
+    assert first != second
+    for key in (first, second):
+        assert client_for(key).get("/v1/agents").status_code == 200
+    assert Tenant.objects.filter(name="t1").count() == 1
+    assert member_of(first).pk == member_of(second).pk
+
+
+def test_bootstrap_refuses_an_existing_member_who_is_not_owner(db):
+    bootstrap()
+    create_key(Role.MEMBER, email="m@b.test")
+    with pytest.raises(CommandError):
+        bootstrap(email="m@b.test")
+    assert Member.objects.get(user__email="m@b.test").role == Role.MEMBER
+
+
+@pytest.mark.parametrize("tenant, email", [("  ", "a@b.test"), ("t1", "not-an-email")])
+def test_bootstrap_rejects_bad_input(db, tenant, email):
+    with pytest.raises(CommandError):
+        bootstrap(tenant=tenant, email=email)
+    assert not ApiKey.objects.filter(member__user__email=email).exists()
+
+
+@pytest.mark.parametrize("role", Role.values)
+def test_create_key_creates_the_member_with_the_role(db, role):
+    bootstrap()
+    key = create_key(role)
+    assert client_for(key).get("/v1/agents").status_code == 200
+    member = member_of(key)
+    assert (member.role, member.tenant.name, member.user.email) == (role, "t1", "m@b.test")
+
+
+def test_create_key_for_an_existing_member_with_the_same_role(db):
+    bootstrap()
+    first, second = create_key(Role.MEMBER), create_key(Role.MEMBER)
+    assert first != second
+    assert member_of(first).pk == member_of(second).pk
+    assert all(client_for(k).get("/v1/agents").status_code == 200 for k in (first, second))
+
+
+def test_create_key_unknown_tenant(db):
+    with pytest.raises(CommandError, match="nope"):
+        create_key(Role.MEMBER, tenant="nope")
+    assert not Tenant.objects.filter(name="nope").exists()
+    assert not Member.objects.filter(user__email="m@b.test").exists()
+
+
+@pytest.mark.parametrize("existing, asked", [(Role.MEMBER, Role.ADMIN), (Role.ADMIN, Role.OWNER),
+                                             (Role.OWNER, Role.MEMBER)])
+def test_create_key_refuses_a_role_change(db, existing, asked):
+    bootstrap()
+    create_key(existing)
+    keys = ApiKey.objects.filter(member__user__email="m@b.test")
+    keys_before = keys.count()
+    with pytest.raises(CommandError):
+        create_key(asked)
+    assert keys.count() == keys_before
+    assert Member.objects.get(user__email="m@b.test").role == existing
+
+
+@pytest.mark.parametrize("role", ["superuser", "OWNER", ""])
+def test_create_key_rejects_a_bad_role(db, role):
+    bootstrap()
+    with pytest.raises(CommandError):
+        create_key(role)
+    assert not Member.objects.filter(user__email="m@b.test").exists()
