@@ -1,0 +1,163 @@
+"""The middleware chain: optional capability protocols, discovered once, composed as an onion.
+
+``Middleware`` is a marker (it has a ``name``). What a middleware can do is found by type check
+when the chain is built — never on each call — and kept in five lists. For model and tool calls,
+index 0 is the outermost wrapper. System blocks are assembled on every model call, in chain order
+after the agent's own block, each carrying its part id (:class:`SourcedBlock`); the base model
+handler strips the provenance when it builds the provider request.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
+
+from harness import telemetry
+from harness.agent import AgentSpec
+from harness.errors import ConfigurationError
+from harness.messages import Request, Response, TextBlock, ToolUseBlock
+from harness.state import State
+from harness.tools.base import Tool, ToolResult
+
+PartID = str
+AGENT_PART: PartID = "system:agent"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourcedBlock:
+    """A system block with the part id of whoever contributed it (never sent to a provider)."""
+
+    part: PartID
+    block: TextBlock
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    """One model call as it travels through the onion. Wrappers change it with ``replace``."""
+
+    # model, messages, max_tokens…; ``system`` and ``tools`` are filled in at the base handler
+    request: Request
+    system: tuple[SourcedBlock, ...]
+    tools: tuple[Tool, ...]
+    state: State
+    agent: AgentSpec
+
+    def to_provider_request(self) -> Request:
+        return replace(
+            self.request,
+            system=tuple(sb.block for sb in self.system),
+            tools=tuple(t.definition for t in self.tools),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallRequest:
+    call: ToolUseBlock
+    state: State
+    tool: Tool | None  # None when the model named a tool it was not given
+
+
+ModelHandler = Callable[[ModelRequest], Response]
+ToolHandler = Callable[[ToolCallRequest], ToolResult]
+
+
+@runtime_checkable
+class Middleware(Protocol):
+    name: str
+
+
+@runtime_checkable
+class ModelWrapper(Protocol):
+    def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response: ...
+
+
+@runtime_checkable
+class ToolWrapper(Protocol):
+    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult: ...
+
+
+@runtime_checkable
+class RunHook(Protocol):
+    def before_run(self, state: State) -> None: ...
+
+
+@runtime_checkable
+class ToolProvider(Protocol):
+    def provide_tools(self, state: State) -> list[Tool]: ...
+
+
+@runtime_checkable
+class PromptContributor(Protocol):
+    def system_blocks(self, state: State) -> list[SourcedBlock]: ...
+
+
+class Chain:
+    """Built once per run from the ordered list :func:`harness.stack.default_stack` returns."""
+
+    def __init__(self, middlewares: Sequence[Middleware]) -> None:
+        names = [m.name for m in middlewares]
+        if len(names) != len(set(names)):
+            raise ConfigurationError(f"middleware names must be unique: {names}")
+        self.middlewares = tuple(middlewares)
+        self.model_wrappers = [m for m in middlewares if isinstance(m, ModelWrapper)]
+        self.tool_wrappers = [m for m in middlewares if isinstance(m, ToolWrapper)]
+        self.run_hooks = [m for m in middlewares if isinstance(m, RunHook)]
+        self.tool_providers = [m for m in middlewares if isinstance(m, ToolProvider)]
+        self.contributors = [m for m in middlewares if isinstance(m, PromptContributor)]
+
+    @classmethod
+    def build(cls, middlewares: Sequence[Middleware]) -> Chain:
+        return cls(middlewares)
+
+    @property
+    def names(self) -> list[str]:
+        return [m.name for m in self.middlewares]
+
+    def before_run(self, state: State) -> None:
+        """Every RunHook once, in order, under one ``agent.before_run`` span with a child each."""
+        with telemetry.span(telemetry.SPAN_BEFORE_RUN):
+            for hook in self.run_hooks:
+                name = hook.name  # type: ignore[attr-defined]
+                attrs = {telemetry.ATTR_MIDDLEWARE_NAME: name}
+                started = time.perf_counter()
+                with telemetry.span(f"{telemetry.SPAN_BEFORE_RUN}.{name}", attrs):
+                    hook.before_run(state)
+                telemetry.before_run_duration.record(time.perf_counter() - started, attrs)
+
+    def system_blocks(self, agent: AgentSpec, state: State) -> list[SourcedBlock]:
+        blocks = []
+        if agent.system_prompt:
+            blocks.append(SourcedBlock(part=AGENT_PART, block=TextBlock(text=agent.system_prompt)))
+        for contributor in self.contributors:
+            blocks.extend(contributor.system_blocks(state))
+        return blocks
+
+    def tools(self, state: State, base: Sequence[Tool]) -> list[Tool]:
+        """The base tools, then each provider's, in chain order; the first of a name wins."""
+        seen: dict[str, Tool] = {t.name: t for t in base}
+        for provider in self.tool_providers:
+            for tool in provider.provide_tools(state):
+                seen.setdefault(tool.name, tool)
+        return list(seen.values())
+
+    def model_call(self, req: ModelRequest, base: ModelHandler) -> Response:
+        handler = base
+        for wrapper in reversed(self.model_wrappers):
+            handler = _bind_model(wrapper, handler)
+        return handler(req)
+
+    def tool_call(self, req: ToolCallRequest, base: ToolHandler) -> ToolResult:
+        handler = base
+        for wrapper in reversed(self.tool_wrappers):
+            handler = _bind_tool(wrapper, handler)
+        return handler(req)
+
+
+def _bind_model(wrapper: ModelWrapper, next_handler: ModelHandler) -> ModelHandler:
+    return lambda req: wrapper.wrap_model_call(req, next_handler)
+
+
+def _bind_tool(wrapper: ToolWrapper, next_handler: ToolHandler) -> ToolHandler:
+    return lambda req: wrapper.wrap_tool_call(req, next_handler)

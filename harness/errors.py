@@ -1,0 +1,68 @@
+"""The harness's one exception tree. Adapters map SDK errors into these in one place each."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base of every error the harness raises on purpose."""
+
+    code = "harness_error"
+
+
+class InvalidContent(HarnessError):
+    """A block, message or state document does not have the documented shape."""
+
+    code = "invalid_content"
+
+
+class ConfigurationError(HarnessError):
+    """A stack, tool or provider was set up wrongly (caught at build time, not mid-run)."""
+
+    code = "configuration_error"
+
+
+class ProviderError(HarnessError):
+    """A model provider failed. ``retryable`` says whether trying again later may succeed."""
+
+    code = "provider_error"
+    retryable = False
+
+    def __init__(self, message: str, *, status: int | None = None, provider: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.provider = provider
+
+
+class ProviderAuthError(ProviderError):
+    code = "provider_auth"
+
+
+class ProviderBadRequest(ProviderError):
+    code = "provider_bad_request"
+
+
+class ProviderRateLimited(ProviderError):
+    code = "provider_rate_limited"
+    retryable = True
+
+
+class ProviderOverloaded(ProviderError):
+    code = "provider_overloaded"
+    retryable = True
+
+
+class ProviderUnavailable(ProviderError):
+    """5xx, connection failures and timeouts after the adapter's own retries."""
+
+    code = "provider_unavailable"
+    retryable = True
+
+
+class ScriptExhausted(ProviderError):
+    """The scripted model was called more often than it has steps."""
+
+    code = "script_exhausted"
+
+
+class UnknownModel(ConfigurationError):
+    code = "unknown_model"

@@ -1,0 +1,122 @@
+"""Provider-neutral value types: content blocks, messages, tool definitions, requests, responses.
+
+Every adapter translates to and from these; nothing provider-specific leaks past an adapter.
+They are frozen dataclasses, changed with :func:`dataclasses.replace`. JSON (de)serialisation
+lives in :mod:`harness.serde`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant"]
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
+STOP_REASONS: tuple[StopReason, ...] = (
+    "end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheControl:
+    """A prompt-cache breakpoint: everything up to and including the marked block is cacheable."""
+
+    type: Literal["ephemeral"] = "ephemeral"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextBlock:
+    text: str
+    cache_control: CacheControl | None = None
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolUseBlock:
+    id: str
+    name: str
+    input: dict[str, Any]
+    cache_control: CacheControl | None = None
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResultBlock:
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    cache_control: CacheControl | None = None
+    type: Literal["tool_result"] = "tool_result"
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass(frozen=True, kw_only=True)
+class Message:
+    role: Role
+    content: tuple[Block, ...]
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", content=(TextBlock(text=text),))
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks joined; tool blocks are left out."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolDef:
+    """What the model is told about a tool (the callable side lives in :mod:`harness.tools`)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    model: str
+    system: tuple[TextBlock, ...] = ()
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolDef, ...] = ()
+    max_tokens: int = 4096
+    temperature: float | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Usage:
+    """Tokens of one model call. ``input_tokens`` excludes the cache reads and writes counted
+    beside it (the adapters normalise providers that report a total), so the four add up."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Response:
+    message: Message
+    stop_reason: StopReason
+    usage: Usage = Usage()
+    model: str = ""

@@ -1,0 +1,1 @@
+"""One small module per middleware; :mod:`harness.stack` decides their order."""

@@ -1,0 +1,70 @@
+"""RepeatCallMiddleware: stop a model that keeps making the exact same tool call.
+
+Hashes tool name + canonical JSON arguments (FNV-1a 64); at the threshold (default 3,
+``HANGO_REPEAT_CALL_THRESHOLD``) the call is answered with a reminder instead of running. The
+per-run counters live in typed private state, so a resumed run keeps counting.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness import telemetry
+from harness.chain import ToolCallRequest, ToolHandler
+from harness.state import load_private, store_private
+from harness.tools.base import ToolResult, tool_error
+
+NAME = "repeat_call"
+DEFAULT_THRESHOLD = 3
+
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+
+
+def fnv64(data: bytes) -> int:
+    h = _FNV_OFFSET
+    for byte in data:
+        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def call_key(name: str, args: Any) -> str:
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"{fnv64((name + canonical).encode()):016x}"
+
+
+@dataclass(kw_only=True)
+class RepeatCounts:
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class RepeatCallMiddleware:
+    name = NAME
+
+    def __init__(self, *, threshold: int = DEFAULT_THRESHOLD) -> None:
+        if not isinstance(threshold, int) or threshold < 2:
+            raise ValueError("threshold must be an integer of at least 2")
+        self.threshold = threshold
+
+    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult:
+        counts, _ = load_private(req.state, NAME, RepeatCounts)
+        key = call_key(req.call.name, req.call.input)
+        seen = counts.counts.get(key, 0) + 1
+        counts.counts[key] = seen
+        store_private(req.state, NAME, counts)
+        if seen < self.threshold:
+            return next(req)
+        attrs = {telemetry.ATTR_MIDDLEWARE_NAME: NAME,
+                 telemetry.ATTR_GEN_AI_TOOL_NAME: req.call.name}
+        telemetry.record_event(telemetry.EVENT_REPEAT_CALL_BLOCKED, attrs)
+        telemetry.record_event(
+            telemetry.EVENT_SHORT_CIRCUITED, {**attrs, telemetry.ATTR_REASON: "repeated_call"}
+        )
+        telemetry.repeat_blocked.add(1, {telemetry.ATTR_GEN_AI_TOOL_NAME: req.call.name})
+        telemetry.tool_short_circuits.add(1, {telemetry.ATTR_MIDDLEWARE_NAME: NAME})
+        return tool_error(
+            f"This exact call was already made {seen - 1} times; use the previous result or "
+            "change approach."
+        )

@@ -1,0 +1,104 @@
+"""TodoMiddleware: the ``write_todos`` planning tool.
+
+``write_todos`` replaces the whole list on ``State.todos`` (persisted with the run, so a resumed
+run keeps its plan); the current list is rendered into the system prompt on every model call as
+the ``system:todo`` part; the list never enters ``State.messages`` beyond the tool call itself.
+Its slot sits after RepairToolCalls so a repaired history is what the plan is read against.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from harness import telemetry
+from harness.chain import SourcedBlock
+from harness.messages import TextBlock
+from harness.state import TODO_STATUSES, State, Todo
+from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
+
+NAME = "todo"
+TOOL_NAME = "write_todos"
+PART = "system:todo"
+
+DESCRIPTION = """Write the plan for the current task as a todo list. Each call REPLACES the whole \
+list, so always send every item with its current status.
+
+Use it for work with three or more distinct steps, or when the user gives several tasks. Skip it \
+for a single simple step or a plain question: answer directly instead.
+
+Rules: keep exactly one item "in_progress" while you work; mark an item "completed" as soon as it \
+is done, not in batches; add items you discover, remove ones that no longer apply. Marking items \
+complete is not an answer: when every item is done, reply to the user with the result."""
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "todos": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "minLength": 1, "maxLength": 2000},
+                    "status": {"enum": list(TODO_STATUSES)},
+                },
+                "required": ["content", "status"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["todos"],
+    "additionalProperties": False,
+}
+
+_MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
+
+
+def render(todos: list[Todo]) -> str:
+    if not todos:
+        return "Your todo list is empty. Use write_todos to plan multi-step work."
+    lines = ["Your current todo list (update it with write_todos):"]
+    lines += [f"{i}. {_MARKS[t.status]} {t.content} ({t.status})" for i, t in enumerate(todos, 1)]
+    return "\n".join(lines)
+
+
+def todo_counts(todos: list[Todo]) -> dict[str, int]:
+    counts = Counter(t.status for t in todos)
+    return {status: counts.get(status, 0) for status in TODO_STATUSES}
+
+
+class TodoMiddleware:
+    name = NAME
+
+    def __init__(self) -> None:
+        self._tool = Tool(name=TOOL_NAME, description=DESCRIPTION, input_schema=SCHEMA,
+                          fn=self._write_todos)
+
+    def provide_tools(self, state: State) -> list[Tool]:
+        return [self._tool]
+
+    def system_blocks(self, state: State) -> list[SourcedBlock]:
+        return [SourcedBlock(part=PART, block=TextBlock(text=render(state.todos)))]
+
+    def _write_todos(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        todos = [Todo(content=t["content"], status=t["status"]) for t in args["todos"]]
+        in_progress = sum(t.status == "in_progress" for t in todos)
+        if in_progress > 1:
+            return tool_error(
+                f"{in_progress} items are in_progress; keep exactly one in_progress at a time."
+            )
+        ctx.state.todos = todos
+        counts = todo_counts(todos)
+        telemetry.record_event(telemetry.EVENT_TODOS_UPDATED, {
+            telemetry.ATTR_TODOS_PENDING: counts["pending"],
+            telemetry.ATTR_TODOS_IN_PROGRESS: counts["in_progress"],
+            telemetry.ATTR_TODOS_COMPLETED: counts["completed"],
+            telemetry.ATTR_LANGFUSE_TODOS_TOTAL: len(todos),
+            telemetry.ATTR_LANGFUSE_TODOS_COMPLETED: counts["completed"],
+        })
+        ctx.state.emit("todos.updated", {
+            "todos": [{"content": t.content, "status": t.status} for t in todos]
+        })
+        done = counts["completed"]
+        return ToolResult(content=f"Todo list updated: {done}/{len(todos)} completed.")

@@ -1,0 +1,201 @@
+"""The Anthropic Messages API adapter: hango's requests to the wire and the wire back, nothing more.
+
+Retries belong to the SDK (429, 5xx and 529 overloaded, with backoff and ``retry-after``), bounded
+by ``settings.max_retries``; what is left after them is translated in :func:`_map_error`, the
+one place SDK errors become hango's.
+
+``Request.temperature`` is not sent: API version 2026-10-21 (the one SDK 2.x speaks) rejects
+every sampling parameter with a 400, and the SDK no longer has them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anthropic
+from anthropic.types import Message as WireMessage
+
+from harness.errors import (
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderError,
+    ProviderOverloaded,
+    ProviderRateLimited,
+    ProviderUnavailable,
+)
+from harness.messages import (
+    Block,
+    CacheControl,
+    Message,
+    Request,
+    Response,
+    StopReason,
+    TextBlock,
+    ToolDef,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from harness.providers.base import ProviderSettings, StreamDone, StreamEvent, TextDelta
+
+PROVIDER = "anthropic"
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+    # The context window filled up before max_tokens did: the answer is cut short all the same.
+    "model_context_window_exceeded": "max_tokens",
+}
+
+
+class AnthropicProvider:
+    """Claude through the official SDK; also a :class:`TokenCounter` and :class:`Streaming`."""
+
+    name = PROVIDER
+
+    def __init__(self, *, settings: ProviderSettings) -> None:
+        key = settings.anthropic_api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ProviderAuthError(
+                "no Anthropic API key: set ANTHROPIC_API_KEY, or use the offline model "
+                "scripted:demo", provider=PROVIDER)
+        self._key = key
+        self._client = anthropic.Anthropic(
+            api_key=key, base_url=settings.anthropic_base_url,
+            timeout=settings.timeout_seconds, max_retries=settings.max_retries)
+
+    def complete(self, request: Request) -> Response:
+        with self._errors_mapped():
+            wire = self._client.messages.create(
+                **_map_request(request), max_tokens=request.max_tokens)
+        return _map_response(wire)
+
+    def count_tokens(self, request: Request) -> int:
+        with self._errors_mapped():
+            return self._client.messages.count_tokens(**_map_request(request)).input_tokens
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        with self._errors_mapped():
+            with self._client.messages.stream(
+                    **_map_request(request), max_tokens=request.max_tokens) as stream:
+                for text in stream.text_stream:
+                    yield TextDelta(text=text)
+                final = stream.get_final_message()
+        yield StreamDone(response=_map_response(final))
+
+    @contextmanager
+    def _errors_mapped(self) -> Iterator[None]:
+        try:
+            yield
+        except anthropic.APIError as err:
+            raise _map_error(err, secret=self._key) from err
+
+
+# -- to the wire ---------------------------------------------------------------------------
+
+
+def _map_request(request: Request) -> dict[str, Any]:
+    """The parameters ``messages.create`` and ``messages.count_tokens`` share."""
+    params: dict[str, Any] = {
+        "model": request.model,
+        "messages": [_map_message(m) for m in request.messages],
+    }
+    if request.system:
+        params["system"] = [_map_block(b) for b in request.system]
+    if request.tools:
+        params["tools"] = [_map_tool(t) for t in request.tools]
+    return params
+
+
+def _map_message(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": [_map_block(b) for b in message.content]}
+
+
+def _map_block(block: Block) -> dict[str, Any]:
+    match block:
+        case TextBlock():
+            wire: dict[str, Any] = {"type": "text", "text": block.text}
+        case ToolUseBlock():
+            wire = {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+        case ToolResultBlock():
+            wire = {"type": "tool_result", "tool_use_id": block.tool_use_id,
+                    "content": block.content}
+            if block.is_error:
+                wire["is_error"] = True
+    if block.cache_control is not None:
+        wire["cache_control"] = _map_cache_control(block.cache_control)
+    return wire
+
+
+def _map_cache_control(cache_control: CacheControl) -> dict[str, Any]:
+    return {"type": cache_control.type}
+
+
+def _map_tool(tool: ToolDef) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+
+
+# -- from the wire -------------------------------------------------------------------------
+
+
+def _map_response(wire: WireMessage) -> Response:
+    blocks: list[Block] = []
+    for block in wire.content:
+        # Thinking, redacted thinking and server-tool blocks have no hango counterpart.
+        if block.type == "text":
+            blocks.append(TextBlock(text=block.text))
+        elif block.type == "tool_use":
+            blocks.append(ToolUseBlock(id=block.id, name=block.name, input=dict(block.input)))
+    usage = wire.usage
+    return Response(
+        message=Message(role="assistant", content=tuple(blocks)),
+        # pause_turn (a server tool paused a long turn) and values newer than this adapter
+        # end the turn; the loop decides on tool calls, not on this value.
+        stop_reason=_STOP_REASONS.get(wire.stop_reason or "", "end_turn"),
+        usage=Usage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_read_tokens=usage.cache_read_input_tokens or 0,
+            cache_write_tokens=usage.cache_creation_input_tokens or 0,
+        ),
+        model=wire.model,
+    )
+
+
+def _map_error(err: anthropic.APIError, *, secret: str) -> ProviderError:
+    """The hango error for an SDK error left over after the SDK's own retries."""
+    if isinstance(err, anthropic.APIStatusError):
+        # An error event inside a stream arrives on a 200 response: only its body tells.
+        status = err.status_code if err.status_code >= 400 else None
+        where = f"HTTP {status}" if status else "mid-stream"
+        detail = err.api_message or err.message
+        if err.request_id:
+            detail += f" (request-id {err.request_id})"
+    else:
+        status, where, detail = None, "no response", err.message
+    message = f"Anthropic API error ({where}): {detail}".replace(secret, "[redacted]")
+    return _error_class(err)(message, status=status, provider=PROVIDER)
+
+
+def _error_class(err: anthropic.APIError) -> type[ProviderError]:
+    match err:
+        case anthropic.AuthenticationError() | anthropic.PermissionDeniedError():
+            return ProviderAuthError
+        case (anthropic.BadRequestError() | anthropic.UnprocessableEntityError()
+              | anthropic.NotFoundError()):
+            return ProviderBadRequest
+        case anthropic.RateLimitError():
+            return ProviderRateLimited
+        case anthropic.APIStatusError() if err.status_code == 529 or err.type == "overloaded_error":
+            return ProviderOverloaded
+        case anthropic.APIStatusError() if err.status_code >= 500 or err.type == "api_error":
+            return ProviderUnavailable
+        case anthropic.APIConnectionError():  # APITimeoutError included
+            return ProviderUnavailable
+    return ProviderError

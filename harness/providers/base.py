@@ -1,0 +1,56 @@
+"""What a model provider adapter offers the harness."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from harness.messages import Request, Response
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderSettings:
+    """Everything adapters read from configuration, passed in (the harness reads no settings)."""
+
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    timeout_seconds: float = 120.0
+    max_retries: int = 3
+    scripted_delay_ms: int = 0
+
+
+@runtime_checkable
+class Provider(Protocol):
+    name: str  # "anthropic", "openai", "scripted"
+
+    def complete(self, request: Request) -> Response: ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Providers that can count a request's input tokens exactly."""
+
+    def count_tokens(self, request: Request) -> int: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamDone:
+    response: Response
+
+
+StreamEvent = TextDelta | StreamDone
+
+
+@runtime_checkable
+class Streaming(Protocol):
+    """Providers that can stream token deltas; the last event is :class:`StreamDone`."""
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]: ...

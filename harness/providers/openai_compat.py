@@ -1,0 +1,296 @@
+"""The OpenAI chat-completions adapter, for OpenAI and compatible servers (vLLM, Ollama, ...).
+
+Hango's blocks become chat messages and back, nothing more: system blocks join into one system
+message (cache breakpoints have no counterpart; OpenAI caches prefixes by itself), an assistant's
+tool uses become ``tool_calls``, and each tool result becomes a ``tool`` message. Retries belong
+to the SDK, bounded by ``settings.max_retries``; what is left is translated in
+:func:`_map_error`. There is no token counting: OpenAI has no counting endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai.types import CompletionUsage
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from harness.errors import (
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderError,
+    ProviderOverloaded,
+    ProviderRateLimited,
+    ProviderUnavailable,
+)
+from harness.messages import (
+    Block,
+    Message,
+    Request,
+    Response,
+    StopReason,
+    TextBlock,
+    ToolDef,
+    ToolUseBlock,
+    Usage,
+)
+from harness.providers.base import ProviderSettings, StreamDone, StreamEvent, TextDelta
+
+PROVIDER = "openai"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Local servers ignore the key, but the SDK refuses to start without one.
+PLACEHOLDER_KEY = "not-needed"
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+class OpenAICompatProvider:
+    """Chat completions through the official SDK; also :class:`Streaming`."""
+
+    name = PROVIDER
+
+    def __init__(self, *, settings: ProviderSettings) -> None:
+        base_url = settings.openai_base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = settings.openai_api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if base_url is None or base_url.rstrip("/") == DEFAULT_BASE_URL:
+                raise ProviderAuthError(
+                    "no OpenAI API key: set OPENAI_API_KEY, or use the offline model "
+                    "scripted:demo", provider=PROVIDER)
+            key = PLACEHOLDER_KEY
+        self._key = key
+        self._client = openai.OpenAI(
+            api_key=key, base_url=base_url or DEFAULT_BASE_URL,
+            timeout=settings.timeout_seconds, max_retries=settings.max_retries)
+
+    def complete(self, request: Request) -> Response:
+        with self._errors_mapped():
+            completion = self._client.chat.completions.create(**_map_request(request))
+        return _map_response(completion)
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        # Accumulated here rather than with the SDK's ``chat.completions.stream`` helper: that
+        # helper raises on finish_reason "length" and "content_filter" instead of reporting them.
+        acc = _StreamAccumulator(model=request.model)
+        with self._errors_mapped():
+            chunks = self._client.chat.completions.create(
+                **_map_request(request), stream=True, stream_options={"include_usage": True})
+            with chunks:
+                for chunk in chunks:
+                    if text := acc.add(chunk):
+                        yield TextDelta(text=text)
+        yield StreamDone(response=acc.response())
+
+    @contextmanager
+    def _errors_mapped(self) -> Iterator[None]:
+        try:
+            yield
+        except openai.APIError as err:
+            raise _map_error(err, secret=self._key) from err
+
+
+# -- to the wire ---------------------------------------------------------------------------
+
+
+def _map_request(request: Request) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "model": request.model,
+        "messages": _map_messages(request),
+        "max_tokens": request.max_tokens,
+    }
+    if request.tools:
+        params["tools"] = [_map_tool(t) for t in request.tools]
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    return params
+
+
+def _map_messages(request: Request) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    if request.system:
+        wire.append({"role": "system", "content": "\n\n".join(b.text for b in request.system)})
+    for message in request.messages:
+        wire.extend(_map_message(message))
+    return wire
+
+
+def _map_message(message: Message) -> list[dict[str, Any]]:
+    text = "\n\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+    if message.role == "assistant":
+        wire: dict[str, Any] = {"role": "assistant", "content": text}
+        if message.tool_uses:
+            wire["content"] = text or None
+            wire["tool_calls"] = [_map_tool_call(b) for b in message.tool_uses]
+        return [wire]
+    # A tool message must directly follow the assistant message that called the tool, so the
+    # results go first and the user's own text after them.
+    out = [{"role": "tool", "tool_call_id": b.tool_use_id, "content": b.content}
+           for b in message.tool_results]
+    if text or not out:
+        out.append({"role": "user", "content": text})
+    return out
+
+
+def _map_tool_call(block: ToolUseBlock) -> dict[str, Any]:
+    return {"id": block.id, "type": "function",
+            "function": {"name": block.name,
+                         "arguments": json.dumps(block.input, ensure_ascii=False)}}
+
+
+def _map_tool(tool: ToolDef) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": tool.name, "description": tool.description, "parameters": tool.input_schema}}
+
+
+# -- from the wire -------------------------------------------------------------------------
+
+
+def _map_response(completion: ChatCompletion) -> Response:
+    if not completion.choices:
+        raise ProviderError("OpenAI API returned no choices", provider=PROVIDER)
+    choice = completion.choices[0]
+    calls = [(c.id, c.function.name, c.function.arguments)
+             for c in choice.message.tool_calls or () if c.type == "function"]
+    return _build_response(
+        text=choice.message.content or "", refusal=choice.message.refusal, calls=calls,
+        finish_reason=choice.finish_reason, usage=completion.usage, model=completion.model)
+
+
+def _build_response(*, text: str, refusal: str | None, calls: list[tuple[str, str, str]],
+                    finish_reason: str | None, usage: CompletionUsage | None,
+                    model: str) -> Response:
+    blocks: list[Block] = []
+    if text or refusal:
+        blocks.append(TextBlock(text=text or refusal or ""))
+    blocks += [ToolUseBlock(id=id_, name=name, input=_map_arguments(args))
+               for id_, name, args in calls]
+    stop_reason = _STOP_REASONS.get(finish_reason or "", "end_turn")
+    return Response(message=Message(role="assistant", content=tuple(blocks)),
+                    stop_reason="refusal" if refusal and not text else stop_reason,
+                    usage=_map_usage(usage), model=model)
+
+
+def _map_arguments(raw: str) -> dict[str, Any]:
+    """The call's arguments; unparseable ones are kept whole so the tool's validation names them."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"_raw_arguments": raw}
+    return value if isinstance(value, dict) else {"_raw_arguments": raw}
+
+
+def _map_usage(usage: CompletionUsage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    details = usage.prompt_tokens_details
+    cache_read = (details.cached_tokens if details else None) or 0
+    cache_write = (details.cache_write_tokens if details else None) or 0
+    # prompt_tokens includes the cached ones; hango's input_tokens, like Anthropic's, does not.
+    return Usage(
+        input_tokens=max(0, (usage.prompt_tokens or 0) - cache_read - cache_write),
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+@dataclass
+class _ToolCallParts:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _StreamAccumulator:
+    """Folds ``chat.completion.chunk`` objects into one response."""
+
+    model: str
+    text: list[str] = field(default_factory=list)
+    refusal: list[str] = field(default_factory=list)
+    calls: dict[int, _ToolCallParts] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: CompletionUsage | None = None
+
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        """Takes one chunk in; returns its text delta ("" when it has none)."""
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:  # the last chunk, with choices=[] (include_usage)
+            self.usage = chunk.usage
+        text = ""
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            self.finish_reason = choice.finish_reason or self.finish_reason
+            delta = choice.delta
+            text = delta.content or ""
+            self.text.append(text)
+            self.refusal.append(delta.refusal or "")
+            for part in delta.tool_calls or ():
+                call = self.calls.setdefault(part.index, _ToolCallParts())
+                call.id = part.id or call.id
+                if part.function is not None:
+                    call.name = part.function.name or call.name
+                    call.arguments.append(part.function.arguments or "")
+        return text
+
+    def response(self) -> Response:
+        calls = [(c.id, c.name, "".join(c.arguments))
+                 for _, c in sorted(self.calls.items())]
+        return _build_response(
+            text="".join(self.text), refusal="".join(self.refusal) or None, calls=calls,
+            finish_reason=self.finish_reason, usage=self.usage, model=self.model)
+
+
+def _map_error(err: openai.APIError, *, secret: str) -> ProviderError:
+    """The hango error for an SDK error left over after the SDK's own retries."""
+    if isinstance(err, openai.APIStatusError):
+        status: int | None = err.status_code
+        where = f"HTTP {status}"
+        detail = _body_message(err.body) or err.message
+    else:
+        status = None
+        where = "no response" if isinstance(err, openai.APIConnectionError) else "mid-stream"
+        detail = err.message
+    # OpenAI echoes a rejected key in its 401 message; a local server may echo anything.
+    message = f"OpenAI API error ({where}): {detail}".replace(secret, "[redacted]")
+    return _error_class(err)(message, status=status, provider=PROVIDER)
+
+
+def _body_message(body: object) -> str | None:
+    """The ``message`` of an error body (the SDK hands over its ``error`` object)."""
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    return None
+
+
+def _error_class(err: openai.APIError) -> type[ProviderError]:
+    match err:
+        case openai.AuthenticationError() | openai.PermissionDeniedError():
+            return ProviderAuthError
+        case openai.BadRequestError() | openai.UnprocessableEntityError() | openai.NotFoundError():
+            return ProviderBadRequest
+        case openai.RateLimitError():
+            return ProviderRateLimited
+        # 529 and "overloaded_error" come from compatible proxies in front of Anthropic.
+        case openai.APIStatusError() if err.status_code == 529 or err.type == "overloaded_error":
+            return ProviderOverloaded
+        case openai.APIStatusError() if err.status_code >= 500:
+            return ProviderUnavailable
+        case openai.APIStatusError():
+            return ProviderError
+    # A connection failure, a timeout, or an error event in the middle of a stream.
+    return ProviderUnavailable

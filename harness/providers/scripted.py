@@ -1,0 +1,198 @@
+"""The scripted model: offline, deterministic, product code (tests, the quickstart, benchmarks).
+
+* :class:`ScriptedModel` plays a queue of steps and records every request; one call too many
+  raises :class:`ScriptExhausted` naming how many steps it had.
+* Named scripts for ``scripted:<name>`` models derive each answer from the conversation itself,
+  so a run re-executed after a crash gets the same answers: ``demo`` behaves like a small agent
+  (plans with write_todos, calls a tool, marks items done, answers) and ``workload-<T>`` is the
+  benchmark workload of T tool-calling turns.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import ScriptExhausted, UnknownModel
+from harness.messages import (
+    Message,
+    Request,
+    Response,
+    StopReason,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+
+Step = Response | Exception | Callable[[Request], Response]
+
+
+def text(content: str, *, stop_reason: StopReason = "end_turn") -> Response:
+    """A step answering with text."""
+    return Response(message=Message(role="assistant", content=(TextBlock(text=content),)),
+                    stop_reason=stop_reason)
+
+
+def tool_call(name: str, args: dict[str, Any], *, call_id: str | None = None,
+              preface: str = "") -> Response:
+    """A step calling one tool."""
+    blocks: tuple = (TextBlock(text=preface),) if preface else ()
+    use = ToolUseBlock(id=call_id or f"toolu_{uuid.uuid4().hex[:20]}",
+                       name=name, input=args)
+    return Response(message=Message(role="assistant", content=(*blocks, use)),
+                    stop_reason="tool_use")
+
+
+def _estimate_usage(request: Request, response: Response) -> Usage:
+    """A rough, deterministic token count (4 characters a token) so usage is never zero."""
+    chars_in = sum(len(b.text) for b in request.system) + sum(
+        len(repr(m.content)) for m in request.messages)
+    chars_out = len(repr(response.message.content))
+    return Usage(input_tokens=max(1, chars_in // 4), output_tokens=max(1, chars_out // 4))
+
+
+@dataclass(eq=False)
+class ScriptedModel:
+    """Plays ``steps`` in order; ``calls`` records every request received."""
+
+    steps: list[Step] = field(default_factory=list)
+    model: str = "script"
+    delay_ms: int = 0
+    name: str = "scripted"
+    calls: list[Request] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.steps = list(self.steps)
+        self._next = 0
+
+    @property
+    def remaining(self) -> int:
+        return len(self.steps) - self._next
+
+    def complete(self, request: Request) -> Response:
+        self.calls.append(request)
+        if self._next >= len(self.steps):
+            raise ScriptExhausted(
+                f"the scripted model has {len(self.steps)} steps and was called "
+                f"{len(self.calls)} times", provider=self.name)
+        step = self.steps[self._next]
+        self._next += 1
+        if self.delay_ms:
+            time.sleep(self.delay_ms / 1000)
+        if isinstance(step, Exception):
+            raise step
+        response = step(request) if callable(step) else step
+        if response.usage == Usage():
+            response = Response(message=response.message, stop_reason=response.stop_reason,
+                                usage=_estimate_usage(request, response), model=self.model)
+        return response
+
+
+@dataclass(eq=False)
+class ConversationScript:
+    """A named script: each answer is a function of the request (deterministic, replayable)."""
+
+    script: Callable[[Request], Response]
+    model: str
+    delay_ms: int = 0
+    name: str = "scripted"
+
+    def complete(self, request: Request) -> Response:
+        if self.delay_ms:
+            time.sleep(self.delay_ms / 1000)
+        response = self.script(request)
+        return Response(message=response.message, stop_reason=response.stop_reason,
+                        usage=_estimate_usage(request, response), model=self.model)
+
+
+def _since_last_user_text(messages: Iterable[Message]) -> tuple[str, list[Message]]:
+    """The last user text and the messages after it (the current exchange)."""
+    messages = list(messages)
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user" and messages[i].text:
+            return messages[i].text, messages[i + 1:]
+    return "", messages
+
+
+def _last_result(messages: list[Message], tool_name: str) -> str | None:
+    ids = {b.id: b.name for m in messages for b in m.tool_uses}
+    for m in reversed(messages):
+        for b in m.content:
+            if isinstance(b, ToolResultBlock) and ids.get(b.tool_use_id) == tool_name:
+                return b.content
+    return None
+
+
+_DEMO_PLAN = ("Read the request", "Count its words", "Write the answer")
+
+
+def _plan(done: int) -> dict[str, Any]:
+    todos = []
+    for i, content in enumerate(_DEMO_PLAN):
+        status = "completed" if i < done else ("in_progress" if i == done else "pending")
+        todos.append({"content": content, "status": status})
+    return {"todos": todos}
+
+
+def demo_script(request: Request) -> Response:
+    """A small agent: plan, work through the plan with a tool, mark progress, answer."""
+    user_text, exchange = _since_last_user_text(request.messages)
+    offered = {t.name for t in request.tools}
+    step = sum(1 for m in exchange if m.role == "assistant")
+    turn = f"d{len(request.messages)}"
+    plan_steps: list[Callable[[], Response | None]] = [
+        lambda: tool_call("write_todos", _plan(0), call_id=f"{turn}_plan",
+                          preface="Let me plan this.") if "write_todos" in offered else None,
+        lambda: tool_call("write_todos", _plan(1), call_id=f"{turn}_p1")
+        if "write_todos" in offered else None,
+        lambda: tool_call("word_count", {"text": user_text}, call_id=f"{turn}_wc")
+        if "word_count" in offered else None,
+        lambda: tool_call("write_todos", _plan(3), call_id=f"{turn}_done")
+        if "write_todos" in offered else None,
+    ]
+    # Skip the steps whose tool is not offered; `step` counts the steps already taken.
+    available = [s for s in plan_steps if s() is not None]
+    if step < len(available):
+        return available[step]()  # type: ignore[return-value]
+    words = _last_result(exchange, "word_count")
+    counted = f" It has {words} words." if words is not None else ""
+    quoted = user_text if len(user_text) <= 80 else user_text[:77] + "..."
+    return text(f'You said: "{quoted}".{counted} All planned steps are done.')
+
+
+def workload_script(turns: int) -> Callable[[Request], Response]:
+    """The shared benchmark workload: T turns alternating echo and write_todos, then an answer."""
+    items = ("collect inputs", "run the step", "write the report")
+
+    def todos_for(k: int) -> dict[str, Any]:
+        current = k % 4
+        status = ["completed" if i < current else "in_progress" if i == current else "pending"
+                  for i in range(3)]
+        return {"todos": [{"content": c, "status": s} for c, s in zip(items, status, strict=True)]}
+
+    def script(request: Request) -> Response:
+        _, exchange = _since_last_user_text(request.messages)
+        i = sum(1 for m in exchange if m.role == "assistant")
+        if i >= turns:
+            return text(f"All {turns} steps done.")
+        if i % 2 == 0:
+            return tool_call("echo", {"text": f"step {i}: echo this short payload"},
+                             call_id=f"w{i}")
+        return tool_call("write_todos", todos_for(i // 2), call_id=f"w{i}")
+
+    return script
+
+
+def named_script(name: str, *, delay_ms: int = 0) -> ConversationScript:
+    """The provider behind ``scripted:<name>``."""
+    if name == "demo":
+        return ConversationScript(script=demo_script, model=name, delay_ms=delay_ms)
+    if name.startswith("workload-") and name.removeprefix("workload-").isdigit():
+        turns = int(name.removeprefix("workload-"))
+        return ConversationScript(script=workload_script(turns), model=name, delay_ms=delay_ms)
+    raise UnknownModel(
+        f"no scripted model named {name!r}; use scripted:demo or scripted:workload-<turns>")

@@ -1,0 +1,71 @@
+"""``default_stack``: the single place the middleware order is decided.
+
+There is no merge algorithm and no user-supplied order: every slot is named here, in order, with
+why it sits where it sits. A slot whose middleware is not built yet is listed as skipped (with
+``None``), never silently absent, so the order test covers it from day one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.agent import AgentSpec
+from harness.chain import Middleware
+from harness.middleware.allowlist import ToolAllowlistMiddleware
+from harness.middleware.repair_tool_calls import RepairToolCallsMiddleware
+from harness.middleware.repeat_call import DEFAULT_THRESHOLD, RepeatCallMiddleware
+from harness.middleware.todo import TodoMiddleware
+
+NOT_YET = "skipped: arrives with context management (skills, filesystem, subagents, memory…)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackConfig:
+    agent: AgentSpec
+    repeat_call_threshold: int = DEFAULT_THRESHOLD
+
+
+@dataclass(frozen=True, kw_only=True)
+class Slot:
+    name: str
+    middleware: Middleware | None
+    why: str
+
+
+def stack_slots(cfg: StackConfig) -> list[Slot]:
+    return [
+        # Skills first: its index and load_skill tool are the most stable part of the prompt,
+        # and a loaded skill's tools must exist before anything filters tools.
+        Slot(name="skills", middleware=None, why=NOT_YET),
+        # Filesystem before summarization, so summarization sees offloaded tool results.
+        Slot(name="filesystem", middleware=None, why=NOT_YET),
+        # Subagents next: the `task` tool wraps a whole child loop built from this same stack.
+        Slot(name="subagent", middleware=None, why=NOT_YET),
+        # Context overrides right before summarization, so compaction and the budget see the
+        # filtered history (the context inspector).
+        Slot(name="context_overrides", middleware=None, why=NOT_YET),
+        Slot(name="summarization", middleware=None, why=NOT_YET),
+        # Repair before anything reads the history as a sequence of call/result pairs.
+        Slot(name="repair_tool_calls", middleware=RepairToolCallsMiddleware(),
+             why="a history with unanswered tool calls is refused by providers"),
+        Slot(name="todo", middleware=TodoMiddleware(),
+             why="the plan: write_todos plus its rendering in the system prompt"),
+        # Outside the real tool call so a blocked repeat never reaches the tool.
+        Slot(name="repeat_call",
+             middleware=RepeatCallMiddleware(threshold=cfg.repeat_call_threshold),
+             why="answer the Nth identical call with a reminder instead of running it"),
+        # Prompt cache before memory: memory blocks come later in the chain, so they land after
+        # the breakpoint and editing memory does not invalidate the cached prefix.
+        Slot(name="prompt_cache", middleware=None, why=NOT_YET),
+        Slot(name="memory", middleware=None, why=NOT_YET),
+        Slot(name="human_in_the_loop", middleware=None, why=NOT_YET),
+        # Allowlist last: innermost for model and tool calls, so no earlier middleware can
+        # re-add a forbidden tool.
+        Slot(name="tool_allowlist",
+             middleware=ToolAllowlistMiddleware(allowed=cfg.agent.allowed_tools),
+             why="the agent's allowed_tools, enforced where nothing can bypass it"),
+    ]
+
+
+def default_stack(cfg: StackConfig) -> list[Middleware]:
+    return [slot.middleware for slot in stack_slots(cfg) if slot.middleware is not None]

@@ -1,0 +1,113 @@
+"""Every span, event, attribute and metric name hango emits, in one place, plus thin helpers.
+
+Tests and dashboards read these constants; nothing else in the code base spells a telemetry name.
+Message content goes on spans only through :func:`content_attributes`, which checks the tenant's
+``trace_llm_content`` flag (carried on the run state).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final
+
+from opentelemetry import metrics, trace
+from opentelemetry.trace import Span, SpanKind
+
+# Spans
+SPAN_INVOKE_AGENT: Final = "invoke_agent"
+SPAN_CHAT: Final = "chat"
+SPAN_EXECUTE_TOOL: Final = "execute_tool"
+SPAN_BEFORE_RUN: Final = "agent.before_run"
+SPAN_CONTEXT_INSPECT: Final = "agent.context_inspect"
+SPAN_CONTEXT_TRY: Final = "context_try"
+
+# Span events
+EVENT_MIDDLEWARE_STACK: Final = "agent.middleware_stack"
+EVENT_REQUEST_REWRITTEN: Final = "middleware.request_rewritten"
+EVENT_SHORT_CIRCUITED: Final = "middleware.short_circuited"
+EVENT_RETRIED: Final = "middleware.retried"
+EVENT_TODOS_UPDATED: Final = "agent.todos_updated"
+EVENT_REPEAT_CALL_BLOCKED: Final = "middleware.repeat_call_blocked"
+EVENT_STATE_MISSING: Final = "middleware.state_missing"
+EVENT_HISTORY_REPAIRED: Final = "middleware.history_repaired"
+EVENT_RUN_STOPPED: Final = "agent.run_stopped"
+
+# Attributes
+ATTR_MIDDLEWARE_NAME: Final = "hango.middleware.name"
+ATTR_MIDDLEWARE_STACK: Final = "hango.middleware.stack"
+ATTR_REASON: Final = "hango.middleware.reason"
+ATTR_RUN_ID: Final = "hango.run.id"
+ATTR_SESSION_ID: Final = "hango.session.id"
+ATTR_AGENT_ID: Final = "hango.agent.id"
+ATTR_TENANT_ID: Final = "hango.tenant.id"
+ATTR_TURN: Final = "hango.run.turn"
+ATTR_STOP: Final = "hango.run.stop_reason"
+ATTR_TODOS_PENDING: Final = "hango.todos.pending"
+ATTR_TODOS_IN_PROGRESS: Final = "hango.todos.in_progress"
+ATTR_TODOS_COMPLETED: Final = "hango.todos.completed"
+ATTR_LANGFUSE_TODOS_TOTAL: Final = "langfuse.observation.metadata.todos_total"
+ATTR_LANGFUSE_TODOS_COMPLETED: Final = "langfuse.observation.metadata.todos_completed"
+ATTR_CACHE_READ_TOKENS: Final = "hango.usage.cache_read_tokens"
+ATTR_CACHE_WRITE_TOKENS: Final = "hango.usage.cache_write_tokens"
+ATTR_GEN_AI_OPERATION: Final = "gen_ai.operation.name"
+ATTR_GEN_AI_PROVIDER: Final = "gen_ai.provider.name"
+ATTR_GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+ATTR_GEN_AI_RESPONSE_FINISH: Final = "gen_ai.response.finish_reasons"
+ATTR_GEN_AI_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+ATTR_GEN_AI_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+ATTR_GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+ATTR_GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+ATTR_GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+ATTR_GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+ATTR_GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+ATTR_GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+ATTR_TOOL_IS_ERROR: Final = "hango.tool.is_error"
+
+# Metrics
+METRIC_BEFORE_RUN_DURATION: Final = "hango.middleware.before_run.duration"
+METRIC_TOOL_SHORT_CIRCUITS: Final = "hango.middleware.tool_short_circuits"
+METRIC_REPEAT_BLOCKED: Final = "hango.middleware.repeat_blocked"
+METRIC_TURN_DURATION: Final = "hango.run.turn.duration"
+
+ALL_NAMES: Final = tuple(
+    value for key, value in dict(globals()).items()
+    if key.startswith(("SPAN_", "EVENT_", "ATTR_", "METRIC_"))
+)
+
+tracer = trace.get_tracer("hango.harness")
+_meter = metrics.get_meter("hango.harness")
+before_run_duration = _meter.create_histogram(
+    METRIC_BEFORE_RUN_DURATION, unit="s", description="Time spent in one before_run hook."
+)
+tool_short_circuits = _meter.create_counter(
+    METRIC_TOOL_SHORT_CIRCUITS, description="Tool calls answered by a middleware without running."
+)
+repeat_blocked = _meter.create_counter(
+    METRIC_REPEAT_BLOCKED, description="Repeated identical tool calls that were blocked."
+)
+turn_duration = _meter.create_histogram(
+    METRIC_TURN_DURATION, unit="s", description="Wall time of one run turn."
+)
+
+
+@contextmanager
+def span(name: str, attributes: Mapping[str, Any] | None = None,
+         kind: SpanKind = SpanKind.INTERNAL) -> Iterator[Span]:
+    with tracer.start_as_current_span(name, kind=kind, attributes=dict(attributes or {})) as s:
+        yield s
+
+
+def record_event(name: str, attributes: Mapping[str, Any] | None = None) -> None:
+    """Add an event to the current span (a no-op when nothing is recording)."""
+    current = trace.get_current_span()
+    if current.is_recording():
+        current.add_event(name, dict(attributes or {}))
+
+
+def content_attributes(allowed: bool, key: str, payload: Any) -> dict[str, str]:
+    """``{key: json}`` when the tenant allows content on telemetry, else nothing."""
+    if not allowed:
+        return {}
+    return {key: json.dumps(payload, ensure_ascii=False, default=str)}

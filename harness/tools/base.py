@@ -1,0 +1,92 @@
+"""A tool: name, description, JSON-schema input and a call returning a result.
+
+Arguments are validated against the schema before the call; a bad call becomes an error result
+the model can read (never an exception out of the loop).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from harness.errors import ConfigurationError
+from harness.messages import ToolDef, ToolUseBlock
+
+if TYPE_CHECKING:
+    from harness.state import State
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResult:
+    content: str
+    is_error: bool = False
+
+
+def tool_error(message: str) -> ToolResult:
+    return ToolResult(content=message, is_error=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolContext:
+    """What a running tool may look at: the run state and the call being answered."""
+
+    state: State
+    call: ToolUseBlock
+
+
+ToolFn = Callable[[dict[str, Any], ToolContext], ToolResult | str]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    fn: ToolFn = field(repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            Draft202012Validator.check_schema(self.input_schema)
+        except SchemaError as exc:
+            raise ConfigurationError(
+                f"tool {self.name!r} has an invalid schema: {exc.message}") from exc
+
+    @cached_property
+    def definition(self) -> ToolDef:
+        return ToolDef(name=self.name, description=self.description, input_schema=self.input_schema)
+
+    @cached_property
+    def _validator(self) -> Draft202012Validator:
+        return Draft202012Validator(self.input_schema)
+
+    def argument_problems(self, args: Any) -> list[str]:
+        if not isinstance(args, dict):
+            return ["arguments must be a JSON object"]
+        problems = []
+        for error in self._validator.iter_errors(args):
+            where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+            problems.append(f"{where}: {error.message}")
+        return problems
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Validate, then call. Every failure comes back as an error result."""
+        problems = self.argument_problems(args)
+        if problems:
+            return tool_error(
+                f"Invalid arguments for {self.name}: " + "; ".join(problems)
+                + ". Fix the arguments and call again."
+            )
+        try:
+            result = self.fn(args, ctx)
+        except Exception as exc:  # a tool's bug must not kill the run; the model reads it
+            log.warning("tool %s raised", self.name, exc_info=True)
+            return tool_error(f"{self.name} failed: {type(exc).__name__}: {exc}")
+        return result if isinstance(result, ToolResult) else ToolResult(content=str(result))
