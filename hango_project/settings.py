@@ -149,7 +149,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.IsTenantMember"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["hango_project.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "hango_project.pagination.CursorPage",
     "EXCEPTION_HANDLER": "hango_project.errors.exception_handler",
@@ -191,6 +191,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("HANGO_LOG_LEVEL", "INFO")},
+    # Django's own console handler would print every record twice.
+    "loggers": {"django": {"handlers": [], "propagate": True}},
 }
 
 # hango's own knobs, in one namespace.
@@ -207,4 +209,36 @@ HANGO = {
     "REPEAT_CALL_THRESHOLD": env_int("HANGO_REPEAT_CALL_THRESHOLD", 3),
     "CONTEXT_TRY_TIMEOUT": env_int("HANGO_CONTEXT_TRY_TIMEOUT", 120),
     "BROKER_URL": BROKER_URL,
+    # Runs. The lease must outlast the longest turn (a model call plus its tools); a worker
+    # gives a run back and re-enqueues it after a slice, keeping every task short.
+    "RUN_LEASE_SECONDS": env_int("HANGO_RUN_LEASE_SECONDS", 300),
+    "RUN_SLICE_SECONDS": env_int("HANGO_RUN_SLICE_SECONDS", 300),
+    "CANCEL_POLL_SECONDS": float(os.environ.get("HANGO_CANCEL_POLL_SECONDS") or 0.25),
+    "RECONCILE_SECONDS": env_int("HANGO_RECONCILE_SECONDS", 30),
+    "RECONCILE_GRACE_SECONDS": env_int("HANGO_RECONCILE_GRACE_SECONDS", 30),
+    # Tests of the API without a worker run the service synchronously on commit.
+    "RUN_INLINE": env_bool("HANGO_RUN_INLINE", False),
+    "PROVIDER_TIMEOUT_SECONDS": float(os.environ.get("HANGO_PROVIDER_TIMEOUT") or 120),
+    "PROVIDER_MAX_RETRIES": env_int("HANGO_PROVIDER_MAX_RETRIES", 3),
+    # Slows the offline scripted models down, so a demo (or a test) can watch a run progress.
+    "SCRIPTED_DELAY_MS": env_int("HANGO_SCRIPTED_DELAY_MS", 0),
+    # The run event stream polls this often and ends after this long (clients reconnect with
+    # Last-Event-ID).
+    "EVENT_POLL_SECONDS": float(os.environ.get("HANGO_EVENT_POLL_SECONDS") or 0.5),
+    "EVENT_STREAM_MAX_SECONDS": env_int("HANGO_EVENT_STREAM_MAX_SECONDS", 300),
+}
+
+# Celery reliability settings: a task is acknowledged only after it ran, is redelivered when
+# its worker dies, and a worker takes one task at a time. The Redis visibility timeout must
+# exceed the longest task: one run slice plus one turn.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("HANGO_VISIBILITY_TIMEOUT", 3600),
+}
+CELERY_TASK_ROUTES = {"runs.*": {"queue": "runs"}}
+CELERY_TASK_DEFAULT_QUEUE = "runs"
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-runs": {
+        "task": "runs.reconcile_runs",
+        "schedule": float(HANGO["RECONCILE_SECONDS"]),
+    },
 }

@@ -4,7 +4,16 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agents.apis import AgentDetailApi, AgentListApi
 from hango_project.views import healthz
-from runs.apis import SessionDetailApi, SessionListApi, SessionMessagesApi
+from runs.apis import (
+    RunCancelApi,
+    RunDetailApi,
+    RunEventsApi,
+    RunResumeApi,
+    SessionDetailApi,
+    SessionListApi,
+    SessionMessagesApi,
+    SessionRunsApi,
+)
 
 v1 = [
     path("agents", AgentListApi.as_view(), name="agents"),
@@ -12,6 +21,11 @@ v1 = [
     path("sessions", SessionListApi.as_view(), name="sessions"),
     path("sessions/<str:session_id>", SessionDetailApi.as_view(), name="session"),
     path("sessions/<str:session_id>/messages", SessionMessagesApi.as_view(), name="messages"),
+    path("sessions/<str:session_id>/runs", SessionRunsApi.as_view(), name="session-runs"),
+    path("runs/<str:run_id>", RunDetailApi.as_view(), name="run"),
+    path("runs/<str:run_id>/cancel", RunCancelApi.as_view(), name="run-cancel"),
+    path("runs/<str:run_id>/resume", RunResumeApi.as_view(), name="run-resume"),
+    path("runs/<str:run_id>/events", RunEventsApi.as_view(), name="run-events"),
 ]
 
 urlpatterns = [

@@ -1,18 +1,27 @@
-"""``/v1/sessions``: thin views over the session services and selectors."""
+"""``/v1/sessions`` and ``/v1/runs``: thin views over the run services and selectors."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.selectors import agent_get
 from hango_project.api import caller, paginated, validated
-from hango_project.errors import NotFound, Unprocessable
+from hango_project.errors import BadQuery, NotFound, Unprocessable
 from hango_project.pagination import SeqPage
 from runs import selectors, services
-from runs.serializers import MessageOutput, SessionInput, SessionOutput
+from runs.serializers import (
+    MessageInput,
+    MessageOutput,
+    PostMessageOutput,
+    RunEventPage,
+    RunOutput,
+    SessionInput,
+    SessionOutput,
+)
+from runs.streaming import EventStreamRenderer, event_stream_response
 
 
 class SessionListApi(APIView):
@@ -29,7 +38,8 @@ class SessionListApi(APIView):
         try:
             agent = agent_get(member=member, agent_id=data["agent"])
         except NotFound:
-            raise Unprocessable("Agent not found.", detail={"agent": ["Agent not found."]}) from None
+            reason = "Agent not found."
+            raise Unprocessable(reason, detail={"agent": [reason]}) from None
         session = services.session_create(member=member, agent=agent, title=data.get("title", ""))
         session = selectors.session_get(member=member, session_id=session.id)
         return Response(SessionOutput(session).data, status=status.HTTP_201_CREATED)
@@ -47,3 +57,75 @@ class SessionMessagesApi(APIView):
     def get(self, request, session_id):
         session = selectors.session_get(member=caller(request), session_id=session_id)
         return paginated(self, selectors.message_list(session=session), MessageOutput, SeqPage)
+
+    @extend_schema(operation_id="sessions_messages_create", request=MessageInput,
+                   responses={202: PostMessageOutput})
+    def post(self, request, session_id):
+        """Append a user message and start a run for it (409 while a run is active)."""
+        session = selectors.session_get(member=caller(request), session_id=session_id)
+        data = validated(MessageInput, request)
+        message, run = services.message_post(session=session, content=data["content"])
+        run.refresh_from_db()
+        body = {"message": MessageOutput(message).data, "run": RunOutput(run).data}
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class SessionRunsApi(APIView):
+    @extend_schema(operation_id="sessions_runs_list", responses=RunOutput(many=True))
+    def get(self, request, session_id):
+        session = selectors.session_get(member=caller(request), session_id=session_id)
+        return paginated(self, selectors.run_list(session=session), RunOutput)
+
+
+class RunDetailApi(APIView):
+    @extend_schema(operation_id="runs_retrieve", responses=RunOutput)
+    def get(self, request, run_id):
+        run = selectors.run_get(member=caller(request), run_id=run_id)
+        return Response(RunOutput(run).data)
+
+
+class RunCancelApi(APIView):
+    @extend_schema(operation_id="runs_cancel", request=None, responses={202: RunOutput})
+    def post(self, request, run_id):
+        """Stop the run at its next turn boundary or tool call (409 when it already ended)."""
+        run = services.run_cancel(run=selectors.run_get(member=caller(request), run_id=run_id))
+        return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RunResumeApi(APIView):
+    @extend_schema(operation_id="runs_resume", request=None, responses={202: RunOutput})
+    def post(self, request, run_id):
+        """Continue a cancelled (or crash-failed) run from its last checkpoint, todos included."""
+        run = services.run_resume(run=selectors.run_get(member=caller(request), run_id=run_id))
+        return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _after(request) -> int:
+    raw = request.query_params.get("after") or request.headers.get("Last-Event-ID") or "0"
+    try:
+        after = int(raw)
+    except ValueError:
+        raise BadQuery("'after' must be a whole number.", detail={"after": raw}) from None
+    if after < 0:
+        raise BadQuery("'after' must not be negative.", detail={"after": raw})
+    return after
+
+
+class RunEventsApi(APIView):
+    renderer_classes = [*APIView.renderer_classes, EventStreamRenderer]
+
+    @extend_schema(
+        operation_id="runs_events",
+        parameters=[OpenApiParameter("after", int, description="Return events after this seq.")],
+        responses={200: RunEventPage},
+    )
+    def get(self, request, run_id):
+        """Events after a cursor as JSON, or a live server-sent-event stream with
+        ``Accept: text/event-stream`` (ends when the run finishes)."""
+        run = selectors.run_get(member=caller(request), run_id=run_id)
+        after = _after(request)
+        if isinstance(request.accepted_renderer, EventStreamRenderer):
+            return event_stream_response(run.pk, after)
+        events = selectors.run_events_after(run=run, after=after, limit=500)
+        next_after = events[-1].seq if events else after
+        return Response(RunEventPage({"results": events, "next_after": next_after}).data)

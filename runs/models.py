@@ -60,6 +60,19 @@ class Run(models.Model):
     state_json = models.JSONField(default=dict, db_default=models.Value({}, models.JSONField()))
     turn = models.PositiveIntegerField(default=0)
     error = models.JSONField(null=True, blank=True, help_text='{"code", "message"} when failed.')
+    # Set by the API; the worker honours it at the next turn boundary or tool call.
+    cancel_requested = models.BooleanField(default=False)
+    # The lease: which worker may advance the run, until when, under which fencing epoch. Every
+    # claim increments the epoch; a turn commits only while the epoch is still the claimer's.
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    epoch = models.PositiveBigIntegerField(default=0)
+    # Per-run event sequence, advanced under the run's row lock.
+    event_seq = models.PositiveBigIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cache_read_tokens = models.PositiveBigIntegerField(default=0)
+    cache_write_tokens = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -81,6 +94,10 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_RUN_STATUSES
 
 
 class Message(models.Model):
@@ -107,3 +124,25 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.role}"
+
+
+class RunEvent(models.Model):
+    """Something a client following a run wants to know, in order (``seq`` per run)."""
+
+    tenancy = Tenancy(tenant="run__session__tenant", owner="run__session__member")
+
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=64)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "run_events"
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="run_event_seq_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} #{self.seq} {self.type}"

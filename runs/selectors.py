@@ -8,7 +8,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from accounts.models import Member
 from accounts.scoping import get_visible, visible_to
-from runs.models import ACTIVE_RUN_STATUSES, Message, Run, Session
+from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunEvent, Session
 
 
 def _sessions() -> QuerySet[Session]:
@@ -27,3 +27,15 @@ def session_get(*, member: Member, session_id: uuid.UUID | str) -> Session:
 def message_list(*, session: Session) -> QuerySet[Message]:
     """The session's messages; the caller has already been allowed to see ``session``."""
     return Message.objects.filter(session=session)
+
+
+def run_list(*, session: Session) -> QuerySet[Run]:
+    return Run.objects.filter(session=session)
+
+
+def run_get(*, member: Member, run_id: uuid.UUID | str) -> Run:
+    return get_visible(Run.objects.select_related("session"), member, run_id, what="Run")
+
+
+def run_events_after(*, run: Run, after: int, limit: int) -> list[RunEvent]:
+    return list(RunEvent.objects.filter(run=run, seq__gt=after).order_by("seq")[:limit])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from runs.models import Message, Session
+from runs.models import Message, Run, RunEvent, Session
 
 
 class SessionInput(serializers.Serializer):
@@ -43,3 +43,80 @@ class MessageOutput(serializers.ModelSerializer):
         model = Message
         fields = ["id", "seq", "role", "content", "run", "created_at"]
         read_only_fields = fields
+
+
+class MessageInput(serializers.Serializer):
+    content = serializers.JSONField(
+        help_text="The user's text, or a list of text / tool_result blocks."
+    )
+
+
+@extend_schema_field({"type": "array", "items": {
+    "type": "object", "properties": {"content": {"type": "string"},
+                                     "status": {"enum": ["pending", "in_progress", "completed"]}}}})
+class TodosField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field({"type": "object", "nullable": True, "properties": {
+    "code": {"type": "string"}, "message": {"type": "string"}}})
+class RunErrorField(serializers.JSONField):
+    pass
+
+
+class UsageOutput(serializers.Serializer):
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_write_tokens = serializers.IntegerField()
+
+
+class RunOutput(serializers.ModelSerializer):
+    session = serializers.UUIDField(source="session_id", read_only=True)
+    agent = serializers.UUIDField(source="agent_id", read_only=True)
+    todos = serializers.SerializerMethodField()
+    pending_approvals = serializers.SerializerMethodField()
+    error = RunErrorField(read_only=True)
+    usage = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = ["id", "session", "agent", "status", "turn", "todos", "pending_approvals",
+                  "error", "usage", "cancel_requested", "created_at", "started_at", "finished_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(TodosField)
+    def get_todos(self, run: Run) -> list:
+        return (run.state_json or {}).get("todos", [])
+
+    @extend_schema_field({"type": "array", "items": {"type": "object"}})
+    def get_pending_approvals(self, run: Run) -> list:
+        return (run.state_json or {}).get("pending_approvals", [])
+
+    @extend_schema_field(UsageOutput)
+    def get_usage(self, run: Run) -> dict:
+        return {
+            "input_tokens": run.input_tokens,
+            "output_tokens": run.output_tokens,
+            "cache_read_tokens": run.cache_read_tokens,
+            "cache_write_tokens": run.cache_write_tokens,
+        }
+
+
+class PostMessageOutput(serializers.Serializer):
+    message = MessageOutput()
+    run = RunOutput()
+
+
+class RunEventOutput(serializers.ModelSerializer):
+    data = serializers.JSONField(read_only=True)
+
+    class Meta:
+        model = RunEvent
+        fields = ["seq", "type", "data", "created_at"]
+        read_only_fields = fields
+
+
+class RunEventPage(serializers.Serializer):
+    results = RunEventOutput(many=True)
+    next_after = serializers.IntegerField()

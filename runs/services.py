@@ -1,12 +1,27 @@
-"""Writes for sessions (runs arrive with the run service)."""
+"""Writes for sessions and runs on the web side (the worker side is :mod:`runs.worker`)."""
 
 from __future__ import annotations
 
-from django.db import transaction
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
 
 from accounts.models import Member
 from agents.models import Agent
-from runs.models import Session
+from hango_project.errors import Conflict, Unprocessable
+from harness.errors import InvalidContent
+from harness.messages import TextBlock, ToolResultBlock
+from harness.serde import content_from_json, content_to_json
+from runs import dispatch
+from runs.events import append_events, status_event
+from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
+
+# Failures a resume may retry: the worker crashed or the provider was unavailable.
+RESUMABLE_ERRORS = frozenset({
+    "internal_error", "provider_unavailable", "provider_overloaded", "provider_rate_limited",
+})
 
 
 @transaction.atomic
@@ -14,4 +29,100 @@ def session_create(*, member: Member, agent: Agent, title: str = "") -> Session:
     """A new session of ``agent``; the caller must already be allowed to see the agent."""
     if agent.tenant_id != member.tenant_id:  # the scoping rule makes this unreachable from the API
         raise ValueError("agent and member belong to different tenants")
-    return Session.objects.create(tenant_id=member.tenant_id, agent=agent, member=member, title=title)
+    return Session.objects.create(
+        tenant_id=member.tenant_id, agent=agent, member=member, title=title
+    )
+
+
+def user_content(content: Any) -> list[dict[str, Any]]:
+    """A user message's content as stored blocks: a string, or a list of text/tool_result blocks."""
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    try:
+        blocks = content_from_json(content)
+    except InvalidContent as exc:
+        raise Unprocessable(str(exc), detail={"content": [str(exc)]}) from None
+    if not blocks:
+        raise Unprocessable("The message is empty.", detail={"content": ["empty"]})
+    if not all(isinstance(b, TextBlock | ToolResultBlock) for b in blocks):
+        reason = "A user message holds text or tool_result blocks only."
+        raise Unprocessable(reason, detail={"content": [reason]})
+    if all(isinstance(b, TextBlock) and not b.text.strip() for b in blocks):
+        raise Unprocessable("The message is empty.", detail={"content": ["empty"]})
+    return content_to_json(blocks)
+
+
+def _active_run_id(session: Session) -> str | None:
+    active = session.runs.filter(status__in=ACTIVE_RUN_STATUSES).values_list("id", flat=True)
+    found = active.first()
+    return str(found) if found else None
+
+
+def _conflict_active(session: Session) -> Conflict:
+    active = _active_run_id(session)
+    return Conflict("The session already has an active run.", detail={"active_run": active})
+
+
+def message_post(*, session: Session, content: Any) -> tuple[Message, Run]:
+    """Store a user message and start a run for it, or answer 409 while a run is active."""
+    blocks = user_content(content)
+    try:
+        with transaction.atomic():
+            locked = Session.objects.select_for_update().get(pk=session.pk)
+            if _active_run_id(locked):
+                raise _conflict_active(locked)
+            run = Run.objects.create(session=locked, agent_id=locked.agent_id)
+            last = locked.messages.aggregate(m=Max("seq"))["m"] or 0
+            message = Message.objects.create(
+                session=locked, seq=last + 1, role="user", content=blocks, run=run
+            )
+            append_events(run, [status_event(run)])
+            run.save(update_fields=["event_seq"])
+            Session.objects.filter(pk=locked.pk).update(updated_at=timezone.now())
+            dispatch.enqueue_run(run.id)
+    except IntegrityError:  # the one-active-run constraint, if two requests raced past the lock
+        raise _conflict_active(session) from None
+    return message, run
+
+
+def run_cancel(*, run: Run) -> Run:
+    """Cancel at once if no worker holds the run; otherwise ask the worker to stop."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if not run.is_active:
+            raise Conflict(f"The run is already {run.status}.", detail={"status": run.status})
+        held = run.lease_expires_at is not None and run.lease_expires_at > timezone.now()
+        if run.status == RunStatus.RUNNING and held:
+            run.cancel_requested = True
+            run.save(update_fields=["cancel_requested", "updated_at"])
+        else:
+            run.status = RunStatus.CANCELLED
+            run.cancel_requested = False
+            run.finished_at = timezone.now()
+            run.lease_owner, run.lease_expires_at = "", None
+            append_events(run, [status_event(run)])
+            run.save()
+    return run
+
+
+def run_resume(*, run: Run) -> Run:
+    """A cancelled run (or one failed by a crash) continues from its last checkpoint."""
+    try:
+        with transaction.atomic():
+            run = Run.objects.select_for_update().get(pk=run.pk)
+            resumable = run.status == RunStatus.CANCELLED or (
+                run.status == RunStatus.FAILED and (run.error or {}).get("code") in RESUMABLE_ERRORS
+            )
+            if not resumable:
+                raise Conflict(f"A {run.status} run cannot be resumed.",
+                               detail={"status": run.status})
+            run.status = RunStatus.QUEUED
+            run.cancel_requested = False
+            run.error = None
+            run.finished_at = None
+            append_events(run, [status_event(run)])
+            run.save()
+            dispatch.enqueue_run(run.id)
+    except IntegrityError:
+        raise _conflict_active(run.session) from None
+    return run

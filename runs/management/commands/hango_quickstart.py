@@ -4,16 +4,20 @@ Safe to run again: the tenant, user and agent are reused; a new key and admin pa
 issued each time (the old ones are never printed again, so they cannot be recovered anyway).
 """
 
+import json
 import secrets
+import time
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from rest_framework.test import APIClient
 
 from accounts.services import tenant_bootstrap
 from agents.models import Agent
 
 DEMO_TENANT = "demo"
 DEMO_EMAIL = "demo@example.com"
+DEMO_MESSAGE = "Please count the words in this short sentence for me."
 DEMO_SYSTEM_PROMPT = (
     "You are hango's demo agent. Plan multi-step work with write_todos, keep exactly one item "
     "in progress, and answer briefly."
@@ -45,6 +49,8 @@ class Command(BaseCommand):
         user.set_password(password)
         user.save()
 
+        demo_session = self.demo_conversation(issued.plaintext, str(agent.id))
+
         key, url = issued.plaintext, url.rstrip("/")
         auth = f'-H "Authorization: Bearer {key}"'
         lines = [
@@ -59,9 +65,54 @@ class Command(BaseCommand):
             f"  curl -s {auth} {url}/v1/agents",
             f"  curl -s {auth} -H 'Content-Type: application/json' "
             f"-d '{{\"agent\": \"{agent.id}\", \"title\": \"hello\"}}' {url}/v1/sessions",
-            f"  curl -s {auth} {url}/v1/sessions",
+            f"  curl -s {auth} {url}/v1/sessions/{demo_session}/messages",
+            f"  curl -s {auth} -H 'Content-Type: application/json' "
+            f"-d '{{\"content\": \"Count my words again\"}}' "
+            f"{url}/v1/sessions/{demo_session}/messages",
+            f"  curl -sN {auth} -H 'Accept: text/event-stream' {url}/v1/runs/<run id>/events",
             "",
             "Demo API key (shown once):",
             key,
         ]
         self.stdout.write("\n".join(lines))
+
+    def demo_conversation(self, key: str, agent_id: str) -> str:
+        """One conversation through the real API and run service, printed as a transcript."""
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        session = client.post("/v1/sessions", {"agent": agent_id, "title": "quickstart demo"},
+                              format="json").json()
+        posted = client.post(f"/v1/sessions/{session['id']}/messages",
+                             {"content": DEMO_MESSAGE}, format="json")
+        if posted.status_code != 202:
+            raise CommandError(f"the demo message was refused: {posted.content.decode()}")
+        run_id = posted.json()["run"]["id"]
+        deadline = time.monotonic() + 60
+        while (run := client.get(f"/v1/runs/{run_id}").json())["status"] in (
+                "queued", "running"):
+            if time.monotonic() > deadline:
+                raise CommandError(f"the demo run did not finish: {run}")
+            time.sleep(0.05)
+        messages = client.get(f"/v1/sessions/{session['id']}/messages?limit=200").json()
+        self.stdout.write(f"\nDemo conversation (session {session['id']}, run {run_id}):")
+        for message in messages["results"]:
+            for block in message["content"]:
+                self.stdout.write("  " + _describe(message["role"], block))
+        self.stdout.write(f"Run {run['status']} after {run['turn']} turns. Final todo list:")
+        for todo in run["todos"]:
+            self.stdout.write(f"  [{'x' if todo['status'] == 'completed' else ' '}] "
+                              f"{todo['content']} ({todo['status']})")
+        return session["id"]
+
+
+def _describe(role: str, block: dict) -> str:
+    match block["type"]:
+        case "text":
+            return f"{role:>9}: {block['text']}"
+        case "tool_use":
+            args = json.dumps(block["input"], ensure_ascii=False)
+            return f"{role:>9}: -> {block['name']}({args[:100]}{'…' if len(args) > 100 else ''})"
+        case "tool_result":
+            mark = "error" if block["is_error"] else "result"
+            return f"{'tool':>9}: <- {mark}: {block['content'][:100]}"
+    return f"{role:>9}: [{block['type']}]"

@@ -1,0 +1,30 @@
+"""Appending run events. Callers hold the run's row lock, which orders ``seq`` per run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from runs.models import Run, RunEvent
+
+EVENT_STATUS = "run.status"
+EVENT_MESSAGE = "message.created"
+EVENT_TOOL_RESULT = "tool.result"
+EVENT_TODOS = "todos.updated"
+EVENT_APPROVAL = "approval.requested"
+
+
+def append_events(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEvent]:
+    """Insert events for ``run``, which the caller has locked and saves (``event_seq`` moves)."""
+    rows = []
+    for event_type, data in events:
+        run.event_seq += 1
+        rows.append(RunEvent(run=run, seq=run.event_seq, type=event_type, data=data))
+    return RunEvent.objects.bulk_create(rows)
+
+
+def status_event(run: Run) -> tuple[str, dict[str, Any]]:
+    data: dict[str, Any] = {"status": run.status, "turn": run.turn}
+    if run.error:
+        data["error"] = run.error
+    return EVENT_STATUS, data

@@ -1,0 +1,68 @@
+"""Building a run's harness objects from database rows (the only place Django meets the harness
+on the worker side, with :mod:`runs.worker`)."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+from django.conf import settings
+
+from harness.agent import AgentSpec
+from harness.chain import Chain
+from harness.loop import Loop
+from harness.messages import Message as HMessage
+from harness.providers import resolve_provider
+from harness.providers.base import ProviderSettings
+from harness.serde import content_from_json
+from harness.stack import StackConfig, default_stack
+from harness.state import State, state_from_json
+from harness.tools import ToolRegistry, builtin_registry
+from runs.models import Message, Run
+
+
+@cache
+def tool_registry() -> ToolRegistry:
+    return builtin_registry()
+
+
+def provider_settings() -> ProviderSettings:
+    knobs = settings.HANGO
+    return ProviderSettings(
+        anthropic_api_key=os.environ.get("ANTHROPIC_API_KEY") or None,
+        anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
+        openai_api_key=os.environ.get("OPENAI_API_KEY") or None,
+        openai_base_url=os.environ.get("OPENAI_BASE_URL") or None,
+        timeout_seconds=knobs["PROVIDER_TIMEOUT_SECONDS"],
+        max_retries=knobs["PROVIDER_MAX_RETRIES"],
+        scripted_delay_ms=knobs["SCRIPTED_DELAY_MS"],
+    )
+
+
+def agent_spec(run: Run) -> AgentSpec:
+    agent = run.agent
+    allowed = None if agent.allowed_tools is None else tuple(agent.allowed_tools)
+    return AgentSpec(id=str(agent.id), name=agent.name, model=agent.model,
+                     system_prompt=agent.system_prompt, allowed_tools=allowed,
+                     config=dict(agent.config or {}))
+
+
+def build_execution(run: Run) -> tuple[Loop, State, int]:
+    """The loop, the state restored from the last checkpoint, and the next message seq."""
+    spec = agent_spec(run)
+    provider, model = resolve_provider(spec.model, provider_settings())
+    stack = default_stack(StackConfig(
+        agent=spec, repeat_call_threshold=settings.HANGO["REPEAT_CALL_THRESHOLD"]))
+    loop = Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
+                tools=tool_registry().view(spec.allowed_tools))
+    rows = list(Message.objects.filter(session_id=run.session_id).order_by("seq")
+                .values_list("seq", "role", "content"))
+    history = [HMessage(role=role, content=content_from_json(content)) for _, role, content in rows]
+    state = state_from_json(
+        run.state_json,
+        run_id=str(run.id), session_id=str(run.session_id), agent_id=str(run.agent_id),
+        tenant_id=str(run.session.tenant_id), messages=history, turn=run.turn,
+        trace_content=run.session.tenant.trace_llm_content,
+    )
+    next_seq = (rows[-1][0] + 1) if rows else 1
+    return loop, state, next_seq

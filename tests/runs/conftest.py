@@ -1,0 +1,64 @@
+"""Fixtures for run execution: an agent + session, inline runs, real Celery workers."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+from django.db import close_old_connections
+
+from hango_project.celery import app as celery_app
+from runs.models import ACTIVE_RUN_STATUSES, Run
+from tests.runs.workers import WorkerProcess, broker_url
+
+
+@pytest.fixture
+def inline_runs(settings, transactional_db):
+    """Runs execute synchronously when their transaction commits (no worker needed); the test
+    database really commits, so commit hooks fire."""
+    settings.HANGO = {**settings.HANGO, "RUN_INLINE": True, "BROKER_URL": ""}
+
+
+@pytest.fixture
+def broker(settings):
+    """Point this process's Celery app at a clean Redis database."""
+    url = broker_url()
+    redis.Redis.from_url(url).flushdb()
+    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": url}
+    previous = {"broker_url": celery_app.conf.broker_url,
+                "task_always_eager": celery_app.conf.task_always_eager}
+    # Nothing in this process has opened a broker connection yet (eager mode opens none), so
+    # the producer pool is created on first use, with this URL.
+    celery_app.conf.update(broker_url=url, task_always_eager=False)
+    yield url
+    celery_app.conf.update(**previous)
+
+
+@pytest.fixture
+def start_worker(broker, tmp_path, transactional_db):
+    """Start real worker processes; every one is stopped at the end of the test."""
+    started: list[WorkerProcess] = []
+
+    def _start(name: str = "w1", *, beat: bool = False, **env: str) -> WorkerProcess:
+        worker = WorkerProcess(name, broker, tmp_path, env={k: str(v) for k, v in env.items()},
+                               beat=beat)
+        started.append(worker)
+        return worker
+
+    yield _start
+    for worker in started:
+        worker.stop()
+
+
+def wait_for_run(run_id, predicate=lambda r: r.status not in ACTIVE_RUN_STATUSES,
+                 timeout: float = 60) -> Run:
+    deadline = time.monotonic() + timeout
+    while True:
+        close_old_connections()
+        run = Run.objects.get(pk=run_id)
+        if predicate(run):
+            return run
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {run_id} stuck at {run.status} turn {run.turn}")
+        time.sleep(0.1)

@@ -1,0 +1,97 @@
+"""Leases and fencing at the service level: two claimers, one commit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from harness.loop import Loop
+from runs import worker
+from runs.execution import build_execution
+from runs.models import Message, Run, RunStatus, Session
+from runs.services import message_post
+from runs.worker import DbCheckpointer, DbControl, claim_run
+
+
+@pytest.fixture
+def queued_run(alice, make_session, settings):
+    """A run whose task nobody executes (no broker, not inline): we drive it by hand."""
+    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+    session = make_session(alice)
+    _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
+    return run
+
+
+def _one_turn(run: Run) -> tuple[DbCheckpointer, bool]:
+    loop, state, next_seq = build_execution(run)
+    assert isinstance(loop, Loop)
+    control = DbControl(run.pk)
+    checkpointer = DbCheckpointer(run, control, next_seq, deadline=float("inf"))
+    loop.chain.before_run(state)
+    result = loop.turn(state, control)
+    return checkpointer, checkpointer.checkpoint(state, result)
+
+
+def test_a_second_claim_is_refused_while_the_lease_is_live(queued_run):
+    first = claim_run(queued_run.pk, "worker-a")
+    assert first is not None and first.status == RunStatus.RUNNING and first.epoch == 1
+    assert claim_run(queued_run.pk, "worker-b") is None
+
+
+def test_a_fenced_out_worker_commits_nothing(queued_run):
+    stale = claim_run(queued_run.pk, "worker-a")
+    # worker-a stalls past its lease; worker-b takes over under a new epoch.
+    Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
+    fresh = claim_run(queued_run.pk, "worker-b")
+    assert fresh is not None and fresh.epoch == stale.epoch + 1
+
+    checkpointer, keep_going = _one_turn(stale)
+    assert keep_going is False and checkpointer.fenced
+    assert Message.objects.filter(session_id=queued_run.session_id).count() == 1
+    assert Run.objects.get(pk=queued_run.pk).turn == 0
+
+    checkpointer, keep_going = _one_turn(fresh)
+    assert keep_going is True and not checkpointer.fenced
+    assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
+    assert Run.objects.get(pk=queued_run.pk).turn == 1
+
+
+def test_a_turn_already_committed_is_not_committed_again(queued_run):
+    run = claim_run(queued_run.pk, "worker-a")
+    checkpointer, _ = _one_turn(run)
+    # Replaying the same turn from the same claim (a duplicate) finds the turn moved on.
+    loop, state, _ = build_execution(run)
+    state.turn = 0
+    duplicate = DbCheckpointer(run, DbControl(run.pk), 2, deadline=float("inf"))
+    result = loop.turn(state, DbControl(run.pk))
+    assert duplicate.checkpoint(state, result) is False
+    assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
+
+
+def test_reconciler_reenqueues_only_runs_nobody_advances(queued_run, settings, monkeypatch):
+    calls = []
+    settings.HANGO = {**settings.HANGO, "RECONCILE_GRACE_SECONDS": 0}
+    monkeypatch.setattr(worker.dispatch, "enqueue_run", calls.append)
+    claim_run(queued_run.pk, "worker-a")
+    assert worker.reconcile_runs() == 0  # leased: somebody is on it
+    Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
+    assert worker.reconcile_runs() == 1
+    assert calls == [queued_run.pk]
+
+
+def test_execute_run_finishes_a_claimed_run_and_skips_afterwards(queued_run):
+    assert worker.execute_run(str(queued_run.pk)) == RunStatus.COMPLETED
+    assert worker.execute_run(str(queued_run.pk)) == "skipped"
+
+
+def test_a_slice_that_runs_out_yields_and_requeues(queued_run, settings, monkeypatch):
+    settings.HANGO = {**settings.HANGO, "RUN_SLICE_SECONDS": 0}
+    enqueued = []
+    monkeypatch.setattr(worker.dispatch, "enqueue_run", enqueued.append)
+    assert worker.execute_run(str(queued_run.pk)) == "yielded"
+    run = Run.objects.get(pk=queued_run.pk)
+    assert run.status == RunStatus.RUNNING and run.turn == 1 and run.lease_expires_at is None
+    assert enqueued == [str(queued_run.pk)]
+    assert worker.execute_run(str(queued_run.pk)) in ("yielded", RunStatus.COMPLETED)

@@ -1,0 +1,91 @@
+"""Real Celery worker processes for integration tests, on Redis and the test database."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_database_url() -> str:
+    db = connection.settings_dict
+    user = db.get("USER") or "postgres"
+    host = db.get("HOST") or "127.0.0.1"
+    port = db.get("PORT") or 5432
+    return f"postgres://{user}@{host}:{port}/{db['NAME']}"
+
+
+class WorkerProcess:
+    """``celery worker`` as its own process group, logging to a file the test can read."""
+
+    def __init__(self, name: str, broker_url: str, log_dir: Path, *, env: dict[str, str],
+                 beat: bool = False) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        cmd = [sys.executable, "-m", "celery", "-A", "hango_project", "worker",
+               "--pool", "solo", "--loglevel", "INFO", "--hostname", f"{name}@%h",
+               "--without-mingle", "--without-gossip"]
+        if beat:
+            cmd += ["--beat", "--schedule", str(log_dir / f"{name}-beat")]
+        full_env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "hango_project.settings",
+            "DATABASE_URL": test_database_url(),
+            "CELERY_BROKER_URL": broker_url,
+            "HANGO_RUN_INLINE": "0",
+            "PYTHONUNBUFFERED": "1",
+            **env,
+        }
+        self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.wait_for(lambda log: " ready." in log, what="worker ready")
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def wait_for(self, predicate: Callable[[str], bool], *, what: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate(self.log()):
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.name} exited:\n{self.log()}")
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}:\n{self.log()}")
+
+    def task_results(self) -> list[str]:
+        """What each finished ``runs.execute_run`` returned, in order."""
+        return re.findall(r"runs\.execute_run\[[^\]]+\] succeeded in [\d.]+s: '(\w+)'", self.log())
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker: no cleanup, no ack, as if the machine died."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self._log.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()
+
+
+def broker_url() -> str:
+    return os.environ.get("HANGO_TEST_BROKER_URL") or settings.HANGO.get("TEST_BROKER_URL") or \
+        "redis://127.0.0.1:6379/15"
