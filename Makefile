@@ -35,15 +35,20 @@ serve: install
 	$(PY) manage.py migrate --noinput
 	$(PY) -m gunicorn hango_project.wsgi --bind 127.0.0.1:$(PORT) --workers 2
 
+# The worker embeds beat, which schedules the reconciler (re-enqueues runs whose worker died).
 worker: install
-	$(PY) -m celery -A hango_project worker --loglevel INFO --concurrency 2
+	@mkdir -p var
+	$(PY) -m celery -A hango_project worker --loglevel INFO --concurrency 2 \
+		--beat --schedule var/celerybeat-schedule
 
 test: install
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	DATABASE_URL=$(TEST_DATABASE_URL) HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest
 
 lint: install
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "hango_project.apps.HangoConfig",
     "accounts",
     "agents",
     "runs",

@@ -1,6 +1,8 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
-from runs.models import Message, Run, Session
+from hango_project.errors import ApplicationError
+from runs import services
+from runs.models import Message, Run, RunEvent, Session
 
 
 class MessageInline(admin.TabularInline):
@@ -38,13 +40,63 @@ class SessionAdmin(admin.ModelAdmin):
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["id", "session", "agent", "status", "turn", "created_at", "finished_at"]
+    """Runs are changed only through the run services: cancel and resume as actions."""
+
+    list_display = ["id", "session", "agent", "status", "turn", "todo_progress", "created_at",
+                    "finished_at"]
     list_filter = ["status"]
     search_fields = ["id", "session__id"]
     readonly_fields = [
-        "id", "session", "agent", "status", "turn", "state_json", "error",
+        "id", "session", "agent", "status", "turn", "todo_progress", "state_json", "error",
+        "cancel_requested", "lease_owner", "lease_expires_at", "epoch", "input_tokens",
+        "output_tokens", "cache_read_tokens", "cache_write_tokens",
         "created_at", "updated_at", "started_at", "finished_at",
     ]
+    exclude = ["event_seq"]
+    actions = ["cancel_runs", "resume_runs"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="todos")
+    def todo_progress(self, run: Run) -> str:
+        todos = (run.state_json or {}).get("todos", [])
+        done = sum(t.get("status") == "completed" for t in todos)
+        return f"{done}/{len(todos)} done" if todos else "—"
+
+    def _apply(self, request, queryset, service, verb: str) -> None:
+        done, refused = 0, []
+        for run in queryset:
+            try:
+                service(run=run)
+                done += 1
+            except ApplicationError as exc:
+                refused.append(f"{run.id}: {exc.message}")
+        self.message_user(request, f"{verb} {done} run(s).")
+        for line in refused:
+            self.message_user(request, line, level=messages.WARNING)
+
+    @admin.action(description="Cancel selected runs")
+    def cancel_runs(self, request, queryset):
+        self._apply(request, queryset, services.run_cancel, "Cancelled (or asked to stop)")
+
+    @admin.action(description="Resume selected runs")
+    def resume_runs(self, request, queryset):
+        self._apply(request, queryset, services.run_resume, "Resumed")
+
+
+@admin.register(RunEvent)
+class RunEventAdmin(admin.ModelAdmin):
+    list_display = ["run", "seq", "type", "created_at"]
+    list_filter = ["type"]
+    search_fields = ["run__id"]
+    readonly_fields = ["run", "seq", "type", "data", "created_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Message)

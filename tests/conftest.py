@@ -5,10 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rest_framework.test import APIClient
 
 from accounts.models import Member, Role, Tenant
 from accounts.services import api_key_issue, member_ensure
+from tests.otel import span_exporter
+
+
+@pytest.fixture
+def spans() -> InMemorySpanExporter:
+    """The in-memory exporter, emptied before the test; read it with ``get_finished_spans()``."""
+    exporter = span_exporter()
+    exporter.clear()
+    return exporter
 
 
 @dataclass

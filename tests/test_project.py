@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,20 @@ def test_harness_imports_no_framework():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_otel_environment_configures_the_sdk(tmp_path):
+    code = (
+        "import django; django.setup()\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "assert isinstance(trace.get_tracer_provider(), TracerProvider)\n"
+        "with trace.get_tracer('t').start_as_current_span('configured-span'): pass\n"
+        "trace.get_tracer_provider().force_flush()\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "hango_project.settings",
+           "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "hango-test"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True)
+    assert '"name": "configured-span"' in out.stdout
+    assert "hango-test" in out.stdout

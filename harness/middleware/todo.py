@@ -64,8 +64,8 @@ def render(todos: list[Todo]) -> str:
 
 
 def todo_counts(todos: list[Todo]) -> dict[str, int]:
-    counts = Counter(t.status for t in todos)
-    return {status: counts.get(status, 0) for status in TODO_STATUSES}
+    counts: Counter[str] = Counter(t.status for t in todos)
+    return {status: counts[status] for status in TODO_STATUSES}
 
 
 class TodoMiddleware:

@@ -1,0 +1,50 @@
+"""The Django admin: every model is registered and its pages render for a staff user."""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from runs.models import Run
+
+HANGO_APPS = ("accounts", "agents", "runs", "context")
+
+
+@pytest.fixture
+def staff_client(client, db):
+    user = get_user_model().objects.create_superuser("root@example.com", "root@example.com", "pw")
+    client.force_login(user)
+    return client
+
+
+def test_every_hango_model_is_in_the_admin():
+    models = [m for m in apps.get_models() if m._meta.app_label in HANGO_APPS]
+    assert models
+    for model in models:
+        assert admin.site.is_registered(model), model
+
+
+def test_admin_pages_render(staff_client, alice, make_session, settings):
+    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+    session = make_session(alice)
+    alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"}, format="json")
+    run = Run.objects.get()
+    for model in (m for m in apps.get_models() if m._meta.app_label in HANGO_APPS):
+        opts = model._meta
+        prefix = f"admin:{opts.app_label}_{opts.model_name}"
+        assert staff_client.get(reverse(f"{prefix}_changelist")).status_code == 200, opts.label
+        obj = model.objects.first()
+        if obj is not None:
+            change = reverse(f"{prefix}_change", args=[obj.pk])
+            assert staff_client.get(change).status_code == 200, opts.label
+    page = staff_client.get(reverse("admin:accounts_apikey_changelist")).content.decode()
+    assert alice.key not in page and alice.key.split("_")[1] in page  # by prefix only
+
+    response = staff_client.post(reverse("admin:runs_run_changelist"),
+                                 {"action": "cancel_runs", "_selected_action": [str(run.pk)]})
+    assert response.status_code == 302
+    run.refresh_from_db()
+    assert run.status == "cancelled"
