@@ -26,6 +26,7 @@ install: $(STAMP)
 
 quickstart: install
 	$(EMBEDDED) $(PY) manage.py migrate --noinput
+	$(EMBEDDED) $(PY) manage.py hango_reconcile
 	$(EMBEDDED) $(PY) manage.py hango_quickstart --url http://127.0.0.1:$(PORT)
 	@echo "Serving on http://127.0.0.1:$(PORT) (Ctrl-C stops)."
 	$(EMBEDDED) $(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload

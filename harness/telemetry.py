@@ -106,6 +106,13 @@ def record_event(name: str, attributes: Mapping[str, Any] | None = None) -> None
         current.add_event(name, dict(attributes or {}))
 
 
+def set_attributes(attributes: Mapping[str, Any]) -> None:
+    """Set attributes on the current span (a no-op when nothing is recording)."""
+    current = trace.get_current_span()
+    if current.is_recording():
+        current.set_attributes(dict(attributes))
+
+
 def content_attributes(allowed: bool, key: str, payload: Any) -> dict[str, str]:
     """``{key: json}`` when the tenant allows content on telemetry, else nothing."""
     if not allowed:

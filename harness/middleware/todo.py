@@ -94,6 +94,9 @@ class TodoMiddleware:
             telemetry.ATTR_TODOS_PENDING: counts["pending"],
             telemetry.ATTR_TODOS_IN_PROGRESS: counts["in_progress"],
             telemetry.ATTR_TODOS_COMPLETED: counts["completed"],
+        })
+        # Mirrored as span attributes for Langfuse, which reads observation metadata there.
+        telemetry.set_attributes({
             telemetry.ATTR_LANGFUSE_TODOS_TOTAL: len(todos),
             telemetry.ATTR_LANGFUSE_TODOS_COMPLETED: counts["completed"],
         })
