@@ -210,9 +210,10 @@ HANGO = {
     "REPEAT_CALL_THRESHOLD": env_int("HANGO_REPEAT_CALL_THRESHOLD", 3),
     "CONTEXT_TRY_TIMEOUT": env_int("HANGO_CONTEXT_TRY_TIMEOUT", 120),
     "BROKER_URL": BROKER_URL,
-    # Runs. The lease must outlast the longest turn (a model call plus its tools); a worker
-    # gives a run back and re-enqueues it after a slice, keeping every task short.
-    "RUN_LEASE_SECONDS": env_int("HANGO_RUN_LEASE_SECONDS", 300),
+    # Runs. A worker renews its lease on a run every third of the lease while it works, so a
+    # dead worker's run is taken over about one lease after it died; a worker gives a run back
+    # and re-enqueues it after a slice, keeping every task short.
+    "RUN_LEASE_SECONDS": env_int("HANGO_RUN_LEASE_SECONDS", 60),
     "RUN_SLICE_SECONDS": env_int("HANGO_RUN_SLICE_SECONDS", 300),
     "CANCEL_POLL_SECONDS": float(os.environ.get("HANGO_CANCEL_POLL_SECONDS") or 0.25),
     "RECONCILE_SECONDS": env_int("HANGO_RECONCILE_SECONDS", 30),

@@ -18,7 +18,8 @@ class AgentSpec:
     allowed_tools: tuple[str, ...] | None = None  # None = every tool
     config: dict[str, Any] = field(default_factory=dict)
     max_tokens: int = DEFAULT_MAX_TOKENS
+    default_max_turns: int = DEFAULT_MAX_TURNS  # when config has no max_turns
 
     @property
     def max_turns(self) -> int:
-        return int(self.config.get("max_turns", DEFAULT_MAX_TURNS))
+        return int(self.config.get("max_turns", self.default_max_turns))

@@ -14,6 +14,7 @@ from harness.chain import Middleware
 from harness.middleware.allowlist import ToolAllowlistMiddleware
 from harness.middleware.repair_tool_calls import RepairToolCallsMiddleware
 from harness.middleware.repeat_call import DEFAULT_THRESHOLD, RepeatCallMiddleware
+from harness.middleware.todo import TOOL_NAME as TODO_TOOL
 from harness.middleware.todo import TodoMiddleware
 
 NOT_YET = "skipped: arrives with context management (skills, filesystem, subagents, memory…)"
@@ -48,8 +49,9 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
         # Repair before anything reads the history as a sequence of call/result pairs.
         Slot(name="repair_tool_calls", middleware=RepairToolCallsMiddleware(),
              why="a history with unanswered tool calls is refused by providers"),
-        Slot(name="todo", middleware=TodoMiddleware(),
-             why="the plan: write_todos plus its rendering in the system prompt"),
+        Slot(name="todo", middleware=TodoMiddleware() if _allows(cfg, TODO_TOOL) else None,
+             why="the plan: write_todos plus its rendering in the system prompt"
+             if _allows(cfg, TODO_TOOL) else "skipped: write_todos is not in allowed_tools"),
         # Outside the real tool call so a blocked repeat never reaches the tool.
         Slot(name="repeat_call",
              middleware=RepeatCallMiddleware(threshold=cfg.repeat_call_threshold),
@@ -65,6 +67,12 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
              middleware=ToolAllowlistMiddleware(allowed=cfg.agent.allowed_tools),
              why="the agent's allowed_tools, enforced where nothing can bypass it"),
     ]
+
+
+def _allows(cfg: StackConfig, tool: str) -> bool:
+    """Whether the agent's allowlist admits ``tool``: a middleware that exists only for a tool
+    the agent may not call (and would prompt the model to call it) is left out."""
+    return cfg.agent.allowed_tools is None or tool in cfg.agent.allowed_tools
 
 
 def default_stack(cfg: StackConfig) -> list[Middleware]:

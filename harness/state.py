@@ -80,8 +80,9 @@ def _private_from_json(cls: type[T], data: Any) -> T:
 def load_private(state: State, name: str, cls: type[T]) -> tuple[T, bool]:
     """The middleware ``name``'s typed state and whether it was there.
 
-    A missing key is an explicit case: the class's default is returned with ``found=False`` and a
-    ``middleware.state_missing`` span event is recorded, never a silent zero value.
+    A missing key is an explicit case: the class's default is returned with ``found=False``, and
+    on a resumed run (one that has committed turns) a ``middleware.state_missing`` span event is
+    recorded — never a silent zero value. A new run has no private state yet; that is expected.
     """
     if name in state.private:
         value = state.private[name]
@@ -89,7 +90,9 @@ def load_private(state: State, name: str, cls: type[T]) -> tuple[T, bool]:
             value = _private_from_json(cls, value)
             state.private[name] = value
         return value, True
-    telemetry.record_event(telemetry.EVENT_STATE_MISSING, {telemetry.ATTR_MIDDLEWARE_NAME: name})
+    if state.turn > 0:
+        telemetry.record_event(telemetry.EVENT_STATE_MISSING,
+                               {telemetry.ATTR_MIDDLEWARE_NAME: name})
     value = cls()
     state.private[name] = value
     return value, False

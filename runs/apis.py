@@ -101,7 +101,9 @@ class RunResumeApi(APIView):
 
 
 def _after(request) -> int:
-    raw = request.query_params.get("after") or request.headers.get("Last-Event-ID") or "0"
+    # A reconnecting EventSource repeats its URL (with any ?after=) and adds Last-Event-ID,
+    # which is the newer position.
+    raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
     try:
         after = int(raw)
     except ValueError:

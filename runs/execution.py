@@ -44,7 +44,8 @@ def agent_spec(run: Run) -> AgentSpec:
     allowed = None if agent.allowed_tools is None else tuple(agent.allowed_tools)
     return AgentSpec(id=str(agent.id), name=agent.name, model=agent.model,
                      system_prompt=agent.system_prompt, allowed_tools=allowed,
-                     config=dict(agent.config or {}))
+                     config=dict(agent.config or {}),
+                     default_max_turns=settings.HANGO["DEFAULT_MAX_TURNS"])
 
 
 def build_execution(run: Run) -> tuple[Loop, State, int]:

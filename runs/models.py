@@ -104,7 +104,9 @@ class Message(models.Model):
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: the (session, seq) unique index serves every lookup by session.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages",
+                                db_index=False)
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.JSONField(help_text="A list of content blocks.")
@@ -132,7 +134,8 @@ class RunEvent(models.Model):
     tenancy = Tenancy(tenant="run__session__tenant", owner="run__session__member")
 
     id = models.BigAutoField(primary_key=True)
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: the (run, seq) unique index serves every lookup by run.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveBigIntegerField()
     type = models.CharField(max_length=64)
     data = models.JSONField(default=dict)

@@ -20,25 +20,22 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from harness.errors import HarnessError
 from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
+from harness.messages import Usage
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
 from runs import dispatch
+from runs.checkpoint import TurnWrite, commit_turn, finish_run
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
-from runs.models import Message, Run, RunStatus
+from runs.models import Run, RunStatus
 
 log = logging.getLogger(__name__)
-
-_UPDATED = ["turn", "state_json", "lease_expires_at", "event_seq", "input_tokens",
-            "output_tokens", "cache_read_tokens", "cache_write_tokens", "updated_at"]
-_FINISHED = ["status", "error", "finished_at", "lease_owner", "cancel_requested"]
-
 
 def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
@@ -46,16 +43,6 @@ def worker_identity() -> str:
 
 def _lease() -> timedelta:
     return timedelta(seconds=settings.HANGO["RUN_LEASE_SECONDS"])
-
-
-def _finish(run: Run, status: str, error: dict | None = None) -> None:
-    """Mark a locked run finished (the caller saves it)."""
-    run.status = status
-    run.error = error
-    run.finished_at = timezone.now()
-    run.lease_owner, run.lease_expires_at = "", None
-    run.cancel_requested = False
-    append_events(run, [status_event(run)])
 
 
 def claim_run(run_id: str, owner: str) -> Run | None:
@@ -69,7 +56,7 @@ def claim_run(run_id: str, owner: str) -> Run | None:
         if run.lease_expires_at and run.lease_expires_at > now and run.lease_owner != owner:
             return None  # another worker is advancing it
         if run.cancel_requested:  # asked to stop while nobody was running it
-            _finish(run, RunStatus.CANCELLED)
+            finish_run(run, RunStatus.CANCELLED)
             run.save()
             return None
         run.epoch += 1
@@ -94,11 +81,43 @@ def _with_fence(run: Run, apply: Callable[[Run], None]) -> bool:
 
 
 def _fail(run: Run, code: str, message: str) -> None:
-    _with_fence(run, lambda r: _finish(r, RunStatus.FAILED, {"code": code, "message": message}))
+    _with_fence(run, lambda r: finish_run(r, RunStatus.FAILED, {"code": code, "message": message}))
 
 
 def _release(run: Run) -> None:
     run.lease_owner, run.lease_expires_at = "", None
+
+
+class LeaseKeeper:
+    """Renews the claim's lease in the background while the worker advances the run, so a
+    lease can be short (a dead worker's run is picked up again quickly) and still outlast a
+    model call that takes minutes. It stops by itself once the claim is fenced out."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lease-{run.pk}", daemon=True)
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        interval = settings.HANGO["RUN_LEASE_SECONDS"] / 3
+        try:
+            while not self._stop.wait(interval):
+                renewed = Run.objects.filter(pk=self.run.pk, epoch=self.run.epoch).update(
+                    lease_expires_at=timezone.now() + _lease())
+                if not renewed:
+                    return
+        except Exception:  # a missed renewal is survivable; the next turn's commit renews too
+            log.warning("lease renewal for run %s failed", self.run.pk, exc_info=True)
+        finally:
+            connection.close()  # this thread's own connection
 
 
 class DbControl:
@@ -121,50 +140,42 @@ class DbControl:
 
 
 class DbCheckpointer:
-    """Commits each turn in one transaction fenced by the claim's epoch."""
+    """Commits each turn (:func:`runs.checkpoint.commit_turn`) fenced by the claim's epoch."""
 
     def __init__(self, run: Run, control: DbControl, next_seq: int, deadline: float) -> None:
-        self.run = run
+        self.run = run  # as claimed: its pk, session and epoch are what the fence checks
         self.control = control
         self.next_seq = next_seq
         self.deadline = deadline
         self.committed_turn = run.turn
+        self.status = run.status
         self.fenced = False
 
     def checkpoint(self, state: State, result: TurnResult) -> bool:
-        with transaction.atomic():
-            run = Run.objects.select_for_update().filter(
-                pk=self.run.pk, epoch=self.run.epoch, turn=self.committed_turn).first()
-            if run is None:  # another worker claimed the run: this turn must not land
-                self.fenced = True
-                return False
-            rows = [Message(session_id=run.session_id, seq=self.next_seq + i, role=m.role,
-                            content=content_to_json(m.content), run=run)
+        messages = [(uuid.uuid4(), self.next_seq + i, m.role, content_to_json(m.content))
                     for i, m in enumerate(result.messages)]
-            Message.objects.bulk_create(rows)
-            events = [(EVENT_MESSAGE, {"id": str(r.id), "seq": r.seq, "role": r.role,
-                                       "content": r.content}) for r in rows]
-            # The assistant message, what its tools did, then the message holding their results.
-            append_events(run, [*events[:1], *result.events, *events[1:]])
-            run.turn = state.turn
-            run.state_json = state_to_json(state)
-            run.lease_expires_at = timezone.now() + _lease()
-            for record in result.usage:
-                run.input_tokens += record.usage.input_tokens
-                run.output_tokens += record.usage.output_tokens
-                run.cache_read_tokens += record.usage.cache_read_tokens
-                run.cache_write_tokens += record.usage.cache_write_tokens
-            fields = list(_UPDATED)
-            terminal = _terminal_status(result.next)
-            if terminal is not None:
-                status, error = terminal
-                _finish(run, status, error)
-                fields += _FINISHED
-            run.save(update_fields=fields)
-        self.next_seq += len(rows)
-        self.committed_turn = run.turn
-        self.control.observed(run.cancel_requested)
-        self.run = run
+        # Message events say what was stored; clients read the content from the messages route.
+        notices = [(EVENT_MESSAGE, {"id": str(id_), "seq": seq, "role": role})
+                   for id_, seq, role, _ in messages]
+        terminal = _terminal_status(result.next)
+        write = TurnWrite(
+            run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,
+            expected_turn=self.committed_turn, turn=state.turn, state_json=state_to_json(state),
+            lease_expires_at=timezone.now() + _lease(), messages=messages,
+            # The assistant message, what its tools did, then the message holding the results.
+            events=[*notices[:1], *result.events, *notices[1:]],
+            usage=sum((record.usage for record in result.usage), Usage()),
+            finish=terminal,
+        )
+        committed = commit_turn(write)
+        if committed is None:  # another worker claimed the run: this turn did not land
+            self.fenced = True
+            return False
+        self.next_seq += len(messages)
+        self.committed_turn = state.turn
+        if terminal is not None:
+            self.status = terminal[0]
+        self.control.observed(committed.cancel_requested)
         return not (isinstance(result.next, RunAgain) and time.monotonic() > self.deadline)
 
 
@@ -197,14 +208,15 @@ def execute_run(run_id: str, *, owner: str | None = None) -> str:
     deadline = time.monotonic() + settings.HANGO["RUN_SLICE_SECONDS"]
     checkpointer = DbCheckpointer(run, control, next_seq, deadline)
     try:
-        outcome = loop.run(state, control=control, checkpointer=checkpointer)
+        with LeaseKeeper(run):
+            outcome = loop.run(state, control=control, checkpointer=checkpointer)
     except Exception:
         log.exception("run %s failed in the worker", run_id)
         _fail(checkpointer.run, "internal_error",
               "The worker hit an unexpected error; the run can be resumed.")
         return "failed"
     if outcome is not None:
-        return checkpointer.run.status
+        return checkpointer.status
     if checkpointer.fenced:
         return "fenced"
     # The slice is used up: give the lease back and let a fresh task continue the run.
@@ -215,15 +227,24 @@ def execute_run(run_id: str, *, owner: str | None = None) -> str:
 
 def reconcile_runs() -> int:
     """Re-enqueue active runs nobody is advancing: an expired lease, or a queued run whose task
-    never arrived. Enqueueing twice is harmless: a claim is exclusive."""
+    never arrived (older than the grace period).
+
+    Each re-enqueued run's lease is cleared and its ``updated_at`` set to now, so the next pass
+    leaves it alone for another grace period: a backlog of queued runs is not flooded with
+    duplicate tasks every pass. (A duplicate would be harmless — a claim is exclusive — but
+    it costs a broker message and a worker's time.)"""
     now = timezone.now()
     grace = timedelta(seconds=settings.HANGO["RECONCILE_GRACE_SECONDS"])
-    stale = Run.objects.filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).filter(
-        Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, updated_at__lt=now - grace)
-    )
-    ids = list(stale.values_list("id", flat=True))
-    for run_id in ids:
-        dispatch.enqueue_run(run_id)
+    with transaction.atomic():
+        stale = (Run.objects.select_for_update(skip_locked=True)
+                 .filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
+                 .filter(Q(lease_expires_at__lt=now)
+                         | Q(lease_expires_at__isnull=True, updated_at__lt=now - grace)))
+        ids = list(stale.values_list("id", flat=True))
+        Run.objects.filter(pk__in=ids).update(lease_owner="", lease_expires_at=None,
+                                              updated_at=now)
+        for run_id in ids:
+            dispatch.enqueue_run(run_id)  # sent once this transaction commits
     if ids:
         log.info("reconciler re-enqueued %d runs", len(ids))
     return len(ids)

@@ -41,7 +41,9 @@ class ToolAllowlistMiddleware:
         return next(req)
 
     def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult:
-        if self.permits(req.call.name):
+        # The tool that would run must be the one the model named: an earlier wrapper cannot
+        # slip another tool in under an allowed name.
+        if self.permits(req.call.name) and (req.tool is None or req.tool.name == req.call.name):
             return next(req)
         telemetry.record_event(telemetry.EVENT_SHORT_CIRCUITED, {
             telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_REASON: "tool_not_allowed",

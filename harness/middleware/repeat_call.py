@@ -3,6 +3,11 @@
 Hashes tool name + canonical JSON arguments (FNV-1a 64); at the threshold (default 3,
 ``HANGO_REPEAT_CALL_THRESHOLD``) the call is answered with a reminder instead of running. The
 per-run counters live in typed private state, so a resumed run keeps counting.
+
+The counters remember the most recent ``window`` distinct calls (default 64), least recently
+seen forgotten first. A loop repeats a call within a few turns, so nothing real is lost, and the
+state written at every checkpoint stays the same size at turn 300 as at turn 3 instead of
+gaining a key per distinct call.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from harness.tools.base import ToolResult, tool_error
 
 NAME = "repeat_call"
 DEFAULT_THRESHOLD = 3
+DEFAULT_WINDOW = 64
 
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -37,22 +43,36 @@ def call_key(name: str, args: Any) -> str:
 
 @dataclass(kw_only=True)
 class RepeatCounts:
+    # call key -> times seen, least recently seen first
     counts: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        # What dataclasses.asdict gives, without its per-value deepcopy (encoded every turn).
+        return {"counts": dict(self.counts)}
+
+    def see(self, key: str, window: int) -> int:
+        """Count one more call of ``key``; returns how many times it has now been seen."""
+        seen = self.counts.pop(key, 0) + 1
+        self.counts[key] = seen
+        while len(self.counts) > window:
+            del self.counts[next(iter(self.counts))]
+        return seen
 
 
 class RepeatCallMiddleware:
     name = NAME
 
-    def __init__(self, *, threshold: int = DEFAULT_THRESHOLD) -> None:
+    def __init__(self, *, threshold: int = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW) -> None:
         if not isinstance(threshold, int) or threshold < 2:
             raise ValueError("threshold must be an integer of at least 2")
+        if not isinstance(window, int) or window < 1:
+            raise ValueError("window must be a positive integer")
         self.threshold = threshold
+        self.window = window
 
     def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult:
         counts, _ = load_private(req.state, NAME, RepeatCounts)
-        key = call_key(req.call.name, req.call.input)
-        seen = counts.counts.get(key, 0) + 1
-        counts.counts[key] = seen
+        seen = counts.see(call_key(req.call.name, req.call.input), self.window)
         store_private(req.state, NAME, counts)
         if seen < self.threshold:
             return next(req)

@@ -9,6 +9,7 @@ Its slot sits after RepairToolCalls so a repaired history is what the plan is re
 from __future__ import annotations
 
 from collections import Counter
+from functools import cache
 from typing import Any
 
 from harness import telemetry
@@ -72,8 +73,7 @@ class TodoMiddleware:
     name = NAME
 
     def __init__(self) -> None:
-        self._tool = Tool(name=TOOL_NAME, description=DESCRIPTION, input_schema=SCHEMA,
-                          fn=self._write_todos)
+        self._tool = _write_todos_tool()
 
     def provide_tools(self, state: State) -> list[Tool]:
         return [self._tool]
@@ -81,7 +81,8 @@ class TodoMiddleware:
     def system_blocks(self, state: State) -> list[SourcedBlock]:
         return [SourcedBlock(part=PART, block=TextBlock(text=render(state.todos)))]
 
-    def _write_todos(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    @staticmethod
+    def _write_todos(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         todos = [Todo(content=t["content"], status=t["status"]) for t in args["todos"]]
         in_progress = sum(t.status == "in_progress" for t in todos)
         if in_progress > 1:
@@ -105,3 +106,11 @@ class TodoMiddleware:
         })
         done = counts["completed"]
         return ToolResult(content=f"Todo list updated: {done}/{len(todos)} completed.")
+
+
+@cache
+def _write_todos_tool() -> Tool:
+    """Built once per process: the tool is immutable, and checking its schema takes milliseconds
+    (every run builds its stack anew)."""
+    return Tool(name=TOOL_NAME, description=DESCRIPTION, input_schema=SCHEMA,
+                fn=TodoMiddleware._write_todos)

@@ -75,3 +75,13 @@ def test_invoke_agent_span_records_the_exact_stack(spans):
     run(make_loop(ScriptedModel([text("hi")])))
     (event,) = events_named(spans, telemetry.EVENT_MIDDLEWARE_STACK)
     assert list(event.attributes[telemetry.ATTR_MIDDLEWARE_STACK]) == STACK
+
+
+def test_the_todo_slot_is_skipped_when_write_todos_is_not_allowed():
+    from harness.agent import AgentSpec
+    from harness.stack import StackConfig, default_stack, stack_slots
+
+    agent = AgentSpec(id="a", name="a", model="scripted:demo", allowed_tools=("echo",))
+    [todo] = [s for s in stack_slots(StackConfig(agent=agent)) if s.name == "todo"]
+    assert todo.middleware is None and "allowed_tools" in todo.why
+    assert "todo" not in [m.name for m in default_stack(StackConfig(agent=agent))]

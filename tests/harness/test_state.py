@@ -83,8 +83,14 @@ def test_the_custom_json_shape_is_what_state_json_holds():
     assert data["version"] == STATE_VERSION
 
 
+def test_missing_key_on_a_new_run_is_expected_and_not_reported(spans):
+    with telemetry.span("test.new"):
+        assert load_private(State(), "filesystem", Offloaded) == (Offloaded(), False)
+    assert events_named(spans, telemetry.EVENT_STATE_MISSING) == []
+
+
 def test_missing_key_returns_default_and_records_state_missing(spans):
-    state = State()
+    state = State(turn=3)  # a resumed run
     with telemetry.span("test.resume"):
         value, found = load_private(state, "filesystem", Offloaded)
     assert (value, found) == (Offloaded(), False)
@@ -99,6 +105,7 @@ def test_missing_key_after_a_real_round_trip(spans):
     state = State()
     store_private(state, "repeat_call", RepeatCounts(counts={"k": 1}))
     resumed = reload(state)
+    resumed.turn = 4
     with telemetry.span("test.resume"):
         ledger, found = load_private(resumed, "ledger", Ledger)
         counts, counts_found = load_private(resumed, "repeat_call", RepeatCounts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -12,7 +13,7 @@ from runs import worker
 from runs.execution import build_execution
 from runs.models import Message, Run, RunStatus, Session
 from runs.services import message_post
-from runs.worker import DbCheckpointer, DbControl, claim_run
+from runs.worker import DbCheckpointer, DbControl, LeaseKeeper, claim_run
 
 
 @pytest.fixture
@@ -70,15 +71,22 @@ def test_a_turn_already_committed_is_not_committed_again(queued_run):
     assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
 
 
-def test_reconciler_reenqueues_only_runs_nobody_advances(queued_run, settings, monkeypatch):
+def test_reconciler_reenqueues_only_runs_nobody_advances(queued_run, settings, monkeypatch,
+                                                         django_capture_on_commit_callbacks):
     calls = []
     settings.HANGO = {**settings.HANGO, "RECONCILE_GRACE_SECONDS": 0}
     monkeypatch.setattr(worker.dispatch, "enqueue_run", calls.append)
     claim_run(queued_run.pk, "worker-a")
     assert worker.reconcile_runs() == 0  # leased: somebody is on it
     Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
-    assert worker.reconcile_runs() == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert worker.reconcile_runs() == 1
     assert calls == [queued_run.pk]
+    run = Run.objects.get(pk=queued_run.pk)
+    assert run.lease_expires_at is None and run.lease_owner == ""
+    # The next pass within the grace period leaves it alone: no pile of duplicate tasks.
+    settings.HANGO = {**settings.HANGO, "RECONCILE_GRACE_SECONDS": 60}
+    assert worker.reconcile_runs() == 0
 
 
 def test_execute_run_finishes_a_claimed_run_and_skips_afterwards(queued_run):
@@ -95,3 +103,22 @@ def test_a_slice_that_runs_out_yields_and_requeues(queued_run, settings, monkeyp
     assert run.status == RunStatus.RUNNING and run.turn == 1 and run.lease_expires_at is None
     assert enqueued == [str(queued_run.pk)]
     assert worker.execute_run(str(queued_run.pk)) in ("yielded", RunStatus.COMPLETED)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, settings):
+    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": "",
+                      "RUN_LEASE_SECONDS": 0.3}
+    session = make_session(alice)
+    _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
+    claimed = claim_run(run.pk, "worker-a")
+    first = claimed.lease_expires_at
+    with LeaseKeeper(claimed):
+        time.sleep(0.5)
+        renewed = Run.objects.get(pk=run.pk).lease_expires_at
+        assert renewed > first
+        Run.objects.filter(pk=run.pk).update(epoch=claimed.epoch + 1)  # somebody took over
+        time.sleep(0.3)
+        after = Run.objects.get(pk=run.pk).lease_expires_at
+        time.sleep(0.3)
+        assert Run.objects.get(pk=run.pk).lease_expires_at == after  # it stopped renewing

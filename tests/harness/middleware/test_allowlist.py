@@ -22,7 +22,8 @@ def test_filters_the_tools_sent_to_the_provider(spans):
     assert [t.name for t in model.calls[0].tools] == ["word_count"]
     (event,) = events_named(spans, telemetry.EVENT_REQUEST_REWRITTEN)
     assert event.attributes[telemetry.ATTR_MIDDLEWARE_NAME] == "tool_allowlist"
-    assert event.attributes[telemetry.ATTR_REASON] == "tools_not_allowed:echo,write_todos"
+    # write_todos is not offered at all: the todo slot is skipped for this allowlist.
+    assert event.attributes[telemetry.ATTR_REASON] == "tools_not_allowed:echo"
 
 
 def test_no_rewrite_event_when_nothing_is_dropped(spans):
@@ -112,3 +113,26 @@ def test_an_empty_allowlist_permits_nothing():
 def test_a_bare_string_is_rejected_at_construction(bad):
     with pytest.raises(TypeError):
         ToolAllowlistMiddleware(allowed=bad)
+
+
+def test_a_wrapper_cannot_swap_in_another_tool_under_an_allowed_name():
+    from dataclasses import replace
+
+    from harness.chain import Chain, ToolCallRequest
+    from harness.messages import ToolUseBlock
+    from harness.middleware.allowlist import ToolAllowlistMiddleware
+    from harness.state import State
+    from harness.tools.utility import ECHO, WORD_COUNT
+
+    class Swapper:
+        name = "swapper"
+
+        def wrap_tool_call(self, req, next):
+            return next(replace(req, tool=WORD_COUNT))  # runs word_count under the name echo
+
+    chain = Chain.build([Swapper(), ToolAllowlistMiddleware(allowed=["echo"])])
+    call = ToolUseBlock(id="t1", name="echo", input={"text": "a b"})
+    ran = []
+    result = chain.tool_call(ToolCallRequest(call=call, state=State(), tool=ECHO),
+                             lambda req: ran.append(req.tool.name))
+    assert result.is_error and ran == []

@@ -101,3 +101,16 @@ def test_call_key_canonicalises_arguments():
 ])
 def test_fnv64_matches_fnv1a_reference_values(data, expected):
     assert fnv64(data) == expected
+
+
+def test_the_counters_keep_a_bounded_window_of_recent_calls():
+    from harness.middleware.repeat_call import RepeatCounts
+
+    counts = RepeatCounts()
+    for i in range(10):
+        counts.see(f"k{i}", window=4)
+    assert list(counts.counts) == ["k6", "k7", "k8", "k9"]
+    assert counts.see("k7", window=4) == 2  # seen again: now the most recent
+    assert list(counts.counts)[-1] == "k7"
+    assert counts.see("k0", window=4) == 1  # forgotten long ago: counts from one again
+    assert len(counts.counts) == 4

@@ -1,0 +1,298 @@
+"""Turn benchmark on the shared workload (../shared/bench/README.md); prints figures only.
+
+A turn: what the harness does between model call k-1 and model call k, stamped by a provider
+wrapper. Modes inproc, inproc+json, durable run interleaved. How to run, what it means: README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import statistics as st
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.agent import AgentSpec  # noqa: E402
+from harness.chain import Chain  # noqa: E402
+from harness.loop import FinalOutput, Loop, NeverCancel  # noqa: E402
+from harness.messages import Message  # noqa: E402
+from harness.providers import resolve_provider  # noqa: E402
+from harness.providers.base import ProviderSettings  # noqa: E402
+from harness.serde import message_to_json  # noqa: E402
+from harness.stack import StackConfig, default_stack  # noqa: E402
+from harness.state import State, state_to_json  # noqa: E402
+from harness.tools import builtin_registry  # noqa: E402
+
+PEER_SCRIPT = ROOT.parent / "shared" / "bench" / "peer" / "bench_turns.py"
+DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench"
+MODES = ("inproc", "inproc+json", "durable")
+TARGET_MS = {"inproc": 0.5, "durable": 2.5}
+TARGET_GROWTH = 1.25
+PEER_BEST = ("deepagents/pg-sync", 14.3)  # PostgreSQL checkpoint committed each step (README)
+PROMPT = "Run the benchmark task."
+
+
+class Timed:
+    """A provider wrapper stamping entry and exit of every model call."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+        self.enter, self.exit = [], []
+
+    def complete(self, request):
+        self.enter.append(time.perf_counter())
+        response = self.inner.complete(request)
+        self.exit.append(time.perf_counter())
+        return response
+
+    def result(self, turns: int, started: float, **extra) -> dict:
+        e, x = self.enter, self.exit
+        assert len(e) == turns + 1, (len(e), turns)
+        return {"turns": [e[k] - x[k - 1] for k in range(1, len(e))],
+                "call_to_call": [e[k] - e[k - 1] for k in range(1, len(e))],
+                "model": [x[k] - e[k] for k in range(len(e))], "pre": e[0] - started, **extra}
+
+
+class Keep:
+    """Keeps nothing; with ``encode``, JSON-encodes what a durable checkpoint holds first."""
+
+    def __init__(self, encode: bool) -> None:
+        self.encode, self.bytes = encode, 0
+
+    def checkpoint(self, state, result) -> bool:
+        self.bytes += self.encode and len(json.dumps({
+            "state": state_to_json(state), "events": result.events,
+            "messages": [message_to_json(m) for m in result.messages]}))
+        return True
+
+
+def run_inproc(turns: int, encode: bool) -> dict:
+    spec = AgentSpec(id="bench", name="bench", model=f"scripted:workload-{turns}",
+                     config={"max_turns": turns + 1})
+    started = time.perf_counter()  # "pre" = building the loop + before_run, to the first call
+    provider, model = resolve_provider(spec.model, ProviderSettings())
+    timed = Timed(provider)
+    loop = Loop(agent=spec, chain=Chain(default_stack(StackConfig(agent=spec))), provider=timed,
+                model=model, tools=builtin_registry().view(None))
+    state = State(run_id=str(uuid.uuid4()), messages=[Message.user(PROMPT)])
+    step = loop.run(state, control=NeverCancel(), checkpointer=(checkpointer := Keep(encode)))
+    assert isinstance(step, FinalOutput) and state.messages[-1].text == f"All {turns} steps done."
+    return timed.result(turns, started, **({"json_bytes": checkpointer.bytes} if encode else {}))
+
+
+# Per run: rows, pg_column_size (stored, after TOAST compression, as the peer counts) and the
+# JSON text (payload). The runs row is rewritten by every checkpoint: its final size x checkpoints.
+WRITTEN = (("content", "messages", "run_id", 0), ("data", "run_events", "run_id", 0),
+           ("state_json", "runs", "id", 1))
+WRITTEN_SQL = ("select count(*), coalesce(sum(pg_column_size(t.*)), 0), "
+               "coalesce(sum(octet_length(t.{}::text)), 0) from {} t where t.{} = %s")
+RELATIONS_SQL = ("select sum(pg_total_relation_size(t::regclass)) "
+                 "from unnest(array['messages', 'run_events', 'runs']) t")
+
+
+class Durable:
+    """The worker service on PostgreSQL; message_post only creates the queued run."""
+
+    def __init__(self, url: str, turns: set[int]) -> None:
+        import psycopg2
+
+        server, name = url.split("?")[0].rsplit("/", 1)
+        admin = psycopg2.connect(f"{server}/postgres")
+        admin.autocommit = True
+        with admin.cursor() as cur:  # create the bench database once
+            cur.execute("select 1 from pg_database where datname = %s", (name,))
+            if cur.fetchone() is None:
+                cur.execute(f'create database "{name}"')
+        admin.close()
+        os.environ["DATABASE_URL"] = url
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
+        import django
+
+        django.setup()
+        from django.conf import settings
+        from django.core.management import call_command
+        from django.db import connection
+
+        from accounts.services import tenant_bootstrap
+        from agents.services import agent_create
+        from runs import dispatch, execution, services, worker
+
+        call_command("migrate", verbosity=0)
+        # No broker, not inline, and no enqueue at all: this process executes the run itself.
+        settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+        dispatch.enqueue_run = lambda run_id: None
+        real = execution.resolve_provider  # the worker's provider, wrapped
+        execution.resolve_provider = lambda model, knobs: self.wrap(*real(model, knobs))
+        self.connection, self.services, self.worker = connection, services, worker
+        self.member = tenant_bootstrap(tenant_name="bench", email="bench@bench.test").api_key.member
+        self.agents = {T: agent_create(member=self.member, data={
+            "name": f"bench-{T}", "model": f"scripted:workload-{T}",
+            "config": {"max_turns": T + 1}}) for T in turns}
+
+    def wrap(self, provider, model: str) -> tuple[Timed, str]:
+        self.timed = Timed(provider)
+        return self.timed, model
+
+    def query(self, sql: str, params=()) -> tuple:
+        with self.connection.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchone()
+
+    def run(self, turns: int, physical: bool = False) -> dict:
+        """One run; ``physical`` also measures the relations' growth (the first rep does)."""
+        session = self.services.session_create(member=self.member, agent=self.agents[turns])
+        _, run = self.services.message_post(session=session, content=PROMPT)
+        before = int(self.query(RELATIONS_SQL)[0]) if physical else 0
+        started = time.perf_counter()  # "pre" = claim + build_execution + before_run
+        outcome = self.worker.execute_run(str(run.id))
+        assert outcome == "completed", outcome
+        grew = (int(self.query(RELATIONS_SQL)[0]) - before) / turns if physical else None
+        rows = stored = payload = 0
+        for column, table, key, rewritten in WRITTEN:
+            n, size, text = self.query(WRITTEN_SQL.format(column, table, key), [run.id])
+            rows += 0 if rewritten else n
+            stored += size * (turns + 1 if rewritten else 1)
+            payload += text * (turns + 1 if rewritten else 1)
+        return self.timed.result(turns, started, rows=rows / turns, stored=int(stored) / turns,
+                                 payload=int(payload) / turns, relation_growth=grew)
+
+
+def med(xs):
+    return st.median(xs) if xs else float("nan")
+
+
+def window(turns, k, half=5):
+    """Median of turns k-half+1..k+half (1-based), clipped: the peer's window."""
+    lo, hi = max(1, k - half + 1), min(len(turns), k + half)
+    return med(turns[lo - 1:hi])
+
+
+def per_turn_ms(turns) -> float:
+    return 1e3 * sum(turns) / len(turns)
+
+
+def interleaved(runners, modes, turns, reps, label) -> dict[str, list[dict]]:
+    raw: dict[str, list[dict]] = {m: [] for m in modes}
+    for rep in range(reps):
+        k = rep % len(modes)
+        for m in modes[k:] + modes[:k]:
+            raw[m].append(runners[m](turns, rep == 0))
+        print(f"{label}: rep {rep + 1}/{reps} done", file=sys.stderr, flush=True)
+    return raw
+
+
+def verdict(value, limit) -> str:
+    return f"{'<= ' + str(limit):>7} {'yes' if value <= limit else 'NO':>4}" if limit else " " * 12
+
+
+def report(short, growth, turns, growth_turns, reps) -> None:
+    print(f"\n== T={turns}, {reps} reps: ms/turn (per run: mean of its {turns} turns; median, "
+          "min, p90 over runs) ==")
+    print(f"{'mode':<12} {'median':>7} {'min':>7} {'p90':>7} {'target':>7} {'met':>4} "
+          f"{'call->call':>10} {'model/call':>10} {'pre ms':>7}")
+    for mode, runs in short.items():
+        xs = [per_turn_ms(r["turns"]) for r in runs]
+        p90 = sorted(xs)[min(len(xs) - 1, int(0.9 * len(xs)))]  # nearest rank
+        print(f"{mode:<12} {med(xs):7.3f} {min(xs):7.3f} {p90:7.3f} "
+              f"{verdict(med(xs), TARGET_MS.get(mode))} "
+              f"{med([per_turn_ms(r['call_to_call']) for r in runs]):10.3f} "
+              f"{1e3 * med([med(r['model']) for r in runs]):10.4f} "
+              f"{1e3 * med([r['pre'] for r in runs]):7.2f}")
+    if growth and growth_turns >= 10:
+        ks = [k for k in (10, 100, 300) if k <= growth_turns]
+        last = ks[-1]
+        print(f"\n== T={growth_turns}, {len(next(iter(growth.values())))} reps: ms/turn around "
+              "turn k (median of a 10-turn window; median over runs) ==")
+        print(f"{'mode':<12} " + " ".join(f"{'turn' + str(k):>8}" for k in ks)
+              + f" {f'{last}/10':>7} {'target':>7} {'met':>4} {f'call->call@{last}':>14} "
+              f"{f'model@{last}':>10}")
+        for mode, runs in growth.items():
+            w = {k: 1e3 * med([window(r["turns"], k) for r in runs]) for k in ks}
+            print(f"{mode:<12} " + " ".join(f"{w[k]:8.3f}" for k in ks)
+                  + f" {w[last] / w[10]:7.2f} {verdict(w[last] / w[10], TARGET_GROWTH)} "
+                  f"{1e3 * med([window(r['call_to_call'], last) for r in runs]):14.3f} "
+                  f"{1e3 * med([window(r['model'], last) for r in runs]):10.3f}")
+    print()
+    for T, data in ((turns, short), (growth_turns, growth)):
+        if runs := data.get("inproc+json"):
+            print(f"inproc+json T={T}: {med([r['json_bytes'] for r in runs]) / T:.0f} "
+                  "JSON bytes encoded per turn")
+        if runs := data.get("durable"):
+            grew = [r["relation_growth"] for r in runs if r["relation_growth"] is not None]
+            print(f"durable T={T}, per turn: {med([r['rows'] for r in runs]):.2f} rows inserted "
+                  f"(messages + run_events) + 1 runs-row update; "
+                  f"{med([r['stored'] for r in runs]):.0f} B stored (pg_column_size), "
+                  f"{med([r['payload'] for r in runs]):.0f} B JSON payload; relations grew "
+                  f"{med(grew):.0f} B (tables + indexes + TOAST, first run)")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of this process (all modes; Django + psycopg2 loaded): {rss:.1f} MiB")
+
+
+def run_peer(python: str, reps: int, turns: int) -> dict | None:
+    cmd = [python, str(PEER_SCRIPT), "short", "--reps", str(reps), "--turns", str(turns)]
+    print(f"\n== peer, same machine, after ours: {' '.join(cmd)} ==", flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"peer run failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+        return None
+    out = json.loads(proc.stdout)
+    print(f"{'config':<26} {'ms/turn':>8} {'min':>8} {'fixed ms':>9}\n" + "\n".join(
+        f"{r['config']:<26} {r['ms_per_turn']:8.3f} {r['ms_per_turn_min']:8.3f} "
+        f"{r['fixed_ms']:9.2f}" for r in out["rows"]))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--growth-turns", type=int, default=300, help="0 skips the growth runs")
+    ap.add_argument("--growth-reps", type=int, default=3)
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--db", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB))
+    ap.add_argument("--json", help="write the raw per-run results here")
+    ap.add_argument("--peer", help="the python of a venv with the peer packages: run the peer too")
+    a = ap.parse_args()
+    modes = [m for m in a.modes.split(",") if m]
+    if unknown := set(modes) - set(MODES):
+        ap.error(f"unknown modes {sorted(unknown)}; choose from {MODES}")
+    runners = {"inproc": lambda T, first: run_inproc(T, False),
+               "inproc+json": lambda T, first: run_inproc(T, True)}
+    if "durable" in modes:
+        runners["durable"] = Durable(a.db, {a.turns, a.growth_turns} - {0}).run
+    for m in modes:  # warm-up: lazy imports, first queries, caches
+        runners[m](a.turns, False)
+    gc.collect()
+    short = interleaved(runners, modes, a.turns, a.reps, f"T={a.turns}")
+    growth = (interleaved(runners, modes, a.growth_turns, a.growth_reps, f"T={a.growth_turns}")
+              if a.growth_turns else {})
+    print(f"hango turn benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  python "
+          f"{sys.version.split()[0]}  cpus {os.cpu_count()}  load {os.getloadavg()[0]:.2f}")
+    report(short, growth, a.turns, a.growth_turns, a.reps)
+    peer = run_peer(a.peer, a.reps, a.turns) if a.peer else None
+    name, peer_ms, source = *PEER_BEST, "shared README"
+    for row in (peer or {}).get("rows", []):
+        if row["config"] == name:
+            peer_ms, source = row["ms_per_turn"], "measured in this run"
+    if "durable" in modes:
+        ours = med([per_turn_ms(r["call_to_call"]) for r in short["durable"]])
+        print(f"\nbest peer ({name}, {source}): {peer_ms:.1f} ms/turn; hango durable "
+              f"{ours:.3f} ms/turn call->call (the peer's stamp) -> peer/hango = "
+              f"{peer_ms / ours:.1f}x")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"turns": a.turns, "growth_turns": a.growth_turns, "reps": a.reps,
+                       "short": short, "growth": growth, "peer": peer}, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Committing one turn: messages, events, usage counters, ``state_json`` and the turn counter,
+atomically, and only while the writer's epoch still holds the run at the turn it expects.
+
+On PostgreSQL a turn that does not end the run is one statement (data-modifying CTEs): a single
+round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating both
+INSERTs. The ORM path does the same in one transaction; it serves SQLite and the last turn of a
+run (which also finishes it — once per run, so its cost does not matter).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+from psycopg2.extras import Json
+
+from harness.messages import Usage
+from runs.events import append_events, status_event
+from runs.models import Message, Run, RunEvent
+
+Event = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnWrite:
+    run_id: uuid.UUID
+    session_id: uuid.UUID
+    epoch: int
+    expected_turn: int  # the run's turn before this one; anything else means a duplicate
+    turn: int
+    state_json: dict[str, Any]
+    lease_expires_at: datetime
+    messages: list[tuple[uuid.UUID, int, str, list[dict[str, Any]]]]  # id, seq, role, content
+    events: list[Event]  # in order; message events included
+    usage: Usage
+    finish: tuple[str, dict[str, Any] | None] | None = None  # (status, error) on the last turn
+
+
+@dataclass(frozen=True, kw_only=True)
+class Committed:
+    cancel_requested: bool
+
+
+def commit_turn(write: TurnWrite) -> Committed | None:
+    """Commit the turn; None when the writer was fenced out (nothing was written)."""
+    if write.finish is None and connection.vendor == "postgresql":
+        return _commit_one_statement(write)
+    return _commit_orm(write)
+
+
+_ONE_STATEMENT = f"""
+WITH advanced AS (
+    UPDATE {Run._meta.db_table} SET
+        turn = %(turn)s, state_json = %(state)s, lease_expires_at = %(lease)s,
+        updated_at = %(now)s, event_seq = event_seq + %(event_count)s,
+        input_tokens = input_tokens + %(input_tokens)s,
+        output_tokens = output_tokens + %(output_tokens)s,
+        cache_read_tokens = cache_read_tokens + %(cache_read_tokens)s,
+        cache_write_tokens = cache_write_tokens + %(cache_write_tokens)s
+    WHERE id = %(run)s AND epoch = %(epoch)s AND turn = %(expected_turn)s
+    RETURNING id, session_id, event_seq, cancel_requested
+), new_messages AS (
+    INSERT INTO {Message._meta.db_table} (id, session_id, seq, role, content, run_id, created_at)
+    SELECT m.id, advanced.session_id, m.seq, m.role, m.content, advanced.id, %(now)s
+    FROM advanced, jsonb_to_recordset(%(messages)s)
+        AS m(id uuid, seq integer, role text, content jsonb)
+), new_events AS (
+    INSERT INTO {RunEvent._meta.db_table} (run_id, seq, type, data, created_at)
+    SELECT advanced.id, advanced.event_seq - %(event_count)s + e.n, e.type, e.data, %(now)s
+    FROM advanced, jsonb_to_recordset(%(events)s) AS e(n integer, type text, data jsonb)
+)
+SELECT cancel_requested FROM advanced
+"""
+
+
+def _commit_one_statement(write: TurnWrite) -> Committed | None:
+    params = {
+        "run": write.run_id, "epoch": write.epoch, "expected_turn": write.expected_turn,
+        "turn": write.turn, "state": Json(write.state_json), "lease": write.lease_expires_at,
+        "now": timezone.now(), "event_count": len(write.events),
+        "input_tokens": write.usage.input_tokens, "output_tokens": write.usage.output_tokens,
+        "cache_read_tokens": write.usage.cache_read_tokens,
+        "cache_write_tokens": write.usage.cache_write_tokens,
+        "messages": Json([{"id": str(id_), "seq": seq, "role": role, "content": content}
+                          for id_, seq, role, content in write.messages]),
+        "events": Json([{"n": n, "type": t, "data": d}
+                        for n, (t, d) in enumerate(write.events, start=1)]),
+    }
+    with connection.cursor() as cursor:  # autocommit: the statement is its own transaction
+        cursor.execute(_ONE_STATEMENT, params)
+        row = cursor.fetchone()
+    return None if row is None else Committed(cancel_requested=bool(row[0]))
+
+
+def _commit_orm(write: TurnWrite) -> Committed | None:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(
+            pk=write.run_id, epoch=write.epoch, turn=write.expected_turn).first()
+        if run is None:
+            return None
+        Message.objects.bulk_create([
+            Message(id=id_, session_id=write.session_id, seq=seq, role=role, content=content,
+                    run=run) for id_, seq, role, content in write.messages])
+        run.turn = write.turn
+        run.state_json = write.state_json
+        run.lease_expires_at = write.lease_expires_at
+        run.input_tokens += write.usage.input_tokens
+        run.output_tokens += write.usage.output_tokens
+        run.cache_read_tokens += write.usage.cache_read_tokens
+        run.cache_write_tokens += write.usage.cache_write_tokens
+        append_events(run, write.events)
+        if write.finish is not None:
+            finish_run(run, *write.finish)
+        run.save()
+        return Committed(cancel_requested=run.cancel_requested)
+
+
+def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> None:
+    """Mark a locked run finished, with its status event (the caller saves it)."""
+    run.status = status
+    run.error = error
+    run.finished_at = timezone.now()
+    run.lease_owner, run.lease_expires_at = "", None
+    run.cancel_requested = False
+    append_events(run, [status_event(run)])
