@@ -22,16 +22,17 @@ M = TypeVar("M", bound=models.Model)
 
 @dataclass(frozen=True, kw_only=True)
 class Tenancy:
-    """ORM paths from a model to its tenant and to its owning member."""
+    """ORM paths from a model to its tenant and to its owning member; ``owner=None`` marks a
+    tenant-wide object every member of the tenant may see (skills)."""
 
     tenant: str
-    owner: str
+    owner: str | None
 
 
 def visible_to(queryset: models.QuerySet[M], member: Member) -> models.QuerySet[M]:
     rule: Tenancy = queryset.model.tenancy  # type: ignore[attr-defined]
     queryset = queryset.filter(**{rule.tenant: member.tenant_id})
-    if not member.sees_whole_tenant:
+    if rule.owner is not None and not member.sees_whole_tenant:
         queryset = queryset.filter(**{rule.owner: member.pk})
     return queryset
 

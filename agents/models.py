@@ -48,3 +48,58 @@ class Agent(models.Model):
     @property
     def provider(self) -> str:
         return self.model.split(":", 1)[0]
+
+
+class MemoryFile(models.Model):
+    """One of an agent's memory files, loaded into its system prompt at the start of a run."""
+
+    tenancy = Tenancy(tenant="agent__tenant", owner="agent__owner")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memory_files",
+                              db_index=False)
+    path = models.CharField(max_length=255, help_text='Absolute, e.g. "/memories/AGENTS.md".')
+    content = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "memory_files"
+        ordering = ["agent", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "path"], name="memory_file_path_unique"),
+            models.CheckConstraint(condition=Q(path__startswith="/"), name="memory_path_absolute"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class Skill(models.Model):
+    """A tenant-wide skill: a name and description the agent sees, instructions it loads."""
+
+    tenancy = Tenancy(tenant="tenant", owner=None)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="skills",
+                               db_index=False)
+    owner = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="skills")
+    name = models.CharField(max_length=64)
+    description = models.CharField(max_length=1024)
+    instructions = models.TextField(blank=True, default="")
+    allowed_tools = models.JSONField(
+        null=True, blank=True, help_text="Tools a loaded skill may add (never past the allowlist)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "skills"
+        ordering = ["tenant", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="skill_name_unique"),
+            models.CheckConstraint(condition=~Q(name=""), name="skill_name_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -21,16 +21,16 @@ from harness.chain import Chain, ModelRequest, ToolCallRequest
 from harness.errors import HarnessError
 from harness.messages import (
     Message,
+    ModelUsage,
     Request,
     Response,
     StopReason,
     ToolResultBlock,
     ToolUseBlock,
-    Usage,
 )
 from harness.providers.base import Provider
 from harness.serde import message_to_json
-from harness.state import State
+from harness.state import PendingBatch, PendingCall, State
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
 
 CANCELLED_BEFORE_RUN = "The run was cancelled before this tool call ran."
@@ -58,16 +58,6 @@ class Failed:
 
 
 NextStep = RunAgain | FinalOutput | Interrupted | Failed
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelUsage:
-    """One model call's usage, with why it was made (``run``, ``summarize``, ``subagent``…)."""
-
-    purpose: str
-    provider: str
-    model: str
-    usage: Usage
 
 
 @dataclass(kw_only=True)
@@ -108,7 +98,6 @@ class Loop:
         self.base_tools = tuple(tools)
         self.purpose = purpose
         self._offered: dict[str, Tool] = {}
-        self._usage: list[ModelUsage] = []
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -143,14 +132,15 @@ class Loop:
         number = state.turn + 1
         if control.cancel_requested():
             return TurnResult(turn=number, next=Interrupted("cancelled"))
+        if state.pending_batch is not None:
+            return self.finish_batch(state, control)
         if state.turn >= self.agent.max_turns:
             return TurnResult(turn=number, next=Failed(
                 "max_turns", f"The run stopped after {state.turn} turns, the agent's max_turns."))
-        self._usage = []
         try:
             response = self.call_model(state)
         except HarnessError as exc:
-            return TurnResult(turn=number, usage=self._usage, events=state.take_events(),
+            return TurnResult(turn=number, usage=state.take_usage(), events=state.take_events(),
                               next=Failed(exc.code, str(exc)))
         assistant = response.message
         state.messages.append(assistant)
@@ -158,15 +148,36 @@ class Loop:
         next_step: NextStep = FinalOutput(response.stop_reason)
         calls = assistant.tool_uses
         if calls:
-            results, cancelled = self.run_tools(calls, state, control)
-            tool_message = Message(role="user", content=tuple(results))
+            next_step, tool_message = self.run_batch(calls, state, control)
+            if tool_message is not None:
+                state.messages.append(tool_message)
+                new.append(tool_message)
+        return self._end_turn(state, number, new, next_step)
+
+    def finish_batch(self, state: State, control: Control) -> TurnResult:
+        """A turn without a model call: the paused batch, now decided, runs to its end."""
+        batch = state.pending_batch
+        assert batch is not None
+        if not batch.decided:
+            return TurnResult(turn=state.turn + 1, next=Interrupted("paused"))
+        waiting = {p.tool_use_id for p in batch.pending}
+        batch_calls = state.messages[-1].tool_uses if state.messages else ()
+        calls = [c for c in batch_calls if c.id in waiting]
+        self._offered = {t.name: t for t in self.chain.tools(state, self.base_tools)}
+        next_step, tool_message = self.run_batch(calls, state, control, done=batch.done,
+                                                 order=[c.id for c in batch_calls])
+        new = []
+        if tool_message is not None:
             state.messages.append(tool_message)
             new.append(tool_message)
-            next_step = Interrupted("cancelled") if cancelled else RunAgain()
+        return self._end_turn(state, state.turn + 1, new, next_step)
+
+    def _end_turn(self, state: State, number: int, new: list[Message],
+                  next_step: NextStep) -> TurnResult:
         state.clear_scratch()
         state.turn = number
         return TurnResult(turn=number, messages=new, events=state.take_events(),
-                          usage=self._usage, next=next_step)
+                          usage=state.take_usage(), next=next_step)
 
     # -- phases ----------------------------------------------------------------------------
 
@@ -213,19 +224,43 @@ class Loop:
                 True, telemetry.ATTR_GEN_AI_INPUT_MESSAGES,
                 [message_to_json(m) for m in request.messages]))
         response = self.provider.complete(request)
-        self._usage.append(ModelUsage(purpose=self.purpose, provider=self.provider.name,
-                                      model=self.model, usage=response.usage))
+        req.state.record_usage(ModelUsage(purpose=self.purpose, provider=self.provider.name,
+                                          model=self.model, usage=response.usage))
         return response
 
-    def run_tools(self, calls: Sequence[ToolUseBlock], state: State,
-                  control: Control) -> tuple[list[ToolResultBlock], bool]:
-        """Every call of the batch through the chain; on cancel, the rest answer 'cancelled'."""
+    def run_batch(self, calls: Sequence[ToolUseBlock], state: State, control: Control, *,
+                  done: dict[str, tuple[str, bool]] | None = None,
+                  order: Sequence[str] | None = None) -> tuple[NextStep, Message | None]:
+        """Run a batch; the message holding every result, or a pause when a call awaits a
+        decision (the results so far wait in ``state.pending_batch``, no message yet)."""
+        results, pending, cancelled = self.run_tools(calls, state, control)
+        finished = {**(done or {}), **{r.tool_use_id: (r.content, r.is_error) for r in results}}
+        if pending and not cancelled:
+            state.pending_batch = PendingBatch(done=finished, pending=pending)
+            state.emit("approval.requested", {"pending": [
+                {"tool_use_id": p.tool_use_id, "name": p.name,
+                 "allowed_decisions": list(p.allowed_decisions)} for p in pending]})
+            return Interrupted("paused"), None
+        state.pending_batch = None
+        for p in pending:  # cancelled while waiting: the calls get a result, never dangle
+            finished[p.tool_use_id] = (CANCELLED_BEFORE_RUN, True)
+        ids = list(order) if order is not None else [c.id for c in calls]
+        message = Message(role="user", content=tuple(
+            ToolResultBlock(tool_use_id=i, content=finished[i][0], is_error=finished[i][1])
+            for i in ids))
+        return (Interrupted("cancelled") if cancelled else RunAgain()), message
+
+    def run_tools(self, calls: Sequence[ToolUseBlock], state: State, control: Control,
+                  ) -> tuple[list[ToolResultBlock], list[PendingCall], bool]:
+        """Every call of the batch through the chain: (results, calls awaiting approval,
+        cancelled). On cancel, the rest answer 'cancelled'."""
         results: list[ToolResultBlock] = []
+        pending: list[PendingCall] = []
         for index, call in enumerate(calls):
             if control.cancel_requested():
                 results += [ToolResultBlock(tool_use_id=c.id, content=CANCELLED_BEFORE_RUN,
                                             is_error=True) for c in calls[index:]]
-                return results, True
+                return results, pending, True
             attrs = {
                 telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_EXECUTE_TOOL,
                 telemetry.ATTR_GEN_AI_TOOL_NAME: call.name,
@@ -235,11 +270,16 @@ class Loop:
                 request = ToolCallRequest(call=call, state=state, tool=self._offered.get(call.name))
                 result = self.chain.tool_call(request, self._run_tool)
                 span.set_attribute(telemetry.ATTR_TOOL_IS_ERROR, result.is_error)
+            if result.awaiting_approval is not None:
+                pending.append(PendingCall(tool_use_id=call.id, name=call.name,
+                                           input=call.input,
+                                           allowed_decisions=result.awaiting_approval))
+                continue
             results.append(ToolResultBlock(tool_use_id=call.id, content=result.content,
                                            is_error=result.is_error))
             state.emit("tool.result", {"tool_use_id": call.id, "name": call.name,
                                        "is_error": result.is_error})
-        return results, False
+        return results, pending, False
 
     def _run_tool(self, req: ToolCallRequest) -> ToolResult:
         """The innermost tool handler."""

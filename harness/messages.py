@@ -56,6 +56,9 @@ Block = TextBlock | ToolUseBlock | ToolResultBlock
 class Message:
     role: Role
     content: tuple[Block, ...]
+    # Provenance: the stored message's seq (part id ``message:<seq>``); None for a message not
+    # stored yet or made up for one request (a repair, a summary). Never sent to a provider.
+    seq: int | None = None
 
     @classmethod
     def user(cls, text: str) -> Message:
@@ -112,6 +115,16 @@ class Usage:
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelUsage:
+    """One model call's usage, with why it was made (``run``, ``summarize``, ``subagent``…)."""
+
+    purpose: str
+    provider: str
+    model: str
+    usage: Usage
 
 
 @dataclass(frozen=True, kw_only=True)

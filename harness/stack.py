@@ -7,23 +7,55 @@ why it sits where it sits. A slot whose middleware is not built yet is listed as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.agent import AgentSpec
 from harness.chain import Middleware
+from harness.middleware import (
+    filesystem,
+    human_in_the_loop,
+    memory,
+    prompt_cache,
+    skills,
+    subagent,
+    summarization,
+)
 from harness.middleware.allowlist import ToolAllowlistMiddleware
 from harness.middleware.repair_tool_calls import RepairToolCallsMiddleware
 from harness.middleware.repeat_call import DEFAULT_THRESHOLD, RepeatCallMiddleware
 from harness.middleware.todo import TOOL_NAME as TODO_TOOL
 from harness.middleware.todo import TodoMiddleware
+from harness.providers.base import Provider
+from harness.stores import FileStore, MemoryStore, SkillStore, SummaryStore
+from harness.tools.base import Tool
 
-NOT_YET = "skipped: arrives with context management (skills, filesystem, subagents, memory…)"
+NOT_YET = "skipped: arrives with the context inspector"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunDeps:
+    """The stores and services the context middlewares use, bound to one run."""
+
+    memory: MemoryStore | None = None
+    skills: SkillStore | None = None
+    files: FileStore | None = None
+    summaries: SummaryStore | None = None
+    # The run's provider and model name: summarization and subagents make their own calls.
+    provider: Provider | None = None
+    model: str = ""
+    # Every tool an agent could be given (subagents pick theirs from here).
+    tools: tuple[Tool, ...] = ()
+    context_window: int = 200_000  # the model's, in tokens
 
 
 @dataclass(frozen=True, kw_only=True)
 class StackConfig:
     agent: AgentSpec
     repeat_call_threshold: int = DEFAULT_THRESHOLD
+    deps: RunDeps = field(default_factory=RunDeps)
+    # Inspect mode: assemble the next request, never call a model from a middleware.
+    capture_only: bool = False
+    subagent_depth: int = 0  # 0 for a run, 1 for a subagent's own loop, …
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,15 +69,16 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
     return [
         # Skills first: its index and load_skill tool are the most stable part of the prompt,
         # and a loaded skill's tools must exist before anything filters tools.
-        Slot(name="skills", middleware=None, why=NOT_YET),
+        Slot(name="skills", middleware=skills.from_config(cfg), why=skills.WHY),
         # Filesystem before summarization, so summarization sees offloaded tool results.
-        Slot(name="filesystem", middleware=None, why=NOT_YET),
+        Slot(name="filesystem", middleware=filesystem.from_config(cfg), why=filesystem.WHY),
         # Subagents next: the `task` tool wraps a whole child loop built from this same stack.
-        Slot(name="subagent", middleware=None, why=NOT_YET),
+        Slot(name="subagent", middleware=subagent.from_config(cfg), why=subagent.WHY),
         # Context overrides right before summarization, so compaction and the budget see the
         # filtered history (the context inspector).
         Slot(name="context_overrides", middleware=None, why=NOT_YET),
-        Slot(name="summarization", middleware=None, why=NOT_YET),
+        Slot(name="summarization", middleware=summarization.from_config(cfg),
+             why=summarization.WHY),
         # Repair before anything reads the history as a sequence of call/result pairs.
         Slot(name="repair_tool_calls", middleware=RepairToolCallsMiddleware(),
              why="a history with unanswered tool calls is refused by providers"),
@@ -58,9 +91,11 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
              why="answer the Nth identical call with a reminder instead of running it"),
         # Prompt cache before memory: memory blocks come later in the chain, so they land after
         # the breakpoint and editing memory does not invalidate the cached prefix.
-        Slot(name="prompt_cache", middleware=None, why=NOT_YET),
-        Slot(name="memory", middleware=None, why=NOT_YET),
-        Slot(name="human_in_the_loop", middleware=None, why=NOT_YET),
+        Slot(name="prompt_cache", middleware=prompt_cache.from_config(cfg),
+             why=prompt_cache.WHY),
+        Slot(name="memory", middleware=memory.from_config(cfg), why=memory.WHY),
+        Slot(name="human_in_the_loop", middleware=human_in_the_loop.from_config(cfg),
+             why=human_in_the_loop.WHY),
         # Allowlist last: innermost for model and tool calls, so no earlier middleware can
         # re-add a forbidden tool.
         Slot(name="tool_allowlist",

@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 
 from hango_project.errors import ApplicationError
 from runs import services
-from runs.models import Message, Run, RunEvent, Session
+from runs.models import Message, Run, RunEvent, Session, SessionFile
 
 
 class MessageInline(admin.TabularInline):
@@ -111,4 +111,14 @@ class MessageAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SessionFile)
+class SessionFileAdmin(admin.ModelAdmin):
+    list_display = ["path", "session", "updated_at"]
+    search_fields = ["path", "session__id"]
+    readonly_fields = ["id", "session", "path", "content", "created_at", "updated_at"]
+
+    def has_add_permission(self, request):
         return False

@@ -8,6 +8,7 @@ from functools import cache
 
 from django.conf import settings
 
+from agents.stores import DbMemoryStore, DbSkillStore
 from harness.agent import AgentSpec
 from harness.chain import Chain
 from harness.loop import Loop
@@ -15,10 +16,11 @@ from harness.messages import Message as HMessage
 from harness.providers import resolve_provider
 from harness.providers.base import ProviderSettings
 from harness.serde import content_from_json
-from harness.stack import StackConfig, default_stack
+from harness.stack import RunDeps, StackConfig, default_stack
 from harness.state import State, state_from_json
 from harness.tools import ToolRegistry, builtin_registry
 from runs.models import Message, Run
+from runs.stores import DbFileStore, DbSummaryStore
 
 
 @cache
@@ -52,13 +54,19 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
     """The loop, the state restored from the last checkpoint, and the next message seq."""
     spec = agent_spec(run)
     provider, model = resolve_provider(spec.model, provider_settings())
+    deps = RunDeps(
+        memory=DbMemoryStore(run.agent), skills=DbSkillStore(run.agent),
+        files=DbFileStore(run.session_id), summaries=DbSummaryStore(run.session_id),
+        provider=provider, model=model, tools=tuple(tool_registry().all()),
+    )
     stack = default_stack(StackConfig(
-        agent=spec, repeat_call_threshold=settings.HANGO["REPEAT_CALL_THRESHOLD"]))
+        agent=spec, repeat_call_threshold=settings.HANGO["REPEAT_CALL_THRESHOLD"], deps=deps))
     loop = Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
                 tools=tool_registry().view(spec.allowed_tools))
     rows = list(Message.objects.filter(session_id=run.session_id).order_by("seq")
                 .values_list("seq", "role", "content"))
-    history = [HMessage(role=role, content=content_from_json(content)) for _, role, content in rows]
+    history = [HMessage(role=role, content=content_from_json(content), seq=seq)
+               for seq, role, content in rows]
     state = state_from_json(
         run.state_json,
         run_id=str(run.id), session_id=str(run.session_id), agent_id=str(run.agent_id),

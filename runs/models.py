@@ -20,6 +20,10 @@ class Session(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
     member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="sessions")
     title = models.CharField(max_length=200, blank=True, default="")
+    # The compaction summary of messages seq 1..summary_seq (0: none); the stored messages
+    # themselves are never changed.
+    summary = models.TextField(blank=True, default="")
+    summary_seq = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -149,3 +153,28 @@ class RunEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} #{self.seq} {self.type}"
+
+
+class SessionFile(models.Model):
+    """A file of the session's virtual filesystem (written by the agent's file tools)."""
+
+    tenancy = Tenancy(tenant="session__tenant", owner="session__member")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="files",
+                                db_index=False)
+    path = models.CharField(max_length=1024)
+    content = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "session_files"
+        ordering = ["session", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "path"], name="session_file_path_unique"),
+            models.CheckConstraint(condition=Q(path__startswith="/"), name="file_path_absolute"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path

@@ -91,7 +91,7 @@ class RunOutput(serializers.ModelSerializer):
 
     @extend_schema_field({"type": "array", "items": {"type": "object"}})
     def get_pending_approvals(self, run: Run) -> list:
-        return (run.state_json or {}).get("pending_approvals", [])
+        return ((run.state_json or {}).get("pending_batch") or {}).get("pending", [])
 
     @extend_schema_field(UsageOutput)
     def get_usage(self, run: Run) -> dict:

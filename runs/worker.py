@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -171,7 +172,12 @@ class DbCheckpointer:
         if committed is None:  # another worker claimed the run: this turn did not land
             self.fenced = True
             return False
-        self.next_seq += len(messages)
+        # The turn's messages are stored now: give them their seq (their part id from here on).
+        stored = len(messages)
+        if stored:
+            state.messages[-stored:] = [replace(m, seq=seq) for m, (_, seq, _, _) in
+                                        zip(state.messages[-stored:], messages, strict=True)]
+        self.next_seq += stored
         self.committed_turn = state.turn
         if terminal is not None:
             self.status = terminal[0]

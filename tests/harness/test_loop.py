@@ -237,3 +237,59 @@ def test_a_failed_run_still_records_its_stack_and_stop(spans):
     (invoke,) = spans_named(spans, telemetry.SPAN_INVOKE_AGENT)
     assert invoke.attributes[telemetry.ATTR_STOP] == "Failed"
     assert len(events_named(spans, telemetry.EVENT_MIDDLEWARE_STACK)) == 1
+
+
+def test_a_call_awaiting_approval_pauses_the_batch_and_resumes_in_call_order():
+    from harness.chain import Chain
+    from harness.loop import Interrupted, Loop, NeverCancel, RunAgain
+    from harness.messages import Message
+    from harness.providers.scripted import ScriptedModel, text
+    from harness.state import ApprovalDecision, State, state_from_json, state_to_json
+    from harness.tools import builtin_registry
+    from harness.tools.base import await_approval
+
+    class Gate:
+        name = "gate"
+
+        def wrap_tool_call(self, req, next):
+            batch = req.state.pending_batch
+            decision = batch.decisions.get(req.call.id) if batch else None
+            if req.call.name != "word_count":
+                return next(req)
+            if decision is None:
+                return await_approval(("approve", "reject"))
+            return next(req)
+
+    from harness.agent import AgentSpec
+    from harness.messages import Response, ToolUseBlock
+
+    calls = Response(message=Message(role="assistant", content=(
+        ToolUseBlock(id="a", name="echo", input={"text": "hi"}),
+        ToolUseBlock(id="b", name="word_count", input={"text": "one two"}),
+        ToolUseBlock(id="c", name="echo", input={"text": "bye"}),
+    )), stop_reason="tool_use")
+    model = ScriptedModel([calls, text("done")])
+    agent = AgentSpec(id="x", name="x", model="scripted:x")
+    loop = Loop(agent=agent, chain=Chain.build([Gate()]), provider=model, model="x",
+                tools=builtin_registry().all())
+    state = State(messages=[Message.user("go")])
+    paused = loop.turn(state, NeverCancel())
+    assert paused.next == Interrupted("paused")
+    assert [m.role for m in paused.messages] == ["assistant"]  # no results message yet
+    assert [p.tool_use_id for p in state.pending_batch.pending] == ["b"]
+    assert set(state.pending_batch.done) == {"a", "c"}
+    assert ("approval.requested", {"pending": [{"tool_use_id": "b", "name": "word_count",
+                                                "allowed_decisions": ["approve", "reject"]}]}) \
+        in paused.events
+    # Undecided: resuming pauses again without calling anything.
+    assert loop.turn(state, NeverCancel()).next == Interrupted("paused")
+    # Persisted, decided, resumed in a fresh state (as a worker would).
+    resumed = state_from_json(state_to_json(state), messages=list(state.messages),
+                              turn=state.turn)
+    resumed.pending_batch.decisions["b"] = ApprovalDecision(type="approve")
+    finished = loop.turn(resumed, NeverCancel())
+    assert finished.next == RunAgain() and resumed.pending_batch is None
+    [results] = finished.messages
+    assert [(b.tool_use_id, b.content) for b in results.content] == [
+        ("a", "hi"), ("b", "2"), ("c", "bye")]
+    assert len(model.calls) == 1  # the resumed batch made no model call
