@@ -98,6 +98,7 @@ class Loop:
         self.base_tools = tuple(tools)
         self.purpose = purpose
         self._offered: dict[str, Tool] = {}
+        self._control: Control = NeverCancel()
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -256,6 +257,7 @@ class Loop:
         cancelled). On cancel, the rest answer 'cancelled'."""
         results: list[ToolResultBlock] = []
         pending: list[PendingCall] = []
+        self._control = control
         for index, call in enumerate(calls):
             if control.cancel_requested():
                 results += [ToolResultBlock(tool_use_id=c.id, content=CANCELLED_BEFORE_RUN,
@@ -286,4 +288,5 @@ class Loop:
         if req.tool is None:
             offered = ", ".join(sorted(self._offered)) or "none"
             return tool_error(f"There is no tool named {req.call.name!r}. Available: {offered}.")
-        return req.tool.run(req.call.input, ToolContext(state=req.state, call=req.call))
+        return req.tool.run(req.call.input, ToolContext(
+            state=req.state, call=req.call, cancel_requested=self._control.cancel_requested))

@@ -41,12 +41,18 @@ def tool_error(message: str) -> ToolResult:
     return ToolResult(content=message, is_error=True)
 
 
+def _never() -> bool:
+    return False
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolContext:
-    """What a running tool may look at: the run state and the call being answered."""
+    """What a running tool may look at: the run state, the call being answered, and whether the
+    run has been asked to stop (a long tool, such as a subagent, checks it)."""
 
     state: State
     call: ToolUseBlock
+    cancel_requested: Callable[[], bool] = _never
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], ToolResult | str]

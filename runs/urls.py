@@ -1,0 +1,25 @@
+"""Routes under /v1 owned by the runs app."""
+
+from django.urls import path
+
+from runs.apis import (
+    RunCancelApi,
+    RunDetailApi,
+    RunEventsApi,
+    RunResumeApi,
+    SessionDetailApi,
+    SessionListApi,
+    SessionMessagesApi,
+    SessionRunsApi,
+)
+
+urlpatterns = [
+    path("sessions", SessionListApi.as_view(), name="sessions"),
+    path("sessions/<str:session_id>", SessionDetailApi.as_view(), name="session"),
+    path("sessions/<str:session_id>/messages", SessionMessagesApi.as_view(), name="messages"),
+    path("sessions/<str:session_id>/runs", SessionRunsApi.as_view(), name="session-runs"),
+    path("runs/<str:run_id>", RunDetailApi.as_view(), name="run"),
+    path("runs/<str:run_id>/cancel", RunCancelApi.as_view(), name="run-cancel"),
+    path("runs/<str:run_id>/resume", RunResumeApi.as_view(), name="run-resume"),
+    path("runs/<str:run_id>/events", RunEventsApi.as_view(), name="run-events"),
+]
