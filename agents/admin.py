@@ -1,6 +1,42 @@
+from django import forms
+from django.conf import settings
 from django.contrib import admin
 
-from agents.models import Agent, MemoryFile, Skill
+from agents import services
+from agents.config import allowed_tools_problems
+from agents.models import SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
+from harness.middleware.memory import content_problem, path_problem
+
+
+class MemoryFileForm(forms.ModelForm):
+    """The API's rules for a memory file: a normalized absolute path, content within budget."""
+
+    class Meta:
+        model = MemoryFile
+        fields = ["agent", "path", "content"]
+        widgets = {"content": forms.Textarea(attrs={"rows": 12, "cols": 100})}
+
+    def clean_path(self) -> str:
+        path = self.cleaned_data["path"]
+        problem = path_problem(path)
+        if problem:
+            raise forms.ValidationError(problem)
+        return path
+
+    def clean_content(self) -> str:
+        content = self.cleaned_data["content"]
+        problem = content_problem(content, settings.HANGO["MEMORY_MAX_BYTES"])
+        if problem:
+            raise forms.ValidationError(problem)
+        return content
+
+
+class MemoryFileInline(admin.StackedInline):
+    model = MemoryFile
+    form = MemoryFileForm
+    extra = 0
+    fields = ["path", "content", "updated_at"]
+    readonly_fields = ["updated_at"]
 
 
 @admin.register(Agent)
@@ -10,20 +46,53 @@ class AgentAdmin(admin.ModelAdmin):
     search_fields = ["name", "description"]
     readonly_fields = ["id", "created_at", "updated_at"]
     autocomplete_fields = ["owner"]
+    inlines = [MemoryFileInline]
 
 
 @admin.register(MemoryFile)
 class MemoryFileAdmin(admin.ModelAdmin):
-    list_display = ["path", "agent", "updated_at"]
+    form = MemoryFileForm
+    list_display = ["path", "agent", "size", "updated_at"]
     list_filter = ["agent__tenant"]
     search_fields = ["path", "agent__name"]
     readonly_fields = ["id", "created_at", "updated_at"]
+    autocomplete_fields = ["agent"]
+
+    @admin.display(description="size (bytes)")
+    def size(self, obj: MemoryFile) -> int:
+        return len(obj.content.encode())
+
+
+class SkillForm(forms.ModelForm):
+    """The API's rules for a skill's name and tools."""
+
+    name = forms.RegexField(regex=SKILL_NAME_PATTERN, max_length=64,
+                            help_text="Lowercase letters, digits and single hyphens.")
+
+    class Meta:
+        model = Skill
+        fields = ["tenant", "owner", "name", "description", "instructions", "allowed_tools"]
+
+    def clean_allowed_tools(self):  # type: ignore[no-untyped-def]
+        value = self.cleaned_data["allowed_tools"]
+        problems = allowed_tools_problems(value)
+        if problems:
+            raise forms.ValidationError(problems)
+        return value
 
 
 @admin.register(Skill)
 class SkillAdmin(admin.ModelAdmin):
+    form = SkillForm
     list_display = ["name", "tenant", "owner", "updated_at"]
     list_filter = ["tenant"]
     search_fields = ["name", "description"]
     readonly_fields = ["id", "created_at", "updated_at"]
     autocomplete_fields = ["owner"]
+
+    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+        services.skill_delete(skill=obj)  # also detaches it from the tenant's agents
+
+    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+        for skill in queryset:
+            services.skill_delete(skill=skill)

@@ -9,6 +9,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from harness.middleware.summarization import OPTIONS_SCHEMA as SUMMARIZATION_OPTIONS
+
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DECISIONS = ["approve", "edit", "reject", "respond"]
 
@@ -35,16 +37,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
                 "uniqueItems": True,
             },
         },
-        "summarization": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "trigger_tokens": {"type": "integer", "minimum": 1},
-                "trigger_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-                "keep_messages": {"type": "integer", "minimum": 1},
-            },
-            "not": {"required": ["trigger_tokens", "trigger_fraction"]},
-        },
+        # The middleware owns its options' schema; the API refuses what it would refuse.
+        "summarization": SUMMARIZATION_OPTIONS,
         "subagents": {
             "type": "array",
             "maxItems": 32,
@@ -65,6 +59,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {"writable": {"type": "boolean"}},
         },
+        # Ids of skills of the agent's tenant (checked against the tenant in agents.services).
         "skills": {
             "type": "array",
             "items": {"type": "string", "format": "uuid"},

@@ -13,6 +13,8 @@ from accounts.scoping import Tenancy
 PROVIDERS = ("anthropic", "openai", "scripted")
 # "<provider>:<model name>"; the model name is the provider's own identifier.
 MODEL_PATTERN = r"^(anthropic|openai|scripted):[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$"
+# A skill's name: a slug (lowercase letters and digits in hyphen-separated words).
+SKILL_NAME_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 
 
 class Agent(models.Model):

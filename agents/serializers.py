@@ -1,4 +1,4 @@
-"""Explicit input and output shapes for the agent API."""
+"""Explicit input and output shapes for the agent, memory and skill APIs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.config import allowed_tools_problems, config_problems
-from agents.models import MODEL_PATTERN, Agent
+from agents.models import MODEL_PATTERN, SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
+from harness.middleware.memory import content_problem, path_problem
 
 _MODEL_RE = re.compile(MODEL_PATTERN)
 
@@ -29,6 +30,15 @@ class AllowedToolsField(serializers.JSONField):
                     "memory, skills. Unknown keys are refused."}
 )
 class AgentConfigField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field(
+    {"type": "array", "items": {"type": "string"}, "nullable": True,
+     "description": "Tools a loaded skill brings; null or [] brings none. Never past the "
+                    "agent's allowed_tools."}
+)
+class SkillToolsField(serializers.JSONField):
     pass
 
 
@@ -82,4 +92,90 @@ class AgentOutput(serializers.ModelSerializer):
             "id", "name", "description", "system_prompt", "model", "allowed_tools", "config",
             "owner", "created_at", "updated_at",
         ]
+        read_only_fields = fields
+
+
+class StrictCharField(serializers.CharField):
+    """A string, and only a string: a plain CharField would store 5 as "5"."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictRegexField(serializers.RegexField, StrictCharField):
+    pass
+
+
+class MemoryContentField(StrictCharField):
+    """A memory file's content: any text up to the memory budget (UTF-8 bytes)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_blank=True, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        problem = content_problem(value, settings.HANGO["MEMORY_MAX_BYTES"])
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+
+class MemoryFileInput(serializers.Serializer):
+    path = StrictCharField(
+        trim_whitespace=False,
+        help_text='Absolute and normalized, at most 255 characters, e.g. "/memories/AGENTS.md".')
+    content = MemoryContentField()
+
+    def validate_path(self, value: str) -> str:
+        problem = path_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+
+class MemoryContentInput(serializers.Serializer):
+    content = MemoryContentField()
+
+
+class MemoryFileOutput(serializers.ModelSerializer):
+    class Meta:
+        model = MemoryFile
+        fields = ["path", "content", "updated_at"]
+        read_only_fields = fields
+
+
+class SkillInput(serializers.Serializer):
+    name = StrictRegexField(
+        SKILL_NAME_PATTERN, max_length=64,
+        error_messages={"invalid": "Use lowercase letters, digits and single hyphens, e.g. "
+                                   "'pdf-forms'."},
+        help_text="Unique in the tenant: lowercase letters, digits and hyphens, at most 64.")
+    description = StrictCharField(
+        max_length=1024, help_text="What the skill is for; the agent reads it in its index.")
+    instructions = StrictCharField(
+        allow_blank=True, required=False, trim_whitespace=False,
+        help_text="The full instructions load_skill returns.")
+    allowed_tools = SkillToolsField(required=False, allow_null=True)
+
+    def validate_instructions(self, value: str) -> str:
+        limit = settings.HANGO["SKILL_MAX_INSTRUCTIONS_CHARS"]
+        if len(value) > limit:
+            raise serializers.ValidationError(f"At most {limit} characters.")
+        return value
+
+    def validate_allowed_tools(self, value: Any) -> Any:
+        problems = allowed_tools_problems(value)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return value
+
+
+class SkillOutput(serializers.ModelSerializer):
+    allowed_tools = SkillToolsField(read_only=True)
+
+    class Meta:
+        model = Skill
+        fields = ["id", "name", "description", "instructions", "allowed_tools"]
         read_only_fields = fields

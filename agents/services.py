@@ -1,26 +1,49 @@
-"""Writes for agents."""
+"""Writes for agents, their memory files and the tenant's skills."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import IntegrityError, transaction
 
 from accounts.models import Member
-from agents.models import Agent
+from agents.models import Agent, MemoryFile, Skill
+from hango_project.errors import Conflict, Unprocessable
 
 # The fields a caller may set; everything else (tenant, owner, id, timestamps) is the server's.
 WRITABLE_FIELDS = ("name", "description", "system_prompt", "model", "allowed_tools", "config")
+SKILL_FIELDS = ("name", "description", "instructions", "allowed_tools")
+
+
+def _checked_config(tenant_id: uuid.UUID, config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with its skill ids in canonical form, each one a skill of the tenant; an id
+    that is not (missing, or another tenant's) is a 422, the same for both."""
+    ids = list(dict.fromkeys(str(uuid.UUID(i)) for i in config.get("skills") or ()))
+    if not ids:
+        return config
+    found = {str(pk) for pk in Skill.objects.filter(tenant_id=tenant_id, id__in=ids)
+             .values_list("id", flat=True)}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise Unprocessable(detail={"config": [f"skills: there is no skill with id {i}."
+                                               for i in missing]})
+    return {**config, "skills": ids}
 
 
 @transaction.atomic
 def agent_create(*, member: Member, data: dict[str, Any]) -> Agent:
     fields = {k: v for k, v in data.items() if k in WRITABLE_FIELDS}
+    if "config" in fields:
+        fields["config"] = _checked_config(member.tenant_id, fields["config"])
     return Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
 
 
 @transaction.atomic
 def agent_update(*, agent: Agent, data: dict[str, Any]) -> Agent:
+    if "config" in data:
+        data = {**data, "config": _checked_config(agent.tenant_id, data["config"])}
     changed = [k for k in WRITABLE_FIELDS if k in data]
     for name in changed:
         setattr(agent, name, data[name])
@@ -32,3 +55,92 @@ def agent_update(*, agent: Agent, data: dict[str, Any]) -> Agent:
 @transaction.atomic
 def agent_delete(*, agent: Agent) -> None:
     agent.delete()
+
+
+# -- memory files -------------------------------------------------------------------------------
+
+def _lock_for_memory(agent: Agent) -> None:
+    """Serialise memory writes of one agent, so the file cap holds under concurrent writes."""
+    Agent.objects.select_for_update().filter(pk=agent.pk).values_list("pk").first()
+
+
+def _ensure_room(agent: Agent) -> None:
+    cap = settings.HANGO["MEMORY_MAX_FILES"]
+    if MemoryFile.objects.filter(agent=agent).count() >= cap:
+        raise Conflict(f"An agent has at most {cap} memory files; delete one first.",
+                       detail={"max_files": cap})
+
+
+@transaction.atomic
+def memory_file_create(*, agent: Agent, path: str, content: str) -> MemoryFile:
+    """A new file; 409 when the path is taken or the agent has no room for another."""
+    _lock_for_memory(agent)
+    if MemoryFile.objects.filter(agent=agent, path=path).exists():
+        raise Conflict("A memory file with this path already exists; PUT it to replace it.",
+                       detail={"path": path})
+    _ensure_room(agent)
+    return MemoryFile.objects.create(agent=agent, path=path, content=content)
+
+
+@transaction.atomic
+def memory_file_put(*, agent: Agent, path: str, content: str) -> tuple[MemoryFile, bool]:
+    """Create or replace the file at ``path``; returns it and whether it was created."""
+    _lock_for_memory(agent)
+    memory_file = MemoryFile.objects.filter(agent=agent, path=path).first()
+    if memory_file is None:
+        _ensure_room(agent)
+        return MemoryFile.objects.create(agent=agent, path=path, content=content), True
+    memory_file.content = content
+    memory_file.save(update_fields=["content", "updated_at"])
+    return memory_file, False
+
+
+@transaction.atomic
+def memory_file_delete(*, memory_file: MemoryFile) -> None:
+    memory_file.delete()
+
+
+# -- skills -------------------------------------------------------------------------------------
+
+def _name_taken(name: str) -> Conflict:
+    return Conflict("A skill with this name already exists in the tenant.", detail={"name": name})
+
+
+@transaction.atomic
+def skill_create(*, member: Member, data: dict[str, Any]) -> Skill:
+    fields = {k: v for k, v in data.items() if k in SKILL_FIELDS}
+    try:
+        with transaction.atomic():
+            return Skill.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
+    except IntegrityError:
+        raise _name_taken(fields["name"]) from None
+
+
+@transaction.atomic
+def skill_update(*, skill: Skill, data: dict[str, Any]) -> Skill:
+    """The caller's right to change ``skill`` is checked by the selector that fetched it."""
+    changed = [k for k in SKILL_FIELDS if k in data]
+    if not changed:
+        return skill
+    for name in changed:
+        setattr(skill, name, data[name])
+    try:
+        with transaction.atomic():
+            skill.save(update_fields=[*changed, "updated_at"])
+    except IntegrityError:
+        raise _name_taken(skill.name) from None
+    return skill
+
+
+@transaction.atomic
+def skill_delete(*, skill: Skill) -> None:
+    """Delete ``skill`` and take it out of every agent of the tenant it was attached to."""
+    skill_id = str(skill.id)
+    agents = Agent.objects.select_for_update().filter(tenant_id=skill.tenant_id,
+                                                      config__has_key="skills")
+    for agent in agents:
+        ids = agent.config["skills"]
+        if skill_id in ids:
+            agent.config = {**agent.config, "skills": [i for i in ids if i != skill_id]}
+            agent.save(update_fields=["config", "updated_at"])
+    skill.delete()

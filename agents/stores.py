@@ -1,12 +1,44 @@
-"""The harness's memory and skill stores over the agents tables, bound to one agent."""
+"""The harness's memory and skill stores over the agents tables, bound to one agent.
+
+Both loads run once per run, in ``before_run``, and are bounded in time here, where the I/O is:
+on PostgreSQL the query runs under a statement timeout (HANGO ``CONTEXT_LOAD_TIMEOUT``), and a
+load that passes it raises, which the middleware turns into a run without that context.
+"""
 
 from __future__ import annotations
 
-from django.db import transaction
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+from django.conf import settings
+from django.db import connection, transaction
+
+from agents import services
 from agents.models import Agent, MemoryFile, Skill
+from hango_project.errors import ApplicationError
 from harness.stores import MemoryFile as HMemoryFile
 from harness.stores import SkillSpec
+
+
+@contextmanager
+def bounded_read(timeout: float | None = None) -> Iterator[None]:
+    """A transaction whose statements give up after ``timeout`` seconds (PostgreSQL only; the
+    embedded SQLite database is a local file)."""
+    seconds = settings.HANGO["CONTEXT_LOAD_TIMEOUT"] if timeout is None else timeout
+    if connection.vendor != "postgresql":
+        yield
+        return
+    # Inside a caller's transaction the setting would outlive this block: put it back after.
+    nested = connection.in_atomic_block
+    with transaction.atomic(), connection.cursor() as cursor:
+        if nested:
+            cursor.execute("SHOW statement_timeout")
+            previous = cursor.fetchone()[0]
+        cursor.execute("SELECT set_config('statement_timeout', %s, true)",
+                       [f"{max(1, round(seconds * 1000))}ms"])
+        yield
+        if nested:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
 
 
 class DbMemoryStore:
@@ -14,13 +46,17 @@ class DbMemoryStore:
         self.agent = agent
 
     def load(self) -> list[HMemoryFile]:
-        rows = MemoryFile.objects.filter(agent=self.agent).order_by("path")
-        return [HMemoryFile(path=p, content=c) for p, c in rows.values_list("path", "content")]
+        with bounded_read():
+            rows = list(MemoryFile.objects.filter(agent=self.agent).order_by("path")
+                        .values_list("path", "content"))
+        return [HMemoryFile(path=p, content=c) for p, c in rows]
 
     def write(self, path: str, content: str) -> None:
-        with transaction.atomic():
-            MemoryFile.objects.update_or_create(
-                agent=self.agent, path=path, defaults={"content": content})
+        """Create or replace a file; a refused write (the agent's file cap) is a ValueError."""
+        try:
+            services.memory_file_put(agent=self.agent, path=path, content=content)
+        except ApplicationError as exc:
+            raise ValueError(exc.message) from None
 
 
 class DbSkillStore:
@@ -33,7 +69,9 @@ class DbSkillStore:
         ids = (self.agent.config or {}).get("skills") or []
         if not ids:
             return []
-        rows = Skill.objects.filter(tenant_id=self.agent.tenant_id, id__in=ids).order_by("name")
+        with bounded_read():
+            rows = list(Skill.objects.filter(tenant_id=self.agent.tenant_id, id__in=ids)
+                        .order_by("name"))
         return [SkillSpec(id=str(s.id), name=s.name, description=s.description,
                           instructions=s.instructions,
                           allowed_tools=None if s.allowed_tools is None

@@ -2,9 +2,22 @@
 
 from django.urls import path
 
-from agents.apis import AgentDetailApi, AgentListApi
+from agents.apis import (
+    AgentDetailApi,
+    AgentListApi,
+    MemoryDetailApi,
+    MemoryListApi,
+    SkillDetailApi,
+    SkillListApi,
+)
 
 urlpatterns = [
     path("agents", AgentListApi.as_view(), name="agents"),
     path("agents/<str:agent_id>", AgentDetailApi.as_view(), name="agent"),
+    path("agents/<str:agent_id>/memory", MemoryListApi.as_view(), name="agent-memory"),
+    # The file's path follows without its leading "/" (see agents.apis).
+    path("agents/<str:agent_id>/memory/<path:path>", MemoryDetailApi.as_view(),
+         name="agent-memory-file"),
+    path("skills", SkillListApi.as_view(), name="skills"),
+    path("skills/<str:skill_id>", SkillDetailApi.as_view(), name="skill"),
 ]

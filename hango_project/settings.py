@@ -209,6 +209,18 @@ HANGO = {
     "DEFAULT_MAX_TURNS": env_int("HANGO_DEFAULT_MAX_TURNS", 50),
     "REPEAT_CALL_THRESHOLD": env_int("HANGO_REPEAT_CALL_THRESHOLD", 3),
     "CONTEXT_TRY_TIMEOUT": env_int("HANGO_CONTEXT_TRY_TIMEOUT", 120),
+    # Memory: the most content a run puts in its prompt, which also caps one file (UTF-8 bytes);
+    # files per agent; and the statement timeout of the once-per-run memory and skills loads.
+    "MEMORY_MAX_BYTES": env_int("HANGO_MEMORY_MAX_BYTES", 32_768),
+    "MEMORY_MAX_FILES": env_int("HANGO_MEMORY_MAX_FILES", 64),
+    "CONTEXT_LOAD_TIMEOUT": float(os.environ.get("HANGO_CONTEXT_LOAD_TIMEOUT") or 2),
+    "SKILL_MAX_INSTRUCTIONS_CHARS": env_int("HANGO_SKILL_MAX_INSTRUCTIONS_CHARS", 100_000),
+    # Tool results longer than this (characters) are saved to a session file and replaced by a
+    # pointer and a preview (at least 4000).
+    "LARGE_TOOL_RESULT_CHARS": env_int("HANGO_LARGE_TOOL_RESULT_CHARS", 20_000),
+    # Subagents: nesting depth (1 = a run's subagents start none) and each one's turn limit.
+    "SUBAGENT_MAX_DEPTH": env_int("HANGO_SUBAGENT_MAX_DEPTH", 1),
+    "SUBAGENT_MAX_TURNS": env_int("HANGO_SUBAGENT_MAX_TURNS", 20),
     "BROKER_URL": BROKER_URL,
     # Runs. A worker renews its lease on a run every third of the lease while it works, so a
     # dead worker's run is taken over about one lease after it died; a worker gives a run back

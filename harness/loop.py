@@ -163,6 +163,11 @@ class Loop:
             return TurnResult(turn=state.turn + 1, next=Interrupted("paused"))
         waiting = {p.tool_use_id for p in batch.pending}
         batch_calls = state.messages[-1].tool_uses if state.messages else ()
+        if {c.id for c in batch_calls} != waiting | set(batch.done):
+            # The paused batch must answer exactly the calls of the last assistant message;
+            # anything else would write a result message that answers the wrong calls.
+            return TurnResult(turn=state.turn + 1, next=Failed(
+                "invalid_state", "The paused tool batch does not match the stored history."))
         calls = [c for c in batch_calls if c.id in waiting]
         self._offered = {t.name: t for t in self.chain.tools(state, self.base_tools)}
         next_step, tool_message = self.run_batch(calls, state, control, done=batch.done,

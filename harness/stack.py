@@ -21,6 +21,7 @@ from harness.middleware import (
     summarization,
 )
 from harness.middleware.allowlist import ToolAllowlistMiddleware
+from harness.middleware.memory import DEFAULT_MAX_BYTES as MEMORY_MAX_BYTES
 from harness.middleware.repair_tool_calls import RepairToolCallsMiddleware
 from harness.middleware.repeat_call import DEFAULT_THRESHOLD, RepeatCallMiddleware
 from harness.middleware.todo import TOOL_NAME as TODO_TOOL
@@ -46,6 +47,15 @@ class RunDeps:
     # Every tool an agent could be given (subagents pick theirs from here).
     tools: tuple[Tool, ...] = ()
     context_window: int = 200_000  # the model's, in tokens
+    # The most memory content (UTF-8 bytes) a run puts in its prompt (HANGO MEMORY_MAX_BYTES).
+    memory_max_bytes: int = MEMORY_MAX_BYTES
+    # Tool results longer than this (characters) are offloaded to a file (HANGO
+    # LARGE_TOOL_RESULT_CHARS).
+    large_tool_result_chars: int = filesystem.DEFAULT_OFFLOAD_THRESHOLD
+    # Subagents: how deep they may nest (1 = a run's subagents start none) and each one's
+    # turn limit (HANGO SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_TURNS).
+    subagent_max_depth: int = subagent.DEFAULT_MAX_DEPTH
+    subagent_max_turns: int = subagent.DEFAULT_MAX_TURNS
 
 
 @dataclass(frozen=True, kw_only=True)

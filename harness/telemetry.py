@@ -32,6 +32,16 @@ EVENT_TODOS_UPDATED: Final = "agent.todos_updated"
 EVENT_REPEAT_CALL_BLOCKED: Final = "middleware.repeat_call_blocked"
 EVENT_STATE_MISSING: Final = "middleware.state_missing"
 EVENT_HISTORY_REPAIRED: Final = "middleware.history_repaired"
+# Compaction and prompt caching (issue 4)
+EVENT_SUMMARIZED: Final = "middleware.summarized"
+EVENT_SUMMARY_FAILED: Final = "middleware.summary_failed"
+EVENT_APPROVAL_REQUESTED: Final = "middleware.approval_requested"
+EVENT_APPROVAL_APPLIED: Final = "middleware.approval_applied"
+EVENT_STORE_LOAD_FAILED: Final = "middleware.store_load_failed"
+EVENT_MEMORY_WRITTEN: Final = "agent.memory_written"
+EVENT_SKILL_LOADED: Final = "agent.skill_loaded"
+EVENT_TOOL_RESULT_OFFLOADED: Final = "middleware.tool_result_offloaded"
+EVENT_SUBAGENT_FINISHED: Final = "agent.subagent_finished"
 
 # Attributes
 ATTR_MIDDLEWARE_NAME: Final = "hango.middleware.name"
@@ -62,12 +72,31 @@ ATTR_GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 ATTR_GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 ATTR_GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 ATTR_TOOL_IS_ERROR: Final = "hango.tool.is_error"
+# Compaction and prompt caching (issue 4)
+ATTR_USAGE_PURPOSE: Final = "hango.usage.purpose"
+ATTR_SUMMARY_OUTCOME: Final = "hango.summary.outcome"
+ATTR_SUMMARY_MESSAGES: Final = "hango.summary.messages"
+ATTR_SUMMARY_THROUGH_SEQ: Final = "hango.summary.through_seq"
+ATTR_SUMMARY_TOKENS_BEFORE: Final = "hango.summary.tokens_before"
+ATTR_SUMMARY_TOKENS_AFTER: Final = "hango.summary.tokens_after"
+ATTR_CACHE_BREAKPOINT: Final = "hango.cache.breakpoint"
+ATTR_APPROVAL_DECISION: Final = "hango.approval.decision"
+ATTR_MEMORY_FILES: Final = "hango.memory.files"
+ATTR_MEMORY_BYTES: Final = "hango.memory.bytes"
+ATTR_MEMORY_OMITTED: Final = "hango.memory.omitted"
+ATTR_SKILLS_COUNT: Final = "hango.skills.count"
+ATTR_SKILL_NAME: Final = "hango.skill.name"
+ATTR_SKILL_TOOLS: Final = "hango.skill.tools"
+ATTR_TOOL_RESULT_CHARS: Final = "hango.tool.result_chars"
+ATTR_SUBAGENT_NAME: Final = "hango.subagent.name"
 
 # Metrics
 METRIC_BEFORE_RUN_DURATION: Final = "hango.middleware.before_run.duration"
 METRIC_TOOL_SHORT_CIRCUITS: Final = "hango.middleware.tool_short_circuits"
 METRIC_REPEAT_BLOCKED: Final = "hango.middleware.repeat_blocked"
 METRIC_TURN_DURATION: Final = "hango.run.turn.duration"
+METRIC_SUMMARIZE_CALLS: Final = "hango.summarization.calls"
+METRIC_CACHE_READ_RATIO: Final = "hango.cache.read_ratio"
 
 ALL_NAMES: Final = tuple(
     value for key, value in dict(globals()).items()
@@ -87,6 +116,13 @@ repeat_blocked = _meter.create_counter(
 )
 turn_duration = _meter.create_histogram(
     METRIC_TURN_DURATION, unit="s", description="Wall time of one run turn."
+)
+summarize_calls = _meter.create_counter(
+    METRIC_SUMMARIZE_CALLS, description="Summaries made for compaction, by outcome."
+)
+cache_read_ratio = _meter.create_histogram(
+    METRIC_CACHE_READ_RATIO,
+    description="Per model call: cache_read / (input + cache_read + cache_write) tokens.",
 )
 
 

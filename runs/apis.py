@@ -13,6 +13,7 @@ from hango_project.errors import BadQuery, NotFound, Unprocessable
 from hango_project.pagination import SeqPage
 from runs import selectors, services
 from runs.serializers import (
+    ApproveInput,
     MessageInput,
     MessageOutput,
     PostMessageOutput,
@@ -97,6 +98,18 @@ class RunResumeApi(APIView):
     def post(self, request, run_id):
         """Continue a cancelled (or crash-failed) run from its last checkpoint, todos included."""
         run = services.run_resume(run=selectors.run_get(member=caller(request), run_id=run_id))
+        return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RunApproveApi(APIView):
+    @extend_schema(operation_id="runs_approve", request=ApproveInput, responses={202: RunOutput})
+    def post(self, request, run_id):
+        """Decide every pending tool call of a run awaiting approval (approve, edit, reject,
+        respond); the run resumes its batch. 409 when it is not awaiting approval."""
+        run = selectors.run_get(member=caller(request), run_id=run_id)
+        data = validated(ApproveInput, request)
+        run = services.run_approve(run=run, decisions=data["decisions"])
+        run.refresh_from_db()
         return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -20,7 +20,7 @@ from psycopg2.extras import Json
 
 from harness.messages import Usage
 from runs.events import append_events, status_event
-from runs.models import Message, Run, RunEvent
+from runs.models import Message, Run, RunEvent, RunStatus
 
 Event = tuple[str, dict[str, Any]]
 
@@ -120,10 +120,15 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
 
 
 def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> None:
-    """Mark a locked run finished, with its status event (the caller saves it)."""
+    """Mark a locked run finished, with its status event (the caller saves it).
+
+    A pause for approval also ends the worker's hold, but the run is not finished: no
+    ``finished_at``, and a cancel asked for meanwhile stays asked (the next claim honours it)."""
+    paused = status == RunStatus.AWAITING_APPROVAL
     run.status = status
     run.error = error
-    run.finished_at = timezone.now()
+    run.finished_at = None if paused else timezone.now()
     run.lease_owner, run.lease_expires_at = "", None
-    run.cancel_requested = False
+    if not paused:
+        run.cancel_requested = False
     append_events(run, [status_event(run)])

@@ -15,6 +15,7 @@ from harness.loop import Loop
 from harness.messages import Message as HMessage
 from harness.providers import resolve_provider
 from harness.providers.base import ProviderSettings
+from harness.providers.models import context_window
 from harness.serde import content_from_json
 from harness.stack import RunDeps, StackConfig, default_stack
 from harness.state import State, state_from_json
@@ -58,6 +59,11 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
         memory=DbMemoryStore(run.agent), skills=DbSkillStore(run.agent),
         files=DbFileStore(run.session_id), summaries=DbSummaryStore(run.session_id),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
+        context_window=context_window(spec.model),
+        memory_max_bytes=settings.HANGO["MEMORY_MAX_BYTES"],
+        large_tool_result_chars=settings.HANGO["LARGE_TOOL_RESULT_CHARS"],
+        subagent_max_depth=settings.HANGO["SUBAGENT_MAX_DEPTH"],
+        subagent_max_turns=settings.HANGO["SUBAGENT_MAX_TURNS"],
     )
     stack = default_stack(StackConfig(
         agent=spec, repeat_call_threshold=settings.HANGO["REPEAT_CALL_THRESHOLD"], deps=deps))

@@ -8,7 +8,9 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from accounts.models import Member
 from accounts.scoping import get_visible, visible_to
-from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunEvent, Session
+from hango_project.errors import NotFound
+from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunEvent, Session, SessionFile
+from runs.stores import OctetLength
 
 
 def _sessions() -> QuerySet[Session]:
@@ -39,3 +41,16 @@ def run_get(*, member: Member, run_id: uuid.UUID | str) -> Run:
 
 def run_events_after(*, run: Run, after: int, limit: int) -> list[RunEvent]:
     return list(RunEvent.objects.filter(run=run, seq__gt=after).order_by("seq")[:limit])
+
+
+def file_list(*, session: Session) -> QuerySet[SessionFile]:
+    """The session's files with their ``size`` (UTF-8 bytes), without loading their content."""
+    return (SessionFile.objects.filter(session=session).annotate(size=OctetLength("content"))
+            .defer("content"))
+
+
+def file_get(*, session: Session, path: str) -> SessionFile:
+    found = SessionFile.objects.filter(session=session, path=path).first()
+    if found is None:
+        raise NotFound("File not found.")
+    return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from harness.state import DECISIONS
 from runs.models import Message, Run, RunEvent, Session
 
 
@@ -51,6 +52,38 @@ class MessageInput(serializers.Serializer):
     )
 
 
+class DecisionInput(serializers.Serializer):
+    """A human's decision on one pending tool call."""
+
+    tool_use_id = serializers.CharField(max_length=200)
+    type = serializers.ChoiceField(choices=DECISIONS)
+    input = serializers.DictField(required=False,
+                                  help_text="edit: the new arguments (checked by the tool).")
+    message = serializers.CharField(
+        required=False, allow_blank=True,
+        help_text="reject: why (the model reads it as an error result); respond: the text that "
+                  "becomes the tool result.")
+
+    def validate(self, data: dict) -> dict:
+        kind = data["type"]
+        if kind == "edit" and "input" not in data:
+            raise serializers.ValidationError({"input": ["An edit needs the new arguments."]})
+        if kind != "edit" and "input" in data:
+            raise serializers.ValidationError({"input": ["Only an edit takes 'input'."]})
+        if kind in ("approve", "edit") and "message" in data:
+            raise serializers.ValidationError(
+                {"message": ["Only reject and respond take a 'message'."]})
+        if kind == "respond" and not data.get("message", "").strip():
+            raise serializers.ValidationError(
+                {"message": ["A respond decision needs the text that becomes the tool result."]})
+        return data
+
+
+class ApproveInput(serializers.Serializer):
+    decisions = DecisionInput(many=True, allow_empty=False,
+                              help_text="Exactly one decision per pending tool call.")
+
+
 @extend_schema_field({"type": "array", "items": {
     "type": "object", "properties": {"content": {"type": "string"},
                                      "status": {"enum": ["pending", "in_progress", "completed"]}}}})
@@ -89,7 +122,9 @@ class RunOutput(serializers.ModelSerializer):
     def get_todos(self, run: Run) -> list:
         return (run.state_json or {}).get("todos", [])
 
-    @extend_schema_field({"type": "array", "items": {"type": "object"}})
+    @extend_schema_field({"type": "array", "items": {"type": "object", "properties": {
+        "tool_use_id": {"type": "string"}, "name": {"type": "string"}, "input": {"type": "object"},
+        "allowed_decisions": {"type": "array", "items": {"enum": list(DECISIONS)}}}}})
     def get_pending_approvals(self, run: Run) -> list:
         return ((run.state_json or {}).get("pending_batch") or {}).get("pending", [])
 
@@ -120,3 +155,14 @@ class RunEventOutput(serializers.ModelSerializer):
 class RunEventPage(serializers.Serializer):
     results = RunEventOutput(many=True)
     next_after = serializers.IntegerField()
+
+
+class FileOutput(serializers.Serializer):
+    path = serializers.CharField()
+    size = serializers.IntegerField(help_text="In UTF-8 bytes.")
+    updated_at = serializers.DateTimeField()
+
+
+class FileContentOutput(serializers.Serializer):
+    path = serializers.CharField()
+    content = serializers.CharField()

@@ -12,10 +12,17 @@ from accounts.models import Member
 from agents.models import Agent
 from hango_project.errors import Conflict, Unprocessable
 from harness.errors import InvalidContent
-from harness.messages import TextBlock, ToolResultBlock
+from harness.messages import TextBlock, ToolResultBlock, ToolUseBlock
+from harness.middleware.human_in_the_loop import cancelled_batch_message
 from harness.serde import content_from_json, content_to_json
+from harness.state import (
+    ApprovalDecision,
+    PendingBatch,
+    pending_batch_from_json,
+    pending_batch_to_json,
+)
 from runs import dispatch
-from runs.events import append_events, status_event
+from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
 
 # Failures a resume may retry: the worker crashed or the provider was unavailable.
@@ -86,7 +93,8 @@ def message_post(*, session: Session, content: Any) -> tuple[Message, Run]:
 
 
 def run_cancel(*, run: Run) -> Run:
-    """Cancel at once if no worker holds the run; otherwise ask the worker to stop."""
+    """Cancel at once if no worker holds the run (a paused run's calls get their results, see
+    :func:`close_paused_batch`); otherwise ask the worker to stop."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         if not run.is_active:
@@ -96,6 +104,7 @@ def run_cancel(*, run: Run) -> Run:
             run.cancel_requested = True
             run.save(update_fields=["cancel_requested", "updated_at"])
         else:
+            close_paused_batch(run)
             run.status = RunStatus.CANCELLED
             run.cancel_requested = False
             run.finished_at = timezone.now()
@@ -103,6 +112,32 @@ def run_cancel(*, run: Run) -> Run:
             append_events(run, [status_event(run)])
             run.save()
     return run
+
+
+def close_paused_batch(run: Run) -> None:
+    """Answer every call of a locked run's paused tool batch, as its run is cancelled.
+
+    A run paused for approval (or approved but not yet resumed) has stored an assistant message
+    whose calls have no results yet. Cancelling it appends the user message that answers all of
+    them in call order (what already ran keeps its result, the rest say the run was cancelled),
+    so the history stays valid for a resume or the session's next run. The caller saves ``run``.
+    """
+    data = run.state_json or {}
+    if data.get("pending_batch") is None:
+        return
+    batch = pending_batch_from_json(data["pending_batch"])
+    run.state_json = {k: v for k, v in data.items() if k != "pending_batch"}
+    last = Message.objects.filter(session_id=run.session_id).order_by("-seq").first()
+    if last is None or last.role != "assistant":  # nothing waits for a result
+        return
+    uses = [b for b in content_from_json(last.content) if isinstance(b, ToolUseBlock)]
+    if not uses:
+        return
+    closing = cancelled_batch_message(uses, batch)
+    message = Message.objects.create(session_id=run.session_id, seq=last.seq + 1, role="user",
+                                     content=content_to_json(closing.content), run=run)
+    append_events(run, [(EVENT_MESSAGE, {"id": str(message.id), "seq": message.seq,
+                                         "role": message.role})])
 
 
 def run_resume(*, run: Run) -> Run:
@@ -126,3 +161,53 @@ def run_resume(*, run: Run) -> Run:
     except IntegrityError:
         raise _conflict_active(run.session) from None
     return run
+
+
+def run_approve(*, run: Run, decisions: list[dict[str, Any]]) -> Run:
+    """Record one decision per pending tool call and queue the paused run to finish its batch.
+
+    Under the run's row lock: a second approve (or one racing it) finds the run no longer
+    awaiting approval and answers 409, so a batch is resumed exactly once."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        batch_json = (run.state_json or {}).get("pending_batch")
+        if run.status != RunStatus.AWAITING_APPROVAL or batch_json is None:
+            raise Conflict(f"The run is {run.status}, not awaiting approval.",
+                           detail={"status": run.status})
+        batch = pending_batch_from_json(batch_json)
+        batch.decisions = _checked_decisions(batch, decisions)
+        run.state_json = {**run.state_json, "pending_batch": pending_batch_to_json(batch)}
+        run.status = RunStatus.QUEUED
+        append_events(run, [status_event(run)])
+        run.save()
+        dispatch.enqueue_run(run.id)
+    return run
+
+
+def _checked_decisions(batch: PendingBatch,
+                       decisions: list[dict[str, Any]]) -> dict[str, ApprovalDecision]:
+    """Exactly one allowed decision per pending call, or a 422 saying what is wrong."""
+    pending = {p.tool_use_id: p for p in batch.pending}
+    problems = []
+    seen: dict[str, ApprovalDecision] = {}
+    for d in decisions:
+        call_id = d["tool_use_id"]
+        call = pending.get(call_id)
+        if call is None:
+            problems.append(f"{call_id!r} is not a pending tool call of this run.")
+        elif call_id in seen:
+            problems.append(f"{call_id!r} has more than one decision.")
+        elif d["type"] not in call.allowed_decisions:
+            problems.append(f"{call_id!r} ({call.name}) allows {list(call.allowed_decisions)}, "
+                            f"not {d['type']!r}.")
+        else:
+            seen[call_id] = ApprovalDecision(type=d["type"], input=d.get("input"),
+                                             message=d.get("message"))
+    answered = {d["tool_use_id"] for d in decisions}
+    problems += [f"{i!r} ({call.name}) needs a decision." for i, call in pending.items()
+                 if i not in answered]
+    if problems:
+        raise Unprocessable("Give exactly one allowed decision for each pending tool call.",
+                            detail={"decisions": problems,
+                                    "pending": [p.tool_use_id for p in batch.pending]})
+    return seen

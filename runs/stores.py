@@ -3,21 +3,38 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db import transaction
-from django.db.models.functions import Length
+from django.db.models import Func, IntegerField
 
 from harness.stores import FileInfo, Summary
 from runs.models import Session, SessionFile
 
 
+class OctetLength(Func):
+    """A text column's size in UTF-8 bytes. PostgreSQL reads it from the value's header without
+    decompressing it (``char_length`` would decompress every file just to list them — and the
+    filesystem's system part lists them on every model call)."""
+
+    function = "OCTET_LENGTH"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        # SQLite before 3.43 has no octet_length.
+        return self.as_sql(compiler, connection, function="LENGTH",
+                           template="%(function)s(CAST(%(expressions)s AS BLOB))", **extra)
+
+
 class DbFileStore:
+    """The session's virtual filesystem (``session_files``); sizes are in UTF-8 bytes."""
+
     def __init__(self, session_id: uuid.UUID) -> None:
         self.session_id = session_id
 
     def list(self) -> list[FileInfo]:
         rows = (SessionFile.objects.filter(session_id=self.session_id).order_by("path")
-                .annotate(size=Length("content")).values_list("path", "size"))
+                .annotate(size=OctetLength("content")).values_list("path", "size"))
         return [FileInfo(path=path, size=size) for path, size in rows]
 
     def read(self, path: str) -> str | None:

@@ -28,6 +28,7 @@ from django.utils import timezone
 from harness.errors import HarnessError
 from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.messages import Usage
+from harness.middleware.human_in_the_loop import cancelled_batch_message
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
 from runs import dispatch
@@ -35,6 +36,7 @@ from runs.checkpoint import TurnWrite, commit_turn, finish_run
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
 from runs.models import Run, RunStatus
+from runs.services import close_paused_batch
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,7 @@ def claim_run(run_id: str, owner: str) -> Run | None:
         if run.lease_expires_at and run.lease_expires_at > now and run.lease_owner != owner:
             return None  # another worker is advancing it
         if run.cancel_requested:  # asked to stop while nobody was running it
+            close_paused_batch(run)
             finish_run(run, RunStatus.CANCELLED)
             run.save()
             return None
@@ -153,6 +156,8 @@ class DbCheckpointer:
         self.fenced = False
 
     def checkpoint(self, state: State, result: TurnResult) -> bool:
+        if result.next == Interrupted("cancelled") and state.pending_batch is not None:
+            _close_batch(state, result)
         messages = [(uuid.uuid4(), self.next_seq + i, m.role, content_to_json(m.content))
                     for i, m in enumerate(result.messages)]
         # Message events say what was stored; clients read the content from the messages route.
@@ -183,6 +188,17 @@ class DbCheckpointer:
             self.status = terminal[0]
         self.control.observed(committed.cancel_requested)
         return not (isinstance(result.next, RunAgain) and time.monotonic() > self.deadline)
+
+
+def _close_batch(state: State, result: TurnResult) -> None:
+    """Cancelled before a paused batch could finish: answer its calls in this turn's commit, so
+    the stored history never keeps a call without a result."""
+    assert state.pending_batch is not None
+    calls = state.messages[-1].tool_uses if state.messages else ()
+    closing = cancelled_batch_message(calls, state.pending_batch)
+    state.pending_batch = None
+    state.messages.append(closing)
+    result.messages.append(closing)
 
 
 def _terminal_status(step: NextStep) -> tuple[str, dict | None] | None:

@@ -66,9 +66,12 @@ class RepairToolCallsMiddleware:
     name = NAME
 
     def before_run(self, state: State) -> None:
-        repaired, changes = repair_history(state.messages)
+        # A batch paused for approval was not interrupted: the loop answers its calls when it
+        # finishes the batch, so the assistant message holding them stays last and unanswered.
+        held = state.messages[-1:] if state.pending_batch is not None else []
+        repaired, changes = repair_history(state.messages[:len(state.messages) - len(held)])
         if changes:
-            state.messages[:] = repaired
+            state.messages[:] = repaired + held
             telemetry.record_event(telemetry.EVENT_HISTORY_REPAIRED, {
                 telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_REASON: f"{changes} blocks",
             })

@@ -71,6 +71,9 @@ class RepeatCallMiddleware:
         self.window = window
 
     def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult:
+        batch = req.state.pending_batch
+        if batch is not None and req.call.id in batch.decisions:
+            return next(req)  # a call resumed after approval was counted when it paused
         counts, _ = load_private(req.state, NAME, RepeatCounts)
         seen = counts.see(call_key(req.call.name, req.call.input), self.window)
         store_private(req.state, NAME, counts)

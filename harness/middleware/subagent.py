@@ -1,18 +1,227 @@
-"""Placeholder while the subagent middleware is built (issue 4).
+"""SubagentMiddleware: the ``task`` tool, which hands work to a named subagent.
 
-`from_config` returns None, so its slot in `harness.stack` is skipped, with `WHY` as the reason.
+The agent's config declares subagents (``name``, ``description``, ``system_prompt``, ``tools``).
+``task(subagent, description)`` runs one in its own loop over its own chain, built by
+:func:`harness.stack.default_stack` one level deeper, with a fresh state holding only the task
+description; the child's final answer is the tool result and nothing else of it (messages,
+todos, private state, events) reaches the parent. Every child model call is accounted on the
+parent's state with purpose ``subagent``, so the parent's turn commits it.
+
+Limits: a child may use only tools the parent may use (the subagent's ``tools`` intersected with
+the parent's allowlist; tools that need a human's approval are left out, since a child cannot
+pause); nesting stops at ``max_depth``; a child stops after ``max_turns``; cancelling the parent
+cancels the child at its next turn boundary or tool call. The slot sits right after the
+filesystem, so a long subagent answer is offloaded like any other large result, and the child
+shares the session's files (the way a subagent hands back a big artefact).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from harness import telemetry
+from harness.agent import AgentSpec
+from harness.chain import Chain, SourcedBlock
+from harness.errors import ConfigurationError
+from harness.loop import Failed, FinalOutput, Interrupted, Loop, NextStep, TurnResult
+from harness.messages import Message, TextBlock
+from harness.state import State
+from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
 
 if TYPE_CHECKING:
-    from harness.chain import Middleware
     from harness.stack import StackConfig
 
-WHY = "skipped: not built yet"
+NAME = "subagent"
+PART = "system:subagent"
+TOOL_NAME = "task"
+PURPOSE = "subagent"
+DEFAULT_MAX_DEPTH = 1  # a run's subagents start no subagents of their own
+DEFAULT_MAX_TURNS = 20
+MAX_DESCRIPTION_CHARS = 20_000
+WHY = ("skipped unless the agent's config declares subagents, task is allowed and the depth "
+       "limit is not reached; the task tool runs a subagent in its own loop and chain")
+
+DESCRIPTION = """Hand a self-contained task to one of your subagents. It works alone, in its \
+own context: it sees only the description you write (not this conversation), uses its own \
+tools, and returns only its final answer. Use it for a focused piece of work whose details \
+you do not need to keep, such as research or a draft. Write a complete description: the goal, \
+what you already know, and what to return. Files it writes are in the session's filesystem."""
 
 
-def from_config(cfg: StackConfig) -> Middleware | None:
-    return None
+@dataclass(frozen=True, kw_only=True)
+class SubagentSpec:
+    name: str
+    description: str
+    system_prompt: str
+    tools: tuple[str, ...] | None = None  # None: every tool the parent may use
+
+
+def subagent_specs(config: Any) -> tuple[SubagentSpec, ...]:
+    """The ``subagents`` of an agent config (validated by the API; checked again here)."""
+    try:
+        specs = tuple(SubagentSpec(name=s["name"], description=s["description"],
+                                   system_prompt=s["system_prompt"],
+                                   tools=None if s.get("tools") is None else tuple(s["tools"]))
+                      for s in config or ())
+    except (KeyError, TypeError) as exc:
+        raise ConfigurationError(f"agent config 'subagents' is malformed: {exc}") from None
+    names = [s.name for s in specs]
+    if len(names) != len(set(names)):
+        raise ConfigurationError("subagent names must be unique")
+    return specs
+
+
+class _ParentControl:
+    """The child's Control: the parent's cancel flag, as the running tool sees it."""
+
+    def __init__(self, cancel_requested: Callable[[], bool]) -> None:
+        self.cancel_requested = cancel_requested
+
+
+class _UsageToParent:
+    """The child's Checkpointer: nothing is persisted; each turn's usage moves to the parent."""
+
+    def __init__(self, parent: State) -> None:
+        self.parent = parent
+
+    def checkpoint(self, state: State, result: TurnResult) -> bool:
+        for usage in result.usage:
+            self.parent.record_usage(replace(usage, purpose=PURPOSE))
+        return True
+
+
+class SubagentMiddleware:
+    name = NAME
+
+    def __init__(self, *, subagents: Sequence[SubagentSpec], parent: StackConfig,
+                 max_depth: int = DEFAULT_MAX_DEPTH, max_turns: int = DEFAULT_MAX_TURNS) -> None:
+        if not subagents:
+            raise ValueError("subagents must name at least one subagent")
+        if not isinstance(max_depth, int) or max_depth < 1:
+            raise ValueError("max_depth must be a positive integer")
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError("max_turns must be a positive integer")
+        if parent.subagent_depth >= max_depth:
+            raise ConfigurationError(
+                f"a subagent at depth {parent.subagent_depth} may not start subagents "
+                f"(max depth {max_depth})")
+        self.subagents = {s.name: s for s in subagents}
+        if len(self.subagents) != len(subagents):
+            raise ValueError("subagent names must be unique")
+        self.parent = parent
+        self.max_depth = max_depth
+        self.max_turns = max_turns
+        self._tool = Tool(name=TOOL_NAME, description=DESCRIPTION, input_schema={
+            "type": "object",
+            "properties": {
+                "subagent": {"enum": list(self.subagents), "description": "Which subagent."},
+                "description": {"type": "string", "minLength": 1,
+                                "maxLength": MAX_DESCRIPTION_CHARS,
+                                "description": "The whole task, self-contained."},
+            },
+            "required": ["subagent", "description"],
+            "additionalProperties": False,
+        }, fn=self._task)
+
+    def provide_tools(self, state: State) -> list[Tool]:
+        return [self._tool]
+
+    def system_blocks(self, state: State) -> list[SourcedBlock]:
+        lines = ["Subagents you can hand a task to with the task tool (each returns only its "
+                 "final answer):"]
+        lines += [f"- {s.name}: {s.description}" for s in self.subagents.values()]
+        return [SourcedBlock(part=PART, block=TextBlock(text="\n".join(lines)))]
+
+    # -- the child ---------------------------------------------------------------------------
+
+    def child_agent(self, spec: SubagentSpec) -> AgentSpec:
+        """The subagent as an agent: its prompt, its tools within the parent's, its limits."""
+        parent = self.parent.agent
+        allowed = parent.allowed_tools
+        if spec.tools is not None:
+            allowed = spec.tools if allowed is None else tuple(
+                t for t in spec.tools if t in allowed)
+        interrupt_on = parent.config.get("interrupt_on") or {}
+        if allowed is not None:  # a child cannot wait for a human: leave those tools out
+            allowed = tuple(t for t in allowed if t not in interrupt_on)
+        config: dict[str, Any] = {}
+        if interrupt_on:  # …and where the list is open, refuse such calls (see _answer)
+            config["interrupt_on"] = interrupt_on
+        if self.parent.subagent_depth + 1 < self.max_depth:
+            config["subagents"] = parent.config.get("subagents", [])
+        return AgentSpec(id=f"{parent.id}/{spec.name}", name=spec.name, model=parent.model,
+                         system_prompt=spec.system_prompt, allowed_tools=allowed,
+                         config=config, max_tokens=parent.max_tokens,
+                         default_max_turns=self.max_turns)
+
+    def child_loop(self, spec: SubagentSpec) -> Loop:
+        from harness.stack import default_stack  # the stack module imports this one
+
+        deps = self.parent.deps
+        if deps.provider is None:
+            raise ConfigurationError("subagents need the run's provider (RunDeps.provider)")
+        agent = self.child_agent(spec)
+        # The child shares the session's files; the agent's memory, skills and session summary
+        # belong to the parent's conversation.
+        child_cfg = replace(self.parent, agent=agent, capture_only=False,
+                            subagent_depth=self.parent.subagent_depth + 1,
+                            deps=replace(deps, memory=None, skills=None, summaries=None))
+        allowed = agent.allowed_tools
+        tools = [t for t in deps.tools if allowed is None or t.name in allowed]
+        return Loop(agent=agent, chain=Chain.build(default_stack(child_cfg)),
+                    provider=deps.provider, model=deps.model, tools=tools, purpose=PURPOSE)
+
+    def _task(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        spec = self.subagents[args["subagent"]]
+        if self.parent.capture_only:
+            return tool_error("Subagents do not run while the context is being inspected.")
+        loop = self.child_loop(spec)
+        parent = ctx.state
+        state = State(run_id=parent.run_id, session_id=parent.session_id,
+                      agent_id=parent.agent_id, tenant_id=parent.tenant_id,
+                      trace_content=parent.trace_content,
+                      messages=[Message.user(args["description"])])
+        step = loop.run(state, control=_ParentControl(ctx.cancel_requested),
+                        checkpointer=_UsageToParent(parent))
+        telemetry.record_event(telemetry.EVENT_SUBAGENT_FINISHED, {
+            telemetry.ATTR_SUBAGENT_NAME: spec.name, telemetry.ATTR_TURN: state.turn,
+            telemetry.ATTR_STOP: type(step).__name__,
+        })
+        return _answer(spec, step, state)
+
+
+def _answer(spec: SubagentSpec, step: NextStep | None, state: State) -> ToolResult:
+    """The child's final answer, or an error saying why there is none."""
+    match step:
+        case FinalOutput(stop_reason=reason):
+            answer = state.messages[-1].text.strip() if state.messages else ""
+            if not answer:
+                return tool_error(f"The subagent {spec.name!r} finished without an answer.")
+            if reason == "max_tokens":
+                answer += "\n[The subagent's answer was cut off at its output token limit.]"
+            return ToolResult(content=answer)
+        case Failed(code="max_turns"):
+            return tool_error(f"The subagent {spec.name!r} stopped after {state.turn} turns, its "
+                              "limit, without a final answer. Give it a smaller task.")
+        case Failed(message=message):
+            return tool_error(f"The subagent {spec.name!r} failed: {message}")
+        case Interrupted(reason="cancelled"):
+            return tool_error(f"The subagent {spec.name!r} was stopped: the run was cancelled.")
+        case Interrupted(reason="paused"):
+            names = ", ".join(p.name for p in state.pending_batch.pending) \
+                if state.pending_batch else "a tool"
+            return tool_error(f"The subagent {spec.name!r} tried to call {names}, which needs a "
+                              "human's approval; subagents cannot wait for one. Call it "
+                              "yourself if it is needed.")
+    return tool_error(f"The subagent {spec.name!r} stopped unexpectedly.")
+
+
+def from_config(cfg: StackConfig) -> SubagentMiddleware | None:
+    specs = subagent_specs(cfg.agent.config.get("subagents"))
+    allowed = cfg.agent.allowed_tools is None or TOOL_NAME in cfg.agent.allowed_tools
+    if not specs or not allowed or cfg.subagent_depth >= cfg.deps.subagent_max_depth:
+        return None
+    return SubagentMiddleware(subagents=specs, parent=cfg, max_depth=cfg.deps.subagent_max_depth,
+                              max_turns=cfg.deps.subagent_max_turns)

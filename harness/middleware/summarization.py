@@ -1,18 +1,235 @@
-"""Placeholder while the summarization middleware is built (issue 4).
+"""SummarizationMiddleware: keep the outgoing request within the agent's token budget.
 
-`from_config` returns None, so its slot in `harness.stack` is skipped, with `WHY` as the reason.
+Each request is measured (:mod:`harness.estimator`; near the budget, the provider's own counter
+when it has one). Over the budget, older messages are replaced **in the outgoing request only**
+by a user message "Summary of the earlier conversation: …" made by a model call (usage purpose
+``summarize``), keeping the latest messages, cut where :func:`harness.history.safe_cut` keeps a
+call with its results. Stored history never changes. The summary is saved on the session with
+the seq of the last message it covers, so later turns and runs reuse it, and extend it with only
+the newer messages when the cut moves on.
+
+Agent config ``summarization`` (``{"enabled": false}`` turns it off): ``trigger_tokens``
+(absolute) or ``trigger_fraction`` of the context window (default 0.8), ``keep_messages``
+(default 6; a call is kept with its results, and fewer are kept when they alone would not fit),
+``summary_max_tokens`` (default 1024).
+
+:func:`report` (``state.scratch["summarization"]``, a :class:`SummarizationReport` about the
+request just assembled; per batch, not persisted) tells the context inspector whether it needed
+compaction (``would_compact``) and which seqs the summary part stands for. Capture-only
+(inspect): reports ``would_compact``, calls nothing. If summarizing fails, the
+request goes out whole when it fits the context window, else the run fails with a readable
+error; a half-rewritten request is never sent. The slot follows filesystem and context
+overrides, so it measures the request they shaped.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+
+from harness import estimator, history, telemetry
+from harness.chain import ModelHandler, ModelRequest
+from harness.errors import ConfigurationError, HarnessError, ProviderError
+from harness.messages import Message, Response
+from harness.middleware._summarizer import PURPOSE, SYSTEM_PROMPT, Summarizer  # noqa: F401
+from harness.providers.base import Provider
+from harness.state import State
+from harness.stores import Summary, SummaryStore
 
 if TYPE_CHECKING:
-    from harness.chain import Middleware
     from harness.stack import StackConfig
 
-WHY = "skipped: not built yet"
+log = logging.getLogger(__name__)
+
+NAME = "summarization"
+WHY = ("skipped when the agent's config turns it off or a bare stack has no provider; replaces "
+       "older messages of the outgoing request by a model-made summary over the token budget")
+EXACT_FROM = 0.9  # from this share of the budget on, the provider's counter is asked (if any)
+
+OPTIONS_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {
+    "enabled": {"type": "boolean"},
+    "trigger_tokens": {"type": "integer", "minimum": 1},
+    "trigger_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+    "keep_messages": {"type": "integer", "minimum": 1},
+    "summary_max_tokens": {"type": "integer", "minimum": 16},
+}, "not": {"required": ["trigger_tokens", "trigger_fraction"]}}
+SUMMARY_ROOM = 256  # tokens kept free for a new summary when choosing the cut
 
 
-def from_config(cfg: StackConfig) -> Middleware | None:
+@dataclass(kw_only=True)
+class SummarizationReport:
+    would_compact: bool = False  # the last request assembled was over the budget
+    tokens: int = 0  # its size before compaction
+    tokens_after: int = 0  # and after (0: not compacted)
+    budget: int = 0
+    summarized: int = 0  # messages the summary replaced in the last request sent (0: none)
+    summary_from_seq: int | None = None  # the stored messages the summary part stands for
+    summary_through_seq: int | None = None
+
+
+class SummarizationFailed(HarnessError):
+    code = "context_overflow"
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Current:
+    """The summary the run works from and the last message it covers: this run's message
+    object, or a stored seq (a summary loaded from the session)."""
+
+    text: str
+    last: Message | None
+    through_seq: int | None
+
+
+class SummarizationMiddleware:
+    name = NAME
+
+    def __init__(self, *, provider: Provider | None, model: str, context_window: int,
+                 trigger_tokens: int | None = None, trigger_fraction: float = 0.8,
+                 keep_messages: int = 6, summary_max_tokens: int = 1024,
+                 store: SummaryStore | None = None, capture_only: bool = False) -> None:
+        if min(context_window, keep_messages, summary_max_tokens, trigger_tokens or 1) < 1 \
+                or not 0 < trigger_fraction <= 1:
+            raise ConfigurationError("summarization: sizes must be positive and "
+                                     "trigger_fraction in (0, 1]")
+        self.provider, self.model, self.store = provider, model, store
+        self.context_window, self.keep = context_window, keep_messages
+        self.summary_max_tokens, self.capture_only = summary_max_tokens, capture_only
+        self.budget = trigger_tokens or int(context_window * trigger_fraction)
+        self.summarizer = Summarizer(
+            provider=provider, model=model, max_tokens=summary_max_tokens,
+            part_tokens=max(2_000, int(context_window * 0.6) - 2 * summary_max_tokens))
+        self._current: _Current | None = None
+        self._history = estimator.HistoryTotal()  # the run's history, estimated incrementally
+
+    def before_run(self, state: State) -> None:
+        stored = self.store.load() if self.store is not None and not self.capture_only else None
+        self._current = None if stored is None else _Current(
+            text=stored.text, last=None, through_seq=stored.through_seq)
+
+    def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
+        tokens = self._history(req.request.messages) + _fixed_tokens(req)
+        if not self.capture_only and tokens >= EXACT_FROM * self.budget:
+            tokens, _ = estimator.count_request(req.to_provider_request(), self.provider)
+        st = SummarizationReport(would_compact=tokens > self.budget, tokens=tokens,
+                                 budget=self.budget)
+        req.state.scratch[NAME] = st
+        if not st.would_compact or self.capture_only:
+            return next(req)
+        try:
+            compacted = self._compact(req, st)
+            why = "no older messages can be summarized away"
+        except ProviderError as exc:
+            telemetry.summarize_calls.add(1, {telemetry.ATTR_SUMMARY_OUTCOME: "failed"})
+            telemetry.record_event(telemetry.EVENT_SUMMARY_FAILED, {
+                telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_REASON: exc.code})
+            compacted, why = None, f"summarizing it failed ({exc})"
+        room = self.context_window - req.request.max_tokens
+        if compacted is not None:
+            if st.tokens_after <= room:
+                return next(compacted)
+            tokens, why = st.tokens_after, "even its latest messages alone are too long"
+        elif tokens <= room:
+            log.warning("request of %d tokens sent whole over the %d-token budget: %s", tokens,
+                        self.budget, why)
+            return next(req)
+        raise SummarizationFailed(
+            f"The conversation is too long for the model: the next request is about {tokens} "
+            f"tokens, the context window holds {self.context_window}, and {why}. Start a new "
+            "session, or try again later.")
+
+    def _compact(self, req: ModelRequest, st: SummarizationReport) -> ModelRequest | None:
+        """The request with a summary in place of the older messages; None if none can go."""
+        messages = req.request.messages
+        fixed = _fixed_tokens(req)
+        room = min(self.summary_max_tokens, SUMMARY_ROOM + (
+            estimator.estimate_text(self._current.text) if self._current else 0))
+        keep, cut = self.keep, history.safe_cut(messages, self.keep)
+        while keep > 1 and (fixed + room + estimator.estimate_messages(messages[cut:])
+                            > self.budget):
+            keep //= 2
+            cut = history.safe_cut(messages, keep)
+        if cut == 0:
+            return None
+        cut, text, outcome = self._summary_for(messages, cut, req.state)
+        compacted = (history.summary_message(text), *messages[cut:])
+        if problems := history.validate(compacted):  # only when the history was invalid already
+            log.error("compacted history not sent: %s", "; ".join(map(str, problems)))
+            return None
+        seqs = [m.seq for m in messages[:cut] if m.seq is not None]
+        st.summarized = cut
+        st.summary_from_seq, st.summary_through_seq = min(seqs, default=None), max(seqs,
+                                                                                   default=None)
+        st.tokens_after = fixed + estimator.estimate_messages(compacted)
+        telemetry.record_event(telemetry.EVENT_SUMMARIZED, {
+            telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_SUMMARY_OUTCOME: outcome,
+            telemetry.ATTR_SUMMARY_MESSAGES: cut,
+            telemetry.ATTR_SUMMARY_THROUGH_SEQ: st.summary_through_seq or 0,
+            telemetry.ATTR_SUMMARY_TOKENS_BEFORE: st.tokens,
+            telemetry.ATTR_SUMMARY_TOKENS_AFTER: st.tokens_after})
+        telemetry.record_event(telemetry.EVENT_REQUEST_REWRITTEN, {
+            telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_REASON: f"summarized {cut}"})
+        return replace(req, request=replace(req.request, messages=compacted))
+
+    def _summary_for(self, messages: tuple[Message, ...], cut: int,
+                     state: State) -> tuple[int, str, str]:
+        """(cut, text, outcome): the current summary reused as is (the cut moves to where it
+        ends) or extended with the messages after it; a new one when it is not a prefix here."""
+        current = self._current
+        end = None if current is None else _covered_end(messages, current)
+        if current is not None and end is not None:
+            if cut <= end < len(messages) and not messages[end].tool_results:
+                return end, current.text, "reused"
+            if end < cut:
+                return cut, self._new(messages, cut, current.text, end, state), "extended"
+        return cut, self._new(messages, cut, None, 0, state), "created"
+
+    def _new(self, messages: tuple[Message, ...], cut: int, previous: str | None, start: int,
+             state: State) -> str:
+        text = self.summarizer.summarize(messages[start:cut], previous, state)
+        last = messages[cut - 1]
+        self._current = _Current(text=text, last=last, through_seq=last.seq)
+        if self.store is not None and last.seq is not None:
+            self.store.save(Summary(text=text, through_seq=last.seq))
+        return text
+
+
+def report(state: State) -> SummarizationReport | None:
+    """What the middleware found about the request assembled last in this batch."""
+    value = state.scratch.get(NAME)
+    return value if isinstance(value, SummarizationReport) else None
+
+
+def _fixed_tokens(req: ModelRequest) -> int:
+    """The request's system blocks and tools: its part that compaction cannot shrink."""
+    return (sum(estimator.estimate_block(sb.block) for sb in req.system)
+            + sum(estimator.estimate_tool(t.definition) for t in req.tools))
+
+
+def _covered_end(messages: tuple[Message, ...], current: _Current) -> int | None:
+    """The index just after the last message ``current`` covers; None when it is not here."""
+    if current.last is not None:
+        for i in range(len(messages) - 1, -1, -1):
+            if messages[i] is current.last:
+                return i + 1
+    if current.through_seq is not None:
+        covered = [i for i, m in enumerate(messages)
+                   if m.seq is not None and m.seq <= current.through_seq]
+        return covered[-1] + 1 if covered else None
     return None
+
+
+def from_config(cfg: StackConfig) -> SummarizationMiddleware | None:
+    raw: Any = cfg.agent.config.get("summarization", {})
+    if errors := sorted(Draft202012Validator(OPTIONS_SCHEMA).iter_errors(raw), key=str):
+        where = "/".join(map(str, errors[0].absolute_path)) or "summarization"
+        raise ConfigurationError(f"agent config summarization: {where}: {errors[0].message}")
+    options = dict(raw)
+    if not options.pop("enabled", True) or (cfg.deps.provider is None and not cfg.capture_only):
+        return None
+    return SummarizationMiddleware(
+        provider=cfg.deps.provider, model=cfg.deps.model, context_window=cfg.deps.context_window,
+        store=cfg.deps.summaries, capture_only=cfg.capture_only, **options)

@@ -5,11 +5,13 @@
 * Named scripts for ``scripted:<name>`` models derive each answer from the conversation itself,
   so a run re-executed after a crash gets the same answers: ``demo`` behaves like a small agent
   (plans with write_todos, calls a tool, marks items done, answers) and ``workload-<T>`` is the
-  benchmark workload of T tool-calling turns.
+  benchmark workload of T tool-calling turns. Both answer a summarizer call (compaction) and
+  carry on after one: the summary names what the user said, the calls' ids tell the step.
 """
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import ScriptExhausted, UnknownModel
+from harness.history import is_summary
 from harness.messages import (
     Message,
     Request,
@@ -104,26 +107,51 @@ class ConversationScript:
     def complete(self, request: Request) -> Response:
         if self.delay_ms:
             time.sleep(self.delay_ms / 1000)
-        response = self.script(request)
+        # Compaction (harness.middleware.summarization) asks the run's own model for a summary.
+        summarizing = request.metadata.get("purpose") == "summarize"
+        response = summary_script(request) if summarizing else self.script(request)
         return Response(message=response.message, stop_reason=response.stop_reason,
                         usage=_estimate_usage(request, response), model=self.model)
 
 
-def _since_last_user_text(messages: Iterable[Message]) -> tuple[str, list[Message]]:
-    """The last user text and the messages after it (the current exchange)."""
+_SAID = re.compile(r'^user: (.*)$|The user said: "(.*?)"\.', re.MULTILINE)
+_DEMO_TAG = re.compile(r"^d(\d+)_")
+
+
+def summary_script(request: Request) -> Response:
+    """A deterministic summary: the last thing the user said in the transcript (or in the
+    summary being extended), so a script can still quote it after compaction."""
+    prompt = request.messages[-1].text if request.messages else ""
+    said = [a or b for a, b in _SAID.findall(prompt)]
+    return text(f'The user said: "{said[-1] if said else ""}". Earlier steps used tools.')
+
+
+def _last_call_id(messages: list[Message]) -> str:
+    """The id of the last tool call in ``messages`` ("" if none): after compaction, the step
+    a script is at shows only in the ids of its calls."""
+    uses = [b for m in messages for b in m.tool_uses]
+    return uses[-1].id if uses else ""
+
+
+def _since_last_user_text(messages: Iterable[Message]) -> tuple[str, list[Message], bool]:
+    """The last user text, the messages after it (the current exchange) and whether they are
+    all there: a compaction summary may stand in for the text and the exchange's start."""
     messages = list(messages)
     for i in range(len(messages) - 1, -1, -1):
+        if is_summary(messages[i]):
+            said = [a or b for a, b in _SAID.findall(messages[i].text)]
+            return (said[-1] if said else ""), messages[i + 1:], False
         if messages[i].role == "user" and messages[i].text:
-            return messages[i].text, messages[i + 1:]
-    return "", messages
+            return messages[i].text, messages[i + 1:], True
+    return "", messages, True
 
 
-def _last_result(messages: list[Message], tool_name: str) -> str | None:
+def _last_result(messages: list[Message], tool_name: str) -> ToolResultBlock | None:
     ids = {b.id: b.name for m in messages for b in m.tool_uses}
     for m in reversed(messages):
         for b in m.content:
             if isinstance(b, ToolResultBlock) and ids.get(b.tool_use_id) == tool_name:
-                return b.content
+                return b
     return None
 
 
@@ -140,10 +168,15 @@ def _plan(done: int) -> dict[str, Any]:
 
 def demo_script(request: Request) -> Response:
     """A small agent: plan, work through the plan with a tool, mark progress, answer."""
-    user_text, exchange = _since_last_user_text(request.messages)
+    user_text, exchange, whole = _since_last_user_text(request.messages)
     offered = {t.name for t in request.tools}
     step = sum(1 for m in exchange if m.role == "assistant")
-    turn = f"d{len(request.messages)}"
+    # A new id each call, also when compaction shortened the request: past the stored seqs and
+    # the ids still in sight.
+    tags = [int(m.group(1)) + 1 for msg in request.messages for b in msg.tool_uses
+            if (m := _DEMO_TAG.match(b.id))]
+    seqs = [msg.seq for msg in request.messages if msg.seq is not None]
+    turn = f"d{max([len(request.messages), *seqs, *tags])}"
     plan_steps: list[Callable[[], Response | None]] = [
         lambda: tool_call("write_todos", _plan(0), call_id=f"{turn}_plan",
                           preface="Let me plan this.") if "write_todos" in offered else None,
@@ -156,10 +189,17 @@ def demo_script(request: Request) -> Response:
     ]
     # Skip the steps whose tool is not offered; `step` counts the steps already taken.
     available = [s for s in plan_steps if s() is not None]
+    if not whole:  # compacted: the last call's id names the step taken last
+        names = [name for name, s in zip(("_plan", "_p1", "_wc", "_done"), plan_steps,
+                                         strict=True) if s() is not None]
+        last = _last_call_id(exchange)
+        step = next((i + 1 for i, name in enumerate(names) if last.endswith(name)), 0)
     if step < len(available):
         return available[step]()  # type: ignore[return-value]
     words = _last_result(exchange, "word_count")
-    counted = f" It has {words} words." if words is not None else ""
+    counted = "" if words is None else (
+        f" I could not count its words: {words.content}" if words.is_error
+        else f" It has {words.content} words.")
     quoted = user_text if len(user_text) <= 80 else user_text[:77] + "..."
     return text(f'You said: "{quoted}".{counted} All planned steps are done.')
 
@@ -175,8 +215,11 @@ def workload_script(turns: int) -> Callable[[Request], Response]:
         return {"todos": [{"content": c, "status": s} for c, s in zip(items, status, strict=True)]}
 
     def script(request: Request) -> Response:
-        _, exchange = _since_last_user_text(request.messages)
+        _, exchange, whole = _since_last_user_text(request.messages)
         i = sum(1 for m in exchange if m.role == "assistant")
+        if not whole:  # compacted: the last call's id is w<i>
+            last = _last_call_id(exchange)
+            i = int(last[1:]) + 1 if last[1:].isdigit() else i
         if i >= turns:
             return text(f"All {turns} steps done.")
         if i % 2 == 0:

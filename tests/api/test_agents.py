@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from agents.models import Agent
+from agents.models import Agent, Skill
 from tests.conftest import AGENT_BODY
 from tests.helpers import error_of, walk
 
@@ -150,11 +150,15 @@ def test_delete_then_gone(alice, make_agent):
 
 
 def test_valid_full_config_is_stored_as_sent(alice):
-    response = alice.client.post("/v1/agents", {**AGENT_BODY, "config": FULL_CONFIG},
+    # config.skills must name skills of the caller's tenant (tests/api/test_skills_api.py).
+    skill = Skill.objects.create(tenant_id=alice.member.tenant_id, owner=alice.member,
+                                 name="research", description="Looks things up.")
+    config = {**FULL_CONFIG, "skills": [str(skill.id)]}
+    response = alice.client.post("/v1/agents", {**AGENT_BODY, "config": config},
                                  format="json")
     assert response.status_code == 201, response.content
-    assert response.json()["config"] == FULL_CONFIG
-    assert Agent.objects.get(pk=response.json()["id"]).config == FULL_CONFIG
+    assert response.json()["config"] == config
+    assert Agent.objects.get(pk=response.json()["id"]).config == config
 
 
 @pytest.mark.parametrize(

@@ -182,7 +182,7 @@ def test_invoke_agent_span_lists_the_exact_stack(spans):
     (invoke,) = spans_named(spans, telemetry.SPAN_INVOKE_AGENT)
     (event,) = [e for e in invoke.events if e.name == telemetry.EVENT_MIDDLEWARE_STACK]
     assert tuple(event.attributes[telemetry.ATTR_MIDDLEWARE_STACK]) == (
-        "repair_tool_calls", "todo", "repeat_call", "tool_allowlist")
+        "repair_tool_calls", "todo", "repeat_call", "human_in_the_loop", "tool_allowlist")
     assert invoke.attributes[telemetry.ATTR_GEN_AI_AGENT_ID] == agent.id
     assert invoke.attributes[telemetry.ATTR_STOP] == "FinalOutput"
 

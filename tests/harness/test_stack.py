@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness import telemetry
 from harness.chain import Chain
 from harness.middleware.allowlist import ToolAllowlistMiddleware
+from harness.middleware.human_in_the_loop import HumanInTheLoopMiddleware
 from harness.middleware.repair_tool_calls import RepairToolCallsMiddleware
 from harness.middleware.repeat_call import RepeatCallMiddleware
 from harness.middleware.todo import TodoMiddleware
@@ -21,9 +22,10 @@ BUILT = {
     "repair_tool_calls": RepairToolCallsMiddleware,
     "todo": TodoMiddleware,
     "repeat_call": RepeatCallMiddleware,
+    "human_in_the_loop": HumanInTheLoopMiddleware,
     "tool_allowlist": ToolAllowlistMiddleware,
 }
-STACK = ["repair_tool_calls", "todo", "repeat_call", "tool_allowlist"]
+STACK = ["repair_tool_calls", "todo", "repeat_call", "human_in_the_loop", "tool_allowlist"]
 
 
 def config(**agent_fields) -> StackConfig:
@@ -55,7 +57,8 @@ def test_allowlist_is_innermost_for_model_and_tool_calls():
     chain = Chain.build(default_stack(config()))
     assert chain.model_wrappers[-1].name == "tool_allowlist"
     assert chain.tool_wrappers[-1].name == "tool_allowlist"
-    assert [m.name for m in chain.tool_wrappers] == ["repeat_call", "tool_allowlist"]
+    assert [m.name for m in chain.tool_wrappers] == [
+        "repeat_call", "human_in_the_loop", "tool_allowlist"]
 
 
 def test_config_reaches_the_middlewares():
@@ -85,3 +88,72 @@ def test_the_todo_slot_is_skipped_when_write_todos_is_not_allowed():
     [todo] = [s for s in stack_slots(StackConfig(agent=agent)) if s.name == "todo"]
     assert todo.middleware is None and "allowed_tools" in todo.why
     assert "todo" not in [m.name for m in default_stack(StackConfig(agent=agent))]
+
+
+class _Memory:
+    def load(self):
+        from harness.stores import MemoryFile
+
+        return [MemoryFile(path="/memories/AGENTS.md", content="Remember: be brief.")]
+
+    def write(self, path, content):
+        raise AssertionError("not written in this test")
+
+
+class _Skills:
+    def load(self):
+        from harness.stores import SkillSpec
+
+        return [SkillSpec(id="s1", name="release", description="Cut a release.",
+                          instructions="Tag, build, publish.", allowed_tools=None)]
+
+
+class _Files:
+    def list(self):
+        return []
+
+    def read(self, path):
+        return None
+
+    def write(self, path, content):
+        pass
+
+
+class _Summaries:
+    def load(self):
+        return None
+
+    def save(self, summary):
+        pass
+
+
+def test_every_slot_built_in_order_and_the_system_blocks_follow_it():
+    """With every store and option present, all slots but the inspector's are built, in the
+    order of stack_slots; the system blocks follow chain order, and the cache breakpoint sits
+    before the dynamic blocks (file listing, todo, memory)."""
+    from harness.stack import RunDeps
+    from harness.tools import builtin_registry
+
+    model = ScriptedModel([text("hi")])
+    deps = RunDeps(memory=_Memory(), skills=_Skills(), files=_Files(), summaries=_Summaries(),
+                   provider=model, model="script", tools=tuple(builtin_registry().all()))
+    agent = make_agent(config={
+        "skills": ["s1"], "memory": {"writable": True},
+        "subagents": [{"name": "helper", "description": "Helps.", "system_prompt": "Help."}],
+        "interrupt_on": {"echo": ["approve", "reject"]},
+    })
+    cfg = StackConfig(agent=agent, deps=deps)
+    stack = default_stack(cfg)
+    assert [m.name for m in stack] == [s.name for s in stack_slots(cfg) if s.middleware] == [
+        "skills", "filesystem", "subagent", "summarization", "repair_tool_calls", "todo",
+        "repeat_call", "prompt_cache", "memory", "human_in_the_loop", "tool_allowlist"]
+    run(make_loop(model, agent=agent, middlewares=stack))
+    sent = model.calls[0]
+    marked = [i for i, b in enumerate(sent.system) if b.cache_control is not None]
+    texts = [b.text for b in sent.system]
+    assert texts[0] == agent.system_prompt
+    memory_at = next(i for i, t in enumerate(texts) if "Remember: be brief." in t)
+    todo_at = next(i for i, t in enumerate(texts) if "todo list" in t)
+    # agent, skills index | file listing (dynamic), subagents, todo list, memory
+    assert marked == [1] and "release" in texts[1]
+    assert marked[0] < todo_at < memory_at

@@ -8,8 +8,7 @@ import json
 from opentelemetry.trace import SpanKind
 
 from harness import telemetry
-from harness.stack import StackConfig, default_stack
-from runs.execution import agent_spec
+from runs.execution import build_execution
 from runs.models import Run
 
 
@@ -36,8 +35,9 @@ def test_a_run_emits_the_stack_event_and_chat_and_tool_spans(alice, make_session
     finished = spans.get_finished_spans()
     [invoke] = [s for s in finished if s.name == telemetry.SPAN_INVOKE_AGENT]
     [stack_event] = [e for e in invoke.events if e.name == telemetry.EVENT_MIDDLEWARE_STACK]
-    expected = [m.name for m in default_stack(StackConfig(
-        agent=agent_spec(Run.objects.select_related("agent").get(pk=run["id"]))))]
+    # The stack the run built: with its stores, the memory and filesystem slots are in it.
+    loop, _, _ = build_execution(Run.objects.select_related("agent").get(pk=run["id"]))
+    expected = loop.chain.names
     assert list(stack_event.attributes[telemetry.ATTR_MIDDLEWARE_STACK]) == expected
     assert invoke.attributes[telemetry.ATTR_RUN_ID] == run["id"]
     chats = [s for s in finished if s.name == telemetry.SPAN_CHAT]

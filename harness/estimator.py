@@ -1,0 +1,316 @@
+"""Token estimates for a block, a message, a tool definition and a whole request.
+
+The estimate is a heuristic tuned against a real BPE tokenizer (cl100k_base; ``bench/
+bench_estimator.py`` reports its error per kind of content). Text is split the way BPE
+tokenizers pre-split it — words with their leading space, runs of up to three digits,
+punctuation runs, whitespace — and each piece is weighed by its character classes:
+
+* an ASCII word is one token up to a length that depends on its prefix, then a token per few
+  more letters (long identifiers, rare words);
+* a word with Latin diacritics (Vietnamese, French…) costs about a token per accented letter,
+  since few accented syllables are in the vocabulary;
+* CJK ideographs, kana and Hangul cost about a token a character (ideographs a little more);
+  other scripts a per-character weight;
+* punctuation costs a token per one or two characters, whitespace a token per run.
+
+Messages and tool definitions are immutable, so their estimates are cached by identity in a
+weak map: each turn estimates only the messages it has not seen, and an entry disappears with
+its message (the map never keeps a finished run's history alive); :class:`HistoryTotal` sums a
+run's growing history by looking at the new messages only. ``estimate_request`` is
+exactly the sum of its parts — system blocks, tools, messages — so a caller listing parts (the
+context inspector) gets the same total.
+
+Where the provider can count a request exactly (:class:`harness.providers.base.TokenCounter`),
+:func:`count_request` asks it and falls back to the estimate when it cannot.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import re
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import Any, Literal, TypeVar, assert_never
+
+from harness.errors import ProviderError
+from harness.messages import (
+    Block,
+    Message,
+    Request,
+    TextBlock,
+    ToolDef,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from harness.providers.base import Provider, TokenCounter
+
+Counted = Literal["provider", "estimate"]
+
+# Framing the provider adds around content (role markers, block delimiters, a tool's wrapper).
+# Small and provider-specific; they keep an empty message from costing nothing.
+MESSAGE_OVERHEAD = 4
+BLOCK_OVERHEAD = 3
+TOOL_OVERHEAD = 8
+
+# What BPE tokenizers split on first (cl100k_base's pattern, in the stdlib's dialect: a letter is
+# ``[^\W\d_]``). Each alternative is a named group so one scan classifies the pieces.
+_PIECES = re.compile(
+    r"(?P<contraction>'(?i:[sdmt]|ll|ve|re))"
+    r"|(?P<short> ?[A-Za-z][a-z]{0,5}(?![^\W\d_]))"  # most English words: one token, fast
+    r"|(?P<word>(?:[^\r\n\w]|_)?[^\W\d_]+)"
+    r"|(?P<digits>\d{1,3})"
+    r"|(?P<punct> ?(?:[^\s\w]|_)+[\r\n]*)"
+    r"|(?P<space>\s*[\r\n]|\s+(?!\S)|\s)"
+)
+
+# ASCII words in lower case or Capitalised: (letters that are always one token, letters per
+# extra token), by what precedes the letters.
+_WORD_SPACE = (8, 8.0)   # " word": common words with their space are single tokens
+_WORD_BARE = (6, 8.0)    # "word" at a line start or after a quote: split a little sooner
+_WORD_PUNCT = (4, 7.0)   # ".attr", "_name", "(self"
+_UPPER_EXTRA = 0.25      # ALLCAPS: acronyms beyond the common ones split every few letters
+_CAMEL_PART = 6          # camelCase: a token per part, more for a long part
+_RANDOM_LETTER = 0.8     # mixed case in short runs (ids, keys): nearly a token a letter
+_REPEAT_RUN = 12         # "=====" and "-----" runs: long merges exist
+# Words holding non-ASCII letters: weights per character class.
+_ACCENTED_BASE = 0.8
+_ACCENTED_LETTER = 0.85  # é, ư, ạ… few accented syllables are in the vocabulary
+_ACCENTED_ASCII = 0.2    # the plain letters beside them
+_HAN = 1.25              # CJK ideographs: common ones are one token, rarer ones two or three
+_KANA = 1.0
+_HANGUL = 1.2
+_GREEK = 1.1
+_CYRILLIC = 0.5
+_HEBREW = 1.15
+_ARABIC = 0.8
+_INDIC = 1.4             # Devanagari and the other Brahmic scripts split into bytes early
+_THAI = 1.1
+_OTHER_LETTER = 1.0
+_SYMBOL_BMP = 1.0        # “ ” — … ， 。
+_SYMBOL_ASTRAL = 2.5     # emoji: several byte-level tokens each
+
+# Texts up to this many characters are cached by value (system blocks are rebuilt every call).
+_TEXT_CACHE_MAX_CHARS = 65_536
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
+def _letter_weight(ch: str) -> float:
+    code = ord(ch)
+    if code < 0x250 or 0x1E00 <= code < 0x1F00:  # Latin-1, extended A/B and additional (ạ ấ ầ)
+        return _ACCENTED_LETTER
+    if code < 0x900:
+        if 0x370 <= code < 0x400:
+            return _GREEK
+        if 0x400 <= code < 0x530:
+            return _CYRILLIC
+        if 0x590 <= code < 0x600:
+            return _HEBREW
+        if 0x600 <= code < 0x700:
+            return _ARABIC
+        return _OTHER_LETTER
+    if code < 0xE00:
+        return _INDIC
+    if code < 0xE80:
+        return _THAI
+    if 0x3040 <= code < 0x3100 or 0x31F0 <= code < 0x3200 or 0xFF66 <= code < 0xFFA0:
+        return _KANA
+    if 0xAC00 <= code < 0xD7B0 or 0x1100 <= code < 0x1200 or 0x3130 <= code < 0x3190:
+        return _HANGUL
+    if 0x3400 <= code < 0xA000 or 0xF900 <= code < 0xFB00 or 0x20000 <= code < 0x30000:
+        return _HAN
+    return _OTHER_LETTER
+
+
+def _ascii_word_tokens(piece: str) -> float:
+    first = piece[0]
+    if first.isalpha():
+        letters, (free, per) = piece, _WORD_BARE
+    else:
+        letters, (free, per) = piece[1:], (_WORD_SPACE if first == " " else _WORD_PUNCT)
+    n = len(letters)
+    if letters.islower() or (letters[0].isupper() and letters[1:].islower()) or n == 1:
+        return 1.0 + max(0, n - free) / per
+    if letters.isupper():
+        return 1.0 + (n - 2) * _UPPER_EXTRA
+    parts = 1 + len(_CAMEL.findall(letters))
+    if n < 3 * parts:  # "XbQ", "cRzKa": a random id, about a token a letter
+        return n * _RANDOM_LETTER
+    return parts + max(0, n - _CAMEL_PART * parts) / _CAMEL_PART
+
+
+def _word_tokens(piece: str) -> float:
+    if piece.isascii():
+        return _ascii_word_tokens(piece)
+    first = piece[0]
+    letters = piece if first.isalpha() else piece[1:]
+    weights = [_ACCENTED_ASCII if ch.isascii() else _letter_weight(ch) for ch in letters]
+    if all(w in (_ACCENTED_ASCII, _ACCENTED_LETTER) for w in weights):  # Latin with accents
+        return _ACCENTED_BASE + sum(weights)
+    # Other scripts: letters weighed one by one (a Japanese piece mixes kana and kanji); a
+    # full-width comma or stop before them is a token of its own.
+    prefix = 0.0 if first.isalpha() or first == " " else 0.5 if first.isascii() else 1.0
+    return prefix + sum(weights)
+
+
+def _punct_tokens(piece: str) -> float:
+    core = piece.strip()
+    if not core:
+        return 1.0
+    n = len(core)
+    if core.isascii():
+        if n <= 2:
+            return 1.0
+        if n >= 4 and core.count(core[0]) == n:
+            return float(math.ceil(n / _REPEAT_RUN))
+        return 1.15 + (n - 3) * 0.45
+    tokens = 0.0
+    ascii_run = 0
+    for ch in core:
+        if ch.isascii():
+            ascii_run += 1
+        else:
+            tokens += _SYMBOL_ASTRAL if ord(ch) > 0xFFFF else _SYMBOL_BMP
+    return tokens + math.ceil(ascii_run / 2)
+
+
+def _estimate_text(text: str) -> int:
+    total = 0.0
+    for match in _PIECES.finditer(text):
+        kind = match.lastgroup
+        if kind == "word":
+            total += _word_tokens(match.group())
+        elif kind == "punct":
+            total += _punct_tokens(match.group())
+        else:  # short words, contractions, digits, whitespace: one token each
+            total += 1.0
+    return math.ceil(total)
+
+
+@lru_cache(maxsize=512)
+def _estimate_text_cached(text: str) -> int:
+    return _estimate_text(text)
+
+
+def estimate_text(text: str) -> int:
+    """Tokens of plain text."""
+    if not text:
+        return 0
+    if len(text) <= _TEXT_CACHE_MAX_CHARS:
+        return _estimate_text_cached(text)
+    return _estimate_text(text)
+
+
+def estimate_json(value: Any) -> int:
+    """Tokens of a JSON value as a model reads it (tool inputs and schemas)."""
+    return estimate_text(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def content_tokens(block: Block) -> int:
+    """Tokens of a block's content, without the provider's framing around it."""
+    match block:
+        case TextBlock():
+            return estimate_text(block.text)
+        case ToolUseBlock():
+            return estimate_text(block.id) + estimate_text(block.name) + estimate_json(block.input)
+        case ToolResultBlock():
+            return estimate_text(block.tool_use_id) + estimate_text(block.content)
+        case _:
+            assert_never(block)
+
+
+def estimate_block(block: Block) -> int:
+    """Tokens of one content block, framing included."""
+    return content_tokens(block) + BLOCK_OVERHEAD
+
+
+K = TypeVar("K")
+
+
+class _IdentityCache:
+    """Values computed once per live object: keyed by ``id``, held by weak reference, so an
+    entry goes when its object does and an id is never confused with a later object's."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], int]] = {}
+
+    def get(self, obj: K, compute: Callable[[K], int]) -> int:
+        key = id(obj)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        value = compute(obj)
+        entries = self._entries
+        self._entries[key] = (weakref.ref(obj, lambda _ref: entries.pop(key, None)), value)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_messages = _IdentityCache()
+_tools = _IdentityCache()
+
+
+def _message_tokens(message: Message) -> int:
+    return MESSAGE_OVERHEAD + sum(estimate_block(b) for b in message.content)
+
+
+def estimate_message(message: Message) -> int:
+    """Tokens of one message (cached: a message is estimated once however many turns see it)."""
+    return _messages.get(message, _message_tokens)
+
+
+def _tool_tokens(tool: ToolDef) -> int:
+    return (TOOL_OVERHEAD + estimate_text(tool.name) + estimate_text(tool.description)
+            + estimate_json(tool.input_schema))
+
+
+def estimate_tool(tool: ToolDef) -> int:
+    """Tokens of one tool definition (cached by identity, like messages)."""
+    return _tools.get(tool, _tool_tokens)
+
+
+def estimate_messages(messages: Iterable[Message]) -> int:
+    return sum(estimate_message(m) for m in messages)
+
+
+class HistoryTotal:
+    """The estimate of a history that grows between calls (a run's, turn after turn): when the
+    messages start with those of the previous call — the same objects — only the new ones are
+    looked at, so a turn costs an identity check of the history instead of a cache lookup per
+    message. Holds the last history it was given; keep one per run."""
+
+    def __init__(self) -> None:
+        self._messages: tuple[Message, ...] = ()
+        self._total = 0
+
+    def __call__(self, messages: Sequence[Message]) -> int:
+        seen = len(self._messages)
+        if len(messages) >= seen and all(map(operator.is_, messages, self._messages)):
+            total = self._total + estimate_messages(messages[seen:])
+        else:
+            total = estimate_messages(messages)
+        self._messages, self._total = tuple(messages), total
+        return total
+
+
+def estimate_request(request: Request) -> int:
+    """Input tokens of a whole request: exactly the sum of its system blocks, tools and
+    messages as estimated one by one."""
+    return (sum(estimate_block(b) for b in request.system)
+            + sum(estimate_tool(t) for t in request.tools)
+            + estimate_messages(request.messages))
+
+
+def count_request(request: Request, provider: Provider | None) -> tuple[int, Counted]:
+    """The request's input tokens from the provider's own counter when it has one (one API
+    call), else the estimate; says which."""
+    if isinstance(provider, TokenCounter):
+        try:
+            return provider.count_tokens(request), "provider"
+        except ProviderError:
+            pass  # counting is advisory: an unreachable counter must not stop the caller
+    return estimate_request(request), "estimate"

@@ -1,0 +1,38 @@
+"""What hango knows about models beyond their name: the context window, in tokens.
+
+Looked up by ``<provider>:<model>``; the longest matching prefix wins, so dated snapshots
+(``claude-sonnet-4-5-20250929``, ``gpt-4o-2024-08-06``) find their family. A model not listed gets
+its provider's default. The window bounds the compaction budget (``summarization``'s
+``trigger_fraction`` is a fraction of it); it is the standard window, not a beta extension.
+"""
+
+from __future__ import annotations
+
+from harness.providers import split_model
+
+DEFAULT_WINDOWS: dict[str, int] = {"anthropic": 200_000, "openai": 128_000, "scripted": 32_000}
+
+# (provider, model name prefix) -> tokens
+_WINDOWS: dict[tuple[str, str], int] = {
+    ("anthropic", "claude-"): 200_000,
+    ("openai", "gpt-3.5-turbo"): 16_385,
+    ("openai", "gpt-4"): 8_192,
+    ("openai", "gpt-4-turbo"): 128_000,
+    ("openai", "gpt-4o"): 128_000,
+    ("openai", "gpt-4.1"): 1_047_576,
+    ("openai", "gpt-5"): 400_000,
+    ("openai", "o1"): 200_000,
+    ("openai", "o3"): 200_000,
+    ("openai", "o4-mini"): 200_000,
+}
+
+
+def context_window(model: str) -> int:
+    """The context window of ``model`` (``"<provider>:<model>"``)."""
+    provider, name = split_model(model)
+    best = ""
+    window = DEFAULT_WINDOWS.get(provider, min(DEFAULT_WINDOWS.values()))
+    for (known_provider, prefix), tokens in _WINDOWS.items():
+        if known_provider == provider and name.startswith(prefix) and len(prefix) > len(best):
+            best, window = prefix, tokens
+    return window
