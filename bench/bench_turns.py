@@ -28,8 +28,9 @@ from harness.messages import Message  # noqa: E402
 from harness.providers import resolve_provider  # noqa: E402
 from harness.providers.base import ProviderSettings  # noqa: E402
 from harness.serde import message_to_json  # noqa: E402
-from harness.stack import StackConfig, default_stack  # noqa: E402
+from harness.stack import RunDeps, StackConfig, default_stack  # noqa: E402
 from harness.state import State, state_to_json  # noqa: E402
+from harness.stores import FileInfo  # noqa: E402
 from harness.tools import builtin_registry  # noqa: E402
 
 PEER_SCRIPT = ROOT.parent / "shared" / "bench" / "peer" / "bench_turns.py"
@@ -75,14 +76,39 @@ class Keep:
         return True
 
 
+class MemoryStores:
+    """In-memory stores, so the in-process stack has every slot the durable one has."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def load(self) -> list:  # memory files, skills: none, as the durable mode's agent
+        return []
+
+    def list(self) -> list[FileInfo]:
+        return [FileInfo(path=p, size=len(c.encode())) for p, c in sorted(self.files.items())]
+
+    def read(self, path: str) -> str | None:
+        return self.files.get(path)
+
+    def write(self, path: str, content: str) -> None:
+        self.files[path] = content
+
+    def save(self, summary: object) -> None:
+        pass
+
+
 def run_inproc(turns: int, encode: bool) -> dict:
     spec = AgentSpec(id="bench", name="bench", model=f"scripted:workload-{turns}",
                      config={"max_turns": turns + 1})
     started = time.perf_counter()  # "pre" = building the loop + before_run, to the first call
     provider, model = resolve_provider(spec.model, ProviderSettings())
     timed = Timed(provider)
-    loop = Loop(agent=spec, chain=Chain(default_stack(StackConfig(agent=spec))), provider=timed,
-                model=model, tools=builtin_registry().view(None))
+    stores = MemoryStores()
+    deps = RunDeps(memory=stores, skills=stores, files=stores, summaries=None, provider=timed,
+                   model=model, tools=tuple(builtin_registry().all()))
+    loop = Loop(agent=spec, chain=Chain(default_stack(StackConfig(agent=spec, deps=deps))),
+                provider=timed, model=model, tools=builtin_registry().view(None))
     state = State(run_id=str(uuid.uuid4()), messages=[Message.user(PROMPT)])
     step = loop.run(state, control=NeverCancel(), checkpointer=(checkpointer := Keep(encode)))
     assert isinstance(step, FinalOutput) and state.messages[-1].text == f"All {turns} steps done."

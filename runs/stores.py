@@ -27,21 +27,29 @@ class OctetLength(Func):
 
 
 class DbFileStore:
-    """The session's virtual filesystem (``session_files``); sizes are in UTF-8 bytes."""
+    """The session's virtual filesystem (``session_files``); sizes are in UTF-8 bytes.
+
+    The listing is read once and kept until this store writes: the filesystem's system part
+    lists the files on every model call, and within a run every write goes through this object
+    (a subagent shares its parent's store)."""
 
     def __init__(self, session_id: uuid.UUID) -> None:
         self.session_id = session_id
+        self._listing: list[FileInfo] | None = None
 
     def list(self) -> list[FileInfo]:
-        rows = (SessionFile.objects.filter(session_id=self.session_id).order_by("path")
-                .annotate(size=OctetLength("content")).values_list("path", "size"))
-        return [FileInfo(path=path, size=size) for path, size in rows]
+        if self._listing is None:
+            rows = (SessionFile.objects.filter(session_id=self.session_id).order_by("path")
+                    .annotate(size=OctetLength("content")).values_list("path", "size"))
+            self._listing = [FileInfo(path=path, size=size) for path, size in rows]
+        return list(self._listing)
 
     def read(self, path: str) -> str | None:
         row = SessionFile.objects.filter(session_id=self.session_id, path=path)
         return row.values_list("content", flat=True).first()
 
     def write(self, path: str, content: str) -> None:
+        self._listing = None
         with transaction.atomic():
             SessionFile.objects.update_or_create(
                 session_id=self.session_id, path=path, defaults={"content": content})

@@ -6,6 +6,7 @@ the model can read (never an exception out of the loop).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +59,22 @@ class ToolContext:
 ToolFn = Callable[[dict[str, Any], ToolContext], ToolResult | str]
 
 
+_valid_schemas: set[str] = set()
+
+
+def _check_schema(tool: str, schema: dict[str, Any]) -> None:
+    """Refuse an invalid JSON schema. Checking one takes milliseconds and every run builds its
+    tools anew, so each distinct schema is checked once per process."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    if key in _valid_schemas:
+        return
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise ConfigurationError(f"tool {tool!r} has an invalid schema: {exc.message}") from exc
+    _valid_schemas.add(key)
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Tool:
     name: str
@@ -66,11 +83,7 @@ class Tool:
     fn: ToolFn = field(repr=False)
 
     def __post_init__(self) -> None:
-        try:
-            Draft202012Validator.check_schema(self.input_schema)
-        except SchemaError as exc:
-            raise ConfigurationError(
-                f"tool {self.name!r} has an invalid schema: {exc.message}") from exc
+        _check_schema(self.name, self.input_schema)
 
     @cached_property
     def definition(self) -> ToolDef:
