@@ -16,6 +16,13 @@ from harness.middleware.memory import content_problem, path_problem
 _MODEL_RE = re.compile(MODEL_PATTERN)
 
 
+
+def _checked(problems: list[str], value: Any) -> Any:
+    """``value`` if ``problems`` is empty, else a validation error listing them."""
+    if problems:
+        raise serializers.ValidationError(problems)
+    return value
+
 @extend_schema_field(
     {"type": "array", "items": {"type": "string"}, "nullable": True,
      "description": "Tool names this agent may use; null means all."}
@@ -69,16 +76,10 @@ class AgentInput(serializers.Serializer):
         return value
 
     def validate_allowed_tools(self, value: Any) -> Any:
-        problems = allowed_tools_problems(value)
-        if problems:
-            raise serializers.ValidationError(problems)
-        return value
+        return _checked(allowed_tools_problems(value), value)
 
     def validate_config(self, value: Any) -> Any:
-        problems = config_problems(value)
-        if problems:
-            raise serializers.ValidationError(problems)
-        return value
+        return _checked(config_problems(value), value)
 
 
 class AgentOutput(serializers.ModelSerializer):
@@ -166,10 +167,7 @@ class SkillInput(serializers.Serializer):
         return value
 
     def validate_allowed_tools(self, value: Any) -> Any:
-        problems = allowed_tools_problems(value)
-        if problems:
-            raise serializers.ValidationError(problems)
-        return value
+        return _checked(allowed_tools_problems(value), value)
 
 
 class SkillOutput(serializers.ModelSerializer):

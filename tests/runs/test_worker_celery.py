@@ -127,3 +127,27 @@ def test_two_workers_racing_for_one_run_never_both_commit(alice, make_agent, sta
     messages = assert_valid_history(session_id)
     assert len(messages) == 1 + 2 * WORKLOAD_TURNS + 1
     assert run.turn == WORKLOAD_TURNS + 1
+
+
+def test_the_context_stack_on_a_worker_compacts_and_keeps_memory(alice, make_agent,
+                                                                 start_worker):
+    """Summarization, memory and the file-backed filesystem through a real worker process."""
+    from agents.models import Agent, MemoryFile
+    from runs.models import Session
+
+    start_worker()
+    agent = make_agent(alice, model="scripted:demo", config={
+        "summarization": {"trigger_tokens": 1_000, "keep_messages": 4}})
+    MemoryFile.objects.create(agent=Agent.objects.get(pk=agent["id"]),
+                              path="/memories/AGENTS.md", content="Answer in one sentence.")
+    session = alice.client.post("/v1/sessions", {"agent": agent["id"]}, format="json").json()
+    task = " ".join(["Count the words of this long request about the quarterly report."] * 25)
+    run_id = alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": task},
+                               format="json").json()["run"]["id"]
+    run = wait_for_run(run_id)
+    assert run.status == "completed", run.error
+    stored = Session.objects.get(pk=session["id"])
+    assert stored.summary and stored.summary_seq > 1  # compacted on the worker, kept for later
+    messages = assert_valid_history(session["id"])  # the stored history is whole
+    assert messages[0].content[0]["text"] == task
+    assert alice.client.get(f"/v1/sessions/{session['id']}/files").json()["results"] == []
