@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from accounts.models import ApiKey, Member, Tenant
+from accounts.models import ApiKey, AuditEntry, Member, Tenant, UsageRecord
 from accounts.services import api_key_issue, api_key_revoke
 
 
@@ -14,7 +14,7 @@ class MemberInline(admin.TabularInline):
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ["name", "trace_llm_content", "created_at"]
+    list_display = ["name", "trace_llm_content", "token_quota", "quota_period", "created_at"]
     search_fields = ["name"]
     readonly_fields = ["id", "created_at"]
     inlines = [MemberInline]
@@ -62,3 +62,41 @@ class ApiKeyAdmin(admin.ModelAdmin):
         for api_key in queryset.filter(revoked_at__isnull=True):
             api_key_revoke(api_key=api_key)
         self.message_user(request, "Revoked.")
+
+
+@admin.register(UsageRecord)
+class UsageRecordAdmin(admin.ModelAdmin):
+    """Read-only: usage is written by the run worker alone."""
+
+    list_display = ["created_at", "tenant", "purpose", "provider", "model", "input_tokens",
+                    "output_tokens", "cache_read_tokens", "cache_write_tokens", "run"]
+    list_filter = ["purpose", "tenant", "provider"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """Read-only: the audit log is append-only."""
+
+    list_display = ["created_at", "tenant", "actor", "action", "object_type", "object_id"]
+    list_filter = ["action", "tenant"]
+    search_fields = ["object_id"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

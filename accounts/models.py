@@ -8,6 +8,13 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from accounts.tenancy import Tenancy
+
+
+class QuotaPeriod(models.TextChoices):
+    DAY = "day"
+    MONTH = "month"
+
 
 class Tenant(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -15,6 +22,14 @@ class Tenant(models.Model):
     trace_llm_content = models.BooleanField(
         default=False, help_text="Allow message content on telemetry spans for this tenant."
     )
+    token_quota = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Tokens (input + output + cache) per period; empty = "
+        "unlimited.")
+    quota_period = models.CharField(max_length=8, choices=QuotaPeriod.choices,
+                                    default=QuotaPeriod.MONTH)
+    rate_limit_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Default requests per minute per API key; empty = the "
+        "server default.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -69,6 +84,8 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    rate_limit_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Requests per minute; empty = the tenant's default.")
 
     class Meta:
         db_table = "api_keys"
@@ -79,3 +96,96 @@ class ApiKey(models.Model):
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class UsagePurpose(models.TextChoices):
+    RUN = "run"
+    SUMMARIZE = "summarize"
+    SUBAGENT = "subagent"
+    CONTEXT_TRY = "context_try"
+
+
+class UsageRecord(models.Model):
+    """One model call's tokens. Written in the transaction of the turn that made the call;
+    ``dedupe_key`` (run, turn, call index) makes a redelivered turn unable to count twice."""
+
+    tenancy = Tenancy(tenant="tenant", owner="session__member")
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="usage_records")
+    session = models.ForeignKey("runs.Session", null=True, blank=True,
+                                on_delete=models.SET_NULL, related_name="usage_records")
+    run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="usage_records")
+    agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="usage_records")
+    purpose = models.CharField(max_length=16, choices=UsagePurpose.choices)
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=200)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cache_read_tokens = models.PositiveBigIntegerField(default=0)
+    cache_write_tokens = models.PositiveBigIntegerField(default=0)
+    dedupe_key = models.CharField(max_length=120, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "usage_records"
+        indexes = [models.Index(fields=["tenant", "created_at"])]
+        constraints = [
+            models.CheckConstraint(condition=Q(purpose__in=UsagePurpose.values),
+                                   name="usage_purpose_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} {self.model} {self.input_tokens}+{self.output_tokens}"
+
+
+class AuditAction(models.TextChoices):
+    """The closed set of audited writes."""
+
+    AGENT_CREATE = "agent.create"
+    AGENT_UPDATE = "agent.update"
+    AGENT_DELETE = "agent.delete"
+    MEMORY_WRITE = "memory.write"
+    MEMORY_DELETE = "memory.delete"
+    SKILL_CREATE = "skill.create"
+    SKILL_UPDATE = "skill.update"
+    SKILL_DELETE = "skill.delete"
+    SESSION_CREATE = "session.create"
+    RUN_CREATE = "run.create"
+    RUN_CANCEL = "run.cancel"
+    RUN_RESUME = "run.resume"
+    RUN_APPROVE = "run.approve"
+    API_KEY_CREATE = "api_key.create"
+    API_KEY_REVOKE = "api_key.revoke"
+    CONTEXT_OVERRIDE = "context.override"
+    CONTEXT_TRY = "context.try"
+
+
+class AuditEntry(models.Model):
+    """One successful write. ``detail`` never holds secrets, message content or replacement
+    text. Rows are only ever inserted: no API route changes or deletes one."""
+
+    tenancy = Tenancy(tenant="tenant", owner="actor")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_entries")
+    actor = models.ForeignKey(Member, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="audit_entries")
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    object_type = models.CharField(max_length=32)
+    object_id = models.CharField(max_length=64)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "audit_log"
+        indexes = [models.Index(fields=["tenant", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(condition=Q(action__in=AuditAction.values),
+                                   name="audit_action_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.object_type}:{self.object_id}"

@@ -9,24 +9,15 @@ Each tenant-owned model names the paths to its tenant and to its owning member i
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import TypeVar
 
 from django.db import models
 
 from accounts.models import Member
+from accounts.tenancy import Tenancy
 from hango_project.errors import NotFound
 
 M = TypeVar("M", bound=models.Model)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Tenancy:
-    """ORM paths from a model to its tenant and to its owning member; ``owner=None`` marks a
-    tenant-wide object every member of the tenant may see (skills)."""
-
-    tenant: str
-    owner: str | None
 
 
 def visible_to(queryset: models.QuerySet[M], member: Member) -> models.QuerySet[M]:
