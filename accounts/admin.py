@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 
 from accounts.models import ApiKey, AuditEntry, Member, Tenant, UsageRecord
 from accounts.services import api_key_issue, api_key_revoke
+from accounts.usage import period_bounds, tenant_spend
 
 
 class MemberInline(admin.TabularInline):
@@ -14,10 +15,18 @@ class MemberInline(admin.TabularInline):
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ["name", "trace_llm_content", "token_quota", "quota_period", "created_at"]
+    list_display = ["name", "trace_llm_content", "token_quota", "quota_period", "quota_used",
+                    "created_at"]
     search_fields = ["name"]
-    readonly_fields = ["id", "created_at"]
+    readonly_fields = ["id", "quota_used", "created_at"]
     inlines = [MemberInline]
+
+    @admin.display(description="tokens used this period")
+    def quota_used(self, tenant: Tenant) -> str:
+        start, end = period_bounds(tenant.quota_period)
+        used = tenant_spend(tenant.pk, start)
+        limit = "unlimited" if tenant.token_quota is None else f"of {tenant.token_quota:,}"
+        return f"{used:,} {limit} (resets {end:%Y-%m-%d})"
 
 
 @admin.register(Member)

@@ -9,7 +9,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts import keys
-from accounts.models import ApiKey, Member, Role, Tenant
+from accounts.audit import audit_record
+from accounts.models import ApiKey, AuditAction, Member, Role, Tenant
 from hango_project.errors import Conflict, Unprocessable
 
 
@@ -48,7 +49,14 @@ def member_ensure(*, tenant: Tenant, email: str, role: str) -> tuple[Member, boo
     return member, created
 
 
-def api_key_issue(*, member: Member, name: str = "") -> IssuedKey:
+def _key_detail(api_key: ApiKey) -> dict[str, str]:
+    """What the audit log says about a key: its prefix, name and member, never the secret."""
+    return {"prefix": api_key.prefix, "name": api_key.name, "member": str(api_key.member_id)}
+
+
+def api_key_issue(*, member: Member, name: str = "", actor: Member | None = None) -> IssuedKey:
+    """A new key for ``member``. ``actor`` is who issued it: None from the command line or the
+    Django admin (the audit row's detail names the member the key is for)."""
     for _ in range(5):  # a prefix collision is astronomically rare; retry rather than fail
         new = keys.make_key()
         try:
@@ -56,16 +64,24 @@ def api_key_issue(*, member: Member, name: str = "") -> IssuedKey:
                 api_key = ApiKey.objects.create(
                     member=member, name=name, prefix=new.prefix, secret_hash=new.digest
                 )
+                audit_record(actor=actor, tenant=member.tenant_id,
+                             action=AuditAction.API_KEY_CREATE, obj_type="api_key",
+                             obj_id=api_key.pk, detail=_key_detail(api_key))
         except IntegrityError:
             continue
         return IssuedKey(api_key=api_key, plaintext=new.plaintext)
     raise RuntimeError("could not allocate a unique API key prefix")
 
 
-def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+def api_key_revoke(*, api_key: ApiKey, actor: Member | None = None) -> ApiKey:
+    """Revoke ``api_key`` (a key already revoked stays as it was, and nothing is recorded)."""
     if api_key.revoked_at is None:
-        api_key.revoked_at = timezone.now()
-        api_key.save(update_fields=["revoked_at"])
+        with transaction.atomic():
+            api_key.revoked_at = timezone.now()
+            api_key.save(update_fields=["revoked_at"])
+            audit_record(actor=actor, tenant=api_key.member.tenant_id,
+                         action=AuditAction.API_KEY_REVOKE, obj_type="api_key",
+                         obj_id=api_key.pk, detail=_key_detail(api_key))
     return api_key
 
 

@@ -44,15 +44,17 @@ class AgentDetailApi(APIView):
 
     @extend_schema(operation_id="agents_update", request=AgentInput, responses=AgentOutput)
     def patch(self, request, agent_id):
-        agent = selectors.agent_get(member=caller(request), agent_id=agent_id)
+        member = caller(request)
+        agent = selectors.agent_get(member=member, agent_id=agent_id)
         data = validated(AgentInput, request, partial=True)
-        agent = services.agent_update(agent=agent, data=data)
+        agent = services.agent_update(agent=agent, data=data, actor=member)
         return Response(AgentOutput(agent).data)
 
     @extend_schema(operation_id="agents_destroy", responses={204: None})
     def delete(self, request, agent_id):
-        agent = selectors.agent_get(member=caller(request), agent_id=agent_id)
-        services.agent_delete(agent=agent)
+        member = caller(request)
+        agent = selectors.agent_get(member=member, agent_id=agent_id)
+        services.agent_delete(agent=agent, actor=member)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -89,9 +91,10 @@ class MemoryListApi(APIView):
             description="The path is taken, or the agent has its maximum of memory files.")})
     def post(self, request, agent_id):
         """Create a memory file; the agent reads it from its next run on."""
-        agent = selectors.agent_get(member=caller(request), agent_id=agent_id)
+        member = caller(request)
+        agent = selectors.agent_get(member=member, agent_id=agent_id)
         data = validated(MemoryFileInput, request)
-        memory_file = services.memory_file_create(agent=agent, **data)
+        memory_file = services.memory_file_create(agent=agent, **data, actor=member)
         return Response(MemoryFileOutput(memory_file).data, status=status.HTTP_201_CREATED)
 
 
@@ -110,23 +113,25 @@ class MemoryDetailApi(APIView):
             description="A new file would pass the agent's maximum of memory files.")})
     def put(self, request, agent_id, path):
         """Create the file (201) or replace its content (200)."""
-        agent = selectors.agent_get(member=caller(request), agent_id=agent_id)
+        member = caller(request)
+        agent = selectors.agent_get(member=member, agent_id=agent_id)
         path = memory_path(path)
         problem = path_problem(path)
         if problem:
             raise Unprocessable(detail={"path": [problem]})
         data = validated(MemoryContentInput, request)
         memory_file, created = services.memory_file_put(agent=agent, path=path,
-                                                        content=data["content"])
+                                                        content=data["content"], actor=member)
         return Response(MemoryFileOutput(memory_file).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @extend_schema(operation_id="agents_memory_destroy", parameters=[MEMORY_PATH],
                    responses={204: None})
     def delete(self, request, agent_id, path):
-        agent = selectors.agent_get(member=caller(request), agent_id=agent_id)
+        member = caller(request)
+        agent = selectors.agent_get(member=member, agent_id=agent_id)
         memory_file = selectors.memory_file_get(agent=agent, path=memory_path(path))
-        services.memory_file_delete(memory_file=memory_file)
+        services.memory_file_delete(memory_file=memory_file, actor=member)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -167,15 +172,17 @@ class SkillDetailApi(APIView):
     @extend_schema(operation_id="skills_update", request=SkillInput,
                    responses={200: SkillOutput, 403: SKILL_NOT_EDITABLE, 409: NAME_TAKEN})
     def patch(self, request, skill_id):
-        skill = selectors.skill_get(member=caller(request), skill_id=skill_id, to_change=True)
+        member = caller(request)
+        skill = selectors.skill_get(member=member, skill_id=skill_id, to_change=True)
         data = validated(SkillInput, request, partial=True)
-        skill = services.skill_update(skill=skill, data=data)
+        skill = services.skill_update(skill=skill, data=data, actor=member)
         return Response(SkillOutput(skill).data)
 
     @extend_schema(operation_id="skills_destroy",
                    responses={204: None, 403: SKILL_NOT_EDITABLE})
     def delete(self, request, skill_id):
         """Delete the skill and detach it from every agent of the tenant."""
-        skill = selectors.skill_get(member=caller(request), skill_id=skill_id, to_change=True)
-        services.skill_delete(skill=skill)
+        member = caller(request)
+        skill = selectors.skill_get(member=member, skill_id=skill_id, to_change=True)
+        services.skill_delete(skill=skill, actor=member)
         return Response(status=status.HTTP_204_NO_CONTENT)

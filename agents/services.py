@@ -8,7 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from accounts.models import Member
+from accounts.audit import audit_record
+from accounts.models import AuditAction, Member
 from agents.models import Agent, MemoryFile, Skill
 from hango_project.errors import Conflict, Unprocessable
 
@@ -37,11 +38,14 @@ def agent_create(*, member: Member, data: dict[str, Any]) -> Agent:
     fields = {k: v for k, v in data.items() if k in WRITABLE_FIELDS}
     if "config" in fields:
         fields["config"] = _checked_config(member.tenant_id, fields["config"])
-    return Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
+    agent = Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
+    audit_record(actor=member, tenant=agent.tenant_id, action=AuditAction.AGENT_CREATE,
+                 obj_type="agent", obj_id=agent.pk, detail={"name": agent.name})
+    return agent
 
 
 @transaction.atomic
-def agent_update(*, agent: Agent, data: dict[str, Any]) -> Agent:
+def agent_update(*, agent: Agent, data: dict[str, Any], actor: Member | None = None) -> Agent:
     if "config" in data:
         data = {**data, "config": _checked_config(agent.tenant_id, data["config"])}
     changed = [k for k in WRITABLE_FIELDS if k in data]
@@ -49,12 +53,17 @@ def agent_update(*, agent: Agent, data: dict[str, Any]) -> Agent:
         setattr(agent, name, data[name])
     if changed:
         agent.save(update_fields=[*changed, "updated_at"])
+    audit_record(actor=actor, tenant=agent.tenant_id, action=AuditAction.AGENT_UPDATE,
+                 obj_type="agent", obj_id=agent.pk, detail={"changed": changed})
     return agent
 
 
 @transaction.atomic
-def agent_delete(*, agent: Agent) -> None:
+def agent_delete(*, agent: Agent, actor: Member | None = None) -> None:
+    agent_id, name = agent.pk, agent.name
     agent.delete()
+    audit_record(actor=actor, tenant=agent.tenant_id, action=AuditAction.AGENT_DELETE,
+                 obj_type="agent", obj_id=agent_id, detail={"name": name})
 
 
 # -- memory files -------------------------------------------------------------------------------
@@ -71,32 +80,47 @@ def _ensure_room(agent: Agent) -> None:
                        detail={"max_files": cap})
 
 
+def _audit_memory(actor: Member | None, action: AuditAction, memory_file: MemoryFile,
+                  **extra: Any) -> None:
+    audit_record(actor=actor, tenant=memory_file.agent.tenant_id, action=action,
+                 obj_type="memory_file", obj_id=memory_file.pk,
+                 detail={"agent": str(memory_file.agent_id), "path": memory_file.path, **extra})
+
+
 @transaction.atomic
-def memory_file_create(*, agent: Agent, path: str, content: str) -> MemoryFile:
+def memory_file_create(*, agent: Agent, path: str, content: str,
+                       actor: Member | None = None) -> MemoryFile:
     """A new file; 409 when the path is taken or the agent has no room for another."""
     _lock_for_memory(agent)
     if MemoryFile.objects.filter(agent=agent, path=path).exists():
         raise Conflict("A memory file with this path already exists; PUT it to replace it.",
                        detail={"path": path})
     _ensure_room(agent)
-    return MemoryFile.objects.create(agent=agent, path=path, content=content)
+    memory_file = MemoryFile.objects.create(agent=agent, path=path, content=content)
+    _audit_memory(actor, AuditAction.MEMORY_WRITE, memory_file, created=True)
+    return memory_file
 
 
 @transaction.atomic
-def memory_file_put(*, agent: Agent, path: str, content: str) -> tuple[MemoryFile, bool]:
+def memory_file_put(*, agent: Agent, path: str, content: str,
+                    actor: Member | None = None) -> tuple[MemoryFile, bool]:
     """Create or replace the file at ``path``; returns it and whether it was created."""
     _lock_for_memory(agent)
     memory_file = MemoryFile.objects.filter(agent=agent, path=path).first()
+    created = memory_file is None
     if memory_file is None:
         _ensure_room(agent)
-        return MemoryFile.objects.create(agent=agent, path=path, content=content), True
-    memory_file.content = content
-    memory_file.save(update_fields=["content", "updated_at"])
-    return memory_file, False
+        memory_file = MemoryFile.objects.create(agent=agent, path=path, content=content)
+    else:
+        memory_file.content = content
+        memory_file.save(update_fields=["content", "updated_at"])
+    _audit_memory(actor, AuditAction.MEMORY_WRITE, memory_file, created=created)
+    return memory_file, created
 
 
 @transaction.atomic
-def memory_file_delete(*, memory_file: MemoryFile) -> None:
+def memory_file_delete(*, memory_file: MemoryFile, actor: Member | None = None) -> None:
+    _audit_memory(actor, AuditAction.MEMORY_DELETE, memory_file)
     memory_file.delete()
 
 
@@ -111,29 +135,33 @@ def skill_create(*, member: Member, data: dict[str, Any]) -> Skill:
     fields = {k: v for k, v in data.items() if k in SKILL_FIELDS}
     try:
         with transaction.atomic():
-            return Skill.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
+            skill = Skill.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
     except IntegrityError:
         raise _name_taken(fields["name"]) from None
-
-
-@transaction.atomic
-def skill_update(*, skill: Skill, data: dict[str, Any]) -> Skill:
-    """The caller's right to change ``skill`` is checked by the selector that fetched it."""
-    changed = [k for k in SKILL_FIELDS if k in data]
-    if not changed:
-        return skill
-    for name in changed:
-        setattr(skill, name, data[name])
-    try:
-        with transaction.atomic():
-            skill.save(update_fields=[*changed, "updated_at"])
-    except IntegrityError:
-        raise _name_taken(skill.name) from None
+    audit_record(actor=member, tenant=skill.tenant_id, action=AuditAction.SKILL_CREATE,
+                 obj_type="skill", obj_id=skill.pk, detail={"name": skill.name})
     return skill
 
 
 @transaction.atomic
-def skill_delete(*, skill: Skill) -> None:
+def skill_update(*, skill: Skill, data: dict[str, Any], actor: Member | None = None) -> Skill:
+    """The caller's right to change ``skill`` is checked by the selector that fetched it."""
+    changed = [k for k in SKILL_FIELDS if k in data]
+    for name in changed:
+        setattr(skill, name, data[name])
+    if changed:
+        try:
+            with transaction.atomic():
+                skill.save(update_fields=[*changed, "updated_at"])
+        except IntegrityError:
+            raise _name_taken(skill.name) from None
+    audit_record(actor=actor, tenant=skill.tenant_id, action=AuditAction.SKILL_UPDATE,
+                 obj_type="skill", obj_id=skill.pk, detail={"changed": changed})
+    return skill
+
+
+@transaction.atomic
+def skill_delete(*, skill: Skill, actor: Member | None = None) -> None:
     """Delete ``skill`` and take it out of every agent of the tenant it was attached to."""
     skill_id = str(skill.id)
     agents = Agent.objects.select_for_update().filter(tenant_id=skill.tenant_id,
@@ -143,4 +171,6 @@ def skill_delete(*, skill: Skill) -> None:
         if skill_id in ids:
             agent.config = {**agent.config, "skills": [i for i in ids if i != skill_id]}
             agent.save(update_fields=["config", "updated_at"])
+    audit_record(actor=actor, tenant=skill.tenant_id, action=AuditAction.SKILL_DELETE,
+                 obj_type="skill", obj_id=skill.pk, detail={"name": skill.name})
     skill.delete()

@@ -8,6 +8,7 @@ missing or not the caller's.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -44,6 +45,12 @@ class BadQuery(ApplicationError):
     status_code = status.HTTP_400_BAD_REQUEST
     code = "invalid_query"
     message = "A query parameter is invalid."
+
+
+class QuotaExceeded(ApplicationError):
+    status_code = status.HTTP_402_PAYMENT_REQUIRED
+    code = "quota_exceeded"
+    message = "The tenant's token quota for this period is spent."
 
 
 class Unprocessable(ApplicationError):
@@ -106,7 +113,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if str(exc.detail) and exc.detail != type(exc).default_detail:
             message = str(exc.detail)
     elif isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-        headers["Retry-After"] = str(int(exc.wait) + 1)
+        headers["Retry-After"] = str(max(1, math.ceil(exc.wait)))
     if getattr(exc, "auth_header", None):
         headers["WWW-Authenticate"] = exc.auth_header
     set_rollback()

@@ -24,9 +24,14 @@ _DESCRIPTIONS = {
     "400": "The request could not be read (malformed JSON, a bad query parameter).",
     "401": "Missing, invalid or revoked API key.",
     "404": "Not found, or not visible to the caller.",
+    "402": "The tenant's token quota for this period is spent.",
     "413": "The request body is too large.",
     "422": "The request was read but its content is invalid.",
 }
+
+
+# Routes that start model calls: a spent quota answers 402.
+_SPENDING = ("/messages", "/resume", "/approve")
 
 
 def add_error_responses(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
@@ -42,6 +47,8 @@ def add_error_responses(result: dict[str, Any], generator, request, public) -> d
                 codes.append("404")
             if method in ("post", "put", "patch"):
                 codes += ["413", "422"]
+            if method == "post" and path.endswith(_SPENDING):
+                codes.append("402")
             for code in codes:
                 operation["responses"].setdefault(
                     code, {"description": _DESCRIPTIONS[code], "content": ref}

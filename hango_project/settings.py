@@ -156,6 +156,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "hango_project.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # Per-API-key requests per minute (HANGO["RATE_LIMIT_*"]); requests without a key pass.
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiKeyRateThrottle"],
 }
 
 SPECTACULAR_SETTINGS = {
@@ -222,6 +224,15 @@ HANGO = {
     "SUBAGENT_MAX_DEPTH": env_int("HANGO_SUBAGENT_MAX_DEPTH", 1),
     "SUBAGENT_MAX_TURNS": env_int("HANGO_SUBAGENT_MAX_TURNS", 20),
     "BROKER_URL": BROKER_URL,
+    # Requests per minute per API key unless the key or its tenant says otherwise (0 = no limit),
+    # counted in Redis so the limit holds across web processes: by default the broker's Redis;
+    # with none, an in-process counter (then the limit is per process).
+    "RATE_LIMIT_PER_MINUTE": env_int("HANGO_RATE_LIMIT_PER_MINUTE", 600),
+    # Quotas: tokens reserved for each queued or running run when admitting another one, so
+    # concurrent starts against a nearly spent quota cannot overspend it.
+    "QUOTA_RUN_RESERVATION_TOKENS": env_int("HANGO_QUOTA_RUN_RESERVATION_TOKENS", 1000),
+    "RATE_LIMIT_REDIS_URL": os.environ.get("HANGO_RATE_LIMIT_REDIS_URL")
+    or (BROKER_URL if BROKER_URL.startswith(("redis://", "rediss://", "unix://")) else ""),
     # Runs. A worker renews its lease on a run every third of the lease while it works, so a
     # dead worker's run is taken over about one lease after it died; a worker gives a run back
     # and re-enqueues it after a slice, keeping every task short.

@@ -10,6 +10,7 @@ urlpatterns = [
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("agents.urls")),
     path("v1/", include("runs.urls")),
+    path("v1/", include("accounts.urls")),
     path("admin/", admin.site.urls),
 ]
 

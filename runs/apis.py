@@ -63,9 +63,11 @@ class SessionMessagesApi(APIView):
                    responses={202: PostMessageOutput})
     def post(self, request, session_id):
         """Append a user message and start a run for it (409 while a run is active)."""
-        session = selectors.session_get(member=caller(request), session_id=session_id)
+        member = caller(request)
+        session = selectors.session_get(member=member, session_id=session_id)
         data = validated(MessageInput, request)
-        message, run = services.message_post(session=session, content=data["content"])
+        message, run = services.message_post(session=session, content=data["content"],
+                                             actor=member)
         run.refresh_from_db()
         body = {"message": MessageOutput(message).data, "run": RunOutput(run).data}
         return Response(body, status=status.HTTP_202_ACCEPTED)
@@ -89,7 +91,9 @@ class RunCancelApi(APIView):
     @extend_schema(operation_id="runs_cancel", request=None, responses={202: RunOutput})
     def post(self, request, run_id):
         """Stop the run at its next turn boundary or tool call (409 when it already ended)."""
-        run = services.run_cancel(run=selectors.run_get(member=caller(request), run_id=run_id))
+        member = caller(request)
+        run = services.run_cancel(run=selectors.run_get(member=member, run_id=run_id),
+                                  actor=member)
         return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -97,7 +101,9 @@ class RunResumeApi(APIView):
     @extend_schema(operation_id="runs_resume", request=None, responses={202: RunOutput})
     def post(self, request, run_id):
         """Continue a cancelled (or crash-failed) run from its last checkpoint, todos included."""
-        run = services.run_resume(run=selectors.run_get(member=caller(request), run_id=run_id))
+        member = caller(request)
+        run = services.run_resume(run=selectors.run_get(member=member, run_id=run_id),
+                                  actor=member)
         return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -106,9 +112,10 @@ class RunApproveApi(APIView):
     def post(self, request, run_id):
         """Decide every pending tool call of a run awaiting approval (approve, edit, reject,
         respond); the run resumes its batch. 409 when it is not awaiting approval."""
-        run = selectors.run_get(member=caller(request), run_id=run_id)
+        member = caller(request)
+        run = selectors.run_get(member=member, run_id=run_id)
         data = validated(ApproveInput, request)
-        run = services.run_approve(run=run, decisions=data["decisions"])
+        run = services.run_approve(run=run, decisions=data["decisions"], actor=member)
         run.refresh_from_db()
         return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
 

@@ -1,16 +1,22 @@
-"""Committing one turn: messages, events, usage counters, ``state_json`` and the turn counter,
-atomically, and only while the writer's epoch still holds the run at the turn it expects.
+"""Committing one turn: messages, events, usage counters and ``usage_records`` rows (one per
+model call, keyed ``<run>:<turn>:<index>``), ``state_json`` and the turn counter, atomically,
+and only while the writer's epoch still holds the run at the turn it expects.
 
 On PostgreSQL a turn that does not end the run is one statement (data-modifying CTEs): a single
-round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating both
-INSERTs. The ORM path does the same in one transaction; it serves SQLite and the last turn of a
-run (which also finishes it — once per run, so its cost does not matter).
+round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating the
+INSERTs (a fenced turn writes no message, event or usage row). The ORM path does the same in
+one transaction; it serves SQLite and the last turn of a run (which also finishes it — once per
+run, so its cost does not matter).
+
+For a tenant with a token quota the commit also reports the period's spend (read in the same
+statement, plus this turn's tokens), so the worker can stop a run that crossed the quota at the
+turn boundary without another round trip.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +24,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 from psycopg2.extras import Json
 
-from harness.messages import Usage
+from accounts.models import UsageRecord
+from accounts.usage import tenant_spend
+from harness.messages import ModelUsage, Usage
 from runs.events import append_events, status_event
 from runs.models import Message, Run, RunEvent, RunStatus
 
@@ -38,11 +46,33 @@ class TurnWrite:
     events: list[Event]  # in order; message events included
     usage: Usage
     finish: tuple[str, dict[str, Any] | None] | None = None  # (status, error) on the last turn
+    # usage_records: one row per model call of the turn, with the run's tenancy.
+    tenant_id: uuid.UUID | None = None
+    agent_id: uuid.UUID | None = None
+    calls: list[ModelUsage] = field(default_factory=list)
+    # The tenant's quota and the start of its current period: report the period's spend.
+    quota: int | None = None
+    period_start: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class Committed:
     cancel_requested: bool
+    quota_used: int | None = None  # the period's spend including this turn (quota set only)
+
+
+def _usage_rows(write: TurnWrite) -> list[dict[str, Any]]:
+    return [{"key": f"{write.run_id}:{write.turn}:{index}", "purpose": call.purpose,
+             "provider": call.provider, "model": call.model,
+             "input_tokens": call.usage.input_tokens, "output_tokens": call.usage.output_tokens,
+             "cache_read_tokens": call.usage.cache_read_tokens,
+             "cache_write_tokens": call.usage.cache_write_tokens}
+            for index, call in enumerate(write.calls)] if write.tenant_id is not None else []
+
+
+def _turn_tokens(usage: Usage) -> int:
+    return (usage.input_tokens + usage.output_tokens + usage.cache_read_tokens
+            + usage.cache_write_tokens)
 
 
 def commit_turn(write: TurnWrite) -> Committed | None:
@@ -72,8 +102,25 @@ WITH advanced AS (
     INSERT INTO {RunEvent._meta.db_table} (run_id, seq, type, data, created_at)
     SELECT advanced.id, advanced.event_seq - %(event_count)s + e.n, e.type, e.data, %(now)s
     FROM advanced, jsonb_to_recordset(%(events)s) AS e(n integer, type text, data jsonb)
+), new_usage AS (
+    INSERT INTO {UsageRecord._meta.db_table} (tenant_id, session_id, run_id, agent_id, purpose,
+        provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+        dedupe_key, created_at)
+    SELECT %(tenant)s, advanced.session_id, advanced.id, %(agent)s, u.purpose, u.provider,
+        u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
+        u.key, %(now)s
+    FROM advanced, jsonb_to_recordset(%(usage)s) AS u(key text, purpose text, provider text,
+        model text, input_tokens bigint, output_tokens bigint, cache_read_tokens bigint,
+        cache_write_tokens bigint)
 )
-SELECT cancel_requested FROM advanced
+SELECT cancel_requested,
+    CASE WHEN %(quota)s::bigint IS NULL THEN NULL ELSE (
+        SELECT coalesce(sum(r.input_tokens + r.output_tokens + r.cache_read_tokens
+                            + r.cache_write_tokens), 0)
+        FROM {UsageRecord._meta.db_table} r
+        WHERE r.tenant_id = %(tenant)s AND r.created_at >= %(period_start)s
+    ) END
+FROM advanced
 """
 
 
@@ -89,11 +136,17 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
                           for id_, seq, role, content in write.messages]),
         "events": Json([{"n": n, "type": t, "data": d}
                         for n, (t, d) in enumerate(write.events, start=1)]),
+        "tenant": write.tenant_id, "agent": write.agent_id, "usage": Json(_usage_rows(write)),
+        "quota": write.quota, "period_start": write.period_start,
     }
     with connection.cursor() as cursor:  # autocommit: the statement is its own transaction
         cursor.execute(_ONE_STATEMENT, params)
         row = cursor.fetchone()
-    return None if row is None else Committed(cancel_requested=bool(row[0]))
+    if row is None:
+        return None
+    # The statement's snapshot does not see its own inserts: add this turn's tokens.
+    used = None if row[1] is None else int(row[1]) + _turn_tokens(write.usage)
+    return Committed(cancel_requested=bool(row[0]), quota_used=used)
 
 
 def _commit_orm(write: TurnWrite) -> Committed | None:
@@ -116,7 +169,18 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
         if write.finish is not None:
             finish_run(run, *write.finish)
         run.save()
-        return Committed(cancel_requested=run.cancel_requested)
+        UsageRecord.objects.bulk_create([
+            UsageRecord(tenant_id=write.tenant_id, session_id=write.session_id, run_id=run.pk,
+                        agent_id=write.agent_id, purpose=row["purpose"],
+                        provider=row["provider"], model=row["model"],
+                        input_tokens=row["input_tokens"], output_tokens=row["output_tokens"],
+                        cache_read_tokens=row["cache_read_tokens"],
+                        cache_write_tokens=row["cache_write_tokens"], dedupe_key=row["key"])
+            for row in _usage_rows(write)])
+        used = None
+        if write.quota is not None and write.tenant_id is not None:
+            used = tenant_spend(write.tenant_id, write.period_start or timezone.now())
+        return Committed(cancel_requested=run.cancel_requested, quota_used=used)
 
 
 def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> None:

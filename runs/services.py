@@ -8,7 +8,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from accounts.models import Member
+from accounts.audit import audit_record
+from accounts.models import AuditAction, Member
+from accounts.usage import quota_admit
 from agents.models import Agent
 from hango_project.errors import Conflict, Unprocessable
 from harness.errors import InvalidContent
@@ -28,6 +30,7 @@ from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
 # Failures a resume may retry: the worker crashed or the provider was unavailable.
 RESUMABLE_ERRORS = frozenset({
     "internal_error", "provider_unavailable", "provider_overloaded", "provider_rate_limited",
+    "quota_exceeded",  # stopped at the quota: resumable once the quota allows (admitted again)
 })
 
 
@@ -36,9 +39,12 @@ def session_create(*, member: Member, agent: Agent, title: str = "") -> Session:
     """A new session of ``agent``; the caller must already be allowed to see the agent."""
     if agent.tenant_id != member.tenant_id:  # the scoping rule makes this unreachable from the API
         raise ValueError("agent and member belong to different tenants")
-    return Session.objects.create(
+    session = Session.objects.create(
         tenant_id=member.tenant_id, agent=agent, member=member, title=title
     )
+    audit_record(actor=member, tenant=session.tenant_id, action=AuditAction.SESSION_CREATE,
+                 obj_type="session", obj_id=session.pk, detail={"agent": str(agent.pk)})
+    return session
 
 
 def user_content(content: Any) -> list[dict[str, Any]]:
@@ -70,7 +76,8 @@ def _conflict_active(session: Session) -> Conflict:
     return Conflict("The session already has an active run.", detail={"active_run": active})
 
 
-def message_post(*, session: Session, content: Any) -> tuple[Message, Run]:
+def message_post(*, session: Session, content: Any,
+                 actor: Member | None = None) -> tuple[Message, Run]:
     """Store a user message and start a run for it, or answer 409 while a run is active."""
     blocks = user_content(content)
     try:
@@ -78,6 +85,7 @@ def message_post(*, session: Session, content: Any) -> tuple[Message, Run]:
             locked = Session.objects.select_for_update().get(pk=session.pk)
             if _active_run_id(locked):
                 raise _conflict_active(locked)
+            quota_admit(locked.tenant_id)  # 402 when spent; holds the tenant lock until commit
             run = Run.objects.create(session=locked, agent_id=locked.agent_id)
             last = locked.messages.aggregate(m=Max("seq"))["m"] or 0
             message = Message.objects.create(
@@ -86,13 +94,16 @@ def message_post(*, session: Session, content: Any) -> tuple[Message, Run]:
             append_events(run, [status_event(run)])
             run.save(update_fields=["event_seq"])
             Session.objects.filter(pk=locked.pk).update(updated_at=timezone.now())
+            audit_record(actor=actor, tenant=locked.tenant_id, action=AuditAction.RUN_CREATE,
+                         obj_type="run", obj_id=run.pk,
+                         detail={"session": str(locked.pk), "message_id": str(message.pk)})
             dispatch.enqueue_run(run.id)
     except IntegrityError:  # the one-active-run constraint, if two requests raced past the lock
         raise _conflict_active(session) from None
     return message, run
 
 
-def run_cancel(*, run: Run) -> Run:
+def run_cancel(*, run: Run, actor: Member | None = None) -> Run:
     """Cancel at once if no worker holds the run (a paused run's calls get their results, see
     :func:`close_paused_batch`); otherwise ask the worker to stop."""
     with transaction.atomic():
@@ -111,7 +122,16 @@ def run_cancel(*, run: Run) -> Run:
             run.lease_owner, run.lease_expires_at = "", None
             append_events(run, [status_event(run)])
             run.save()
+        _audit_run(actor, AuditAction.RUN_CANCEL, run,
+                   outcome="cancel_requested" if run.cancel_requested else "cancelled")
     return run
+
+
+def _audit_run(actor: Member | None, action: AuditAction, run: Run, **extra: Any) -> None:
+    """The audit row of a run write, in the caller's transaction (``run`` is locked there)."""
+    tenant_id = Session.objects.filter(pk=run.session_id).values_list("tenant_id", flat=True)[0]
+    audit_record(actor=actor, tenant=tenant_id, action=action, obj_type="run", obj_id=run.pk,
+                 detail={"session": str(run.session_id), **extra})
 
 
 def close_paused_batch(run: Run) -> None:
@@ -140,7 +160,7 @@ def close_paused_batch(run: Run) -> None:
                                          "role": message.role})])
 
 
-def run_resume(*, run: Run) -> Run:
+def run_resume(*, run: Run, actor: Member | None = None) -> Run:
     """A cancelled run (or one failed by a crash) continues from its last checkpoint."""
     try:
         with transaction.atomic():
@@ -151,19 +171,22 @@ def run_resume(*, run: Run) -> Run:
             if not resumable:
                 raise Conflict(f"A {run.status} run cannot be resumed.",
                                detail={"status": run.status})
+            quota_admit(run.session.tenant_id)
             run.status = RunStatus.QUEUED
             run.cancel_requested = False
             run.error = None
             run.finished_at = None
             append_events(run, [status_event(run)])
             run.save()
+            _audit_run(actor, AuditAction.RUN_RESUME, run)
             dispatch.enqueue_run(run.id)
     except IntegrityError:
         raise _conflict_active(run.session) from None
     return run
 
 
-def run_approve(*, run: Run, decisions: list[dict[str, Any]]) -> Run:
+def run_approve(*, run: Run, decisions: list[dict[str, Any]],
+                actor: Member | None = None) -> Run:
     """Record one decision per pending tool call and queue the paused run to finish its batch.
 
     Under the run's row lock: a second approve (or one racing it) finds the run no longer
@@ -174,12 +197,17 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]]) -> Run:
         if run.status != RunStatus.AWAITING_APPROVAL or batch_json is None:
             raise Conflict(f"The run is {run.status}, not awaiting approval.",
                            detail={"status": run.status})
+        quota_admit(run.session.tenant_id)
         batch = pending_batch_from_json(batch_json)
         batch.decisions = _checked_decisions(batch, decisions)
         run.state_json = {**run.state_json, "pending_batch": pending_batch_to_json(batch)}
         run.status = RunStatus.QUEUED
         append_events(run, [status_event(run)])
         run.save()
+        # Per call its decision type and tool name only: never an edited input or a message.
+        _audit_run(actor, AuditAction.RUN_APPROVE, run, decisions=[
+            {"tool_use_id": p.tool_use_id, "tool": p.name,
+             "type": batch.decisions[p.tool_use_id].type} for p in batch.pending])
         dispatch.enqueue_run(run.id)
     return run
 

@@ -25,6 +25,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.usage import period_bounds
 from harness.errors import HarnessError
 from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.messages import Usage
@@ -39,6 +40,8 @@ from runs.models import Run, RunStatus
 from runs.services import close_paused_batch
 
 log = logging.getLogger(__name__)
+
+QUOTA_EXCEEDED = "quota_exceeded"
 
 def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
@@ -154,6 +157,12 @@ class DbCheckpointer:
         self.committed_turn = run.turn
         self.status = run.status
         self.fenced = False
+        self.quota_stop: str | None = None  # why the loop stopped on the tenant's quota
+        # The quota as of the claim (one slice): each commit reports the period's spend.
+        tenant = run.session.tenant
+        self.quota = tenant.token_quota
+        self.period_start = (period_bounds(tenant.quota_period)[0]
+                             if self.quota is not None else None)
 
     def checkpoint(self, state: State, result: TurnResult) -> bool:
         if result.next == Interrupted("cancelled") and state.pending_batch is not None:
@@ -172,6 +181,8 @@ class DbCheckpointer:
             events=[*notices[:1], *result.events, *notices[1:]],
             usage=sum((record.usage for record in result.usage), Usage()),
             finish=terminal,
+            tenant_id=self.run.session.tenant_id, agent_id=self.run.agent_id,
+            calls=list(result.usage), quota=self.quota, period_start=self.period_start,
         )
         committed = commit_turn(write)
         if committed is None:  # another worker claimed the run: this turn did not land
@@ -187,6 +198,14 @@ class DbCheckpointer:
         if terminal is not None:
             self.status = terminal[0]
         self.control.observed(committed.cancel_requested)
+        if (terminal is None and self.quota is not None and committed.quota_used is not None
+                and committed.quota_used >= self.quota):
+            # The next turn is not started: the run fails with a readable reason.
+            self.quota_stop = (f"The tenant's token quota ({self.quota} tokens per "
+                               f"{self.run.session.tenant.quota_period}) is spent "
+                               f"({committed.quota_used} used); the run stopped after turn "
+                               f"{state.turn}.")
+            return False
         return not (isinstance(result.next, RunAgain) and time.monotonic() > self.deadline)
 
 
@@ -241,6 +260,9 @@ def execute_run(run_id: str, *, owner: str | None = None) -> str:
         return checkpointer.status
     if checkpointer.fenced:
         return "fenced"
+    if checkpointer.quota_stop is not None:
+        _fail(checkpointer.run, QUOTA_EXCEEDED, checkpointer.quota_stop)
+        return "failed"
     # The slice is used up: give the lease back and let a fresh task continue the run.
     if _with_fence(checkpointer.run, _release):
         dispatch.enqueue_run(run_id)

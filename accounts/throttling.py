@@ -1,0 +1,182 @@
+"""Per-API-key rate limits: requests per minute, counted in Redis so they hold across processes.
+
+The limit of a key is its own ``rate_limit_per_minute``, else its tenant's, else
+``HANGO["RATE_LIMIT_PER_MINUTE"]``; 0 at whichever level decides means no limit. Requests without
+an API key (healthz, the schema, the docs) are not throttled.
+
+Design choices:
+
+- **Fixed 60-second window.** One counter per key and window, ``hango:rl:<prefix>:<window>``
+  (``window`` = Unix time // 60), bumped with INCR and given a TTL with EXPIRE in one MULTI/EXEC
+  pipeline: one round trip and O(1) memory per key. The trade-off against a sliding window (a
+  sorted set of request times) is burstiness at the edge: a client can spend its limit at the end
+  of one window and again at the start of the next, so up to twice the limit in a short span. A
+  sliding window avoids that but stores one entry per request and costs more per call; for a
+  per-minute abuse guard the fixed window is enough. Windows follow each web host's clock, so
+  hosts should keep their clocks synchronised (a skew only moves the boundary).
+- **Over the limit** → DRF ``Throttled``, which ``hango_project.errors`` renders as 429
+  ``rate_limited`` with ``Retry-After`` = the seconds until the window resets, rounded up (1..60).
+- **No Redis configured** (the embedded quickstart) → an in-process counter with the same
+  windows. It is then per process: with several web processes each allows the full limit.
+- **Fail-open.** If Redis errors (down, timeout), the request is allowed and a warning is logged
+  at most once a minute per process. A rate limit protects the service; refusing every request
+  because its counter store is unreachable would turn a Redis outage into an API outage. After a
+  failure a process skips Redis for a few seconds, so an outage does not add a timeout to every
+  request.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from typing import Any
+
+import redis
+from django.conf import settings
+from rest_framework.throttling import BaseThrottle
+
+from accounts.models import ApiKey
+
+logger = logging.getLogger(__name__)
+
+WINDOW_SECONDS = 60
+KEY_PREFIX = "hango:rl"
+# Redis must answer fast or not at all: a slow counter store must not slow every request down.
+REDIS_TIMEOUT_SECONDS = 0.25
+WARN_EVERY_SECONDS = 60.0
+# After a Redis error, requests skip Redis (and are allowed) for this long before it is tried again.
+RETRY_REDIS_AFTER_SECONDS = 5.0
+
+_clients: dict[str, redis.Redis] = {}
+_clients_lock = threading.Lock()
+_redis_down_until: dict[str, float] = {}
+
+
+def _redis_client(url: str) -> redis.Redis:
+    """One client (and connection pool) per URL per process."""
+    with _clients_lock:
+        client = _clients.get(url)
+        if client is None:
+            client = redis.Redis.from_url(
+                url,
+                socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
+                socket_timeout=REDIS_TIMEOUT_SECONDS,
+            )
+            _clients[url] = client
+        return client
+
+
+class _LocalCounter:
+    """The fallback without Redis: counts per (prefix, window) in this process only."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._window = -1
+        self._counts: dict[str, int] = {}
+
+    def incr(self, prefix: str, window: int) -> int:
+        with self._lock:
+            if window != self._window:  # a new window: the old counts can never matter again
+                self._window = window
+                self._counts = {}
+            count = self._counts.get(prefix, 0) + 1
+            self._counts[prefix] = count
+            return count
+
+    def clear(self) -> None:
+        with self._lock:
+            self._window = -1
+            self._counts = {}
+
+
+local_counter = _LocalCounter()
+
+
+class _WarnLimiter:
+    """Logs the Redis-failure warning at most once per ``WARN_EVERY_SECONDS`` per process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = -math.inf
+
+    def warn(self, error: Exception) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last < WARN_EVERY_SECONDS:
+                return
+            self._last = now
+        logger.warning("Rate limit store unreachable, allowing requests (fail-open): %s", error)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._last = -math.inf
+
+
+redis_warning = _WarnLimiter()
+
+
+def limit_for(api_key: ApiKey) -> int:
+    """Requests per minute for ``api_key``: its own, else its tenant's, else the server's."""
+    if api_key.rate_limit_per_minute is not None:
+        return api_key.rate_limit_per_minute
+    tenant_limit = api_key.member.tenant.rate_limit_per_minute
+    if tenant_limit is not None:
+        return tenant_limit
+    return int(settings.HANGO["RATE_LIMIT_PER_MINUTE"])
+
+
+def redis_key(prefix: str, window: int) -> str:
+    return f"{KEY_PREFIX}:{prefix}:{window}"
+
+
+class ApiKeyRateThrottle(BaseThrottle):
+    """DRF throttle: a fixed one-minute window per API key (see the module docstring)."""
+
+    # The wall clock (windows are shared across processes, so not a monotonic one); tests pin it.
+    clock = staticmethod(time.time)
+
+    def __init__(self) -> None:
+        self._wait: float | None = None
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        api_key = getattr(request, "auth", None)
+        if not isinstance(api_key, ApiKey):
+            return True  # unauthenticated: healthz, the schema, the docs
+        limit = limit_for(api_key)
+        if limit <= 0:
+            return True
+        now = self.clock()
+        window = int(now // WINDOW_SECONDS)
+        count = self._count(api_key.prefix, window)
+        if count is None or count <= limit:
+            return True
+        # DRF's Throttled rounds ``wait`` up, so Retry-After is the seconds until the window
+        # resets, rounded up: 1..60.
+        self._wait = (window + 1) * WINDOW_SECONDS - now
+        return False
+
+    def wait(self) -> float | None:
+        return self._wait
+
+    @staticmethod
+    def _count(prefix: str, window: int) -> int | None:
+        """This request's number in the window, or None when the store failed (fail-open)."""
+        url = settings.HANGO.get("RATE_LIMIT_REDIS_URL") or ""
+        if not url:
+            return local_counter.incr(prefix, window)
+        if time.monotonic() < _redis_down_until.get(url, 0.0):
+            return None  # it failed moments ago: don't make every request wait on a timeout
+        key = redis_key(prefix, window)
+        try:
+            pipe = _redis_client(url).pipeline(transaction=True)
+            pipe.incr(key)
+            # Counted from this request: always past the window's end, gone a minute after it.
+            pipe.expire(key, WINDOW_SECONDS + 1)
+            count, _ = pipe.execute()
+            return int(count)
+        except (redis.RedisError, OSError) as error:
+            _redis_down_until[url] = time.monotonic() + RETRY_REDIS_AFTER_SECONDS
+            redis_warning.warn(error)
+            return None

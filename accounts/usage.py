@@ -1,0 +1,143 @@
+"""Usage and quotas: the usage selectors behind ``GET /v1/usage`` and quota admission.
+
+**Accounting.** One ``usage_records`` row per model call, written by the turn commit that made
+the call (:mod:`runs.checkpoint`), keyed ``<run>:<turn>:<call index>`` so a redelivered turn can
+never count twice. A tenant's *spend* in a period is the sum of all four token columns of its
+rows created in that period; periods are calendar UTC days or months.
+
+**Admission (race-free).** A run does not spend tokens when it starts; it spends them turn by
+turn afterwards. So "is the quota spent?" alone would let a hundred runs start on the last
+token. Instead every call that would make a run spend (start, resume, approve) is *admitted*
+under a row lock on the tenant (``SELECT … FOR NO KEY UPDATE``, inside the caller's
+transaction):
+
+    admitted  ⇔  used + (active runs + 1) × reservation  ≤  quota
+
+where *active runs* are the tenant's queued and running runs (those that will spend) and
+*reservation* is ``HANGO["QUOTA_RUN_RESERVATION_TOKENS"]``. Admissions of one tenant are thus
+serialized; each sees the runs admitted before it (their rows are committed before the lock is
+released), so the sum of spend and outstanding reservations never passes the quota. A run that
+spends more than its reservation is stopped by the worker at its next turn boundary once the
+period's spend reaches the quota (error code ``quota_exceeded``). Tenants without a quota are
+never locked.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from accounts.models import Member, QuotaPeriod, Tenant, UsagePurpose, UsageRecord
+from accounts.scoping import visible_to
+from hango_project.errors import QuotaExceeded
+
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+PURPOSES = tuple(UsagePurpose.values)
+
+
+def run_reservation() -> int:
+    return int(settings.HANGO["QUOTA_RUN_RESERVATION_TOKENS"])
+
+
+# -- periods ----------------------------------------------------------------------------------
+
+def period_bounds(period: str, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """The calendar UTC period containing ``now``: (start, the next period's start)."""
+    now = (now or timezone.now()).astimezone(UTC)
+    if period == QuotaPeriod.DAY:
+        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        return start, start + timedelta(days=1)
+    start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = (start.replace(year=start.year + 1, month=1) if start.month == 12
+           else start.replace(month=start.month + 1))
+    return start, end
+
+
+def tenant_spend(tenant_id: uuid.UUID, since: datetime) -> int:
+    """Tokens (all four columns) the tenant spent since ``since``."""
+    total = sum(F(name) for name in TOKEN_FIELDS)  # type: ignore[misc]
+    spent = UsageRecord.objects.filter(tenant_id=tenant_id, created_at__gte=since).aggregate(
+        t=Coalesce(Sum(total), Value(0)))["t"]
+    return int(spent)
+
+
+# -- quota admission --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class QuotaState:
+    quota: int
+    used: int
+    period: str
+    resets_at: datetime
+
+    def detail(self) -> dict[str, Any]:
+        return {"quota": self.quota, "used": self.used, "period": self.period,
+                "resets_at": self.resets_at.isoformat().replace("+00:00", "Z")}
+
+
+def quota_admit(tenant_id: uuid.UUID) -> None:
+    """Admit one more spending run of the tenant, or raise :class:`QuotaExceeded` (402).
+
+    Must run inside the transaction that makes the run queued: the tenant's row lock is held
+    until that transaction commits, so concurrent admissions see each other's runs."""
+    from runs.models import Run, RunStatus  # runs depends on accounts, not the reverse
+
+    assert transaction.get_connection().in_atomic_block, "quota_admit needs a transaction"
+    unlocked = Tenant.objects.filter(pk=tenant_id).values_list("token_quota", flat=True).first()
+    if unlocked is None:  # unlimited: no lock, no counting
+        return
+    # NO KEY UPDATE: admissions serialize on it, while turn commits (whose usage rows take a
+    # KEY SHARE lock on the tenant through the foreign key) never wait for an admission.
+    tenant = Tenant.objects.select_for_update(no_key=True).only(
+        "token_quota", "quota_period").get(pk=tenant_id)
+    if tenant.token_quota is None:
+        return
+    start, end = period_bounds(tenant.quota_period)
+    state = QuotaState(quota=tenant.token_quota, used=tenant_spend(tenant_id, start),
+                       period=tenant.quota_period, resets_at=end)
+    if state.used >= state.quota:
+        raise QuotaExceeded("The tenant's token quota for this period is spent.",
+                            detail=state.detail())
+    active = Run.objects.filter(session__tenant_id=tenant_id,
+                                status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).count()
+    if state.used + (active + 1) * run_reservation() > state.quota:
+        raise QuotaExceeded(
+            "The tenant's token quota for this period is nearly spent and reserved by its "
+            f"{active} active run(s); try again when they finish.", detail=state.detail())
+
+
+# -- the usage route --------------------------------------------------------------------------
+
+def usage_list(*, member: Member, since: datetime | None = None, until: datetime | None = None,
+               agent: uuid.UUID | None = None, session: uuid.UUID | None = None,
+               purpose: str | None = None) -> QuerySet[UsageRecord]:
+    """The usage rows the member may see (their own sessions', or the tenant's for owners and
+    admins), filtered. ``since`` is inclusive, ``until`` exclusive. An agent or session the
+    member cannot see simply matches no rows."""
+    rows = visible_to(UsageRecord.objects.all(), member)
+    if since is not None:
+        rows = rows.filter(created_at__gte=since)
+    if until is not None:
+        rows = rows.filter(created_at__lt=until)
+    if agent is not None:
+        rows = rows.filter(agent_id=agent)
+    if session is not None:
+        rows = rows.filter(session_id=session)
+    if purpose is not None:
+        rows = rows.filter(purpose=purpose)
+    return rows
+
+
+def usage_totals(rows: QuerySet[UsageRecord]) -> dict[str, int]:
+    sums = rows.aggregate(
+        calls=Count("id"),
+        **{name: Coalesce(Sum(name), Value(0)) for name in TOKEN_FIELDS})
+    return {**{name: int(sums[name]) for name in TOKEN_FIELDS}, "calls": int(sums["calls"])}

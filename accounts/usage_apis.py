@@ -1,0 +1,112 @@
+"""``GET /v1/usage``: the caller's visible usage rows, filtered, with their totals."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.views import APIView
+
+from accounts.models import UsageRecord
+from accounts.usage import PURPOSES, usage_list, usage_totals
+from hango_project.api import caller
+from hango_project.errors import BadQuery
+from hango_project.pagination import CursorPage
+
+
+class UsageRowOutput(serializers.ModelSerializer):
+    class Meta:
+        model = UsageRecord
+        fields = ["id", "purpose", "provider", "model", "input_tokens", "output_tokens",
+                  "cache_read_tokens", "cache_write_tokens", "run", "session", "agent",
+                  "created_at"]
+
+
+class UsageTotalsOutput(serializers.Serializer):
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_write_tokens = serializers.IntegerField()
+    calls = serializers.IntegerField()
+
+
+class UsagePageOutput(serializers.Serializer):
+    totals = UsageTotalsOutput()
+    results = UsageRowOutput(many=True)
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+
+
+def _time(params: Any, name: str) -> datetime | None:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = parse_datetime(raw)
+        if value is None and (day := parse_date(raw)) is not None:
+            value = datetime(day.year, day.month, day.day)
+    except ValueError:
+        value = None
+    if value is None:
+        raise BadQuery(f"'{name}' must be an ISO 8601 date or time.", detail={name: raw})
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _uuid(params: Any, name: str) -> uuid.UUID | None:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise BadQuery(f"'{name}' must be an id.", detail={name: raw}) from None
+
+
+def _purpose(params: Any) -> str | None:
+    raw = params.get("purpose")
+    if raw is None or raw == "":
+        return None
+    if raw not in PURPOSES:
+        raise BadQuery(f"'purpose' must be one of {', '.join(PURPOSES)}.",
+                       detail={"purpose": raw})
+    return raw
+
+
+class UsageApi(APIView):
+    @extend_schema(
+        operation_id="usage_list",
+        parameters=[
+            OpenApiParameter("since", datetime, description="Rows created at or after this "
+                             "time (ISO 8601; a date means its UTC midnight)."),
+            OpenApiParameter("until", datetime, description="Rows created before this time."),
+            OpenApiParameter("agent", uuid.UUID, description="Only this agent's rows."),
+            OpenApiParameter("session", uuid.UUID, description="Only this session's rows (a "
+                             "session the caller cannot see matches no rows)."),
+            OpenApiParameter("purpose", str, enum=list(PURPOSES),
+                             description="Only rows of this purpose."),
+            OpenApiParameter("cursor", str, description="The pagination cursor."),
+            OpenApiParameter("limit", int, description="Rows per page (capped)."),
+        ],
+        responses=UsagePageOutput,
+    )
+    def get(self, request):
+        """One row per model call the caller may see (their own sessions'; the whole tenant's
+        for owners and admins), newest first, with the totals of every row the filters match
+        (not just this page)."""
+        params = request.query_params
+        since, until = _time(params, "since"), _time(params, "until")
+        if since is not None and until is not None and since > until:
+            raise BadQuery("'since' is after 'until'.",
+                           detail={"since": params["since"], "until": params["until"]})
+        rows = usage_list(member=caller(request), since=since, until=until,
+                          agent=_uuid(params, "agent"), session=_uuid(params, "session"),
+                          purpose=_purpose(params))
+        paginator = CursorPage()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        response = paginator.get_paginated_response(UsageRowOutput(page, many=True).data)
+        response.data = {"totals": usage_totals(rows), **response.data}
+        return response

@@ -1,0 +1,447 @@
+"""The audit log: one row per successful write route (and none for a read or a failed write),
+details free of key material and message text, and ``GET /v1/audit`` for owners and admins only.
+
+Members get 403: the authorization rule answers 404 for an object the caller may not see and 403
+for what the caller's role may not do, and the audit log is a route every caller knows exists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import transaction
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+from rest_framework.views import APIView
+
+from accounts.audit import audit_record
+from accounts.models import ApiKey, AuditAction, AuditEntry
+from accounts.services import api_key_issue, api_key_revoke
+from agents import services as agent_services
+from agents.models import Agent, MemoryFile
+from harness.state import PendingBatch, PendingCall, pending_batch_to_json
+from runs import services as run_services
+from runs.models import Message, Run, Session, SessionFile
+from tests.conftest import AGENT_BODY
+from tests.helpers import error_of, walk
+
+WRITE_METHODS = ("post", "put", "patch", "delete")
+HITL = ["approve", "edit", "reject", "respond"]
+CALL_ID = "d5_wc"  # the demo script's word_count call (see tests/runs/test_approvals.py)
+
+
+def api_routes() -> list[tuple[str, str]]:
+    """Every (route name, route pattern) of the API under /v1, from hango_project/urls.py's
+    include()s (the schema and docs views excepted: they are not API resources)."""
+    found: list[tuple[str, str]] = []
+
+    def visit(patterns, prefix: str) -> None:
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                visit(p.url_patterns, prefix + str(p.pattern))
+            elif isinstance(p, URLPattern):
+                view_class = getattr(p.callback, "view_class", None)
+                route = prefix + str(p.pattern)
+                if (route.startswith("v1/") and view_class is not None
+                        and issubclass(view_class, APIView) and p.name not in ("schema", "docs")):
+                    found.append((p.name, route))
+
+    visit(get_resolver().url_patterns, "")
+    return found
+
+
+def routes_by_method() -> dict[str, list[tuple[str, str]]]:
+    resolver = get_resolver()
+    out: dict[str, list[tuple[str, str]]] = {}
+    for name, route in api_routes():
+        view_class = resolver.resolve("/" + _example(route)).func.view_class  # type: ignore[attr-defined]
+        for method in ("get", *WRITE_METHODS):
+            if hasattr(view_class, method):
+                out.setdefault(method, []).append((name, route))
+    return out
+
+
+def _example(route: str) -> str:
+    return re.sub(r"<(?:\w+:)?(\w+)>", "x", route)
+
+
+def new_rows(before: set) -> list[AuditEntry]:
+    return list(AuditEntry.objects.exclude(pk__in=before).order_by("created_at"))
+
+
+def row_ids() -> set:
+    return set(AuditEntry.objects.values_list("pk", flat=True))
+
+
+# -- every write route writes one row ----------------------------------------------------------
+
+
+@pytest.fixture
+def world(owner, alice, make_agent, make_session, settings):
+    """An agent, a session, a memory file and a skill of ``alice``; runs stay queued."""
+    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+    agent = make_agent(alice)
+    session = make_session(alice, agent_id=agent["id"])
+    memory = agent_services.memory_file_create(
+        agent=Agent.objects.get(pk=agent["id"]), path="/memories/old.md", content="old")
+    skill = alice.client.post("/v1/skills", {"name": "pdf-forms", "description": "Forms.",
+                                             "instructions": "Fill them."}, format="json").json()
+    return {"agent": agent["id"], "session": session["id"], "memory": memory, "skill": skill["id"]}
+
+
+def post_message(caller, session_id: str, text: str = "hello"):
+    return caller.client.post(f"/v1/sessions/{session_id}/messages", {"content": text},
+                              format="json")
+
+
+def queued_run(caller, world) -> str:
+    response = post_message(caller, world["session"])
+    assert response.status_code == 202, response.content
+    return response.json()["run"]["id"]
+
+
+def cancelled_run(caller, world) -> str:
+    run_id = queued_run(caller, world)
+    assert caller.client.post(f"/v1/runs/{run_id}/cancel").status_code == 202
+    return run_id
+
+
+def awaiting_run(caller, world) -> str:
+    """A run paused for approval, made by hand: the inline executor needs a committing database,
+    which this module's per-route test does not use (the scan below runs a real one)."""
+    run = Run.objects.get(pk=queued_run(caller, world))
+    run.status = "awaiting_approval"
+    batch = PendingBatch(pending=[PendingCall(tool_use_id=CALL_ID, name="word_count",
+                                              input={"text": "x"}, allowed_decisions=tuple(HITL))],
+                         done={}, decisions={})
+    run.state_json = {"pending_batch": pending_batch_to_json(batch)}
+    run.save()
+    return str(run.pk)
+
+
+# route name, method → (action, object type, how to call it: (caller, world) → (url, body, id))
+Call = Callable[..., tuple[str, dict | None, Callable[[object], str]]]
+
+
+def _from_body(response) -> str:
+    return response.json()["id"]
+
+
+WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
+    ("agents", "post"): (AuditAction.AGENT_CREATE, "agent", lambda c, w: (
+        "/v1/agents", AGENT_BODY, _from_body)),
+    ("agent", "patch"): (AuditAction.AGENT_UPDATE, "agent", lambda c, w: (
+        f"/v1/agents/{w['agent']}", {"description": "Changed."}, lambda r: w["agent"])),
+    ("agent", "delete"): (AuditAction.AGENT_DELETE, "agent", lambda c, w: (
+        f"/v1/agents/{w['agent']}", None, lambda r: w["agent"])),
+    ("agent-memory", "post"): (AuditAction.MEMORY_WRITE, "memory_file", lambda c, w: (
+        f"/v1/agents/{w['agent']}/memory", {"path": "/memories/new.md", "content": "new"},
+        lambda r: str(MemoryFile.objects.get(path="/memories/new.md").pk))),
+    ("agent-memory-file", "put"): (AuditAction.MEMORY_WRITE, "memory_file", lambda c, w: (
+        f"/v1/agents/{w['agent']}/memory/memories/old.md", {"content": "newer"},
+        lambda r: str(w["memory"].pk))),
+    ("agent-memory-file", "delete"): (AuditAction.MEMORY_DELETE, "memory_file", lambda c, w: (
+        f"/v1/agents/{w['agent']}/memory/memories/old.md", None, lambda r: str(w["memory"].pk))),
+    ("skills", "post"): (AuditAction.SKILL_CREATE, "skill", lambda c, w: (
+        "/v1/skills", {"name": "csv-tools", "description": "CSV.", "instructions": "Parse."},
+        _from_body)),
+    ("skill", "patch"): (AuditAction.SKILL_UPDATE, "skill", lambda c, w: (
+        f"/v1/skills/{w['skill']}", {"description": "Changed."}, lambda r: w["skill"])),
+    ("skill", "delete"): (AuditAction.SKILL_DELETE, "skill", lambda c, w: (
+        f"/v1/skills/{w['skill']}", None, lambda r: w["skill"])),
+    ("sessions", "post"): (AuditAction.SESSION_CREATE, "session", lambda c, w: (
+        "/v1/sessions", {"agent": w["agent"]}, _from_body)),
+    ("messages", "post"): (AuditAction.RUN_CREATE, "run", lambda c, w: (
+        f"/v1/sessions/{w['session']}/messages", {"content": "hello"},
+        lambda r: r.json()["run"]["id"])),
+    ("run-cancel", "post"): (AuditAction.RUN_CANCEL, "run", lambda c, w: (
+        (run_id := queued_run(c, w)) and f"/v1/runs/{run_id}/cancel", None,
+        lambda r: run_id)),
+    ("run-resume", "post"): (AuditAction.RUN_RESUME, "run", lambda c, w: (
+        (run_id := cancelled_run(c, w)) and f"/v1/runs/{run_id}/resume", None,
+        lambda r: run_id)),
+    ("run-approve", "post"): (AuditAction.RUN_APPROVE, "run", lambda c, w: (
+        (run_id := awaiting_run(c, w)) and f"/v1/runs/{run_id}/approve",
+        {"decisions": [{"tool_use_id": CALL_ID, "type": "approve"}]}, lambda r: run_id)),
+}
+
+
+def test_the_write_routes_listed_here_are_every_write_route_of_the_api(db):
+    routes = routes_by_method()
+    declared = {(name, method) for method in WRITE_METHODS for name, _ in routes.get(method, [])}
+    assert declared == set(WRITE_ROUTES)
+
+
+@pytest.mark.parametrize(("who"), ["alice", "admin"])
+@pytest.mark.parametrize(("name", "method"), sorted(WRITE_ROUTES))
+def test_every_write_route_records_exactly_one_row(request, world, who, name, method):
+    caller = request.getfixturevalue(who)
+    action, object_type, call = WRITE_ROUTES[(name, method)]
+    url, body, object_id = call(caller, world)
+    before = row_ids()
+    response = getattr(caller.client, method)(url, body, format="json")
+    assert 200 <= response.status_code < 300, response.content
+    [row] = new_rows(before)
+    assert (row.action, row.object_type, row.object_id) == (action, object_type,
+                                                            object_id(response))
+    assert row.actor_id == caller.member.pk and row.tenant_id == caller.member.tenant_id
+    json.dumps(row.detail)  # plain JSON
+
+
+def test_details_name_what_changed(alice, world):
+    before = row_ids()
+    alice.client.patch(f"/v1/agents/{world['agent']}",
+                       {"description": "D.", "system_prompt": "secret prompt"}, format="json")
+    alice.client.patch(f"/v1/skills/{world['skill']}", {"instructions": "new"}, format="json")
+    run_id = awaiting_run(alice, world)
+    alice.client.post(f"/v1/runs/{run_id}/approve", {"decisions": [
+        {"tool_use_id": CALL_ID, "type": "respond", "message": "nine"}]}, format="json")
+    agent_row, skill_row, run_row, approve_row = new_rows(before)
+    assert sorted(agent_row.detail["changed"]) == ["description", "system_prompt"]
+    assert skill_row.detail == {"changed": ["instructions"]}
+    assert run_row.action == AuditAction.RUN_CREATE
+    assert approve_row.detail == {"session": world["session"], "decisions": [
+        {"tool_use_id": CALL_ID, "tool": "word_count", "type": "respond"}]}
+
+
+def test_no_read_route_records_a_row(owner, alice, world):
+    run_id = queued_run(alice, world)
+    SessionFile.objects.create(session_id=world["session"], path="/notes/plan.md", content="x")
+    ids = {"agent_id": world["agent"], "session_id": world["session"], "run_id": run_id,
+           "skill_id": world["skill"]}
+    paths = {"agent-memory-file": "memories/old.md", "session-file": "notes/plan.md"}
+    before = row_ids()
+    called = []
+    for name, route in routes_by_method()["get"]:
+        def fill(m: re.Match, name=name) -> str:
+            param = m.group(1)
+            return paths[name] if param == "path" else ids[param]
+        url = "/" + re.sub(r"<(?:\w+:)?(\w+)>", fill, route)
+        assert owner.client.get(url).status_code == 200, url
+        # A member may read all of these but the owners' and admins' routes (403 by role).
+        response = alice.client.get(url)
+        assert response.status_code == 200 or (
+            name == "audit" and response.status_code == 403), (url, response.content)
+        called.append(name)
+    assert "audit" in called and "run-events" in called
+    assert new_rows(before) == []
+
+
+# -- failed writes leave no row ---------------------------------------------------------------
+
+
+def test_a_refused_write_records_nothing(alice, bob, world):
+    before = row_ids()
+    # 409: the name is taken; 422: an unknown skill; 404: somebody else's agent.
+    assert alice.client.post("/v1/skills", {"name": "pdf-forms", "description": "x",
+                                            "instructions": "y"}, format="json").status_code == 409
+    assert alice.client.post("/v1/agents", {**AGENT_BODY, "config": {"skills": [
+        "00000000-0000-0000-0000-000000000000"]}}, format="json").status_code == 422
+    assert bob.client.delete(f"/v1/agents/{world['agent']}").status_code == 404
+    assert bob.client.delete(f"/v1/skills/{world['skill']}").status_code == 403
+    assert new_rows(before) == []
+    run_id = queued_run(alice, world)
+    before = row_ids()
+    assert alice.client.post(f"/v1/runs/{run_id}/resume").status_code == 409
+    assert post_message(alice, world["session"]).status_code == 409
+    assert new_rows(before) == []
+
+
+def test_a_write_that_fails_after_recording_rolls_its_row_back(alice, world, monkeypatch):
+    session = Session.objects.get(pk=world["session"])
+
+    def broken(run_id):
+        raise RuntimeError("broker down")
+
+    monkeypatch.setattr("runs.dispatch.enqueue_run", broken)
+    before = row_ids()
+    with pytest.raises(RuntimeError):
+        run_services.message_post(session=session, content="hi", actor=alice.member)
+    assert new_rows(before) == [] and not Run.objects.filter(session=session).exists()
+
+
+def test_audit_record_refuses_secrets_shaped_details_and_unknown_actions(alice):
+    with pytest.raises(ValueError), transaction.atomic():
+        audit_record(actor=alice.member, tenant=alice.member.tenant, action=AuditAction.RUN_CREATE,
+                     obj_type="run", obj_id="x", detail={"content": "hello"})
+    with pytest.raises(ValueError), transaction.atomic():
+        audit_record(actor=alice.member, tenant=alice.member.tenant,
+                     action="run.delete",  # type: ignore[arg-type]
+                     obj_type="run", obj_id="x", detail={})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_audit_record_needs_the_write_transaction(tenant):
+    with pytest.raises(RuntimeError):
+        audit_record(actor=None, tenant=tenant, action=AuditAction.AGENT_CREATE,
+                     obj_type="agent", obj_id="x", detail={})
+
+
+# -- API keys ---------------------------------------------------------------------------------
+
+
+def test_key_create_and_revoke_through_the_services(owner, alice):
+    before = row_ids()
+    issued = api_key_issue(member=alice.member, name="ci", actor=owner.member)
+    api_key_revoke(api_key=issued.api_key, actor=owner.member)
+    api_key_revoke(api_key=issued.api_key, actor=owner.member)  # already revoked: no write
+    created, revoked = new_rows(before)
+    expected = {"prefix": issued.api_key.prefix, "name": "ci", "member": str(alice.member.pk)}
+    assert (created.action, created.object_type, created.object_id) == (
+        AuditAction.API_KEY_CREATE, "api_key", str(issued.api_key.pk))
+    assert (revoked.action, revoked.object_id) == (AuditAction.API_KEY_REVOKE,
+                                                   str(issued.api_key.pk))
+    assert created.detail == revoked.detail == expected
+    assert created.actor_id == revoked.actor_id == owner.member.pk
+
+
+def test_a_key_from_the_command_line_has_no_actor_and_names_its_member(owner):
+    before = row_ids()
+    call_command("hango_create_key", "--tenant", "acme", "--email", "carol@acme.test",
+                 "--role", "member", "--key-name", "laptop", stdout=StringIO())
+    [row] = new_rows(before)
+    key = ApiKey.objects.get(name="laptop")
+    assert row.action == AuditAction.API_KEY_CREATE and row.actor is None
+    assert row.detail == {"prefix": key.prefix, "name": "laptop", "member": str(key.member_id)}
+
+
+# -- no secret or message text in any detail --------------------------------------------------
+
+
+@pytest.fixture
+def inline_runs(settings, transactional_db):
+    """Runs execute synchronously when their transaction commits (as in tests/runs)."""
+    settings.HANGO = {**settings.HANGO, "RUN_INLINE": True, "BROKER_URL": ""}
+
+
+def test_no_detail_holds_key_material_or_message_text(owner, alice, make_agent, make_session,
+                                                      inline_runs):
+    issued = api_key_issue(member=alice.member, name="scan", actor=owner.member)
+    api_key_revoke(api_key=issued.api_key, actor=owner.member)
+    secrets = [alice.key, alice.key.split("_", 2)[2], owner.key, owner.key.split("_", 2)[2],
+               issued.plaintext, issued.plaintext.split("_", 2)[2], issued.api_key.secret_hash]
+    texts = ["count zebraquartz words", "platypusnebula", "marmaladecomet", "quokkasaturn",
+             "PROMPT-aardvarkion", "INSTR-wombatzen", "MEMORY-ocelotium", "MEMORY-lynxorama"]
+    agent = make_agent(alice, system_prompt=texts[4],
+                       config={"interrupt_on": {"word_count": HITL}})
+    alice.client.patch(f"/v1/agents/{agent['id']}", {"system_prompt": texts[4] + "2"},
+                       format="json")
+    alice.client.post("/v1/skills", {"name": "scan", "description": "d",
+                                     "instructions": texts[5]}, format="json")
+    alice.client.post(f"/v1/agents/{agent['id']}/memory",
+                      {"path": "/memories/m.md", "content": texts[6]}, format="json")
+    alice.client.put(f"/v1/agents/{agent['id']}/memory/memories/m.md", {"content": texts[7]},
+                     format="json")
+    session = make_session(alice, agent_id=agent["id"])
+    decisions = [{"type": "respond", "message": texts[1]}, {"type": "reject",
+                 "message": texts[2]}, {"type": "edit", "input": {"text": texts[3]}}]
+    for decision in decisions:
+        response = post_message(alice, session["id"], texts[0])
+        assert response.status_code == 202, response.content
+        run = response.json()["run"]
+        assert run["status"] == "awaiting_approval", run
+        [pending] = run["pending_approvals"]
+        response = alice.client.post(f"/v1/runs/{run['id']}/approve", {"decisions": [
+            {"tool_use_id": pending["tool_use_id"], **decision}]}, format="json")
+        assert response.status_code == 202, response.content
+        assert Run.objects.get(pk=run["id"]).status == "completed"
+    # The needles are real: the conversation holds the message and the decisions' messages (an
+    # edited input only reaches the tool, which counts its words).
+    history = json.dumps(list(Message.objects.values_list("content", flat=True)))
+    assert [t for t in texts[:3] if t not in history] == []
+    rows = list(AuditEntry.objects.all())
+    actions = {r.action for r in rows}
+    assert {AuditAction.API_KEY_CREATE, AuditAction.API_KEY_REVOKE, AuditAction.RUN_CREATE,
+            AuditAction.RUN_APPROVE, AuditAction.MEMORY_WRITE, AuditAction.SKILL_CREATE,
+            AuditAction.AGENT_UPDATE} <= actions
+    dump = json.dumps([r.detail for r in rows]) + " ".join(
+        f"{r.object_type} {r.object_id}" for r in rows)
+    for needle in [*secrets, *texts, "zebraquartz"]:
+        assert needle not in dump, needle
+    # The API answer carries the same details.
+    listed, _ = walk(owner.client, "/v1/audit?limit=50")
+    body = json.dumps(listed)
+    for needle in [*secrets, *texts]:
+        assert needle not in body, needle
+
+
+# -- reading the log ---------------------------------------------------------------------------
+
+
+def test_members_cannot_read_the_audit_log(alice):
+    error_of(alice.client.get("/v1/audit"), 403, "permission_denied")
+    error_of(alice.client.get("/v1/audit?action=nonsense&since=never"), 403, "permission_denied")
+
+
+def test_anonymous_callers_are_not_authenticated(anon):
+    error_of(anon.get("/v1/audit"), 401)
+
+
+@pytest.mark.parametrize("who", ["owner", "admin"])
+def test_owners_and_admins_read_their_tenant_newest_first(request, who, alice, outsider,
+                                                         make_agent):
+    caller = request.getfixturevalue(who)
+    mine = [make_agent(alice, name=f"a{i}")["id"] for i in range(3)]
+    theirs = make_agent(outsider)["id"]
+    rows, pages = walk(caller.client, "/v1/audit?limit=2")
+    assert pages > 1
+    assert [r["object_id"] for r in rows if r["action"] == "agent.create"] == mine[::-1]
+    assert theirs not in {r["object_id"] for r in rows}
+    assert all(set(r) == {"id", "action", "actor", "object_type", "object_id", "detail",
+                          "created_at"} for r in rows)
+    stamps = [r["created_at"] for r in rows]
+    assert stamps == sorted(stamps, reverse=True)
+    assert {r["actor"] for r in rows if r["action"] == "agent.create"} == {str(alice.member.pk)}
+    # The other tenant's owner sees their own row and nothing of ours.
+    others, _ = walk(outsider.client, "/v1/audit")
+    assert {r["object_id"] for r in others if r["action"] == "agent.create"} == {theirs}
+    assert not set(mine) & {r["object_id"] for r in others}
+
+
+def test_filters(owner, alice, make_agent, make_session):
+    agent = make_agent(alice)
+    make_session(alice, agent_id=agent["id"])
+    rows, _ = walk(owner.client, "/v1/audit?action=session.create")
+    assert [r["action"] for r in rows] == ["session.create"]
+    rows, _ = walk(owner.client, "/v1/audit?object_type=agent")
+    assert [r["object_id"] for r in rows] == [agent["id"]]
+    future = (timezone.now() + timedelta(hours=1)).isoformat()
+    assert walk(owner.client, f"/v1/audit?since={future}")[0] == []
+    past = (timezone.now() - timedelta(hours=1)).isoformat()
+    assert len(walk(owner.client, f"/v1/audit?since={past}")[0]) == AuditEntry.objects.count()
+    error_of(owner.client.get("/v1/audit?action=agent.explode"), 400, "invalid_query")
+    error_of(owner.client.get("/v1/audit?since=yesterday"), 400, "invalid_query")
+
+
+@pytest.mark.parametrize("method", WRITE_METHODS)
+def test_no_route_changes_or_deletes_a_row(owner, method):
+    row = AuditEntry.objects.first()
+    assert row is not None
+    before = AuditEntry.objects.values().get(pk=row.pk)
+    for url in ("/v1/audit", f"/v1/audit/{row.pk}"):
+        response = getattr(owner.client, method)(url, {"detail": {}}, format="json")
+        assert response.status_code in (404, 405), response.content
+    error_of(getattr(owner.client, method)("/v1/audit", {}, format="json"), 405,
+             "method_not_allowed")
+    assert AuditEntry.objects.values().get(pk=row.pk) == before
+
+
+def test_the_admin_shows_rows_read_only(owner, admin_client):
+    row = AuditEntry.objects.first()
+    assert admin_client.get("/admin/accounts/auditentry/").status_code == 200
+    page = admin_client.get(f"/admin/accounts/auditentry/{row.pk}/change/")
+    assert page.status_code == 200 and b"api_key.create" in page.content
+    assert admin_client.post(f"/admin/accounts/auditentry/{row.pk}/delete/",
+                             {"post": "yes"}).status_code == 403
+    assert AuditEntry.objects.filter(pk=row.pk).exists()
+
+
+def test_the_action_set_is_closed_and_reserves_the_inspector():
+    assert {"context.override", "context.try"} <= set(AuditAction.values)
+    assert len(AuditAction.values) == 17

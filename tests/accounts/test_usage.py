@@ -1,0 +1,115 @@
+"""GET /v1/usage: visibility (members their own sessions', owners/admins the tenant's), filters,
+totals over every matching row, and bad filters answering 400."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import UsageRecord
+from runs.models import Session
+
+ZERO = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0,
+        "calls": 0}
+
+
+def record(session_id, purpose="run", tokens=(10, 1, 0, 0), *, days_ago=0, key=None):
+    session = Session.objects.get(pk=session_id)
+    row = UsageRecord.objects.create(
+        tenant_id=session.tenant_id, session=session, agent_id=session.agent_id, purpose=purpose,
+        provider="scripted", model="demo", input_tokens=tokens[0], output_tokens=tokens[1],
+        cache_read_tokens=tokens[2], cache_write_tokens=tokens[3],
+        dedupe_key=key or f"k{UsageRecord.objects.count()}")
+    if days_ago:
+        UsageRecord.objects.filter(pk=row.pk).update(
+            created_at=timezone.now() - timedelta(days=days_ago))
+    return row
+
+
+@pytest.fixture
+def usage(alice, bob, outsider, make_session):
+    """alice: 3 rows in one session (run, summarize, an old subagent row); bob: 1 row; another
+    tenant: 1 row."""
+    a = make_session(alice)
+    b = make_session(bob)
+    o = make_session(outsider)
+    record(a["id"], "run", (100, 10, 5, 1))
+    record(a["id"], "summarize", (50, 5, 0, 0))
+    record(a["id"], "subagent", (20, 2, 0, 0), days_ago=10)
+    record(b["id"], "run", (7, 1, 0, 0))
+    record(o["id"], "run", (1000, 100, 0, 0))
+    return {"alice": a, "bob": b, "outsider": o}
+
+
+def get(caller, **params):
+    return caller.client.get("/v1/usage", params)
+
+
+def test_a_member_sees_the_rows_of_their_own_sessions_with_totals(alice, usage):
+    response = get(alice)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["totals"] == {"input_tokens": 170, "output_tokens": 17, "cache_read_tokens": 5,
+                              "cache_write_tokens": 1, "calls": 3}
+    assert [r["purpose"] for r in body["results"]] == ["summarize", "run", "subagent"]
+    row = body["results"][1]
+    assert set(row) == {"id", "purpose", "provider", "model", "input_tokens", "output_tokens",
+                        "cache_read_tokens", "cache_write_tokens", "run", "session", "agent",
+                        "created_at"}
+    assert row["session"] == usage["alice"]["id"] and row["agent"] == usage["alice"]["agent"]
+    assert row["run"] is None and body["next"] is None
+
+
+@pytest.mark.parametrize("role", ["owner", "admin"])
+def test_owners_and_admins_see_the_whole_tenant(request, role, usage):
+    body = get(request.getfixturevalue(role)).json()
+    assert body["totals"]["calls"] == 4 and body["totals"]["input_tokens"] == 177
+
+
+def test_another_tenant_sees_only_its_own(outsider, usage):
+    body = get(outsider).json()
+    assert body["totals"]["calls"] == 1 and body["totals"]["input_tokens"] == 1000
+
+
+def test_filters(alice, owner, usage):
+    assert get(alice, purpose="summarize").json()["totals"]["calls"] == 1
+    assert get(owner, session=usage["bob"]["id"]).json()["totals"]["input_tokens"] == 7
+    assert get(owner, agent=usage["alice"]["agent"]).json()["totals"]["calls"] == 3
+    since = (timezone.now() - timedelta(days=1)).isoformat()
+    assert get(alice, since=since).json()["totals"]["calls"] == 2
+    assert get(alice, until=since).json()["totals"]["calls"] == 1
+    assert get(alice, since=(timezone.now() - timedelta(days=30)).date().isoformat(),
+               until=since).json()["totals"]["calls"] == 1
+
+
+def test_a_session_or_agent_the_caller_cannot_see_matches_no_rows(alice, outsider, usage):
+    for params in ({"session": usage["bob"]["id"]}, {"session": usage["outsider"]["id"]},
+                   {"agent": usage["outsider"]["agent"]}):
+        response = get(alice, **params)
+        assert response.status_code == 200
+        assert response.json()["totals"] == ZERO and response.json()["results"] == []
+
+
+def test_pages_share_the_totals_of_every_matching_row(owner, usage):
+    first = get(owner, limit=1).json()
+    assert len(first["results"]) == 1 and first["totals"]["calls"] == 4 and first["next"]
+    second = owner.client.get(first["next"]).json()
+    assert len(second["results"]) == 1 and second["totals"]["calls"] == 4
+    assert second["results"][0]["id"] != first["results"][0]["id"]
+
+
+@pytest.mark.parametrize("params", [
+    {"since": "yesterday"}, {"until": "2026-13-01"}, {"since": "2026-02-30T00:00:00Z"},
+    {"purpose": "fun"}, {"agent": "nope"}, {"session": "123"},
+    {"since": "2026-05-02T00:00:00Z", "until": "2026-05-01T00:00:00Z"},
+])
+def test_bad_filters_answer_400(alice, usage, params):
+    response = get(alice, **params)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "invalid_query"
+
+
+def test_usage_needs_a_key(anon):
+    assert anon.get("/v1/usage").status_code == 401
