@@ -183,11 +183,12 @@ class SystemInspector(Marker):
         assert req.system[0].part == AGENT_PART
         assert req.system[0].block.text == req.agent.system_prompt
         assert parts.index("system:skills") < parts.index(TODO_PART)
-        # The placeholder cache breakpoint: the last block before the memory contributor.
-        # PromptCache marks this index; every memory block must land after it.
-        breakpoint_index = parts.index("system:memory") - 1
-        assert breakpoint_index == 2
-        assert req.system[breakpoint_index].part == TODO_PART
+        # The contract PromptCache relies on, by index: its breakpoint is the last block before
+        # the first dynamic part (todo and memory are both dynamic), so here the skills index;
+        # contributors later in the chain — memory — always land after it.
+        breakpoint_index = parts.index(TODO_PART) - 1
+        assert breakpoint_index == 1
+        assert req.system[breakpoint_index].part == "system:skills"
         memory_indices = [i for i, p in enumerate(parts) if p == "system:memory"]
         assert memory_indices == [3, 4]
         assert all(i > breakpoint_index for i in memory_indices)
