@@ -21,6 +21,18 @@ def inline_runs(settings, transactional_db):
 
 
 @pytest.fixture
+def queued_run(alice, make_session, settings):
+    """A run whose task nobody executes (no broker, not inline): the test drives it by hand."""
+    from runs.models import Session
+    from runs.services import message_post
+
+    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+    session = make_session(alice)
+    _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
+    return run
+
+
+@pytest.fixture
 def broker(settings):
     """Point this process's Celery app at a clean Redis database."""
     url = broker_url()

@@ -16,15 +16,6 @@ from runs.services import message_post
 from runs.worker import DbCheckpointer, DbControl, LeaseKeeper, claim_run
 
 
-@pytest.fixture
-def queued_run(alice, make_session, settings):
-    """A run whose task nobody executes (no broker, not inline): we drive it by hand."""
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
-    session = make_session(alice)
-    _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
-    return run
-
-
 def _one_turn(run: Run) -> tuple[DbCheckpointer, bool]:
     loop, state, next_seq = build_execution(run)
     assert isinstance(loop, Loop)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.messages import Response, Usage
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from runs.models import Message, Run
 from tests.runs.history import assert_valid_history
+from tests.runs.scenarios import SUBAGENT_CONFIG, subagent_steps
 
 
 @pytest.fixture
@@ -78,24 +78,10 @@ def test_a_large_result_is_offloaded_to_a_file_the_agent_reads(alice, make_sessi
 
 def test_a_subagent_runs_inside_the_run_and_its_usage_counts(alice, make_agent, make_session,
                                                              inline_runs, script):
-    agent = make_agent(alice, config={"subagents": [{
-        "name": "counter", "description": "Counts words.", "system_prompt": "You count words.",
-        "tools": ["word_count", "write_todos"]}]})
+    agent = make_agent(alice, config=SUBAGENT_CONFIG)
     session = make_session(alice, agent_id=agent["id"])
 
-    def used(tokens: int, step: Response) -> Response:
-        return Response(message=step.message, stop_reason=step.stop_reason,
-                        usage=Usage(input_tokens=tokens, output_tokens=tokens // 10))
-
-    plan = {"todos": [{"content": "count", "status": "in_progress"}]}
-    model = script(
-        used(100, tool_call("task", {"subagent": "counter", "description": "Count: a b c"},
-                            call_id="t1")),
-        used(1_000, tool_call("write_todos", plan, call_id="c0")),
-        used(2_000, tool_call("word_count", {"text": "a b c"}, call_id="c1")),
-        used(3_000, text("3 words")),
-        used(200, text("The subagent counted 3 words.")),
-    )
+    model = script(*subagent_steps())
     run = post(alice, session, "how many words?")
     assert run["status"] == "completed", run
     assert run["usage"]["input_tokens"] == 100 + 1_000 + 2_000 + 3_000 + 200

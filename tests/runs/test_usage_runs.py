@@ -19,11 +19,11 @@ from django.utils import timezone
 from accounts.models import QuotaPeriod, Tenant, UsageRecord
 from accounts.usage import period_bounds, run_reservation, tenant_spend
 from hango_project.errors import QuotaExceeded
-from harness.messages import Response, Usage
-from harness.providers.scripted import ScriptedModel, text, tool_call
+from harness.providers.scripted import ScriptedModel
 from runs.models import Run, RunStatus, Session
 from runs.services import message_post
 from runs.worker import claim_run
+from tests.runs.scenarios import SUBAGENT_CONFIG, subagent_steps
 from tests.runs.test_fencing import _one_turn
 from tests.runs.test_summarization_runs import TASK, Recording
 
@@ -109,24 +109,10 @@ def test_summarization_calls_are_rows_of_their_own(alice, make_agent, make_sessi
 
 def test_a_subagents_calls_are_rows_of_the_parent_run(alice, make_agent, make_session,
                                                       inline_runs, monkeypatch):
-    agent = make_agent(alice, config={"subagents": [{
-        "name": "counter", "description": "Counts words.", "system_prompt": "You count words.",
-        "tools": ["word_count", "write_todos"]}]})
+    agent = make_agent(alice, config=SUBAGENT_CONFIG)
     session = make_session(alice, agent_id=agent["id"])
 
-    def used(tokens: int, step: Response) -> Response:
-        return Response(message=step.message, stop_reason=step.stop_reason,
-                        usage=Usage(input_tokens=tokens, output_tokens=tokens // 10))
-
-    plan = {"todos": [{"content": "count", "status": "in_progress"}]}
-    model = ScriptedModel([
-        used(100, tool_call("task", {"subagent": "counter", "description": "Count: a b c"},
-                            call_id="t1")),
-        used(1_000, tool_call("write_todos", plan, call_id="c0")),
-        used(2_000, tool_call("word_count", {"text": "a b c"}, call_id="c1")),
-        used(3_000, text("3 words")),
-        used(200, text("The subagent counted 3 words.")),
-    ])
+    model = ScriptedModel(subagent_steps())
     monkeypatch.setattr("runs.execution.resolve_provider", lambda spec, settings: (
         model, "script"))
     run = started(alice, session["id"], "how many words?")
@@ -137,14 +123,6 @@ def test_a_subagents_calls_are_rows_of_the_parent_run(alice, make_agent, make_se
     assert sum(r.input_tokens for r in found) == 6_300
     # The subagent ran inside the parent's first turn: its calls carry that turn's keys.
     assert [r.dedupe_key.split(":", 1)[1] for r in found] == ["1:0", "1:1", "1:2", "1:3", "2:0"]
-
-
-@pytest.fixture
-def queued_run(alice, make_session, settings):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
-    session = make_session(alice)
-    _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
-    return run
 
 
 def test_a_redelivered_turn_adds_no_rows(queued_run):
