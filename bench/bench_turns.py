@@ -23,12 +23,13 @@ sys.path.insert(0, str(ROOT))
 
 from harness.agent import AgentSpec  # noqa: E402
 from harness.chain import Chain  # noqa: E402
+from harness.deps import RunDeps, StackConfig  # noqa: E402
 from harness.loop import FinalOutput, Loop, NeverCancel  # noqa: E402
 from harness.messages import Message  # noqa: E402
 from harness.providers import resolve_provider  # noqa: E402
 from harness.providers.base import ProviderSettings  # noqa: E402
 from harness.serde import message_to_json  # noqa: E402
-from harness.stack import RunDeps, StackConfig, default_stack  # noqa: E402
+from harness.stack import default_stack  # noqa: E402
 from harness.state import State, state_to_json  # noqa: E402
 from harness.stores import FileInfo  # noqa: E402
 from harness.tools import builtin_registry  # noqa: E402
@@ -150,12 +151,12 @@ class Durable:
 
         from accounts.services import tenant_bootstrap
         from agents.services import agent_create
-        from runs import dispatch, execution, services, worker
+        from runs import execution, services, tasks, worker
 
         call_command("migrate", verbosity=0)
         # No broker, not inline, and no enqueue at all: this process executes the run itself.
         settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
-        dispatch.enqueue_run = lambda run_id: None
+        tasks.enqueue_run = lambda run_id: None
         real = execution.resolve_provider  # the worker's provider, wrapped
         execution.resolve_provider = lambda model, knobs: self.wrap(*real(model, knobs))
         self.connection, self.services, self.worker = connection, services, worker

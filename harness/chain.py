@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from harness import telemetry
 from harness.agent import AgentSpec
+from harness.approvals import AwaitingApproval
 from harness.errors import ConfigurationError
 from harness.messages import Request, Response, TextBlock, ToolUseBlock
 from harness.state import State
@@ -52,15 +53,25 @@ class ModelRequest:
         )
 
 
+def _never() -> bool:
+    return False
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolCallRequest:
     call: ToolUseBlock
     state: State
     tool: Tool | None  # None when the model named a tool it was not given
+    # The names of the tools the model was offered (what an unknown tool's error lists).
+    offered: tuple[str, ...] = ()
+    # Whether the run has been asked to stop (a long tool, such as a subagent, checks it).
+    cancel_requested: Callable[[], bool] = _never
 
 
+# What a tool call comes to: a result, or — when a human must decide first — no result yet.
+ToolOutcome = ToolResult | AwaitingApproval
 ModelHandler = Callable[[ModelRequest], Response]
-ToolHandler = Callable[[ToolCallRequest], ToolResult]
+ToolHandler = Callable[[ToolCallRequest], ToolOutcome]
 
 
 @runtime_checkable
@@ -75,7 +86,7 @@ class ModelWrapper(Protocol):
 
 @runtime_checkable
 class ToolWrapper(Protocol):
-    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult: ...
+    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolOutcome: ...
 
 
 @runtime_checkable
@@ -148,7 +159,7 @@ class Chain:
             handler = _bind_model(wrapper, handler)
         return handler(req)
 
-    def tool_call(self, req: ToolCallRequest, base: ToolHandler) -> ToolResult:
+    def tool_call(self, req: ToolCallRequest, base: ToolHandler) -> ToolOutcome:
         handler = base
         for wrapper in reversed(self.tool_wrappers):
             handler = _bind_tool(wrapper, handler)

@@ -66,3 +66,15 @@ class ScriptExhausted(ProviderError):
 
 class UnknownModel(ConfigurationError):
     code = "unknown_model"
+
+
+def retryable_codes() -> frozenset[str]:
+    """The codes of every :class:`ProviderError` that trying again later may get past (those
+    whose class says ``retryable``): a run failed with one of them can be resumed."""
+    codes, classes = set(), [ProviderError]
+    while classes:
+        cls = classes.pop()
+        classes += cls.__subclasses__()
+        if cls.retryable:
+            codes.add(cls.code)
+    return frozenset(codes)

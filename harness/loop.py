@@ -4,36 +4,34 @@ A turn: assemble the request through the chain → call the model → keep the a
 run its tool calls through the chain → keep the results → clear per-batch scratch. The caller's
 :class:`Checkpointer` then persists the turn (messages, state, usage, events) before the next
 one starts, so a run can stop after any turn and resume from there.
+
+Every phase takes what it needs as arguments (the state, the run's control, the tools the model
+was offered): no phase leaves anything on the loop object for a later one, so each can be
+called, and tested, alone.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from harness import telemetry
+from harness import approvals, telemetry
 from harness.agent import AgentSpec
-from harness.chain import Chain, ModelRequest, ToolCallRequest
+from harness.approvals import AwaitingApproval, PendingCall, Result
+from harness.chain import Chain, ModelHandler, ModelRequest, ToolCallRequest, ToolOutcome
 from harness.errors import HarnessError
-from harness.messages import (
-    Message,
-    ModelUsage,
-    Request,
-    Response,
-    StopReason,
-    ToolResultBlock,
-    ToolUseBlock,
-)
+from harness.messages import Message, ModelUsage, Request, Response, StopReason, ToolUseBlock
 from harness.providers.base import Provider
 from harness.serde import message_to_json
-from harness.state import PendingBatch, PendingCall, State
+from harness.state import State
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
 
-CANCELLED_BEFORE_RUN = "The run was cancelled before this tool call ran."
+Event = tuple[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -60,13 +58,15 @@ class Failed:
 NextStep = RunAgain | FinalOutput | Interrupted | Failed
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class TurnResult:
+    """What one turn added, for the checkpointer to persist whole."""
+
     turn: int  # the turn number this result completes (1-based)
-    messages: list[Message] = field(default_factory=list)
-    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    usage: list[ModelUsage] = field(default_factory=list)
-    next: NextStep = field(default_factory=RunAgain)
+    messages: tuple[Message, ...] = ()
+    events: tuple[Event, ...] = ()
+    usage: tuple[ModelUsage, ...] = ()
+    next: NextStep = RunAgain()
 
 
 class Control(Protocol):
@@ -75,9 +75,14 @@ class Control(Protocol):
         ...
 
 
-class Checkpointer(Protocol):
-    def checkpoint(self, state: State, result: TurnResult) -> bool:
-        """Persist a finished turn. False stops the loop at once (fenced out, slice over)."""
+StopT = TypeVar("StopT", covariant=True)
+HaltT = TypeVar("HaltT")
+
+
+class Checkpointer(Protocol, Generic[StopT]):
+    def checkpoint(self, state: State, result: TurnResult) -> StopT | None:
+        """Persist a finished turn. Anything but None stops the loop at once, and the loop
+        returns it: the checkpointer's own reason (fenced out, time slice used…)."""
         ...
 
 
@@ -97,13 +102,12 @@ class Loop:
         self.model = model
         self.base_tools = tuple(tools)
         self.purpose = purpose
-        self._offered: dict[str, Tool] = {}
-        self._control: Control = NeverCancel()
 
     # -- the run ---------------------------------------------------------------------------
 
-    def run(self, state: State, *, control: Control, checkpointer: Checkpointer) -> NextStep | None:
-        """Turns until a terminal step; None when the checkpointer stopped the loop."""
+    def run(self, state: State, *, control: Control,
+            checkpointer: Checkpointer[HaltT]) -> NextStep | HaltT:
+        """Turns until a terminal step, or until the checkpointer stops the loop (its reason)."""
         attrs = {
             telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_INVOKE_AGENT,
             telemetry.ATTR_GEN_AI_AGENT_ID: self.agent.id,
@@ -120,8 +124,9 @@ class Loop:
                 started = time.perf_counter()
                 result = self.turn(state, control)
                 telemetry.turn_duration.record(time.perf_counter() - started)
-                if not checkpointer.checkpoint(state, result):
-                    return None
+                halt = checkpointer.checkpoint(state, result)
+                if halt is not None:
+                    return halt
                 match result.next:
                     case RunAgain():
                         continue
@@ -132,28 +137,39 @@ class Loop:
     def turn(self, state: State, control: Control) -> TurnResult:
         number = state.turn + 1
         if control.cancel_requested():
-            return TurnResult(turn=number, next=Interrupted("cancelled"))
+            return self.cancelled(state, number)
         if state.pending_batch is not None:
             return self.finish_batch(state, control)
         if state.turn >= self.agent.max_turns:
             return TurnResult(turn=number, next=Failed(
                 "max_turns", f"The run stopped after {state.turn} turns, the agent's max_turns."))
         try:
-            response = self.call_model(state)
+            response, offered = self.call_model(state)
         except HarnessError as exc:
-            return TurnResult(turn=number, usage=state.take_usage(), events=state.take_events(),
-                              next=Failed(exc.code, str(exc)))
+            return TurnResult(turn=number, usage=tuple(state.take_usage()),
+                              events=tuple(state.take_events()), next=Failed(exc.code, str(exc)))
         assistant = response.message
         state.messages.append(assistant)
         new = [assistant]
         next_step: NextStep = FinalOutput(response.stop_reason)
         calls = assistant.tool_uses
         if calls:
-            next_step, tool_message = self.run_batch(calls, state, control)
+            next_step, tool_message = self.run_batch(calls, calls, state, control, offered)
             if tool_message is not None:
                 state.messages.append(tool_message)
                 new.append(tool_message)
         return self._end_turn(state, number, new, next_step)
+
+    def cancelled(self, state: State, number: int) -> TurnResult:
+        """Cancelled at a turn boundary. A batch still waiting (paused, or approved but not run)
+        is closed in this turn, so the history never keeps a call without its result."""
+        batch = state.pending_batch
+        if batch is None:
+            return TurnResult(turn=number, next=Interrupted("cancelled"))
+        closing = approvals.close(state.messages[-1].tool_uses if state.messages else (), batch)
+        state.pending_batch = None
+        state.messages.append(closing)
+        return TurnResult(turn=number, messages=(closing,), next=Interrupted("cancelled"))
 
     def finish_batch(self, state: State, control: Control) -> TurnResult:
         """A turn without a model call: the paused batch, now decided, runs to its end."""
@@ -161,17 +177,14 @@ class Loop:
         assert batch is not None
         if not batch.decided:
             return TurnResult(turn=state.turn + 1, next=Interrupted("paused"))
-        waiting = {p.tool_use_id for p in batch.pending}
         batch_calls = state.messages[-1].tool_uses if state.messages else ()
-        if {c.id for c in batch_calls} != waiting | set(batch.done):
-            # The paused batch must answer exactly the calls of the last assistant message;
-            # anything else would write a result message that answers the wrong calls.
+        waiting = approvals.waiting_calls(batch, batch_calls)
+        if waiting is None:
             return TurnResult(turn=state.turn + 1, next=Failed(
                 "invalid_state", "The paused tool batch does not match the stored history."))
-        calls = [c for c in batch_calls if c.id in waiting]
-        self._offered = {t.name: t for t in self.chain.tools(state, self.base_tools)}
-        next_step, tool_message = self.run_batch(calls, state, control, done=batch.done,
-                                                 order=[c.id for c in batch_calls])
+        offered = {t.name: t for t in self.chain.tools(state, self.base_tools)}
+        next_step, tool_message = self.run_batch(batch_calls, waiting, state, control, offered,
+                                                 done=batch.done)
         new = []
         if tool_message is not None:
             state.messages.append(tool_message)
@@ -182,8 +195,8 @@ class Loop:
                   next_step: NextStep) -> TurnResult:
         state.clear_scratch()
         state.turn = number
-        return TurnResult(turn=number, messages=new, events=state.take_events(),
-                          usage=state.take_usage(), next=next_step)
+        return TurnResult(turn=number, messages=tuple(new), events=tuple(state.take_events()),
+                          usage=tuple(state.take_usage()), next=next_step)
 
     # -- phases ----------------------------------------------------------------------------
 
@@ -198,15 +211,18 @@ class Loop:
             agent=self.agent,
         )
 
-    def call_model(self, state: State) -> Response:
+    def call_model(self, state: State) -> tuple[Response, dict[str, Tool]]:
+        """The model's response, and the tools it was offered by name (what its calls find)."""
         attrs = {
             telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_CHAT,
             telemetry.ATTR_GEN_AI_PROVIDER: self.provider.name,
             telemetry.ATTR_GEN_AI_REQUEST_MODEL: self.model,
             telemetry.ATTR_TURN: state.turn + 1,
         }
+        prepared = self.prepare(state)
+        sent: list[ModelRequest] = []  # the request as the innermost handler received it
         with telemetry.span(telemetry.SPAN_CHAT, attrs, kind=SpanKind.CLIENT) as span:
-            response = self.chain.model_call(self.prepare(state), self._call_provider)
+            response = self.chain.model_call(prepared, self._provider_handler(sent))
             span.set_attributes({
                 telemetry.ATTR_GEN_AI_RESPONSE_FINISH: [response.stop_reason],
                 telemetry.ATTR_GEN_AI_INPUT_TOKENS: response.usage.input_tokens,
@@ -217,56 +233,55 @@ class Loop:
                                                telemetry.ATTR_GEN_AI_OUTPUT_MESSAGES,
                                                [message_to_json(response.message)]),
             })
-        return response
+        offered = sent[-1].tools if sent else prepared.tools
+        return response, {t.name: t for t in offered}
 
-    def _call_provider(self, req: ModelRequest) -> Response:
+    def _provider_handler(self, sent: list[ModelRequest]) -> ModelHandler:
         """The innermost model handler: strip provenance, call the provider, account usage."""
-        self._offered = {t.name: t for t in req.tools}
-        request = req.to_provider_request()
-        if req.state.trace_content:
-            from opentelemetry import trace
 
-            trace.get_current_span().set_attributes(telemetry.content_attributes(
-                True, telemetry.ATTR_GEN_AI_INPUT_MESSAGES,
-                [message_to_json(m) for m in request.messages]))
-        response = self.provider.complete(request)
-        req.state.record_usage(ModelUsage(purpose=self.purpose, provider=self.provider.name,
-                                          model=self.model, usage=response.usage))
-        return response
+        def call(req: ModelRequest) -> Response:
+            sent.append(req)
+            request = req.to_provider_request()
+            if req.state.trace_content:
+                trace.get_current_span().set_attributes(telemetry.content_attributes(
+                    True, telemetry.ATTR_GEN_AI_INPUT_MESSAGES,
+                    [message_to_json(m) for m in request.messages]))
+            response = self.provider.complete(request)
+            req.state.record_usage(ModelUsage(purpose=self.purpose, provider=self.provider.name,
+                                              model=self.model, usage=response.usage))
+            return response
 
-    def run_batch(self, calls: Sequence[ToolUseBlock], state: State, control: Control, *,
-                  done: dict[str, tuple[str, bool]] | None = None,
-                  order: Sequence[str] | None = None) -> tuple[NextStep, Message | None]:
-        """Run a batch; the message holding every result, or a pause when a call awaits a
-        decision (the results so far wait in ``state.pending_batch``, no message yet)."""
-        results, pending, cancelled = self.run_tools(calls, state, control)
-        finished = {**(done or {}), **{r.tool_use_id: (r.content, r.is_error) for r in results}}
-        if pending and not cancelled:
-            state.pending_batch = PendingBatch(done=finished, pending=pending)
-            state.emit("approval.requested", {"pending": [
-                {"tool_use_id": p.tool_use_id, "name": p.name,
-                 "allowed_decisions": list(p.allowed_decisions)} for p in pending]})
+        return call
+
+    def run_batch(self, calls: Sequence[ToolUseBlock], to_run: Sequence[ToolUseBlock],
+                  state: State, control: Control, offered: Mapping[str, Tool], *,
+                  done: Mapping[str, Result] | None = None) -> tuple[NextStep, Message | None]:
+        """Run ``to_run`` of the batch ``calls`` (the rest are ``done``); the message answering
+        every call in call order, or a pause when a call awaits a decision (the results so far
+        wait in ``state.pending_batch``, no message yet)."""
+        results, pending, cancelled = self.run_tools(to_run, state, control, offered)
+        finished = {**(done or {}), **results}
+        if cancelled:  # every call gets a result, never dangles
+            state.pending_batch = None
+            return Interrupted("cancelled"), approvals.close(
+                calls, approvals.pause(finished, pending))
+        if pending:
+            state.pending_batch = approvals.pause(finished, pending)
+            state.emit(*approvals.requested_event(state.pending_batch))
             return Interrupted("paused"), None
         state.pending_batch = None
-        for p in pending:  # cancelled while waiting: the calls get a result, never dangle
-            finished[p.tool_use_id] = (CANCELLED_BEFORE_RUN, True)
-        ids = list(order) if order is not None else [c.id for c in calls]
-        message = Message(role="user", content=tuple(
-            ToolResultBlock(tool_use_id=i, content=finished[i][0], is_error=finished[i][1])
-            for i in ids))
-        return (Interrupted("cancelled") if cancelled else RunAgain()), message
+        return RunAgain(), approvals.results_message([c.id for c in calls], finished)
 
     def run_tools(self, calls: Sequence[ToolUseBlock], state: State, control: Control,
-                  ) -> tuple[list[ToolResultBlock], list[PendingCall], bool]:
-        """Every call of the batch through the chain: (results, calls awaiting approval,
+                  offered: Mapping[str, Tool]) -> tuple[dict[str, Result], list[PendingCall], bool]:
+        """Every call through the chain: (results by call id, calls awaiting approval,
         cancelled). On cancel, the rest answer 'cancelled'."""
-        results: list[ToolResultBlock] = []
+        results: dict[str, Result] = {}
         pending: list[PendingCall] = []
-        self._control = control
+        names = tuple(offered)
         for index, call in enumerate(calls):
             if control.cancel_requested():
-                results += [ToolResultBlock(tool_use_id=c.id, content=CANCELLED_BEFORE_RUN,
-                                            is_error=True) for c in calls[index:]]
+                results |= {c.id: (approvals.CANCELLED_BEFORE_RUN, True) for c in calls[index:]}
                 return results, pending, True
             attrs = {
                 telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_EXECUTE_TOOL,
@@ -274,24 +289,26 @@ class Loop:
                 telemetry.ATTR_GEN_AI_TOOL_CALL_ID: call.id,
             }
             with telemetry.span(telemetry.SPAN_EXECUTE_TOOL, attrs) as span:
-                request = ToolCallRequest(call=call, state=state, tool=self._offered.get(call.name))
-                result = self.chain.tool_call(request, self._run_tool)
-                span.set_attribute(telemetry.ATTR_TOOL_IS_ERROR, result.is_error)
-            if result.awaiting_approval is not None:
-                pending.append(PendingCall(tool_use_id=call.id, name=call.name,
-                                           input=call.input,
-                                           allowed_decisions=result.awaiting_approval))
+                request = ToolCallRequest(call=call, state=state, tool=offered.get(call.name),
+                                          offered=names,
+                                          cancel_requested=control.cancel_requested)
+                outcome = self.chain.tool_call(request, run_tool)
+                span.set_attribute(telemetry.ATTR_TOOL_IS_ERROR,
+                                   isinstance(outcome, ToolResult) and outcome.is_error)
+            if isinstance(outcome, AwaitingApproval):
+                pending.append(PendingCall(tool_use_id=call.id, name=call.name, input=call.input,
+                                           allowed_decisions=outcome.allowed_decisions))
                 continue
-            results.append(ToolResultBlock(tool_use_id=call.id, content=result.content,
-                                           is_error=result.is_error))
+            results[call.id] = (outcome.content, outcome.is_error)
             state.emit("tool.result", {"tool_use_id": call.id, "name": call.name,
-                                       "is_error": result.is_error})
+                                       "is_error": outcome.is_error})
         return results, pending, False
 
-    def _run_tool(self, req: ToolCallRequest) -> ToolResult:
-        """The innermost tool handler."""
-        if req.tool is None:
-            offered = ", ".join(sorted(self._offered)) or "none"
-            return tool_error(f"There is no tool named {req.call.name!r}. Available: {offered}.")
-        return req.tool.run(req.call.input, ToolContext(
-            state=req.state, call=req.call, cancel_requested=self._control.cancel_requested))
+
+def run_tool(req: ToolCallRequest) -> ToolOutcome:
+    """The innermost tool handler."""
+    if req.tool is None:
+        offered = ", ".join(sorted(req.offered)) or "none"
+        return tool_error(f"There is no tool named {req.call.name!r}. Available: {offered}.")
+    return req.tool.run(req.call.input, ToolContext(state=req.state, call=req.call,
+                                                    cancel_requested=req.cancel_requested))

@@ -7,10 +7,14 @@ why it sits where it sits. A slot whose middleware is not built yet is listed as
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from harness.agent import AgentSpec
-from harness.chain import Middleware
+from harness.chain import Chain, Middleware
+from harness.deps import StackConfig
+from harness.errors import ConfigurationError
+from harness.loop import Loop
 from harness.middleware import (
     filesystem,
     human_in_the_loop,
@@ -21,51 +25,12 @@ from harness.middleware import (
     summarization,
 )
 from harness.middleware.allowlist import ToolAllowlistMiddleware
-from harness.middleware.memory import DEFAULT_MAX_BYTES as MEMORY_MAX_BYTES
 from harness.middleware.repair_tool_calls import RepairToolCallsMiddleware
-from harness.middleware.repeat_call import DEFAULT_THRESHOLD, RepeatCallMiddleware
+from harness.middleware.repeat_call import RepeatCallMiddleware
 from harness.middleware.todo import TOOL_NAME as TODO_TOOL
 from harness.middleware.todo import TodoMiddleware
-from harness.providers.base import Provider
-from harness.stores import FileStore, MemoryStore, SkillStore, SummaryStore
-from harness.tools.base import Tool
 
 NOT_YET = "skipped: arrives with the context inspector"
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunDeps:
-    """The stores and services the context middlewares use, bound to one run."""
-
-    memory: MemoryStore | None = None
-    skills: SkillStore | None = None
-    files: FileStore | None = None
-    summaries: SummaryStore | None = None
-    # The run's provider and model name: summarization and subagents make their own calls.
-    provider: Provider | None = None
-    model: str = ""
-    # Every tool an agent could be given (subagents pick theirs from here).
-    tools: tuple[Tool, ...] = ()
-    context_window: int = 200_000  # the model's, in tokens
-    # The most memory content (UTF-8 bytes) a run puts in its prompt (HANGO MEMORY_MAX_BYTES).
-    memory_max_bytes: int = MEMORY_MAX_BYTES
-    # Tool results longer than this (characters) are offloaded to a file (HANGO
-    # LARGE_TOOL_RESULT_CHARS).
-    large_tool_result_chars: int = filesystem.DEFAULT_OFFLOAD_THRESHOLD
-    # Subagents: how deep they may nest (1 = a run's subagents start none) and each one's
-    # turn limit (HANGO SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_TURNS).
-    subagent_max_depth: int = subagent.DEFAULT_MAX_DEPTH
-    subagent_max_turns: int = subagent.DEFAULT_MAX_TURNS
-
-
-@dataclass(frozen=True, kw_only=True)
-class StackConfig:
-    agent: AgentSpec
-    repeat_call_threshold: int = DEFAULT_THRESHOLD
-    deps: RunDeps = field(default_factory=RunDeps)
-    # Inspect mode: assemble the next request, never call a model from a middleware.
-    capture_only: bool = False
-    subagent_depth: int = 0  # 0 for a run, 1 for a subagent's own loop, …
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +48,8 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
         # Filesystem before summarization, so summarization sees offloaded tool results.
         Slot(name="filesystem", middleware=filesystem.from_config(cfg), why=filesystem.WHY),
         # Subagents next: the `task` tool wraps a whole child loop built from this same stack.
-        Slot(name="subagent", middleware=subagent.from_config(cfg), why=subagent.WHY),
+        Slot(name="subagent", middleware=subagent.from_config(cfg, child_loop_factory(cfg)),
+             why=subagent.WHY),
         # Context overrides right before summarization, so compaction and the budget see the
         # filtered history (the context inspector).
         Slot(name="context_overrides", middleware=None, why=NOT_YET),
@@ -92,9 +58,11 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
         # Repair before anything reads the history as a sequence of call/result pairs.
         Slot(name="repair_tool_calls", middleware=RepairToolCallsMiddleware(),
              why="a history with unanswered tool calls is refused by providers"),
-        Slot(name="todo", middleware=TodoMiddleware() if _allows(cfg, TODO_TOOL) else None,
+        # A middleware that exists only for a tool the agent may not call (and would prompt the
+        # model to call it) is left out.
+        Slot(name="todo", middleware=TodoMiddleware() if cfg.agent.allows(TODO_TOOL) else None,
              why="the plan: write_todos plus its rendering in the system prompt"
-             if _allows(cfg, TODO_TOOL) else "skipped: write_todos is not in allowed_tools"),
+             if cfg.agent.allows(TODO_TOOL) else "skipped: write_todos is not in allowed_tools"),
         # Outside the real tool call so a blocked repeat never reaches the tool.
         Slot(name="repeat_call",
              middleware=RepeatCallMiddleware(threshold=cfg.repeat_call_threshold),
@@ -114,10 +82,23 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
     ]
 
 
-def _allows(cfg: StackConfig, tool: str) -> bool:
-    """Whether the agent's allowlist admits ``tool``: a middleware that exists only for a tool
-    the agent may not call (and would prompt the model to call it) is left out."""
-    return cfg.agent.allowed_tools is None or tool in cfg.agent.allowed_tools
+def child_loop_factory(cfg: StackConfig) -> Callable[[AgentSpec], Loop]:
+    """How a subagent's loop is built: this same stack one level deeper, over the run's
+    provider and tools. The child shares the session's files; the agent's memory, skills and
+    session summary belong to the parent's conversation."""
+
+    def spawn(agent: AgentSpec) -> Loop:
+        deps = cfg.deps
+        if deps.provider is None:
+            raise ConfigurationError("subagents need the run's provider (RunDeps.provider)")
+        child = replace(cfg, agent=agent, capture_only=False,
+                        subagent_depth=cfg.subagent_depth + 1,
+                        deps=replace(deps, memory=None, skills=None, summaries=None))
+        return Loop(agent=agent, chain=Chain.build(default_stack(child)), provider=deps.provider,
+                    model=deps.model, tools=[t for t in deps.tools if agent.allows(t.name)],
+                    purpose=subagent.PURPOSE)
+
+    return spawn
 
 
 def default_stack(cfg: StackConfig) -> list[Middleware]:

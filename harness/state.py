@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
 from harness import telemetry
+from harness.approvals import PendingBatch, batch_from_json, batch_to_json
 from harness.errors import InvalidContent
 from harness.messages import Message, ModelUsage
 
@@ -29,43 +30,6 @@ T = TypeVar("T")
 class Todo:
     content: str
     status: TodoStatus
-
-
-Decision = Literal["approve", "edit", "reject", "respond"]
-DECISIONS: tuple[str, ...] = get_args(Decision)
-
-
-@dataclass(frozen=True, kw_only=True)
-class PendingCall:
-    """A tool call waiting for a human decision (the API's ``pending_approvals`` item)."""
-
-    tool_use_id: str
-    name: str
-    input: dict[str, Any]
-    allowed_decisions: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApprovalDecision:
-    type: Decision
-    input: dict[str, Any] | None = None  # edit: the new arguments
-    message: str | None = None  # reject: why; respond: the text that becomes the result
-
-
-@dataclass(kw_only=True)
-class PendingBatch:
-    """A tool batch paused for approval: what already ran, what waits, the decisions so far.
-
-    A typed top-level field (not private state) because the API reads it and writes decisions
-    into it; the loop finishes the batch, in the original call order, when the run resumes."""
-
-    done: dict[str, tuple[str, bool]] = field(default_factory=dict)  # id -> (content, is_error)
-    pending: list[PendingCall] = field(default_factory=list)
-    decisions: dict[str, ApprovalDecision] = field(default_factory=dict)
-
-    @property
-    def decided(self) -> bool:
-        return all(p.tool_use_id in self.decisions for p in self.pending)
 
 
 @dataclass(kw_only=True, eq=False)
@@ -87,7 +51,8 @@ class State:
     outbox: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     # Model calls made since the loop last collected them (the run's own, summaries, subagents).
     usage: list[ModelUsage] = field(default_factory=list)
-    # A tool batch waiting for human decisions (HumanInTheLoopMiddleware), persisted.
+    # A tool batch waiting for human decisions (:mod:`harness.approvals`), persisted. A typed
+    # top-level field, not private state: the API reads it and writes decisions into it.
     pending_batch: PendingBatch | None = None
 
     def clear_scratch(self) -> None:
@@ -164,32 +129,6 @@ def todo_to_json(todo: Todo) -> dict[str, str]:
     return {"content": todo.content, "status": todo.status}
 
 
-def pending_batch_to_json(batch: PendingBatch) -> dict[str, Any]:
-    return {
-        "pending": [{"tool_use_id": p.tool_use_id, "name": p.name, "input": p.input,
-                     "allowed_decisions": list(p.allowed_decisions)} for p in batch.pending],
-        "done": {i: {"content": c, "is_error": e} for i, (c, e) in batch.done.items()},
-        "decisions": {i: {k: v for k, v in (("type", d.type), ("input", d.input),
-                                             ("message", d.message)) if v is not None}
-                      for i, d in batch.decisions.items()},
-    }
-
-
-def pending_batch_from_json(data: Any) -> PendingBatch:
-    try:
-        return PendingBatch(
-            pending=[PendingCall(tool_use_id=p["tool_use_id"], name=p["name"], input=p["input"],
-                                 allowed_decisions=tuple(p["allowed_decisions"]))
-                     for p in data["pending"]],
-            done={i: (r["content"], bool(r["is_error"])) for i, r in data["done"].items()},
-            decisions={i: ApprovalDecision(type=d["type"], input=d.get("input"),
-                                           message=d.get("message"))
-                       for i, d in data.get("decisions", {}).items()},
-        )
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise InvalidContent(f"state_json 'pending_batch' is malformed: {exc}") from None
-
-
 def state_to_json(state: State) -> dict[str, Any]:
     """What ``runs.state_json`` holds. Messages are stored as rows, not here."""
     out: dict[str, Any] = {
@@ -198,7 +137,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "private": {name: _private_to_json(v) for name, v in state.private.items()},
     }
     if state.pending_batch is not None:
-        out["pending_batch"] = pending_batch_to_json(state.pending_batch)
+        out["pending_batch"] = batch_to_json(state.pending_batch)
     return out
 
 
@@ -213,6 +152,6 @@ def state_from_json(data: Any, **fields: Any) -> State:
     return State(
         todos=[todo_from_json(t) for t in data.get("todos", [])],
         private=dict(private),
-        pending_batch=None if batch is None else pending_batch_from_json(batch),
+        pending_batch=None if batch is None else batch_from_json(batch),
         **fields,
     )

@@ -26,8 +26,10 @@ from psycopg2.extras import Json
 
 from accounts.models import UsageRecord
 from accounts.usage import tenant_spend
-from harness.messages import ModelUsage, Usage
-from runs.events import append_events, status_event
+from harness import approvals
+from harness.messages import ModelUsage, ToolUseBlock, Usage
+from harness.serde import content_from_json, content_to_json
+from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.models import Message, Run, RunEvent, RunStatus
 
 Event = tuple[str, dict[str, Any]]
@@ -196,3 +198,29 @@ def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> No
     if not paused:
         run.cancel_requested = False
     append_events(run, [status_event(run)])
+
+
+def close_paused_batch(run: Run) -> None:
+    """Answer every call of a locked run's paused tool batch, as the run is cancelled with no
+    worker holding it (a worker that sees the cancel closes the batch in its own turn).
+
+    A run paused for approval (or approved but not yet resumed) has stored an assistant message
+    whose calls have no results yet. This appends the message :func:`harness.approvals.close`
+    makes for them, so the history stays valid for a resume or the session's next run, and takes
+    the batch out of the checkpoint. The caller saves ``run``."""
+    data = run.state_json or {}
+    if data.get("pending_batch") is None:
+        return
+    batch = approvals.batch_from_json(data["pending_batch"])
+    run.state_json = {k: v for k, v in data.items() if k != "pending_batch"}
+    last = Message.objects.filter(session_id=run.session_id).order_by("-seq").first()
+    if last is None or last.role != "assistant":  # nothing waits for a result
+        return
+    uses = [b for b in content_from_json(last.content) if isinstance(b, ToolUseBlock)]
+    if not uses:
+        return
+    closing = approvals.close(uses, batch)
+    message = Message.objects.create(session_id=run.session_id, seq=last.seq + 1, role="user",
+                                     content=content_to_json(closing.content), run=run)
+    append_events(run, [(EVENT_MESSAGE, {"id": str(message.id), "seq": message.seq,
+                                         "role": message.role})])

@@ -9,9 +9,7 @@ from runs.models import Run, RunEvent
 
 EVENT_STATUS = "run.status"
 EVENT_MESSAGE = "message.created"
-EVENT_TOOL_RESULT = "tool.result"
-EVENT_TODOS = "todos.updated"
-EVENT_APPROVAL = "approval.requested"
+# The harness names the events it emits itself: tool.result, todos.updated, approval.requested.
 
 
 def append_events(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEvent]:

@@ -9,15 +9,16 @@ from functools import cache
 from django.conf import settings
 
 from agents.stores import DbMemoryStore, DbSkillStore
-from harness.agent import AgentSpec
+from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain
+from harness.deps import RunDeps, StackConfig
 from harness.loop import Loop
 from harness.messages import Message as HMessage
 from harness.providers import resolve_provider
 from harness.providers.base import ProviderSettings
 from harness.providers.models import context_window
 from harness.serde import content_from_json
-from harness.stack import RunDeps, StackConfig, default_stack
+from harness.stack import default_stack
 from harness.state import State, state_from_json
 from harness.tools import ToolRegistry, builtin_registry
 from runs.models import Message, Run
@@ -43,11 +44,13 @@ def provider_settings() -> ProviderSettings:
 
 
 def agent_spec(run: Run) -> AgentSpec:
+    """The run's agent as the harness sees it; its config is parsed here, once per run (a
+    malformed one is a :class:`~harness.errors.ConfigurationError`, failing the run)."""
     agent = run.agent
     allowed = None if agent.allowed_tools is None else tuple(agent.allowed_tools)
     return AgentSpec(id=str(agent.id), name=agent.name, model=agent.model,
                      system_prompt=agent.system_prompt, allowed_tools=allowed,
-                     config=dict(agent.config or {}),
+                     config=AgentConfig.from_json(agent.config or {}),
                      default_max_turns=settings.HANGO["DEFAULT_MAX_TURNS"])
 
 

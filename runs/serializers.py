@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from harness.state import DECISIONS
+from harness.approvals import DECISIONS
 from runs.models import Message, Run, RunEvent, Session
 
 

@@ -13,25 +13,20 @@ from accounts.models import AuditAction, Member
 from accounts.usage import quota_admit
 from agents.models import Agent
 from hango_project.errors import Conflict, Unprocessable
-from harness.errors import InvalidContent
-from harness.messages import TextBlock, ToolResultBlock, ToolUseBlock
-from harness.middleware.human_in_the_loop import cancelled_batch_message
+from harness import approvals
+from harness.errors import InvalidContent, retryable_codes
+from harness.messages import TextBlock, ToolResultBlock
 from harness.serde import content_from_json, content_to_json
-from harness.state import (
-    ApprovalDecision,
-    PendingBatch,
-    pending_batch_from_json,
-    pending_batch_to_json,
-)
-from runs import dispatch
-from runs.events import EVENT_MESSAGE, append_events, status_event
+from runs import tasks
+from runs.checkpoint import close_paused_batch
+from runs.events import append_events, status_event
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
+from runs.worker import INTERNAL_ERROR, QUOTA_EXCEEDED
 
-# Failures a resume may retry: the worker crashed or the provider was unavailable.
-RESUMABLE_ERRORS = frozenset({
-    "internal_error", "provider_unavailable", "provider_overloaded", "provider_rate_limited",
-    "quota_exceeded",  # stopped at the quota: resumable once the quota allows (admitted again)
-})
+# Failures a resume may retry: the provider was unavailable (a retryable provider error), the
+# worker crashed, or the run stopped at the quota (resumable once the quota allows: a resume is
+# admitted again).
+RESUMABLE_ERRORS = retryable_codes() | {INTERNAL_ERROR, QUOTA_EXCEEDED}
 
 
 @transaction.atomic
@@ -97,7 +92,7 @@ def message_post(*, session: Session, content: Any,
             audit_record(actor=actor, tenant=locked.tenant_id, action=AuditAction.RUN_CREATE,
                          obj_type="run", obj_id=run.pk,
                          detail={"session": str(locked.pk), "message_id": str(message.pk)})
-            dispatch.enqueue_run(run.id)
+            tasks.enqueue_run(run.id)
     except IntegrityError:  # the one-active-run constraint, if two requests raced past the lock
         raise _conflict_active(session) from None
     return message, run
@@ -105,7 +100,7 @@ def message_post(*, session: Session, content: Any,
 
 def run_cancel(*, run: Run, actor: Member | None = None) -> Run:
     """Cancel at once if no worker holds the run (a paused run's calls get their results, see
-    :func:`close_paused_batch`); otherwise ask the worker to stop."""
+    :func:`runs.checkpoint.close_paused_batch`); otherwise ask the worker to stop."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         if not run.is_active:
@@ -134,32 +129,6 @@ def _audit_run(actor: Member | None, action: AuditAction, run: Run, **extra: Any
                  detail={"session": str(run.session_id), **extra})
 
 
-def close_paused_batch(run: Run) -> None:
-    """Answer every call of a locked run's paused tool batch, as its run is cancelled.
-
-    A run paused for approval (or approved but not yet resumed) has stored an assistant message
-    whose calls have no results yet. Cancelling it appends the user message that answers all of
-    them in call order (what already ran keeps its result, the rest say the run was cancelled),
-    so the history stays valid for a resume or the session's next run. The caller saves ``run``.
-    """
-    data = run.state_json or {}
-    if data.get("pending_batch") is None:
-        return
-    batch = pending_batch_from_json(data["pending_batch"])
-    run.state_json = {k: v for k, v in data.items() if k != "pending_batch"}
-    last = Message.objects.filter(session_id=run.session_id).order_by("-seq").first()
-    if last is None or last.role != "assistant":  # nothing waits for a result
-        return
-    uses = [b for b in content_from_json(last.content) if isinstance(b, ToolUseBlock)]
-    if not uses:
-        return
-    closing = cancelled_batch_message(uses, batch)
-    message = Message.objects.create(session_id=run.session_id, seq=last.seq + 1, role="user",
-                                     content=content_to_json(closing.content), run=run)
-    append_events(run, [(EVENT_MESSAGE, {"id": str(message.id), "seq": message.seq,
-                                         "role": message.role})])
-
-
 def run_resume(*, run: Run, actor: Member | None = None) -> Run:
     """A cancelled run (or one failed by a crash) continues from its last checkpoint."""
     try:
@@ -179,7 +148,7 @@ def run_resume(*, run: Run, actor: Member | None = None) -> Run:
             append_events(run, [status_event(run)])
             run.save()
             _audit_run(actor, AuditAction.RUN_RESUME, run)
-            dispatch.enqueue_run(run.id)
+            tasks.enqueue_run(run.id)
     except IntegrityError:
         raise _conflict_active(run.session) from None
     return run
@@ -198,9 +167,12 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
             raise Conflict(f"The run is {run.status}, not awaiting approval.",
                            detail={"status": run.status})
         quota_admit(run.session.tenant_id)
-        batch = pending_batch_from_json(batch_json)
-        batch.decisions = _checked_decisions(batch, decisions)
-        run.state_json = {**run.state_json, "pending_batch": pending_batch_to_json(batch)}
+        try:
+            batch = approvals.decide(approvals.batch_from_json(batch_json), decisions)
+        except approvals.InvalidDecisions as exc:
+            raise Unprocessable(str(exc), detail={"decisions": exc.problems,
+                                                  "pending": exc.pending}) from None
+        run.state_json = {**run.state_json, "pending_batch": approvals.batch_to_json(batch)}
         run.status = RunStatus.QUEUED
         append_events(run, [status_event(run)])
         run.save()
@@ -208,34 +180,5 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
         _audit_run(actor, AuditAction.RUN_APPROVE, run, decisions=[
             {"tool_use_id": p.tool_use_id, "tool": p.name,
              "type": batch.decisions[p.tool_use_id].type} for p in batch.pending])
-        dispatch.enqueue_run(run.id)
+        tasks.enqueue_run(run.id)
     return run
-
-
-def _checked_decisions(batch: PendingBatch,
-                       decisions: list[dict[str, Any]]) -> dict[str, ApprovalDecision]:
-    """Exactly one allowed decision per pending call, or a 422 saying what is wrong."""
-    pending = {p.tool_use_id: p for p in batch.pending}
-    problems = []
-    seen: dict[str, ApprovalDecision] = {}
-    for d in decisions:
-        call_id = d["tool_use_id"]
-        call = pending.get(call_id)
-        if call is None:
-            problems.append(f"{call_id!r} is not a pending tool call of this run.")
-        elif call_id in seen:
-            problems.append(f"{call_id!r} has more than one decision.")
-        elif d["type"] not in call.allowed_decisions:
-            problems.append(f"{call_id!r} ({call.name}) allows {list(call.allowed_decisions)}, "
-                            f"not {d['type']!r}.")
-        else:
-            seen[call_id] = ApprovalDecision(type=d["type"], input=d.get("input"),
-                                             message=d.get("message"))
-    answered = {d["tool_use_id"] for d in decisions}
-    problems += [f"{i!r} ({call.name}) needs a decision." for i, call in pending.items()
-                 if i not in answered]
-    if problems:
-        raise Unprocessable("Give exactly one allowed decision for each pending tool call.",
-                            detail={"decisions": problems,
-                                    "pending": [p.tool_use_id for p in batch.pending]})
-    return seen

@@ -17,8 +17,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
+from enum import StrEnum
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -26,22 +27,55 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.usage import period_bounds
+from hango_project.errors import QuotaExceeded
 from harness.errors import HarnessError
 from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.messages import Usage
-from harness.middleware.human_in_the_loop import cancelled_batch_message
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
-from runs import dispatch
-from runs.checkpoint import TurnWrite, commit_turn, finish_run
+from runs.checkpoint import TurnWrite, close_paused_batch, commit_turn, finish_run
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
 from runs.models import Run, RunStatus
-from runs.services import close_paused_batch
 
 log = logging.getLogger(__name__)
 
-QUOTA_EXCEEDED = "quota_exceeded"
+INTERNAL_ERROR = "internal_error"  # the worker crashed mid-run: a resume may retry it
+QUOTA_EXCEEDED = QuotaExceeded.code
+
+
+class Outcome(StrEnum):
+    """What one :func:`execute_run` call did (the Celery task's result, in the worker's log)."""
+
+    COMPLETED = "completed"  # the run finished: its final answer is stored
+    FAILED = "failed"  # the run finished failed (its error says why)
+    CANCELLED = "cancelled"
+    PAUSED = "paused"  # waiting for a human's approval; no worker and no task hold it
+    YIELDED = "yielded"  # the time slice was used up; the lease is given back, re-enqueue it
+    FENCED = "fenced"  # another worker claimed the run meanwhile: this one stopped
+    SKIPPED = "skipped"  # nothing to do: finished, or another worker holds the lease
+
+
+# Why the checkpointer stopped the loop before the run reached a terminal step.
+@dataclass(frozen=True)
+class Fenced:
+    """Another worker claimed the run: the turn did not land."""
+
+
+@dataclass(frozen=True)
+class SliceUsed:
+    """The worker's time slice is over: give the run back after this turn."""
+
+
+@dataclass(frozen=True)
+class QuotaSpent:
+    """The tenant's quota is spent: the next turn is not started."""
+
+    reason: str
+
+
+Halt = Fenced | SliceUsed | QuotaSpent
+
 
 def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
@@ -147,7 +181,8 @@ class DbControl:
 
 
 class DbCheckpointer:
-    """Commits each turn (:func:`runs.checkpoint.commit_turn`) fenced by the claim's epoch."""
+    """Commits each turn (:func:`runs.checkpoint.commit_turn`) fenced by the claim's epoch; a
+    :data:`Halt` says why the loop must stop before the run's end."""
 
     def __init__(self, run: Run, control: DbControl, next_seq: int, deadline: float) -> None:
         self.run = run  # as claimed: its pk, session and epoch are what the fence checks
@@ -155,18 +190,13 @@ class DbCheckpointer:
         self.next_seq = next_seq
         self.deadline = deadline
         self.committed_turn = run.turn
-        self.status = run.status
-        self.fenced = False
-        self.quota_stop: str | None = None  # why the loop stopped on the tenant's quota
         # The quota as of the claim (one slice): each commit reports the period's spend.
         tenant = run.session.tenant
         self.quota = tenant.token_quota
         self.period_start = (period_bounds(tenant.quota_period)[0]
                              if self.quota is not None else None)
 
-    def checkpoint(self, state: State, result: TurnResult) -> bool:
-        if result.next == Interrupted("cancelled") and state.pending_batch is not None:
-            _close_batch(state, result)
+    def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
         messages = [(uuid.uuid4(), self.next_seq + i, m.role, content_to_json(m.content))
                     for i, m in enumerate(result.messages)]
         # Message events say what was stored; clients read the content from the messages route.
@@ -186,8 +216,7 @@ class DbCheckpointer:
         )
         committed = commit_turn(write)
         if committed is None:  # another worker claimed the run: this turn did not land
-            self.fenced = True
-            return False
+            return Fenced()
         # The turn's messages are stored now: give them their seq (their part id from here on).
         stored = len(messages)
         if stored:
@@ -195,29 +224,16 @@ class DbCheckpointer:
                                         zip(state.messages[-stored:], messages, strict=True)]
         self.next_seq += stored
         self.committed_turn = state.turn
-        if terminal is not None:
-            self.status = terminal[0]
         self.control.observed(committed.cancel_requested)
         if (terminal is None and self.quota is not None and committed.quota_used is not None
                 and committed.quota_used >= self.quota):
-            # The next turn is not started: the run fails with a readable reason.
-            self.quota_stop = (f"The tenant's token quota ({self.quota} tokens per "
-                               f"{self.run.session.tenant.quota_period}) is spent "
-                               f"({committed.quota_used} used); the run stopped after turn "
-                               f"{state.turn}.")
-            return False
-        return not (isinstance(result.next, RunAgain) and time.monotonic() > self.deadline)
-
-
-def _close_batch(state: State, result: TurnResult) -> None:
-    """Cancelled before a paused batch could finish: answer its calls in this turn's commit, so
-    the stored history never keeps a call without a result."""
-    assert state.pending_batch is not None
-    calls = state.messages[-1].tool_uses if state.messages else ()
-    closing = cancelled_batch_message(calls, state.pending_batch)
-    state.pending_batch = None
-    state.messages.append(closing)
-    result.messages.append(closing)
+            return QuotaSpent(f"The tenant's token quota ({self.quota} tokens per "
+                              f"{self.run.session.tenant.quota_period}) is spent "
+                              f"({committed.quota_used} used); the run stopped after turn "
+                              f"{state.turn}.")
+        if isinstance(result.next, RunAgain) and time.monotonic() > self.deadline:
+            return SliceUsed()
+        return None
 
 
 def _terminal_status(step: NextStep) -> tuple[str, dict | None] | None:
@@ -235,48 +251,55 @@ def _terminal_status(step: NextStep) -> tuple[str, dict | None] | None:
     raise AssertionError(step)
 
 
-def execute_run(run_id: str, *, owner: str | None = None) -> str:
-    """Advance the run for up to one time slice. Returns what happened (for logs and tests)."""
+def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
+    """Advance the run for up to one time slice and say what happened. It never enqueues: a
+    :attr:`Outcome.YIELDED` run is for the caller (:mod:`runs.tasks`) to hand on."""
     run = claim_run(run_id, owner or worker_identity())
     if run is None:
-        return "skipped"
+        return Outcome.SKIPPED
     try:
         loop, state, next_seq = build_execution(run)
     except HarnessError as exc:
         _fail(run, exc.code, str(exc))
-        return "failed"
+        return Outcome.FAILED
     control = DbControl(run.pk)
     deadline = time.monotonic() + settings.HANGO["RUN_SLICE_SECONDS"]
     checkpointer = DbCheckpointer(run, control, next_seq, deadline)
     try:
         with LeaseKeeper(run):
-            outcome = loop.run(state, control=control, checkpointer=checkpointer)
+            end = loop.run(state, control=control, checkpointer=checkpointer)
     except Exception:
         log.exception("run %s failed in the worker", run_id)
-        _fail(checkpointer.run, "internal_error",
-              "The worker hit an unexpected error; the run can be resumed.")
-        return "failed"
-    if outcome is not None:
-        return checkpointer.status
-    if checkpointer.fenced:
-        return "fenced"
-    if checkpointer.quota_stop is not None:
-        _fail(checkpointer.run, QUOTA_EXCEEDED, checkpointer.quota_stop)
-        return "failed"
-    # The slice is used up: give the lease back and let a fresh task continue the run.
-    if _with_fence(checkpointer.run, _release):
-        dispatch.enqueue_run(run_id)
-    return "yielded"
+        _fail(run, INTERNAL_ERROR, "The worker hit an unexpected error; the run can be resumed.")
+        return Outcome.FAILED
+    match end:
+        case FinalOutput():
+            return Outcome.COMPLETED
+        case Interrupted(reason="cancelled"):
+            return Outcome.CANCELLED
+        case Interrupted(reason="paused"):
+            return Outcome.PAUSED
+        case Failed():
+            return Outcome.FAILED
+        case Fenced():
+            return Outcome.FENCED
+        case QuotaSpent(reason=reason):
+            _fail(run, QUOTA_EXCEEDED, reason)
+            return Outcome.FAILED
+        case SliceUsed():
+            # Give the lease back; a fresh task continues the run.
+            return Outcome.YIELDED if _with_fence(run, _release) else Outcome.FENCED
+    raise AssertionError(end)
 
 
-def reconcile_runs() -> int:
-    """Re-enqueue active runs nobody is advancing: an expired lease, or a queued run whose task
-    never arrived (older than the grace period).
+def reconcile_runs() -> list[uuid.UUID]:
+    """The active runs nobody is advancing, for the caller to re-enqueue: an expired lease, or
+    a queued run whose task never arrived (older than the grace period).
 
-    Each re-enqueued run's lease is cleared and its ``updated_at`` set to now, so the next pass
-    leaves it alone for another grace period: a backlog of queued runs is not flooded with
-    duplicate tasks every pass. (A duplicate would be harmless — a claim is exclusive — but
-    it costs a broker message and a worker's time.)"""
+    Each one's lease is cleared and its ``updated_at`` set to now, so the next pass leaves it
+    alone for another grace period: a backlog of queued runs is not flooded with duplicate
+    tasks every pass. (A duplicate would be harmless — a claim is exclusive — but it costs a
+    broker message and a worker's time.)"""
     now = timezone.now()
     grace = timedelta(seconds=settings.HANGO["RECONCILE_GRACE_SECONDS"])
     with transaction.atomic():
@@ -287,8 +310,4 @@ def reconcile_runs() -> int:
         ids = list(stale.values_list("id", flat=True))
         Run.objects.filter(pk__in=ids).update(lease_owner="", lease_expires_at=None,
                                               updated_at=now)
-        for run_id in ids:
-            dispatch.enqueue_run(run_id)  # sent once this transaction commits
-    if ids:
-        log.info("reconciler re-enqueued %d runs", len(ids))
-    return len(ids)
+    return ids

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from harness import telemetry
-from harness.chain import ModelHandler, ModelRequest, ToolCallRequest, ToolHandler
+from harness.chain import ModelHandler, ModelRequest, ToolCallRequest, ToolHandler, ToolOutcome
 from harness.messages import Response
-from harness.tools.base import ToolResult, tool_error
+from harness.tools.base import tool_error
 
 NAME = "tool_allowlist"
 
@@ -40,7 +40,7 @@ class ToolAllowlistMiddleware:
             req = replace(req, tools=kept)
         return next(req)
 
-    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult:
+    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolOutcome:
         # The tool that would run must be the one the model named: an earlier wrapper cannot
         # slip another tool in under an allowed name.
         if self.permits(req.call.name) and (req.tool is None or req.tool.name == req.call.name):

@@ -18,24 +18,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from harness import telemetry
-from harness.chain import SourcedBlock, ToolCallRequest, ToolHandler
+from harness.approvals import AwaitingApproval
+from harness.chain import SourcedBlock, ToolCallRequest, ToolHandler, ToolOutcome
+from harness.deps import LARGE_TOOL_RESULT_CHARS, StackConfig
 from harness.messages import TextBlock
 from harness.state import State
 from harness.stores import FileStore
 from harness.tools import files
-from harness.tools.base import Tool, ToolResult
-
-if TYPE_CHECKING:
-    from harness.chain import Middleware
-    from harness.stack import StackConfig
+from harness.tools.base import Tool
 
 NAME = "filesystem"
 PART = "system:filesystem"
 OFFLOAD_DIR = "/large_tool_results"
-DEFAULT_OFFLOAD_THRESHOLD = 20_000
 MIN_OFFLOAD_THRESHOLD = 2 * files.LINE_CHUNK
 PREVIEW_LINES = 10
 PREVIEW_LINE_CHARS = 200
@@ -66,7 +62,7 @@ def _mark_modified(state: State, path: str) -> None:
 class FilesystemMiddleware:
     name = NAME
 
-    def __init__(self, *, store: FileStore, offload_threshold: int = DEFAULT_OFFLOAD_THRESHOLD,
+    def __init__(self, *, store: FileStore, offload_threshold: int = LARGE_TOOL_RESULT_CHARS,
                  allowed_tools: Iterable[str] | None = None,
                  max_file_chars: int = files.DEFAULT_MAX_FILE_CHARS,
                  max_files: int = files.DEFAULT_MAX_FILES) -> None:
@@ -90,9 +86,9 @@ class FilesystemMiddleware:
     def provide_tools(self, state: State) -> list[Tool]:
         return self._tools
 
-    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult:
+    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolOutcome:
         result = next(req)
-        if (not self.offloads or result.awaiting_approval is not None
+        if (not self.offloads or isinstance(result, AwaitingApproval)
                 or len(result.content) <= self.offload_threshold
                 or req.call.name in files.TOOL_NAMES):  # their own output is paged and bounded
             return result
@@ -157,13 +153,8 @@ def _preview(content: str) -> str:
     return "\n".join(rows)
 
 
-def _allowed_tools(cfg: StackConfig) -> list[str]:
-    allowed = cfg.agent.allowed_tools
-    return [n for n in files.TOOL_NAMES if allowed is None or n in allowed]
-
-
-def from_config(cfg: StackConfig) -> Middleware | None:
-    if cfg.deps.files is None or not _allowed_tools(cfg):
+def from_config(cfg: StackConfig) -> FilesystemMiddleware | None:
+    if cfg.deps.files is None or not any(cfg.agent.allows(n) for n in files.TOOL_NAMES):
         return None
     return FilesystemMiddleware(store=cfg.deps.files, allowed_tools=cfg.agent.allowed_tools,
                                 offload_threshold=cfg.deps.large_tool_result_chars)

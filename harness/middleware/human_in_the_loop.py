@@ -1,16 +1,12 @@
 """HumanInTheLoopMiddleware: calls to the tools named in ``interrupt_on`` wait for a human.
 
-A call to such a tool with no decision yet is answered with :func:`await_approval` instead of
-running; the loop then pauses the batch (``State.pending_batch``) and the run waits, holding no
-worker and no broker message, until ``POST /v1/runs/{id}/approve`` writes one decision per
-pending call. On the resumed turn the loop sends the still-pending calls through the chain again
-and this middleware applies the decision it finds for the call:
-
-* ``approve`` runs the call as the model made it;
-* ``edit`` runs it with the human's arguments (the tool validates them like any call, so a bad
-  edit becomes an error result the model reads);
-* ``reject`` answers with an error result carrying the human's reason, never running the tool;
-* ``respond`` makes the human's text the (non-error) result, never running the tool.
+A call to such a tool with no decision yet is answered with
+:class:`~harness.approvals.AwaitingApproval` instead of running; the loop then pauses the batch
+and the run waits, holding no worker and no broker message, until ``POST /v1/runs/{id}/approve``
+records one decision per waiting call. On the resumed turn the loop sends the waiting calls
+through the chain again, and this middleware applies the decision it finds for the call
+(:func:`harness.approvals.resolve`: approve and edit run the call, reject and respond answer it
+without running the tool). The whole lifecycle lives in :mod:`harness.approvals`.
 
 A recorded decision is applied even if ``interrupt_on`` changed since the pause: a rejected call
 must never run because the agent was edited in between.
@@ -23,24 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import assert_never, cast
 
-from harness import telemetry
-from harness.chain import ToolCallRequest, ToolHandler
-from harness.loop import CANCELLED_BEFORE_RUN
-from harness.messages import Message, ToolResultBlock, ToolUseBlock
-from harness.state import DECISIONS, ApprovalDecision, PendingBatch
-from harness.tools.base import ToolResult, await_approval, tool_error
-
-if TYPE_CHECKING:
-    from harness.stack import StackConfig
+from harness import approvals, telemetry
+from harness.approvals import DECISIONS, Answer, AwaitingApproval, Decision, RunCall
+from harness.chain import ToolCallRequest, ToolHandler, ToolOutcome
+from harness.deps import StackConfig
+from harness.tools.base import ToolResult
 
 NAME = "human_in_the_loop"
 WHY = ("calls to the tools in the agent's interrupt_on pause the run until a human decides; "
        "always present, so a decision is applied even if interrupt_on changed since the pause")
-
-REJECTED = "The user rejected this tool call."
-CANCELLED_BEFORE_DECISION = "The run was cancelled before this tool call was approved."
 
 
 class HumanInTheLoopMiddleware:
@@ -49,7 +38,7 @@ class HumanInTheLoopMiddleware:
     def __init__(self, *, interrupt_on: Mapping[str, Sequence[str]]) -> None:
         if not isinstance(interrupt_on, Mapping):
             raise ValueError("interrupt_on must map tool names to their decisions")
-        checked: dict[str, tuple[str, ...]] = {}
+        checked: dict[str, tuple[Decision, ...]] = {}
         for tool, decisions in interrupt_on.items():
             if not isinstance(tool, str) or not tool:
                 raise ValueError(f"interrupt_on: {tool!r} is not a tool name")
@@ -59,64 +48,37 @@ class HumanInTheLoopMiddleware:
             if unknown:
                 raise ValueError(f"interrupt_on[{tool!r}]: unknown decisions {unknown}; "
                                  f"use {list(DECISIONS)}")
-            checked[tool] = tuple(dict.fromkeys(decisions))
+            checked[tool] = cast(tuple[Decision, ...], tuple(dict.fromkeys(decisions)))
         self.interrupt_on = checked
 
-    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult:
+    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolOutcome:
         batch = req.state.pending_batch
         decision = batch.decisions.get(req.call.id) if batch is not None else None
         if decision is not None:
-            return self._apply(decision, req, next)
+            telemetry.record_event(telemetry.EVENT_APPROVAL_APPLIED, {
+                telemetry.ATTR_MIDDLEWARE_NAME: NAME,
+                telemetry.ATTR_GEN_AI_TOOL_NAME: req.call.name,
+                telemetry.ATTR_APPROVAL_DECISION: decision.type,
+            })
+            match approvals.resolve(decision):
+                case RunCall(input=edited):
+                    edited_req = req if edited is None else replace(
+                        req, call=replace(req.call, input=edited))
+                    return next(edited_req)
+                case Answer(content=content, is_error=is_error):
+                    return ToolResult(content=content, is_error=is_error)
+                case unreachable:
+                    assert_never(unreachable)
         allowed = self.interrupt_on.get(req.call.name)
         if allowed is None or req.tool is None:  # an unknown tool's error needs no human
             return next(req)
         telemetry.record_event(telemetry.EVENT_APPROVAL_REQUESTED, {
             telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_GEN_AI_TOOL_NAME: req.call.name,
         })
-        return await_approval(allowed)
-
-    def _apply(self, decision: ApprovalDecision, req: ToolCallRequest,
-               next: ToolHandler) -> ToolResult:
-        telemetry.record_event(telemetry.EVENT_APPROVAL_APPLIED, {
-            telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_GEN_AI_TOOL_NAME: req.call.name,
-            telemetry.ATTR_APPROVAL_DECISION: decision.type,
-        })
-        match decision.type:
-            case "approve":
-                return next(req)
-            case "edit":
-                if decision.input is None:
-                    return tool_error("The user chose to edit this call but gave no arguments.")
-                return next(replace(req, call=replace(req.call, input=decision.input)))
-            case "reject":
-                reason = (decision.message or "").strip()
-                return tool_error(f"{REJECTED} Reason: {reason}" if reason else REJECTED)
-            case "respond":
-                return ToolResult(content=decision.message or "")
-            case _:
-                assert_never(decision.type)
-
-
-def cancelled_batch_message(calls: Sequence[ToolUseBlock], batch: PendingBatch) -> Message:
-    """The tool-result message that closes a paused batch when its run is cancelled.
-
-    Every call of the batch gets a result, in call order: the ones that already ran keep theirs;
-    a call still waiting answers that the run was cancelled (before a decision, or after one but
-    before it ran). So the stored history never holds a tool call without its result."""
-    blocks = []
-    for call in calls:
-        if call.id in batch.done:
-            content, is_error = batch.done[call.id]
-        elif call.id in batch.decisions:
-            content, is_error = CANCELLED_BEFORE_RUN, True
-        else:
-            content, is_error = CANCELLED_BEFORE_DECISION, True
-        blocks.append(ToolResultBlock(tool_use_id=call.id, content=content, is_error=is_error))
-    return Message(role="user", content=tuple(blocks))
+        return AwaitingApproval(allowed_decisions=allowed)
 
 
 def from_config(cfg: StackConfig) -> HumanInTheLoopMiddleware:
     # Always in the stack, even with no interrupt_on: a decision recorded while the agent had
     # one must still be applied after an edit removed it (a rejected call must never run).
-    interrupt_on: Any = cfg.agent.config.get("interrupt_on") or {}
-    return HumanInTheLoopMiddleware(interrupt_on=interrupt_on)
+    return HumanInTheLoopMiddleware(interrupt_on=cfg.agent.config.interrupt_on)

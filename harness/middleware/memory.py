@@ -20,27 +20,22 @@ memory does not invalidate the cached prefix.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness import telemetry
 from harness.chain import PartID, SourcedBlock
+from harness.deps import MEMORY_MAX_BYTES, StackConfig
 from harness.errors import InvalidContent
 from harness.messages import TextBlock
+from harness.middleware._stores import load_or_none
 from harness.state import State, load_private, store_private
 from harness.stores import MemoryFile, MemoryStore
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
 
-if TYPE_CHECKING:
-    from harness.stack import StackConfig
-
-log = logging.getLogger(__name__)
-
 NAME = "memory"
 TOOL_NAME = "update_memory"
 PART_PREFIX = "system:memory:"
-DEFAULT_MAX_BYTES = 32_768
 MAX_PATH_CHARS = 255
 _LISTED_OMISSIONS = 10
 
@@ -155,7 +150,7 @@ def snapshot(files: list[MemoryFile], max_bytes: int) -> MemorySnapshot:
 class MemoryMiddleware:
     name = NAME
 
-    def __init__(self, *, store: MemoryStore, max_bytes: int = DEFAULT_MAX_BYTES,
+    def __init__(self, *, store: MemoryStore, max_bytes: int = MEMORY_MAX_BYTES,
                  writable: bool = False) -> None:
         if not isinstance(max_bytes, int) or max_bytes < 1:
             raise ValueError("max_bytes must be a positive integer")
@@ -169,14 +164,8 @@ class MemoryMiddleware:
         _, found = load_private(state, NAME, MemorySnapshot)
         if found:  # a continued or resumed run keeps the memory it started with
             return
-        try:
-            files = self.store.load()
-        except Exception as exc:  # a slow or broken store must not fail the run
-            log.warning("memory load failed for run %s", state.run_id, exc_info=True)
-            telemetry.record_event(telemetry.EVENT_STORE_LOAD_FAILED, {
-                telemetry.ATTR_MIDDLEWARE_NAME: NAME,
-                telemetry.ATTR_REASON: type(exc).__name__,
-            })
+        files = load_or_none(self.store.load, middleware=NAME, run_id=state.run_id)
+        if files is None:
             store_private(state, NAME, MemorySnapshot(failed=True))
             return
         loaded = snapshot(files, self.max_bytes)
@@ -220,10 +209,8 @@ class MemoryMiddleware:
 
 
 def from_config(cfg: StackConfig) -> MemoryMiddleware | None:
-    store = cfg.deps.memory
-    if store is None:
+    if cfg.deps.memory is None:
         return None
-    options = cfg.agent.config.get("memory") or {}
-    allowed = cfg.agent.allowed_tools is None or TOOL_NAME in cfg.agent.allowed_tools
-    return MemoryMiddleware(store=store, max_bytes=cfg.deps.memory_max_bytes,
-                            writable=bool(options.get("writable")) and allowed)
+    return MemoryMiddleware(store=cfg.deps.memory, max_bytes=cfg.deps.memory_max_bytes,
+                            writable=cfg.agent.config.memory_writable
+                            and cfg.agent.allows(TOOL_NAME))

@@ -23,15 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from harness import telemetry
 from harness.chain import ModelHandler, ModelRequest, SourcedBlock
+from harness.deps import StackConfig
 from harness.messages import CacheControl, Response, TextBlock
 from harness.state import State
-
-if TYPE_CHECKING:
-    from harness.stack import StackConfig
 
 NAME = "prompt_cache"
 WHY = ("skipped when a bare stack has no provider; marks the end of the stable system prefix "

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import telemetry
-from harness.chain import ToolCallRequest, ToolHandler
+from harness.chain import ToolCallRequest, ToolHandler, ToolOutcome
+from harness.deps import REPEAT_CALL_THRESHOLD
 from harness.state import load_private, store_private
-from harness.tools.base import ToolResult, tool_error
+from harness.tools.base import tool_error
 
 NAME = "repeat_call"
-DEFAULT_THRESHOLD = 3
 DEFAULT_WINDOW = 64
 
 _FNV_OFFSET = 0xCBF29CE484222325
@@ -62,7 +62,8 @@ class RepeatCounts:
 class RepeatCallMiddleware:
     name = NAME
 
-    def __init__(self, *, threshold: int = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW) -> None:
+    def __init__(self, *, threshold: int = REPEAT_CALL_THRESHOLD,
+                 window: int = DEFAULT_WINDOW) -> None:
         if not isinstance(threshold, int) or threshold < 2:
             raise ValueError("threshold must be an integer of at least 2")
         if not isinstance(window, int) or window < 1:
@@ -70,7 +71,7 @@ class RepeatCallMiddleware:
         self.threshold = threshold
         self.window = window
 
-    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolResult:
+    def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolOutcome:
         batch = req.state.pending_batch
         if batch is not None and req.call.id in batch.decisions:
             return next(req)  # a call resumed after approval was counted when it paused

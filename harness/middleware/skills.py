@@ -20,22 +20,18 @@ outermost model wrapper it sees the whole tool list it holds tools back from.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness import telemetry
 from harness.chain import ModelHandler, ModelRequest, SourcedBlock
+from harness.deps import StackConfig
 from harness.messages import Response, TextBlock
+from harness.middleware._stores import load_or_none
 from harness.state import State, load_private, store_private
 from harness.stores import SkillSpec, SkillStore
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
-
-if TYPE_CHECKING:
-    from harness.stack import StackConfig
-
-log = logging.getLogger(__name__)
 
 NAME = "skills"
 TOOL_NAME = "load_skill"
@@ -87,15 +83,7 @@ class SkillsMiddleware:
                           fn=self._load)
 
     def before_run(self, state: State) -> None:
-        try:
-            skills = self.store.load()
-        except Exception as exc:  # a slow or broken store must not fail the run
-            log.warning("skills load failed for run %s", state.run_id, exc_info=True)
-            telemetry.record_event(telemetry.EVENT_STORE_LOAD_FAILED, {
-                telemetry.ATTR_MIDDLEWARE_NAME: NAME,
-                telemetry.ATTR_REASON: type(exc).__name__,
-            })
-            skills = []
+        skills = load_or_none(self.store.load, middleware=NAME, run_id=state.run_id) or []
         self._skills = {s.name: s for s in skills}
         self._held = frozenset(t for s in skills for t in self._brings(s))
         self._index = render_index(skills) if skills else ""
@@ -145,7 +133,7 @@ def _loaded(state: State) -> LoadedSkills:
 
 
 def from_config(cfg: StackConfig) -> SkillsMiddleware | None:
-    allowed = cfg.agent.allowed_tools is None or TOOL_NAME in cfg.agent.allowed_tools
-    if cfg.deps.skills is None or not cfg.agent.config.get("skills") or not allowed:
+    if cfg.deps.skills is None or not cfg.agent.config.skills \
+            or not cfg.agent.allows(TOOL_NAME):
         return None
     return SkillsMiddleware(store=cfg.deps.skills, tools=cfg.deps.tools)

@@ -1,11 +1,12 @@
 """SubagentMiddleware: the ``task`` tool, which hands work to a named subagent.
 
 The agent's config declares subagents (``name``, ``description``, ``system_prompt``, ``tools``).
-``task(subagent, description)`` runs one in its own loop over its own chain, built by
-:func:`harness.stack.default_stack` one level deeper, with a fresh state holding only the task
-description; the child's final answer is the tool result and nothing else of it (messages,
-todos, private state, events) reaches the parent. Every child model call is accounted on the
-parent's state with purpose ``subagent``, so the parent's turn commits it.
+``task(subagent, description)`` runs one in its own loop over its own chain, with a fresh state
+holding only the task description. The stack hands this middleware a factory for that loop
+(:func:`harness.stack.child_loop_factory`: the same stack one level deeper), so the middleware
+never imports its assembler. The child's final answer is the tool result and nothing else of it
+(messages, todos, private state, events) reaches the parent. Every child model call is
+accounted on the parent's state with purpose ``subagent``, so the parent's turn commits it.
 
 Limits: a child may use only tools the parent may use (the subagent's ``tools`` intersected with
 the parent's allowlist; tools that need a human's approval are left out, since a child cannot
@@ -18,27 +19,26 @@ shares the session's files (the way a subagent hands back a big artefact).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from harness import telemetry
-from harness.agent import AgentSpec
-from harness.chain import Chain, SourcedBlock
+from harness.agent import AgentConfig, AgentSpec, SubagentSpec
+from harness.chain import SourcedBlock
+from harness.deps import SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_TURNS, StackConfig
 from harness.errors import ConfigurationError
 from harness.loop import Failed, FinalOutput, Interrupted, Loop, NextStep, TurnResult
 from harness.messages import Message, TextBlock
 from harness.state import State
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
 
-if TYPE_CHECKING:
-    from harness.stack import StackConfig
+# Builds the loop a subagent runs in, for the child agent given (harness.stack provides it).
+ChildLoopFactory = Callable[[AgentSpec], Loop]
 
 NAME = "subagent"
 PART = "system:subagent"
 TOOL_NAME = "task"
 PURPOSE = "subagent"
-DEFAULT_MAX_DEPTH = 1  # a run's subagents start no subagents of their own
-DEFAULT_MAX_TURNS = 20
 MAX_DESCRIPTION_CHARS = 20_000
 WHY = ("skipped unless the agent's config declares subagents, task is allowed and the depth "
        "limit is not reached; the task tool runs a subagent in its own loop and chain")
@@ -48,29 +48,6 @@ own context: it sees only the description you write (not this conversation), use
 tools, and returns only its final answer. Use it for a focused piece of work whose details \
 you do not need to keep, such as research or a draft. Write a complete description: the goal, \
 what you already know, and what to return. Files it writes are in the session's filesystem."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SubagentSpec:
-    name: str
-    description: str
-    system_prompt: str
-    tools: tuple[str, ...] | None = None  # None: every tool the parent may use
-
-
-def subagent_specs(config: Any) -> tuple[SubagentSpec, ...]:
-    """The ``subagents`` of an agent config (validated by the API; checked again here)."""
-    try:
-        specs = tuple(SubagentSpec(name=s["name"], description=s["description"],
-                                   system_prompt=s["system_prompt"],
-                                   tools=None if s.get("tools") is None else tuple(s["tools"]))
-                      for s in config or ())
-    except (KeyError, TypeError) as exc:
-        raise ConfigurationError(f"agent config 'subagents' is malformed: {exc}") from None
-    names = [s.name for s in specs]
-    if len(names) != len(set(names)):
-        raise ConfigurationError("subagent names must be unique")
-    return specs
 
 
 class _ParentControl:
@@ -86,33 +63,35 @@ class _UsageToParent:
     def __init__(self, parent: State) -> None:
         self.parent = parent
 
-    def checkpoint(self, state: State, result: TurnResult) -> bool:
+    def checkpoint(self, state: State, result: TurnResult) -> None:
         for usage in result.usage:
             self.parent.record_usage(replace(usage, purpose=PURPOSE))
-        return True
 
 
 class SubagentMiddleware:
     name = NAME
 
-    def __init__(self, *, subagents: Sequence[SubagentSpec], parent: StackConfig,
-                 max_depth: int = DEFAULT_MAX_DEPTH, max_turns: int = DEFAULT_MAX_TURNS) -> None:
+    def __init__(self, *, subagents: Sequence[SubagentSpec], parent: AgentSpec,
+                 spawn: ChildLoopFactory, depth: int = 0, max_depth: int = SUBAGENT_MAX_DEPTH,
+                 max_turns: int = SUBAGENT_MAX_TURNS, capture_only: bool = False) -> None:
         if not subagents:
             raise ValueError("subagents must name at least one subagent")
         if not isinstance(max_depth, int) or max_depth < 1:
             raise ValueError("max_depth must be a positive integer")
         if not isinstance(max_turns, int) or max_turns < 1:
             raise ValueError("max_turns must be a positive integer")
-        if parent.subagent_depth >= max_depth:
+        if depth >= max_depth:
             raise ConfigurationError(
-                f"a subagent at depth {parent.subagent_depth} may not start subagents "
-                f"(max depth {max_depth})")
+                f"a subagent at depth {depth} may not start subagents (max depth {max_depth})")
         self.subagents = {s.name: s for s in subagents}
         if len(self.subagents) != len(subagents):
             raise ValueError("subagent names must be unique")
         self.parent = parent
+        self.spawn = spawn
+        self.depth = depth
         self.max_depth = max_depth
         self.max_turns = max_turns
+        self.capture_only = capture_only
         self._tool = Tool(name=TOOL_NAME, description=DESCRIPTION, input_schema={
             "type": "object",
             "properties": {
@@ -138,46 +117,29 @@ class SubagentMiddleware:
 
     def child_agent(self, spec: SubagentSpec) -> AgentSpec:
         """The subagent as an agent: its prompt, its tools within the parent's, its limits."""
-        parent = self.parent.agent
+        parent = self.parent
         allowed = parent.allowed_tools
         if spec.tools is not None:
             allowed = spec.tools if allowed is None else tuple(
                 t for t in spec.tools if t in allowed)
-        interrupt_on = parent.config.get("interrupt_on") or {}
+        interrupt_on = parent.config.interrupt_on
         if allowed is not None:  # a child cannot wait for a human: leave those tools out
             allowed = tuple(t for t in allowed if t not in interrupt_on)
-        config: dict[str, Any] = {}
-        if interrupt_on:  # …and where the list is open, refuse such calls (see _answer)
-            config["interrupt_on"] = interrupt_on
-        if self.parent.subagent_depth + 1 < self.max_depth:
-            config["subagents"] = parent.config.get("subagents", [])
+        # …and where the list is open, such calls are refused (see _answer). Deeper subagents
+        # only while the depth limit allows them.
+        deeper = self.depth + 1 < self.max_depth
+        config = AgentConfig(interrupt_on=interrupt_on,
+                             subagents=parent.config.subagents if deeper else ())
         return AgentSpec(id=f"{parent.id}/{spec.name}", name=spec.name, model=parent.model,
                          system_prompt=spec.system_prompt, allowed_tools=allowed,
                          config=config, max_tokens=parent.max_tokens,
                          default_max_turns=self.max_turns)
 
-    def child_loop(self, spec: SubagentSpec) -> Loop:
-        from harness.stack import default_stack  # the stack module imports this one
-
-        deps = self.parent.deps
-        if deps.provider is None:
-            raise ConfigurationError("subagents need the run's provider (RunDeps.provider)")
-        agent = self.child_agent(spec)
-        # The child shares the session's files; the agent's memory, skills and session summary
-        # belong to the parent's conversation.
-        child_cfg = replace(self.parent, agent=agent, capture_only=False,
-                            subagent_depth=self.parent.subagent_depth + 1,
-                            deps=replace(deps, memory=None, skills=None, summaries=None))
-        allowed = agent.allowed_tools
-        tools = [t for t in deps.tools if allowed is None or t.name in allowed]
-        return Loop(agent=agent, chain=Chain.build(default_stack(child_cfg)),
-                    provider=deps.provider, model=deps.model, tools=tools, purpose=PURPOSE)
-
     def _task(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         spec = self.subagents[args["subagent"]]
-        if self.parent.capture_only:
+        if self.capture_only:
             return tool_error("Subagents do not run while the context is being inspected.")
-        loop = self.child_loop(spec)
+        loop = self.spawn(self.child_agent(spec))
         parent = ctx.state
         state = State(run_id=parent.run_id, session_id=parent.session_id,
                       agent_id=parent.agent_id, tenant_id=parent.tenant_id,
@@ -192,7 +154,7 @@ class SubagentMiddleware:
         return _answer(spec, step, state)
 
 
-def _answer(spec: SubagentSpec, step: NextStep | None, state: State) -> ToolResult:
+def _answer(spec: SubagentSpec, step: NextStep, state: State) -> ToolResult:
     """The child's final answer, or an error saying why there is none."""
     match step:
         case FinalOutput(stop_reason=reason):
@@ -218,10 +180,12 @@ def _answer(spec: SubagentSpec, step: NextStep | None, state: State) -> ToolResu
     return tool_error(f"The subagent {spec.name!r} stopped unexpectedly.")
 
 
-def from_config(cfg: StackConfig) -> SubagentMiddleware | None:
-    specs = subagent_specs(cfg.agent.config.get("subagents"))
-    allowed = cfg.agent.allowed_tools is None or TOOL_NAME in cfg.agent.allowed_tools
-    if not specs or not allowed or cfg.subagent_depth >= cfg.deps.subagent_max_depth:
+def from_config(cfg: StackConfig, spawn: ChildLoopFactory) -> SubagentMiddleware | None:
+    specs = cfg.agent.config.subagents
+    if not specs or not cfg.agent.allows(TOOL_NAME) \
+            or cfg.subagent_depth >= cfg.deps.subagent_max_depth:
         return None
-    return SubagentMiddleware(subagents=specs, parent=cfg, max_depth=cfg.deps.subagent_max_depth,
-                              max_turns=cfg.deps.subagent_max_turns)
+    return SubagentMiddleware(subagents=specs, parent=cfg.agent, spawn=spawn,
+                              depth=cfg.subagent_depth, max_depth=cfg.deps.subagent_max_depth,
+                              max_turns=cfg.deps.subagent_max_turns,
+                              capture_only=cfg.capture_only)

@@ -26,21 +26,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
-
-from jsonschema import Draft202012Validator
 
 from harness import estimator, history, telemetry
+from harness.agent import SummarizationOptions
 from harness.chain import ModelHandler, ModelRequest
+from harness.deps import StackConfig
 from harness.errors import ConfigurationError, HarnessError, ProviderError
 from harness.messages import Message, Response
 from harness.middleware._summarizer import PURPOSE, SYSTEM_PROMPT, Summarizer  # noqa: F401
 from harness.providers.base import Provider
 from harness.state import State
 from harness.stores import Summary, SummaryStore
-
-if TYPE_CHECKING:
-    from harness.stack import StackConfig
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +45,6 @@ WHY = ("skipped when the agent's config turns it off or a bare stack has no prov
        "older messages of the outgoing request by a model-made summary over the token budget")
 EXACT_FROM = 0.9  # from this share of the budget on, the provider's counter is asked (if any)
 
-OPTIONS_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {
-    "enabled": {"type": "boolean"},
-    "trigger_tokens": {"type": "integer", "minimum": 1},
-    "trigger_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-    "keep_messages": {"type": "integer", "minimum": 1},
-    "summary_max_tokens": {"type": "integer", "minimum": 16},
-}, "not": {"required": ["trigger_tokens", "trigger_fraction"]}}
 SUMMARY_ROOM = 256  # tokens kept free for a new summary when choosing the cut
 
 
@@ -88,20 +77,20 @@ class SummarizationMiddleware:
     name = NAME
 
     def __init__(self, *, provider: Provider | None, model: str, context_window: int,
-                 trigger_tokens: int | None = None, trigger_fraction: float = 0.8,
-                 keep_messages: int = 6, summary_max_tokens: int = 1024,
+                 options: SummarizationOptions,
                  store: SummaryStore | None = None, capture_only: bool = False) -> None:
-        if min(context_window, keep_messages, summary_max_tokens, trigger_tokens or 1) < 1 \
-                or not 0 < trigger_fraction <= 1:
+        o = options
+        if min(context_window, o.keep_messages, o.summary_max_tokens, o.trigger_tokens or 1) < 1 \
+                or not 0 < o.trigger_fraction <= 1:
             raise ConfigurationError("summarization: sizes must be positive and "
                                      "trigger_fraction in (0, 1]")
         self.provider, self.model, self.store = provider, model, store
-        self.context_window, self.keep = context_window, keep_messages
-        self.summary_max_tokens, self.capture_only = summary_max_tokens, capture_only
-        self.budget = trigger_tokens or int(context_window * trigger_fraction)
+        self.context_window, self.keep = context_window, o.keep_messages
+        self.summary_max_tokens, self.capture_only = o.summary_max_tokens, capture_only
+        self.budget = o.trigger_tokens or int(context_window * o.trigger_fraction)
         self.summarizer = Summarizer(
-            provider=provider, model=model, max_tokens=summary_max_tokens,
-            part_tokens=max(2_000, int(context_window * 0.6) - 2 * summary_max_tokens))
+            provider=provider, model=model, max_tokens=o.summary_max_tokens,
+            part_tokens=max(2_000, int(context_window * 0.6) - 2 * o.summary_max_tokens))
         self._current: _Current | None = None
         self._history = estimator.HistoryTotal()  # the run's history, estimated incrementally
 
@@ -223,13 +212,9 @@ def _covered_end(messages: tuple[Message, ...], current: _Current) -> int | None
 
 
 def from_config(cfg: StackConfig) -> SummarizationMiddleware | None:
-    raw: Any = cfg.agent.config.get("summarization", {})
-    if errors := sorted(Draft202012Validator(OPTIONS_SCHEMA).iter_errors(raw), key=str):
-        where = "/".join(map(str, errors[0].absolute_path)) or "summarization"
-        raise ConfigurationError(f"agent config summarization: {where}: {errors[0].message}")
-    options = dict(raw)
-    if not options.pop("enabled", True) or (cfg.deps.provider is None and not cfg.capture_only):
+    options = cfg.agent.config.summarization
+    if not options.enabled or (cfg.deps.provider is None and not cfg.capture_only):
         return None
     return SummarizationMiddleware(
         provider=cfg.deps.provider, model=cfg.deps.model, context_window=cfg.deps.context_window,
-        store=cfg.deps.summaries, capture_only=cfg.capture_only, **options)
+        options=options, store=cfg.deps.summaries, capture_only=cfg.capture_only)

@@ -29,13 +29,6 @@ log = logging.getLogger(__name__)
 class ToolResult:
     content: str
     is_error: bool = False
-    # Set by a wrapper (HumanInTheLoop) instead of running the tool: there is no result yet and
-    # the run pauses until a human picks one of these decisions.
-    awaiting_approval: tuple[str, ...] | None = None
-
-
-def await_approval(allowed_decisions: tuple[str, ...]) -> ToolResult:
-    return ToolResult(content="", awaiting_approval=allowed_decisions)
 
 
 def tool_error(message: str) -> ToolResult:

@@ -23,7 +23,7 @@ from accounts.models import ApiKey, AuditAction, AuditEntry
 from accounts.services import api_key_issue, api_key_revoke
 from agents import services as agent_services
 from agents.models import Agent, MemoryFile
-from harness.state import PendingBatch, PendingCall, pending_batch_to_json
+from harness.approvals import PendingBatch, PendingCall, batch_to_json
 from runs import services as run_services
 from runs.models import Run, Session, SessionFile
 from tests.conftest import AGENT_BODY
@@ -117,7 +117,7 @@ def awaiting_run(caller, world) -> str:
     batch = PendingBatch(pending=[PendingCall(tool_use_id=CALL_ID, name="word_count",
                                               input={"text": "x"}, allowed_decisions=tuple(HITL))],
                          done={}, decisions={})
-    run.state_json = {"pending_batch": pending_batch_to_json(batch)}
+    run.state_json = {"pending_batch": batch_to_json(batch)}
     run.save()
     return str(run.pk)
 
@@ -256,7 +256,7 @@ def test_a_write_that_fails_after_recording_rolls_its_row_back(alice, world, mon
     def broken(run_id):
         raise RuntimeError("broker down")
 
-    monkeypatch.setattr("runs.dispatch.enqueue_run", broken)
+    monkeypatch.setattr("runs.tasks.enqueue_run", broken)
     before = row_ids()
     with pytest.raises(RuntimeError):
         run_services.message_post(session=session, content="hi", actor=alice.member)

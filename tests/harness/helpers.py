@@ -9,12 +9,13 @@ from typing import Any
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from harness.agent import AgentSpec
+from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain, Middleware
+from harness.deps import StackConfig
 from harness.loop import Loop, NeverCancel, NextStep, TurnResult
 from harness.messages import Message
 from harness.providers.base import Provider
-from harness.stack import StackConfig, default_stack
+from harness.stack import default_stack
 from harness.state import State
 from harness.tools import Tool, ToolContext, builtin_registry
 
@@ -27,10 +28,13 @@ TEXT_SCHEMA = {
 
 
 def make_agent(**overrides: Any) -> AgentSpec:
+    """A test agent; ``config`` may be given as the JSON document the API stores."""
     fields: dict[str, Any] = {
         "id": "agent-1", "name": "tester", "model": "scripted:script",
         "system_prompt": "You are a test agent.",
     }
+    if isinstance(overrides.get("config"), dict):
+        overrides["config"] = AgentConfig.from_json(overrides["config"])
     return AgentSpec(**{**fields, **overrides})
 
 
@@ -53,16 +57,20 @@ class CountingTool:
         return self.answer
 
 
+STOPPED = "stopped by the test"
+
+
 @dataclass
 class Recorder:
-    """A Checkpointer keeping every TurnResult; ``keep_going`` False stops the loop."""
+    """A Checkpointer keeping every TurnResult; ``keep_going`` False stops the loop (the loop
+    then returns :data:`STOPPED`)."""
 
     keep_going: bool = True
     results: list[TurnResult] = field(default_factory=list)
 
-    def checkpoint(self, state: State, result: TurnResult) -> bool:
+    def checkpoint(self, state: State, result: TurnResult) -> str | None:
         self.results.append(result)
-        return self.keep_going
+        return None if self.keep_going else STOPPED
 
 
 @dataclass
@@ -91,7 +99,7 @@ def make_loop(provider: Provider, *, agent: AgentSpec | None = None,
 
 
 def run(loop: Loop, state: State | None = None, *, control: Any = None,
-        checkpointer: Recorder | None = None) -> tuple[NextStep | None, State, Recorder]:
+        checkpointer: Recorder | None = None) -> tuple[NextStep | str, State, Recorder]:
     """Run ``loop`` to its end; returns the final step, the state and the checkpointer."""
     state = state if state is not None else State(messages=[Message.user("Please help.")])
     checkpointer = checkpointer or Recorder()

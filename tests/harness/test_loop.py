@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from harness import telemetry
+from harness.approvals import CANCELLED_BEFORE_RUN
+from harness.deps import StackConfig
 from harness.errors import ProviderAuthError, ProviderRateLimited
-from harness.loop import CANCELLED_BEFORE_RUN, Failed, FinalOutput, Interrupted, ModelUsage
+from harness.loop import Failed, FinalOutput, Interrupted, ModelUsage
 from harness.messages import Message, Response, ToolUseBlock
 from harness.providers.scripted import ScriptedModel, named_script, text, tool_call
-from harness.stack import StackConfig, default_stack
+from harness.stack import default_stack
 from harness.state import State
 from tests.harness.helpers import (
+    STOPPED,
     TEXT_SCHEMA,
     CancelAfter,
     CountingTool,
@@ -98,7 +103,7 @@ def test_a_provider_error_fails_the_run_with_its_code(error, code):
     assert isinstance(step, Failed)
     assert step.code == code
     assert state.turn == 0 and len(state.messages) == 1  # nothing half-written
-    assert recorder.results[0].messages == []
+    assert recorder.results[0].messages == ()
 
 
 def test_cancel_before_a_tool_call_answers_the_rest_as_cancelled():
@@ -122,7 +127,7 @@ def test_cancel_at_the_turn_boundary_makes_no_model_call():
     step, state, recorder = run(make_loop(model), control=CancelAfter(checks=0))
     assert step == Interrupted("cancelled")
     assert model.calls == []
-    assert recorder.results[0].messages == [] and state.turn == 0
+    assert recorder.results[0].messages == () and state.turn == 0
 
 
 def test_cancel_between_turns():
@@ -161,14 +166,14 @@ def test_invalid_tool_arguments_are_an_error_the_model_can_read(args, field):
 def test_tool_result_events_reach_the_turn_result():
     model = ScriptedModel([tool_call("echo", {"text": "x"}, call_id="e1"), text("done")])
     _, _, recorder = run(make_loop(model))
-    assert recorder.results[0].events == [
-        ("tool.result", {"tool_use_id": "e1", "name": "echo", "is_error": False})]
+    assert recorder.results[0].events == (
+        ("tool.result", {"tool_use_id": "e1", "name": "echo", "is_error": False}),)
 
 
-def test_a_checkpointer_returning_false_stops_the_loop():
+def test_a_checkpointer_returning_a_halt_stops_the_loop():
     model = ScriptedModel([tool_call("echo", {"text": "x"}), text("never")])
     step, state, recorder = run(make_loop(model), checkpointer=Recorder(keep_going=False))
-    assert step is None
+    assert step == STOPPED
     assert len(model.calls) == 1 and len(recorder.results) == 1
     assert state.turn == 1
 
@@ -240,13 +245,13 @@ def test_a_failed_run_still_records_its_stack_and_stop(spans):
 
 
 def test_a_call_awaiting_approval_pauses_the_batch_and_resumes_in_call_order():
+    from harness.approvals import ApprovalDecision, AwaitingApproval
     from harness.chain import Chain
     from harness.loop import Interrupted, Loop, NeverCancel, RunAgain
     from harness.messages import Message
     from harness.providers.scripted import ScriptedModel, text
-    from harness.state import ApprovalDecision, State, state_from_json, state_to_json
+    from harness.state import State, state_from_json, state_to_json
     from harness.tools import builtin_registry
-    from harness.tools.base import await_approval
 
     class Gate:
         name = "gate"
@@ -257,7 +262,7 @@ def test_a_call_awaiting_approval_pauses_the_batch_and_resumes_in_call_order():
             if req.call.name != "word_count":
                 return next(req)
             if decision is None:
-                return await_approval(("approve", "reject"))
+                return AwaitingApproval(allowed_decisions=("approve", "reject"))
             return next(req)
 
     from harness.agent import AgentSpec
@@ -286,7 +291,8 @@ def test_a_call_awaiting_approval_pauses_the_batch_and_resumes_in_call_order():
     # Persisted, decided, resumed in a fresh state (as a worker would).
     resumed = state_from_json(state_to_json(state), messages=list(state.messages),
                               turn=state.turn)
-    resumed.pending_batch.decisions["b"] = ApprovalDecision(type="approve")
+    resumed.pending_batch = replace(resumed.pending_batch,
+                                    decisions={"b": ApprovalDecision(type="approve")})
     finished = loop.turn(resumed, NeverCancel())
     assert finished.next == RunAgain() and resumed.pending_batch is None
     [results] = finished.messages

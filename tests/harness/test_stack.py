@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from harness import telemetry
 from harness.chain import Chain
+from harness.deps import StackConfig
 from harness.middleware.allowlist import ToolAllowlistMiddleware
 from harness.middleware.human_in_the_loop import HumanInTheLoopMiddleware
 from harness.middleware.repair_tool_calls import RepairToolCallsMiddleware
 from harness.middleware.repeat_call import RepeatCallMiddleware
 from harness.middleware.todo import TodoMiddleware
 from harness.providers.scripted import ScriptedModel, text
-from harness.stack import StackConfig, default_stack, stack_slots
+from harness.stack import default_stack, stack_slots
 from tests.harness.helpers import events_named, make_agent, make_loop, run
 
 SLOTS = [
@@ -82,7 +83,8 @@ def test_invoke_agent_span_records_the_exact_stack(spans):
 
 def test_the_todo_slot_is_skipped_when_write_todos_is_not_allowed():
     from harness.agent import AgentSpec
-    from harness.stack import StackConfig, default_stack, stack_slots
+    from harness.deps import StackConfig
+    from harness.stack import default_stack, stack_slots
 
     agent = AgentSpec(id="a", name="a", model="scripted:demo", allowed_tools=("echo",))
     [todo] = [s for s in stack_slots(StackConfig(agent=agent)) if s.name == "todo"]
@@ -131,7 +133,7 @@ def test_every_slot_built_in_order_and_the_system_blocks_follow_it():
     """With every store and option present, all slots but the inspector's are built, in the
     order of stack_slots; the system blocks follow chain order, and the cache breakpoint sits
     before the dynamic blocks (file listing, todo, memory)."""
-    from harness.stack import RunDeps
+    from harness.deps import RunDeps
     from harness.tools import builtin_registry
 
     model = ScriptedModel([text("hi")])

@@ -14,8 +14,8 @@ import pytest
 import redis
 from django.db import connection, transaction
 
+from harness.approvals import CANCELLED_BEFORE_DECISION, REJECTED
 from harness.loop import Interrupted
-from harness.middleware.human_in_the_loop import CANCELLED_BEFORE_DECISION, REJECTED
 from runs.checkpoint import finish_run
 from runs.execution import build_execution
 from runs.models import Message, Run, RunEvent, RunStatus
@@ -371,7 +371,7 @@ def test_a_paused_run_holds_no_broker_message_and_approval_resumes_it_on_the_wor
     run_id = post(alice, hitl_session).json()["run"]["id"]
     run = wait_for_run(run_id, lambda r: r.status not in (RunStatus.QUEUED, RunStatus.RUNNING))
     assert run.status == RunStatus.AWAITING_APPROVAL
-    worker.wait_for(lambda log: "'awaiting_approval'" in log, what="the task to end")
+    worker.wait_for(lambda log: "'paused'" in log, what="the task to end")
     client = redis.Redis.from_url(broker)
     assert client.llen("runs") == 0
     assert client.hlen("unacked") == 0  # not even delivered-and-held by the worker
@@ -382,7 +382,7 @@ def test_a_paused_run_holds_no_broker_message_and_approval_resumes_it_on_the_wor
     assert response.status_code == 202 and response.json()["status"] == "queued"
     run = wait_for_run(run_id)
     assert run.status == RunStatus.COMPLETED, run.error
-    assert worker.task_results() == ["awaiting_approval", "completed"]
+    assert worker.task_results() == ["paused", "completed"]
     assert tool_result(hitl_session["id"])["content"] == "3"
     messages = assert_valid_history(hitl_session["id"])
     assert "It has 3 words." in messages[-1].content[0]["text"]

@@ -9,14 +9,14 @@ import pytest
 from django.utils import timezone
 
 from harness.loop import Loop
-from runs import worker
+from runs import tasks, worker
 from runs.execution import build_execution
 from runs.models import Message, Run, RunStatus, Session
 from runs.services import message_post
-from runs.worker import DbCheckpointer, DbControl, LeaseKeeper, claim_run
+from runs.worker import DbCheckpointer, DbControl, Fenced, Halt, LeaseKeeper, Outcome, claim_run
 
 
-def _one_turn(run: Run) -> tuple[DbCheckpointer, bool]:
+def _one_turn(run: Run) -> tuple[DbCheckpointer, Halt | None]:
     loop, state, next_seq = build_execution(run)
     assert isinstance(loop, Loop)
     control = DbControl(run.pk)
@@ -39,13 +39,13 @@ def test_a_fenced_out_worker_commits_nothing(queued_run):
     fresh = claim_run(queued_run.pk, "worker-b")
     assert fresh is not None and fresh.epoch == stale.epoch + 1
 
-    checkpointer, keep_going = _one_turn(stale)
-    assert keep_going is False and checkpointer.fenced
+    _, halt = _one_turn(stale)
+    assert halt == Fenced()
     assert Message.objects.filter(session_id=queued_run.session_id).count() == 1
     assert Run.objects.get(pk=queued_run.pk).turn == 0
 
-    checkpointer, keep_going = _one_turn(fresh)
-    assert keep_going is True and not checkpointer.fenced
+    _, halt = _one_turn(fresh)
+    assert halt is None
     assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
     assert Run.objects.get(pk=queued_run.pk).turn == 1
 
@@ -58,7 +58,7 @@ def test_a_turn_already_committed_is_not_committed_again(queued_run):
     state.turn = 0
     duplicate = DbCheckpointer(run, DbControl(run.pk), 2, deadline=float("inf"))
     result = loop.turn(state, DbControl(run.pk))
-    assert duplicate.checkpoint(state, result) is False
+    assert duplicate.checkpoint(state, result) == Fenced()
     assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
 
 
@@ -66,34 +66,34 @@ def test_reconciler_reenqueues_only_runs_nobody_advances(queued_run, settings, m
                                                          django_capture_on_commit_callbacks):
     calls = []
     settings.HANGO = {**settings.HANGO, "RECONCILE_GRACE_SECONDS": 0}
-    monkeypatch.setattr(worker.dispatch, "enqueue_run", calls.append)
+    monkeypatch.setattr(tasks, "enqueue_run", calls.append)
     claim_run(queued_run.pk, "worker-a")
-    assert worker.reconcile_runs() == 0  # leased: somebody is on it
+    assert tasks.reconcile_runs() == 0  # leased: somebody is on it
     Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
     with django_capture_on_commit_callbacks(execute=True):
-        assert worker.reconcile_runs() == 1
+        assert tasks.reconcile_runs() == 1
     assert calls == [queued_run.pk]
     run = Run.objects.get(pk=queued_run.pk)
     assert run.lease_expires_at is None and run.lease_owner == ""
     # The next pass within the grace period leaves it alone: no pile of duplicate tasks.
     settings.HANGO = {**settings.HANGO, "RECONCILE_GRACE_SECONDS": 60}
-    assert worker.reconcile_runs() == 0
+    assert tasks.reconcile_runs() == 0
 
 
 def test_execute_run_finishes_a_claimed_run_and_skips_afterwards(queued_run):
-    assert worker.execute_run(str(queued_run.pk)) == RunStatus.COMPLETED
-    assert worker.execute_run(str(queued_run.pk)) == "skipped"
+    assert worker.execute_run(str(queued_run.pk)) == Outcome.COMPLETED
+    assert worker.execute_run(str(queued_run.pk)) == Outcome.SKIPPED
 
 
 def test_a_slice_that_runs_out_yields_and_requeues(queued_run, settings, monkeypatch):
     settings.HANGO = {**settings.HANGO, "RUN_SLICE_SECONDS": 0}
     enqueued = []
-    monkeypatch.setattr(worker.dispatch, "enqueue_run", enqueued.append)
-    assert worker.execute_run(str(queued_run.pk)) == "yielded"
+    monkeypatch.setattr(tasks, "enqueue_run", enqueued.append)
+    assert tasks.advance_run(str(queued_run.pk)) == Outcome.YIELDED
     run = Run.objects.get(pk=queued_run.pk)
     assert run.status == RunStatus.RUNNING and run.turn == 1 and run.lease_expires_at is None
     assert enqueued == [str(queued_run.pk)]
-    assert worker.execute_run(str(queued_run.pk)) in ("yielded", RunStatus.COMPLETED)
+    assert worker.execute_run(str(queued_run.pk)) in (Outcome.YIELDED, Outcome.COMPLETED)
 
 
 @pytest.mark.django_db(transaction=True)

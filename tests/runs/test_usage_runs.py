@@ -22,7 +22,7 @@ from hango_project.errors import QuotaExceeded
 from harness.providers.scripted import ScriptedModel
 from runs.models import Run, RunStatus, Session
 from runs.services import message_post
-from runs.worker import claim_run
+from runs.worker import Fenced, claim_run
 from tests.runs.scenarios import SUBAGENT_CONFIG, subagent_steps
 from tests.runs.test_fencing import _one_turn
 from tests.runs.test_summarization_runs import TASK, Recording
@@ -127,12 +127,12 @@ def test_a_subagents_calls_are_rows_of_the_parent_run(alice, make_agent, make_se
 
 def test_a_redelivered_turn_adds_no_rows(queued_run):
     run = claim_run(queued_run.pk, "worker-a")
-    _, keep_going = _one_turn(run)
-    assert keep_going
+    _, halt = _one_turn(run)
+    assert halt is None
     assert len(assert_rows_match_run(run.pk)) == 1
     # The same turn again (a redelivered task): fenced by the turn counter, nothing written.
-    checkpointer, keep_going = _one_turn(run)
-    assert keep_going is False and checkpointer.fenced
+    _, halt = _one_turn(run)
+    assert halt == Fenced()
     assert len(assert_rows_match_run(run.pk)) == 1
     # The unique key is the backstop should anything ever get past the fence.
     row = rows(run.pk)[0]
@@ -145,8 +145,8 @@ def test_a_fenced_out_worker_writes_no_rows(queued_run):
     stale = claim_run(queued_run.pk, "worker-a")
     Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
     fresh = claim_run(queued_run.pk, "worker-b")
-    checkpointer, _ = _one_turn(stale)
-    assert checkpointer.fenced and rows(queued_run.pk) == []
+    _, halt = _one_turn(stale)
+    assert halt == Fenced() and rows(queued_run.pk) == []
     _one_turn(fresh)
     assert [r.dedupe_key for r in assert_rows_match_run(queued_run.pk)] == [
         f"{queued_run.pk}:1:0"]
@@ -237,7 +237,7 @@ def test_concurrent_starts_against_a_nearly_spent_quota_never_overspend(
     reservations. Admission holds the tenant's row lock, so exactly 10 are accepted."""
     settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": "",
                       "QUOTA_RUN_RESERVATION_TOKENS": 100}
-    monkeypatch.setattr("runs.dispatch.enqueue_run", lambda run_id: None)  # runs stay queued
+    monkeypatch.setattr("runs.tasks.enqueue_run", lambda run_id: None)  # runs stay queued
     agent_id = make_agent(alice)["id"]
     sessions = Session.objects.bulk_create([
         Session(tenant=tenant, agent_id=agent_id, member=alice.member, title=f"s{i}")

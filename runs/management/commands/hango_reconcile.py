@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from runs.worker import reconcile_runs
+from runs.tasks import reconcile_runs
 
 
 class Command(BaseCommand):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from harness import estimator
+from harness.deps import RunDeps, StackConfig
 from harness.errors import ProviderUnavailable
 from harness.messages import (
     Message,
@@ -18,7 +19,7 @@ from harness.middleware import summarization
 from harness.middleware.summarization import SummarizationReport
 from harness.providers.base import Provider
 from harness.providers.scripted import ConversationScript, text
-from harness.stack import RunDeps, StackConfig, default_stack
+from harness.stack import default_stack
 from harness.state import State
 from harness.stores import Summary
 from tests.harness.helpers import make_agent, make_loop

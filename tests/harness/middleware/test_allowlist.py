@@ -7,10 +7,11 @@ from dataclasses import replace
 import pytest
 
 from harness import telemetry
+from harness.deps import StackConfig
 from harness.loop import FinalOutput
 from harness.middleware.allowlist import ToolAllowlistMiddleware
 from harness.providers.scripted import ScriptedModel, text, tool_call
-from harness.stack import StackConfig, default_stack
+from harness.stack import default_stack
 from harness.tools import builtin_registry
 from tests.harness.helpers import CountingTool, events_named, make_agent, make_loop, run
 

@@ -8,7 +8,9 @@ import re
 import pytest
 
 from harness import telemetry
+from harness.approvals import AwaitingApproval
 from harness.chain import ToolCallRequest
+from harness.deps import RunDeps, StackConfig
 from harness.loop import FinalOutput
 from harness.messages import Message, Response, ToolUseBlock
 from harness.middleware import filesystem
@@ -19,9 +21,9 @@ from harness.middleware.filesystem import (
     modified_paths,
 )
 from harness.providers.scripted import ScriptedModel, text, tool_call
-from harness.stack import RunDeps, StackConfig, default_stack, stack_slots
+from harness.stack import default_stack, stack_slots
 from harness.state import State
-from harness.tools.base import Tool, ToolResult, await_approval
+from harness.tools.base import Tool, ToolResult
 from harness.tools.files import (
     TOOL_NAMES,
 )
@@ -129,7 +131,7 @@ def test_small_results_file_tool_results_and_approvals_are_not_offloaded():
     assert through("fetch", small) is small
     own = ToolResult(content="x" * 9_000)
     assert through("grep", own) is own
-    waiting = await_approval(("approve",))
+    waiting = AwaitingApproval(allowed_decisions=("approve",))
     assert through("fetch", waiting) is waiting
     assert mw.files.store.files == {}
 

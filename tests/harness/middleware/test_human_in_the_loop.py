@@ -4,29 +4,26 @@ order, across a checkpoint round trip. Telemetry names the tool and decision, ne
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from harness import telemetry
-from harness.chain import ToolCallRequest
-from harness.loop import Interrupted, Loop, RunAgain
-from harness.messages import Message, Response, ToolUseBlock
-from harness.middleware.human_in_the_loop import (
+from harness import approvals, telemetry
+from harness.approvals import (
     CANCELLED_BEFORE_DECISION,
     REJECTED,
-    HumanInTheLoopMiddleware,
-    cancelled_batch_message,
-    from_config,
-)
-from harness.providers.scripted import ScriptedModel, text, tool_call
-from harness.stack import StackConfig, default_stack
-from harness.state import (
     ApprovalDecision,
     PendingBatch,
     PendingCall,
-    State,
-    state_from_json,
-    state_to_json,
 )
+from harness.chain import ToolCallRequest
+from harness.deps import StackConfig
+from harness.loop import Interrupted, Loop, RunAgain
+from harness.messages import Message, Response, ToolUseBlock
+from harness.middleware.human_in_the_loop import HumanInTheLoopMiddleware, from_config
+from harness.providers.scripted import ScriptedModel, text, tool_call
+from harness.stack import default_stack
+from harness.state import State, state_from_json, state_to_json
 from harness.tools import builtin_registry
 from harness.tools.base import ToolResult
 from tests.harness.helpers import CountingTool, events_named, make_agent, make_loop, run
@@ -61,7 +58,8 @@ def resume(loop: Loop, state: State, **decisions: ApprovalDecision):
     restored = state_from_json(state_to_json(state), messages=list(state.messages),
                                turn=state.turn)
     assert restored.pending_batch is not None
-    restored.pending_batch.decisions.update(decisions)
+    restored.pending_batch = replace(restored.pending_batch,
+                                     decisions={**restored.pending_batch.decisions, **decisions})
     _, _, recorder = run(loop, restored)
     return restored, recorder.results[0]
 
@@ -94,7 +92,7 @@ def test_approve_runs_the_call_as_made(spans):
     block = only_result(result)
     assert (block.tool_use_id, block.content, block.is_error) == ("d1", "deleted", False)
     assert result.next == RunAgain() and state.pending_batch is None
-    assert result.usage == []  # finishing the batch made no model call
+    assert result.usage == ()  # finishing the batch made no model call
     # The model's next request holds the call and its one result, nothing repaired.
     assert model.calls[-1].messages[-1].tool_results == (block,)
     assert len(model.calls[-1].messages) == 3
@@ -199,7 +197,7 @@ def test_an_unknown_tool_is_not_held_for_approval():
     assert "There is no tool named 'nope'" in results.content[0].content
 
 
-def test_cancelled_batch_message_answers_every_call_in_order():
+def test_closing_a_cancelled_batch_answers_every_call_in_order():
     calls = (ToolUseBlock(id="a", name="echo", input={}),
              ToolUseBlock(id="b", name="delete", input={}),
              ToolUseBlock(id="c", name="delete", input={}))
@@ -208,7 +206,7 @@ def test_cancelled_batch_message_answers_every_call_in_order():
         pending=[PendingCall(tool_use_id=i, name="delete", input={}, allowed_decisions=("approve",))
                  for i in ("b", "c")],
         decisions={"c": ApprovalDecision(type="approve")})
-    message = cancelled_batch_message(calls, batch)
+    message = approvals.close(calls, batch)
     assert message.role == "user"
     assert [(b.tool_use_id, b.is_error) for b in message.content] == [
         ("a", False), ("b", True), ("c", True)]

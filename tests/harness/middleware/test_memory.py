@@ -10,6 +10,7 @@ import pytest
 from harness import telemetry
 from harness.agent import AgentSpec
 from harness.chain import ModelRequest
+from harness.deps import RunDeps, StackConfig
 from harness.loop import FinalOutput
 from harness.messages import Message
 from harness.middleware.memory import (
@@ -21,7 +22,7 @@ from harness.middleware.memory import (
     render,
 )
 from harness.providers.scripted import ScriptedModel, text, tool_call
-from harness.stack import RunDeps, StackConfig, default_stack, stack_slots
+from harness.stack import default_stack, stack_slots
 from harness.state import State, state_from_json, state_to_json
 from harness.stores import MemoryFile
 from tests.harness.helpers import events_named, make_agent, make_loop, run, spans_named

@@ -9,6 +9,7 @@ import pytest
 
 from harness import telemetry
 from harness.chain import SourcedBlock
+from harness.deps import RunDeps, StackConfig
 from harness.messages import CacheControl, Message, Request, TextBlock, Usage
 from harness.middleware import prompt_cache
 from harness.middleware.prompt_cache import (
@@ -19,7 +20,7 @@ from harness.middleware.prompt_cache import (
 from harness.middleware.todo import TodoMiddleware
 from harness.providers import anthropic, openai_compat
 from harness.providers.scripted import ScriptedModel, text
-from harness.stack import RunDeps, StackConfig, default_stack
+from harness.stack import default_stack
 from harness.state import State, state_to_json
 from tests.harness.doubles import Contributes
 from tests.harness.helpers import make_agent, make_loop, run

@@ -9,6 +9,7 @@ import pytest
 
 from harness import telemetry
 from harness.agent import AgentSpec
+from harness.deps import RunDeps, StackConfig
 from harness.loop import FinalOutput
 from harness.messages import Message
 from harness.middleware.allowlist import ToolAllowlistMiddleware
@@ -20,7 +21,7 @@ from harness.middleware.skills import (
     render_index,
 )
 from harness.providers.scripted import ScriptedModel, text, tool_call
-from harness.stack import RunDeps, StackConfig, default_stack, stack_slots
+from harness.stack import default_stack, stack_slots
 from harness.state import State, state_from_json, state_to_json
 from harness.stores import SkillSpec
 from harness.tools import builtin_registry

@@ -9,13 +9,15 @@ from typing import Any
 import pytest
 
 from harness import telemetry
+from harness.agent import AgentConfig, SubagentSpec
+from harness.deps import RunDeps, StackConfig
 from harness.errors import ConfigurationError
 from harness.loop import FinalOutput, Interrupted
 from harness.messages import Message, Response, ToolUseBlock, Usage
 from harness.middleware import subagent
-from harness.middleware.subagent import PART, SubagentMiddleware, SubagentSpec, subagent_specs
+from harness.middleware.subagent import PART, SubagentMiddleware
 from harness.providers.scripted import ScriptedModel, text, tool_call
-from harness.stack import RunDeps, StackConfig, default_stack, stack_slots
+from harness.stack import child_loop_factory, default_stack, stack_slots
 from harness.state import State
 from harness.tools import Tool, ToolContext, builtin_registry
 from tests.harness.helpers import (
@@ -50,6 +52,15 @@ def parent_loop(model: ScriptedModel, *, subagents: list[dict[str, Any]] | None 
                                                 **deps))
     tools = [t for t in every_tool if allowed_tools is None or t.name in allowed_tools]
     return make_loop(model, agent=agent, middlewares=default_stack(cfg), tools=tools)
+
+
+def specs(subagents: list[dict[str, Any]]) -> tuple[SubagentSpec, ...]:
+    """The subagents of an agent config document, as the agent's parsed config holds them."""
+    return AgentConfig.from_json({"subagents": subagents}).subagents
+
+
+def from_config(cfg: StackConfig) -> SubagentMiddleware | None:
+    return subagent.from_config(cfg, child_loop_factory(cfg))
 
 
 def names(request) -> list[str]:
@@ -165,11 +176,12 @@ def test_subagents_do_not_nest_past_the_depth_limit():
     assert names(model.calls[1]) == ["echo"]  # no task tool at depth 1
     agent = make_agent(config={"subagents": [sub]})
     deep = StackConfig(agent=agent, subagent_depth=1)
-    assert subagent.from_config(deep) is None
+    assert from_config(deep) is None
     (slot,) = [s for s in stack_slots(deep) if s.name == "subagent"]
     assert slot.middleware is None and slot.why.startswith("skipped")
     with pytest.raises(ConfigurationError, match="depth 1"):
-        SubagentMiddleware(subagents=subagent_specs([sub]), parent=deep)
+        SubagentMiddleware(subagents=specs([sub]), parent=agent, spawn=child_loop_factory(deep),
+                           depth=deep.subagent_depth)
 
 
 def test_a_deeper_limit_allows_one_more_level_and_no_more():
@@ -258,31 +270,32 @@ def test_an_unknown_subagent_is_an_error_result():
 
 
 def test_no_subagents_or_task_not_allowed_skips_the_slot():
-    assert subagent.from_config(StackConfig(agent=make_agent())) is None
+    assert from_config(StackConfig(agent=make_agent())) is None
     no_task = StackConfig(agent=make_agent(allowed_tools=("echo",),
                                            config={"subagents": [RESEARCHER]}))
-    assert subagent.from_config(no_task) is None
-    assert isinstance(subagent.from_config(
+    assert from_config(no_task) is None
+    assert isinstance(from_config(
         StackConfig(agent=make_agent(config={"subagents": [RESEARCHER]}))), SubagentMiddleware)
 
 
 def test_bad_configuration_is_refused():
     with pytest.raises(ConfigurationError, match="malformed"):
-        subagent_specs([{"name": "x"}])
+        specs([{"name": "x"}])
     with pytest.raises(ConfigurationError, match="unique"):
-        subagent_specs([RESEARCHER, RESEARCHER])
+        specs([RESEARCHER, RESEARCHER])
     cfg = StackConfig(agent=make_agent())
     spec = SubagentSpec(name="a", description="d", system_prompt="p")
     with pytest.raises(ValueError):
-        SubagentMiddleware(subagents=[], parent=cfg)
+        SubagentMiddleware(subagents=[], parent=cfg.agent, spawn=child_loop_factory(cfg))
     with pytest.raises(ValueError):
-        SubagentMiddleware(subagents=[spec], parent=cfg, max_turns=0)
+        SubagentMiddleware(subagents=[spec], parent=cfg.agent, spawn=child_loop_factory(cfg),
+                           max_turns=0)
 
 
 def test_a_missing_provider_is_an_error_result_not_a_crash():
     agent = make_agent(config={"subagents": [RESEARCHER]})
-    mw = SubagentMiddleware(subagents=subagent_specs([RESEARCHER]),
-                            parent=StackConfig(agent=agent))
+    mw = SubagentMiddleware(subagents=specs([RESEARCHER]), parent=agent,
+                            spawn=child_loop_factory(StackConfig(agent=agent)))
     args = {"subagent": "researcher", "description": "x"}
     (tool,) = mw.provide_tools(State())
     result = tool.run(args, ToolContext(state=State(),

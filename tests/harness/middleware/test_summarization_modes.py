@@ -6,6 +6,7 @@ import pytest
 
 from harness import telemetry
 from harness.chain import Chain
+from harness.deps import RunDeps, StackConfig
 from harness.errors import ConfigurationError
 from harness.history import is_summary
 from harness.loop import Failed, FinalOutput
@@ -16,7 +17,7 @@ from harness.messages import (
 from harness.middleware import summarization
 from harness.middleware.summarization import SummarizationMiddleware
 from harness.providers.scripted import ScriptedModel, named_script
-from harness.stack import RunDeps, StackConfig, default_stack
+from harness.stack import default_stack
 from harness.state import State, state_to_json
 from harness.stores import Summary
 from tests.harness.helpers import events_named, make_agent, run, spans_named

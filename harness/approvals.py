@@ -1,0 +1,236 @@
+"""Approvals: a tool batch waiting for a human's decisions, from pause to close, in one place.
+
+The lifecycle, and who does what:
+
+1. **Pause.** The loop runs a batch through the chain; a call that HumanInTheLoopMiddleware holds
+   answers :class:`AwaitingApproval` instead of a result. :func:`pause` keeps what already ran
+   and what waits as a :class:`PendingBatch` on ``State.pending_batch`` (persisted with the run).
+   No result message is written, so the assistant message holding the calls stays last.
+2. **Decide.** ``POST /v1/runs/{id}/approve`` turns the human's answers into exactly one allowed
+   decision per waiting call with :func:`decide` (or :class:`InvalidDecisions`, a 422).
+3. **Finish.** The resumed loop sends the waiting calls (:func:`waiting_calls`) through the chain
+   again; the middleware turns each decision into what happens with :func:`resolve`, and
+   :func:`results_message` answers every call of the batch in call order.
+4. **Close.** A run cancelled before its batch finished: :func:`close` answers every call, so the
+   stored history never keeps a call without its result — in the loop when a worker sees the
+   cancel, in the run service when no worker holds the run.
+
+Everything here is a pure function of frozen values; nothing reads the database or the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, assert_never, get_args
+
+from harness.errors import HarnessError, InvalidContent
+from harness.messages import Message, ToolResultBlock, ToolUseBlock
+
+Decision = Literal["approve", "edit", "reject", "respond"]
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+EVENT_REQUESTED = "approval.requested"
+
+REJECTED = "The user rejected this tool call."
+NO_EDIT = "The user chose to edit this call but gave no arguments."
+CANCELLED_BEFORE_RUN = "The run was cancelled before this tool call ran."
+CANCELLED_BEFORE_DECISION = "The run was cancelled before this tool call was approved."
+
+Result = tuple[str, bool]  # a finished call's (content, is_error)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AwaitingApproval:
+    """A tool call's outcome when a human must decide first: there is no result yet."""
+
+    allowed_decisions: tuple[Decision, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingCall:
+    """A tool call waiting for a human decision (the API's ``pending_approvals`` item)."""
+
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+    allowed_decisions: tuple[Decision, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalDecision:
+    type: Decision
+    input: dict[str, Any] | None = None  # edit: the new arguments
+    message: str | None = None  # reject: why; respond: the text that becomes the result
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingBatch:
+    """A paused tool batch: what already ran, what waits, the decisions recorded so far."""
+
+    done: Mapping[str, Result] = field(default_factory=dict)
+    pending: tuple[PendingCall, ...] = ()
+    decisions: Mapping[str, ApprovalDecision] = field(default_factory=dict)
+
+    @property
+    def decided(self) -> bool:
+        return all(p.tool_use_id in self.decisions for p in self.pending)
+
+
+class InvalidDecisions(HarnessError):
+    """The decisions do not give exactly one allowed decision per waiting call."""
+
+    code = "invalid_decisions"
+
+    def __init__(self, problems: list[str], batch: PendingBatch) -> None:
+        super().__init__("Give exactly one allowed decision for each pending tool call.")
+        self.problems = problems
+        self.pending = [p.tool_use_id for p in batch.pending]
+
+
+# -- pause ------------------------------------------------------------------------------------
+
+def pause(done: Mapping[str, Result], pending: Sequence[PendingCall]) -> PendingBatch:
+    return PendingBatch(done=dict(done), pending=tuple(pending))
+
+
+def requested_event(batch: PendingBatch) -> tuple[str, dict[str, Any]]:
+    """The run event a pause emits: which calls wait, and what may be decided for each."""
+    return EVENT_REQUESTED, {"pending": [
+        {"tool_use_id": p.tool_use_id, "name": p.name,
+         "allowed_decisions": list(p.allowed_decisions)} for p in batch.pending]}
+
+
+# -- decide -----------------------------------------------------------------------------------
+
+def decide(batch: PendingBatch, decisions: Sequence[Mapping[str, Any]]) -> PendingBatch:
+    """The batch with one decision per waiting call, or :class:`InvalidDecisions` saying what
+    is wrong. Each decision is ``{"tool_use_id", "type", "input"?, "message"?}``, its shape
+    already checked by the caller (an edit has an object ``input``, a respond a ``message``)."""
+    pending = {p.tool_use_id: p for p in batch.pending}
+    problems = []
+    seen: dict[str, ApprovalDecision] = {}
+    for d in decisions:
+        call_id = d["tool_use_id"]
+        call = pending.get(call_id)
+        if call is None:
+            problems.append(f"{call_id!r} is not a pending tool call of this run.")
+        elif call_id in seen:
+            problems.append(f"{call_id!r} has more than one decision.")
+        elif d["type"] not in call.allowed_decisions:
+            problems.append(f"{call_id!r} ({call.name}) allows {list(call.allowed_decisions)}, "
+                            f"not {d['type']!r}.")
+        else:
+            seen[call_id] = ApprovalDecision(type=d["type"], input=d.get("input"),
+                                             message=d.get("message"))
+    answered = {d["tool_use_id"] for d in decisions}
+    problems += [f"{i!r} ({call.name}) needs a decision." for i, call in pending.items()
+                 if i not in answered]
+    if problems:
+        raise InvalidDecisions(problems, batch)
+    return replace(batch, decisions=seen)
+
+
+# -- finish -----------------------------------------------------------------------------------
+
+def waiting_calls(batch: PendingBatch, calls: Sequence[ToolUseBlock]) -> list[ToolUseBlock] | None:
+    """The calls of ``calls`` (the last assistant message's) that still wait, in call order; None
+    when the batch does not answer exactly those calls — then finishing it would write a result
+    message that answers the wrong calls."""
+    waiting = {p.tool_use_id for p in batch.pending}
+    if {c.id for c in calls} != waiting | set(batch.done):
+        return None
+    return [c for c in calls if c.id in waiting]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunCall:
+    """The decision runs the call: with the model's arguments, or the human's (``input``)."""
+
+    input: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """The decision answers the call without running it."""
+
+    content: str
+    is_error: bool
+
+
+def resolve(decision: ApprovalDecision) -> RunCall | Answer:
+    """What a recorded decision does to its call.
+
+    * ``approve`` runs the call as the model made it;
+    * ``edit`` runs it with the human's arguments (the tool validates them like any call, so a
+      bad edit becomes an error result the model reads);
+    * ``reject`` answers with an error carrying the human's reason;
+    * ``respond`` makes the human's text the (non-error) result.
+    """
+    match decision.type:
+        case "approve":
+            return RunCall()
+        case "edit":
+            if decision.input is None:
+                return Answer(content=NO_EDIT, is_error=True)
+            return RunCall(input=decision.input)
+        case "reject":
+            reason = (decision.message or "").strip()
+            return Answer(content=f"{REJECTED} Reason: {reason}" if reason else REJECTED,
+                          is_error=True)
+        case "respond":
+            return Answer(content=decision.message or "", is_error=False)
+        case _:
+            assert_never(decision.type)
+
+
+def results_message(order: Sequence[str], results: Mapping[str, Result]) -> Message:
+    """The user message answering the calls ``order`` names, in that order."""
+    return Message(role="user", content=tuple(
+        ToolResultBlock(tool_use_id=i, content=results[i][0], is_error=results[i][1])
+        for i in order))
+
+
+# -- close ------------------------------------------------------------------------------------
+
+def close(calls: Sequence[ToolUseBlock], batch: PendingBatch) -> Message:
+    """The message that answers every call of a batch its run was cancelled in, in call order:
+    the ones that already ran keep their result; a call still waiting answers that the run was
+    cancelled — before a decision, or after one but before it ran."""
+    results = {}
+    for call in calls:
+        if call.id in batch.done:
+            results[call.id] = batch.done[call.id]
+        elif call.id in batch.decisions:
+            results[call.id] = (CANCELLED_BEFORE_RUN, True)
+        else:
+            results[call.id] = (CANCELLED_BEFORE_DECISION, True)
+    return results_message([c.id for c in calls], results)
+
+
+# -- persisted form ---------------------------------------------------------------------------
+
+def batch_to_json(batch: PendingBatch) -> dict[str, Any]:
+    return {
+        "pending": [{"tool_use_id": p.tool_use_id, "name": p.name, "input": p.input,
+                     "allowed_decisions": list(p.allowed_decisions)} for p in batch.pending],
+        "done": {i: {"content": c, "is_error": e} for i, (c, e) in batch.done.items()},
+        "decisions": {i: {k: v for k, v in (("type", d.type), ("input", d.input),
+                                             ("message", d.message)) if v is not None}
+                      for i, d in batch.decisions.items()},
+    }
+
+
+def batch_from_json(data: Any) -> PendingBatch:
+    try:
+        return PendingBatch(
+            pending=tuple(PendingCall(tool_use_id=p["tool_use_id"], name=p["name"],
+                                      input=p["input"],
+                                      allowed_decisions=tuple(p["allowed_decisions"]))
+                          for p in data["pending"]),
+            done={i: (r["content"], bool(r["is_error"])) for i, r in data["done"].items()},
+            decisions={i: ApprovalDecision(type=d["type"], input=d.get("input"),
+                                           message=d.get("message"))
+                       for i, d in data.get("decisions", {}).items()},
+        )
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InvalidContent(f"state_json 'pending_batch' is malformed: {exc}") from None
