@@ -13,6 +13,8 @@ import pytest
 import yaml
 from django.core.management import call_command
 
+from tests.broker import broker_url
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -60,7 +62,7 @@ def test_healthz_reports_database_and_no_broker(client, settings):
 
 @pytest.mark.django_db
 def test_healthz_checks_a_configured_broker(client, settings):
-    settings.HANGO = {**settings.HANGO, "BROKER_URL": "redis://127.0.0.1:6379/15"}
+    settings.HANGO = {**settings.HANGO, "BROKER_URL": broker_url()}
     assert client.get("/healthz").json()["broker"] == {"ok": True, "configured": True}
     # Nothing listens on port 1: the broker is down and the service says so.
     settings.HANGO = {**settings.HANGO, "BROKER_URL": "redis://127.0.0.1:1/0"}

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import regex  # the stdlib's re has no timeout; a model-written pattern can backtrack for ever
+from wcmatch import glob as wcmatch_glob
 
 from harness.stores import FileInfo, FileStore
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
@@ -34,6 +35,9 @@ LINE_CHUNK = 2_000  # read_file shows longer lines in pieces numbered N.2, N.3, 
 GREP_MAX_MATCHES = 200
 GREP_LINE_CHARS = 300
 GREP_SECONDS = 2.0  # the whole search, across files
+# DOTMATCH: a session's files are all its own, none hidden, so * and ** match dot names too.
+# FORCEUNIX: the paths are virtual POSIX paths, matched case-sensitively whatever the host.
+_GLOB_FLAGS = wcmatch_glob.GLOBSTAR | wcmatch_glob.DOTMATCH | wcmatch_glob.FORCEUNIX
 
 OnWrite = Callable[["State", str], None]
 
@@ -68,33 +72,11 @@ def _under(path: str, directory: str) -> bool:
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """A path glob as a regex: ``*`` and ``?`` stay within one path segment, ``**`` spans any
     number of them (``**/*.md`` matches ``a.md`` and ``x/y/a.md``), ``[...]`` is a class.
-    (``fnmatch`` lets ``*`` cross ``/``, and ``glob.translate`` arrives only in Python 3.13.)"""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) != -1:
-            body = pattern[i + 1:end]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    try:
-        return re.compile("".join(out), re.DOTALL)
-    except re.error as exc:
-        raise FileError(f"The glob {pattern!r} is invalid: {exc}.") from None
+    wcmatch translates it: the stdlib's ``fnmatch`` lets ``*`` cross ``/``, and
+    ``glob.translate`` arrives only in Python 3.13. Every pattern translates: one that cannot
+    match (a reversed range such as ``[b-a]``) matches nothing, as in a shell."""
+    (translated,), _ = wcmatch_glob.translate(pattern, flags=_GLOB_FLAGS)
+    return re.compile(translated)
 
 
 def lines_of(content: str) -> list[str]:

@@ -10,7 +10,8 @@ from django.db import close_old_connections
 
 from hango_project.celery import app as celery_app
 from runs.models import ACTIVE_RUN_STATUSES, Run
-from tests.runs.workers import WorkerProcess, broker_url
+from tests.broker import broker_url
+from tests.runs.workers import WorkerProcess
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def queued_run(alice, make_session, settings):
 
 @pytest.fixture
 def broker(settings):
-    """Point this process's Celery app at a clean Redis database."""
+    """Point this process's Celery app at the suite's Redis database, emptied first."""
     url = broker_url()
     redis.Redis.from_url(url).flushdb()
     settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": url}

@@ -171,6 +171,14 @@ def test_glob_segments():
     assert glob_regex("[!a]b").fullmatch("cb") and not glob_regex("[!a]b").fullmatch("ab")
 
 
+def test_glob_hides_no_file_and_keeps_case_and_segments():
+    # A session's files are all its own: * and ** match names starting with a dot.
+    assert glob_regex("*").fullmatch(".env") and glob_regex("**/*.md").fullmatch(".notes/a.md")
+    assert not glob_regex("*.md").fullmatch("A.MD")
+    # A class, like * and ?, matches within one segment: never the '/' between two.
+    assert not glob_regex("a[!b]c").fullmatch("a/c") and glob_regex("a[!b]c").fullmatch("axc")
+
+
 def test_grep_regex_literal_path_and_glob_filters():
     mw = middleware(TREE)
     assert call(mw, "grep", pattern=r"TODO\b").content.split("\n") == [
