@@ -81,6 +81,9 @@ class UsageRecordAdmin(admin.ModelAdmin):
                     "output_tokens", "cache_read_tokens", "cache_write_tokens", "run"]
     list_filter = ["purpose", "tenant", "provider"]
     date_hierarchy = "created_at"
+    # The page's order: the token columns, inherited from TokenCounts, would otherwise lead.
+    fields = ["tenant", "session", "run", "agent", "purpose", "provider", "model", "input_tokens",
+              "output_tokens", "cache_read_tokens", "cache_write_tokens", "dedupe_key"]
 
     def has_add_permission(self, request):
         return False

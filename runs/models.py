@@ -7,7 +7,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from accounts.models import Member, Tenant
+from accounts.models import Member, Tenant, TokenCounts
 from accounts.scoping import Tenancy
 from agents.models import Agent
 
@@ -53,7 +53,7 @@ class RunStatus(models.TextChoices):
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL)
 
 
-class Run(models.Model):
+class Run(TokenCounts):
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -73,10 +73,6 @@ class Run(models.Model):
     epoch = models.PositiveBigIntegerField(default=0)
     # Per-run event sequence, advanced under the run's row lock.
     event_seq = models.PositiveBigIntegerField(default=0)
-    input_tokens = models.PositiveBigIntegerField(default=0)
-    output_tokens = models.PositiveBigIntegerField(default=0)
-    cache_read_tokens = models.PositiveBigIntegerField(default=0)
-    cache_write_tokens = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(null=True, blank=True)

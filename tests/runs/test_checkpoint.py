@@ -139,6 +139,9 @@ def test_both_paths_write_the_same_rows(twin_runs, cancel_requested):
               "cancel_requested": cancel_requested, "input_tokens": 1_205, "output_tokens": 351,
               "cache_read_tokens": 3_000_000_007, "cache_write_tokens": 75}
     assert {k: rows["run"][k] for k in turned} == turned
+    for run in Run.objects.filter(pk__in=[sql_run.pk, orm_run.pk]):
+        # The run's counters and its usage rows count the same tokens.
+        assert run.total == sum(u.total for u in run.usage_records.all()) == TURN_TOKENS
 
 
 @pytest.mark.parametrize("path", ["_commit_one_statement", "_commit_orm"])
