@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from accounts.models import Member, Tenant, TokenCounts
 from accounts.scoping import Tenancy
-from agents.models import Agent
+from agents.models import Agent, PathFile
 
 
 class Session(models.Model):
@@ -151,7 +151,7 @@ class RunEvent(models.Model):
         return f"{self.run_id} #{self.seq} {self.type}"
 
 
-class SessionFile(models.Model):
+class SessionFile(PathFile):
     """A file of the session's virtual filesystem (written by the agent's file tools)."""
 
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
@@ -159,10 +159,6 @@ class SessionFile(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="files",
                                 db_index=False)
-    path = models.CharField(max_length=1024)
-    content = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "session_files"
@@ -171,6 +167,3 @@ class SessionFile(models.Model):
             models.UniqueConstraint(fields=["session", "path"], name="session_file_path_unique"),
             models.CheckConstraint(condition=Q(path__startswith="/"), name="file_path_absolute"),
         ]
-
-    def __str__(self) -> str:
-        return self.path
