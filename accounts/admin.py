@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 from accounts.models import ApiKey, AuditEntry, Member, Tenant, UsageRecord
 from accounts.services import api_key_issue, api_key_revoke
 from accounts.usage import period_bounds, tenant_spend
+from hango_project.admin import ReadOnlyAdmin
 
 
 class MemberInline(admin.TabularInline):
@@ -74,7 +75,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(admin.ModelAdmin):
+class UsageRecordAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Read-only: usage is written by the run worker alone."""
 
     list_display = ["created_at", "tenant", "purpose", "provider", "model", "input_tokens",
@@ -85,30 +86,12 @@ class UsageRecordAdmin(admin.ModelAdmin):
     fields = ["tenant", "session", "run", "agent", "purpose", "provider", "model", "input_tokens",
               "output_tokens", "cache_read_tokens", "cache_write_tokens", "dedupe_key"]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Read-only: the audit log is append-only."""
 
     list_display = ["created_at", "tenant", "actor", "action", "object_type", "object_id"]
     list_filter = ["action", "tenant"]
     search_fields = ["object_id"]
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
