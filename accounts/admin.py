@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 from accounts.models import ApiKey, AuditEntry, Member, Tenant, UsageRecord
 from accounts.services import api_key_issue, api_key_revoke
 from accounts.usage import period_bounds, tenant_spend
+from hango_project.admin import ReadOnlyAdmin
 
 
 class MemberInline(admin.TabularInline):
@@ -74,38 +75,23 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(admin.ModelAdmin):
+class UsageRecordAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Read-only: usage is written by the run worker alone."""
 
     list_display = ["created_at", "tenant", "purpose", "provider", "model", "input_tokens",
                     "output_tokens", "cache_read_tokens", "cache_write_tokens", "run"]
     list_filter = ["purpose", "tenant", "provider"]
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+    # The page's order: the token columns, inherited from TokenCounts, would otherwise lead.
+    fields = ["tenant", "session", "run", "agent", "purpose", "provider", "model", "input_tokens",
+              "output_tokens", "cache_read_tokens", "cache_write_tokens", "dedupe_key"]
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Read-only: the audit log is append-only."""
 
     list_display = ["created_at", "tenant", "actor", "action", "object_type", "object_id"]
     list_filter = ["action", "tenant"]
     search_fields = ["object_id"]
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -105,7 +105,26 @@ class UsagePurpose(models.TextChoices):
     CONTEXT_TRY = "context_try"
 
 
-class UsageRecord(models.Model):
+class TokenCounts(models.Model):
+    """The four token counters of model calls, as the harness reports them: one call's (a usage
+    row) or a run's running sums. They do not overlap, so their sum is what a call cost."""
+
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cache_read_tokens = models.PositiveBigIntegerField(default=0)
+    cache_write_tokens = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def total(self) -> int:
+        """All four counters: what a token quota counts."""
+        return (self.input_tokens + self.output_tokens + self.cache_read_tokens
+                + self.cache_write_tokens)
+
+
+class UsageRecord(TokenCounts):
     """One model call's tokens. Written in the transaction of the turn that made the call;
     ``dedupe_key`` (run, turn, call index) makes a redelivered turn unable to count twice."""
 
@@ -122,10 +141,6 @@ class UsageRecord(models.Model):
     purpose = models.CharField(max_length=16, choices=UsagePurpose.choices)
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
-    input_tokens = models.PositiveBigIntegerField(default=0)
-    output_tokens = models.PositiveBigIntegerField(default=0)
-    cache_read_tokens = models.PositiveBigIntegerField(default=0)
-    cache_write_tokens = models.PositiveBigIntegerField(default=0)
     dedupe_key = models.CharField(max_length=120, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

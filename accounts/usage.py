@@ -35,11 +35,11 @@ from django.db.models import Count, F, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounts.models import Member, QuotaPeriod, Tenant, UsagePurpose, UsageRecord
+from accounts.models import Member, QuotaPeriod, Tenant, TokenCounts, UsagePurpose, UsageRecord
 from accounts.scoping import visible_to
 from hango_project.errors import QuotaExceeded
 
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+TOKEN_FIELDS = tuple(field.name for field in TokenCounts._meta.local_fields)
 PURPOSES = tuple(UsagePurpose.values)
 
 

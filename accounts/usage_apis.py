@@ -26,11 +26,16 @@ class UsageRowOutput(serializers.ModelSerializer):
                   "created_at"]
 
 
-class UsageTotalsOutput(serializers.Serializer):
+# The four token counters, of a run or summed over usage rows. No docstring: drf-spectacular
+# would publish it as the schema's description of both serializers.
+class UsageOutput(serializers.Serializer):
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
     cache_read_tokens = serializers.IntegerField()
     cache_write_tokens = serializers.IntegerField()
+
+
+class UsageTotalsOutput(UsageOutput):
     calls = serializers.IntegerField()
 
 

@@ -52,7 +52,23 @@ class Agent(models.Model):
         return self.model.split(":", 1)[0]
 
 
-class MemoryFile(models.Model):
+class PathFile(models.Model):
+    """A text file at an absolute path, one per path of its owner (which each subclass adds,
+    with the path's uniqueness and absoluteness as constraints of its own table)."""
+
+    path = models.CharField(max_length=1024)
+    content = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class MemoryFile(PathFile):
     """One of an agent's memory files, loaded into its system prompt at the start of a run."""
 
     tenancy = Tenancy(tenant="agent__tenant", owner="agent__owner")
@@ -60,10 +76,8 @@ class MemoryFile(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memory_files",
                               db_index=False)
+    # Narrower than the base: memory paths are held to the memory middleware's 255 characters.
     path = models.CharField(max_length=255, help_text='Absolute, e.g. "/memories/AGENTS.md".')
-    content = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "memory_files"
@@ -72,9 +86,6 @@ class MemoryFile(models.Model):
             models.UniqueConstraint(fields=["agent", "path"], name="memory_file_path_unique"),
             models.CheckConstraint(condition=Q(path__startswith="/"), name="memory_path_absolute"),
         ]
-
-    def __str__(self) -> str:
-        return self.path
 
 
 class Skill(models.Model):

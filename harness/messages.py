@@ -116,6 +116,12 @@ class Usage:
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
+    @property
+    def total(self) -> int:
+        """All four counters: what the call cost against a token quota."""
+        return (self.input_tokens + self.output_tokens + self.cache_read_tokens
+                + self.cache_write_tokens)
+
 
 @dataclass(frozen=True, kw_only=True)
 class ModelUsage:

@@ -1,32 +1,27 @@
 from django.contrib import admin, messages
 
+from hango_project.admin import ReadOnlyAdmin
 from hango_project.errors import ApplicationError
 from runs import services
 from runs.models import Message, Run, RunEvent, Session, SessionFile
 
 
-class MessageInline(admin.TabularInline):
+class MessageInline(ReadOnlyAdmin, admin.TabularInline):
     model = Message
     extra = 0
     fields = ["seq", "role", "content", "run", "created_at"]
     readonly_fields = fields
-    can_delete = False
+    may_change = True  # the session page's permission (every field is read-only regardless)
     ordering = ["seq"]
 
-    def has_add_permission(self, request, obj=None):
-        return False
 
-
-class RunInline(admin.TabularInline):
+class RunInline(ReadOnlyAdmin, admin.TabularInline):
     model = Run
     extra = 0
     fields = ["id", "status", "turn", "created_at", "finished_at"]
     readonly_fields = fields
-    can_delete = False
+    may_change = True  # the session page's permission, which also labels the run link "Change"
     show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Session)
@@ -39,8 +34,10 @@ class SessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Runs are changed only through the run services: cancel and resume as actions."""
+
+    may_change = may_delete = True
 
     list_display = ["id", "session", "agent", "status", "turn", "todo_progress", "created_at",
                     "finished_at"]
@@ -54,9 +51,6 @@ class RunAdmin(admin.ModelAdmin):
     ]
     exclude = ["event_seq"]
     actions = ["cancel_runs", "resume_runs"]
-
-    def has_add_permission(self, request):
-        return False
 
     @admin.display(description="todos")
     def todo_progress(self, run: Run) -> str:
@@ -86,39 +80,30 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(RunEvent)
-class RunEventAdmin(admin.ModelAdmin):
+class RunEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    may_delete = True  # deleting a run or a session deletes its events
+
     list_display = ["run", "seq", "type", "created_at"]
     list_filter = ["type"]
     search_fields = ["run__id"]
     readonly_fields = ["run", "seq", "type", "data", "created_at"]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Stored history is append-only: messages are read-only here."""
+
+    may_delete = True  # deleting a session deletes its messages
 
     list_display = ["session", "seq", "role", "run", "created_at"]
     search_fields = ["session__id"]
     readonly_fields = ["id", "session", "seq", "role", "content", "run", "created_at"]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(SessionFile)
-class SessionFileAdmin(admin.ModelAdmin):
+class SessionFileAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    may_change = may_delete = True
+
     list_display = ["path", "session", "updated_at"]
     search_fields = ["path", "session__id"]
     readonly_fields = ["id", "session", "path", "content", "created_at", "updated_at"]
-
-    def has_add_permission(self, request):
-        return False

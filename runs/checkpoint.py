@@ -72,11 +72,6 @@ def _usage_rows(write: TurnWrite) -> list[dict[str, Any]]:
             for index, call in enumerate(write.calls)] if write.tenant_id is not None else []
 
 
-def _turn_tokens(usage: Usage) -> int:
-    return (usage.input_tokens + usage.output_tokens + usage.cache_read_tokens
-            + usage.cache_write_tokens)
-
-
 def commit_turn(write: TurnWrite) -> Committed | None:
     """Commit the turn; None when the writer was fenced out (nothing was written)."""
     if write.finish is None and connection.vendor == "postgresql":
@@ -147,7 +142,7 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
     if row is None:
         return None
     # The statement's snapshot does not see its own inserts: add this turn's tokens.
-    used = None if row[1] is None else int(row[1]) + _turn_tokens(write.usage)
+    used = None if row[1] is None else int(row[1]) + write.usage.total
     return Committed(cancel_requested=bool(row[0]), quota_used=used)
 
 

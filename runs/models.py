@@ -7,9 +7,9 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from accounts.models import Member, Tenant
+from accounts.models import Member, Tenant, TokenCounts
 from accounts.scoping import Tenancy
-from agents.models import Agent
+from agents.models import Agent, PathFile
 
 
 class Session(models.Model):
@@ -53,7 +53,7 @@ class RunStatus(models.TextChoices):
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL)
 
 
-class Run(models.Model):
+class Run(TokenCounts):
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -73,10 +73,6 @@ class Run(models.Model):
     epoch = models.PositiveBigIntegerField(default=0)
     # Per-run event sequence, advanced under the run's row lock.
     event_seq = models.PositiveBigIntegerField(default=0)
-    input_tokens = models.PositiveBigIntegerField(default=0)
-    output_tokens = models.PositiveBigIntegerField(default=0)
-    cache_read_tokens = models.PositiveBigIntegerField(default=0)
-    cache_write_tokens = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -155,7 +151,7 @@ class RunEvent(models.Model):
         return f"{self.run_id} #{self.seq} {self.type}"
 
 
-class SessionFile(models.Model):
+class SessionFile(PathFile):
     """A file of the session's virtual filesystem (written by the agent's file tools)."""
 
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
@@ -163,10 +159,6 @@ class SessionFile(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="files",
                                 db_index=False)
-    path = models.CharField(max_length=1024)
-    content = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "session_files"
@@ -175,6 +167,3 @@ class SessionFile(models.Model):
             models.UniqueConstraint(fields=["session", "path"], name="session_file_path_unique"),
             models.CheckConstraint(condition=Q(path__startswith="/"), name="file_path_absolute"),
         ]
-
-    def __str__(self) -> str:
-        return self.path

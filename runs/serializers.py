@@ -5,6 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from accounts.usage_apis import UsageOutput
 from harness.approvals import DECISIONS
 from runs.models import Message, Run, RunEvent, Session
 
@@ -97,20 +98,13 @@ class RunErrorField(serializers.JSONField):
     pass
 
 
-class UsageOutput(serializers.Serializer):
-    input_tokens = serializers.IntegerField()
-    output_tokens = serializers.IntegerField()
-    cache_read_tokens = serializers.IntegerField()
-    cache_write_tokens = serializers.IntegerField()
-
-
 class RunOutput(serializers.ModelSerializer):
     session = serializers.UUIDField(source="session_id", read_only=True)
     agent = serializers.UUIDField(source="agent_id", read_only=True)
     todos = serializers.SerializerMethodField()
     pending_approvals = serializers.SerializerMethodField()
     error = RunErrorField(read_only=True)
-    usage = serializers.SerializerMethodField()
+    usage = UsageOutput(source="*", read_only=True)
 
     class Meta:
         model = Run
@@ -127,15 +121,6 @@ class RunOutput(serializers.ModelSerializer):
         "allowed_decisions": {"type": "array", "items": {"enum": list(DECISIONS)}}}}})
     def get_pending_approvals(self, run: Run) -> list:
         return ((run.state_json or {}).get("pending_batch") or {}).get("pending", [])
-
-    @extend_schema_field(UsageOutput)
-    def get_usage(self, run: Run) -> dict:
-        return {
-            "input_tokens": run.input_tokens,
-            "output_tokens": run.output_tokens,
-            "cache_read_tokens": run.cache_read_tokens,
-            "cache_write_tokens": run.cache_write_tokens,
-        }
 
 
 class PostMessageOutput(serializers.Serializer):
