@@ -1,0 +1,116 @@
+"""harness.approvals: the paused batch's lifecycle as pure functions — pause, decide, resolve,
+finish and close — and its persisted form."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import approvals
+from harness.approvals import (
+    CANCELLED_BEFORE_DECISION,
+    CANCELLED_BEFORE_RUN,
+    NO_EDIT,
+    REJECTED,
+    Answer,
+    ApprovalDecision,
+    InvalidDecisions,
+    PendingBatch,
+    PendingCall,
+    RunCall,
+)
+from harness.errors import InvalidContent
+from harness.messages import ToolUseBlock
+
+CALLS = (ToolUseBlock(id="a", name="echo", input={"text": "x"}),
+         ToolUseBlock(id="b", name="delete", input={"path": "/b"}),
+         ToolUseBlock(id="c", name="delete", input={"path": "/c"}))
+
+
+def waiting(*ids: str, allowed=("approve", "reject")) -> list[PendingCall]:
+    return [PendingCall(tool_use_id=i, name="delete", input={"path": f"/{i}"},
+                        allowed_decisions=allowed) for i in ids]
+
+
+def paused() -> PendingBatch:
+    return approvals.pause({"a": ("x", False)}, waiting("b", "c"))
+
+
+def test_pause_keeps_what_ran_and_what_waits_and_its_event_lists_the_choices():
+    batch = paused()
+    assert batch.done == {"a": ("x", False)} and not batch.decided
+    assert approvals.requested_event(batch) == ("approval.requested", {"pending": [
+        {"tool_use_id": "b", "name": "delete", "allowed_decisions": ["approve", "reject"]},
+        {"tool_use_id": "c", "name": "delete", "allowed_decisions": ["approve", "reject"]}]})
+
+
+def test_decide_records_one_decision_per_waiting_call_and_leaves_the_batch_alone():
+    batch = paused()
+    decided = approvals.decide(batch, [
+        {"tool_use_id": "b", "type": "approve"},
+        {"tool_use_id": "c", "type": "reject", "message": "no"}])
+    assert decided.decided and batch.decisions == {}
+    assert decided.decisions == {"b": ApprovalDecision(type="approve"),
+                                 "c": ApprovalDecision(type="reject", message="no")}
+
+
+@pytest.mark.parametrize(("decisions", "problem"), [
+    ([{"tool_use_id": "b", "type": "approve"}], "'c' (delete) needs a decision."),
+    ([{"tool_use_id": "b", "type": "approve"}, {"tool_use_id": "b", "type": "approve"},
+      {"tool_use_id": "c", "type": "approve"}], "'b' has more than one decision."),
+    ([{"tool_use_id": "zz", "type": "approve"}, {"tool_use_id": "b", "type": "approve"},
+      {"tool_use_id": "c", "type": "approve"}], "'zz' is not a pending tool call of this run."),
+    ([{"tool_use_id": "b", "type": "edit", "input": {}}, {"tool_use_id": "c", "type": "approve"}],
+     "'b' (delete) allows ['approve', 'reject'], not 'edit'."),
+])
+def test_decide_says_what_is_wrong(decisions, problem):
+    with pytest.raises(InvalidDecisions) as raised:
+        approvals.decide(paused(), decisions)
+    assert problem in raised.value.problems and raised.value.pending == ["b", "c"]
+
+
+@pytest.mark.parametrize(("decision", "outcome"), [
+    (ApprovalDecision(type="approve"), RunCall()),
+    (ApprovalDecision(type="edit", input={"path": "/other"}), RunCall(input={"path": "/other"})),
+    (ApprovalDecision(type="edit"), Answer(content=NO_EDIT, is_error=True)),
+    (ApprovalDecision(type="reject", message=" not now "),
+     Answer(content=f"{REJECTED} Reason: not now", is_error=True)),
+    (ApprovalDecision(type="reject", message="  "), Answer(content=REJECTED, is_error=True)),
+    (ApprovalDecision(type="respond", message="done by hand"),
+     Answer(content="done by hand", is_error=False)),
+])
+def test_resolve_says_what_each_decision_does(decision, outcome):
+    assert approvals.resolve(decision) == outcome
+
+
+def test_waiting_calls_are_the_undone_calls_in_order_and_only_for_the_same_batch():
+    assert [c.id for c in approvals.waiting_calls(paused(), CALLS)] == ["b", "c"]
+    assert approvals.waiting_calls(paused(), CALLS[:2]) is None  # a call of the batch missing
+    extra = (*CALLS, ToolUseBlock(id="d", name="echo", input={}))
+    assert approvals.waiting_calls(paused(), extra) is None  # a call the batch does not know
+
+
+def test_close_answers_every_call_in_call_order():
+    batch = PendingBatch(done={"a": ("x", False)}, pending=tuple(waiting("b", "c")),
+                         decisions={"b": ApprovalDecision(type="approve")})
+    message = approvals.close(CALLS, batch)
+    assert message.role == "user"
+    assert [(b.tool_use_id, b.content, b.is_error) for b in message.content] == [
+        ("a", "x", False), ("b", CANCELLED_BEFORE_RUN, True),
+        ("c", CANCELLED_BEFORE_DECISION, True)]
+
+
+def test_results_message_follows_the_order_given():
+    message = approvals.results_message(["c", "a"], {"a": ("1", False), "c": ("3", True)})
+    assert [(b.tool_use_id, b.content, b.is_error) for b in message.content] == [
+        ("c", "3", True), ("a", "1", False)]
+
+
+def test_the_persisted_form_round_trips_and_refuses_garbage():
+    batch = approvals.decide(
+        approvals.pause({"a": ("x", False)}, waiting("b", "c", allowed=("edit", "reject"))),
+        [{"tool_use_id": "b", "type": "edit", "input": {"p": 1}},
+         {"tool_use_id": "c", "type": "reject", "message": "no"}])
+    assert approvals.batch_from_json(approvals.batch_to_json(batch)) == batch
+    for bad in (None, {}, {"pending": [{"name": "x"}], "done": {}}, {"pending": [], "done": 3}):
+        with pytest.raises(InvalidContent):
+            approvals.batch_from_json(bad)
