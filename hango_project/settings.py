@@ -210,7 +210,6 @@ HANGO = {
     "MAX_SYSTEM_PROMPT_CHARS": env_int("HANGO_MAX_SYSTEM_PROMPT_CHARS", 200_000),
     "DEFAULT_MAX_TURNS": env_int("HANGO_DEFAULT_MAX_TURNS", 50),
     "REPEAT_CALL_THRESHOLD": env_int("HANGO_REPEAT_CALL_THRESHOLD", 3),
-    "CONTEXT_TRY_TIMEOUT": env_int("HANGO_CONTEXT_TRY_TIMEOUT", 120),
     # Memory: the most content a run puts in its prompt, which also caps one file (UTF-8 bytes);
     # files per agent; and the statement timeout of the once-per-run memory and skills loads.
     "MEMORY_MAX_BYTES": env_int("HANGO_MEMORY_MAX_BYTES", 32_768),
