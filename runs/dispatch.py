@@ -1,7 +1,7 @@
 """Handing a run to whoever executes it, once the transaction that created it has committed.
 
 With a broker, a Celery task carries the run id to a worker process. Without one (the embedded
-quickstart), the same worker service runs on a thread of this process. ``HANGO["RUN_INLINE"]``
+quickstart), the same worker service runs on a thread of this process. ``hango().run_inline``
 runs it synchronously on commit (tests of the API that do not start a worker).
 """
 
@@ -12,8 +12,9 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from django.conf import settings
 from django.db import close_old_connections, connection, transaction
+
+from hango_project.config import hango
 
 log = logging.getLogger(__name__)
 _executor: ThreadPoolExecutor | None = None
@@ -22,9 +23,9 @@ _executor_lock = threading.Lock()
 
 def enqueue_run(run_id: uuid.UUID | str) -> None:
     run_id = str(run_id)
-    if settings.HANGO["RUN_INLINE"]:
+    if hango().run_inline:
         transaction.on_commit(lambda: _execute_locally(run_id, close=False))
-    elif settings.HANGO["BROKER_URL"]:
+    elif hango().broker_url:
         from runs.tasks import execute_run
 
         execute_run.delay_on_commit(run_id)

@@ -1,11 +1,20 @@
-"""hango's settings object: parsing the environment."""
+"""hango's settings object: parsing the environment, failing at start-up on a bad value, and
+validated overrides."""
 
 from __future__ import annotations
 
-import pytest
-from pydantic import AliasChoices
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
-from hango_project.config import BASE_DIR, HangoSettings
+import pytest
+from pydantic import AliasChoices, ValidationError
+
+from hango_project.config import BASE_DIR, HangoSettings, hango
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def variables_of(field: str) -> tuple[str, ...]:
@@ -87,3 +96,84 @@ def test_secrets_stay_out_of_reprs(environ):
 def test_every_field_says_what_it_means():
     for name, field in HangoSettings.model_fields.items():
         assert field.description, name
+
+
+# -- start-up -----------------------------------------------------------------------------------
+
+SETUP = "import django; django.setup()"
+
+
+def start(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**env, "DJANGO_SETTINGS_MODULE": "hango_project.settings"})
+
+
+@pytest.mark.parametrize("command", [["-c", SETUP], ["manage.py", "check"]])
+def test_a_bad_value_stops_start_up_naming_the_variable(command):
+    result = start([sys.executable, *command], {
+        **os.environ, "HANGO_RUN_LEASE_SECONDS": "abc-not-a-number", "DJANGO_DEBUG": "2"})
+    assert result.returncode != 0
+    assert "HANGO_RUN_LEASE_SECONDS" in result.stderr
+    assert "DJANGO_DEBUG" in result.stderr  # every bad variable, not just the first
+    assert "abc-not-a-number" not in result.stderr  # a value may be a secret: never echoed
+
+
+def test_with_nothing_set_django_runs_on_the_embedded_defaults(tmp_path):
+    code = SETUP + """
+import json
+from django.conf import settings as s
+print(json.dumps([s.DATABASES["default"]["NAME"], s.DEBUG, s.ALLOWED_HOSTS, s.CELERY_BROKER_URL,
+                  s.CELERY_TASK_ALWAYS_EAGER, str(s.STATIC_ROOT), s.CELERY_BROKER_TRANSPORT_OPTIONS,
+                  s.CELERY_BEAT_SCHEDULE["reconcile-runs"]["schedule"],
+                  s.DATA_UPLOAD_MAX_MEMORY_SIZE, s.LOGGING["root"]["level"]]))
+"""
+    result = start([sys.executable, "-c", code],
+                   {"PATH": os.environ["PATH"], "HANGO_VAR_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [
+        str(tmp_path / "hango.sqlite3"), False, ["127.0.0.1", "localhost", "[::1]", "testserver"],
+        "memory://", True, str(tmp_path / "static"), {"visibility_timeout": 3600}, 30.0,
+        1024 * 1024, "INFO",
+    ]
+    assert (tmp_path / "secret_key").exists()
+
+
+# -- overrides (the hango_settings fixture) -----------------------------------------------------
+
+
+def test_an_override_changes_only_what_it_names(hango_settings):
+    before = hango()
+    after = hango_settings(page_size=3, run_lease_seconds=0.3)
+    assert hango() is after
+    assert (after.page_size, after.run_lease_seconds) == (3, 0.3)
+    assert after.model_dump(exclude={"page_size", "run_lease_seconds"}) == before.model_dump(
+        exclude={"page_size", "run_lease_seconds"})
+
+
+@pytest.mark.parametrize("changes", [
+    {"page_sise": 3},  # a typo
+    {"PAGE_SIZE": 3},  # the old dict key
+    {"page_size": "3"},
+    {"page_size": 2.5},
+    {"run_inline": "yes"},
+    {"broker_url": None},
+])
+def test_an_override_is_validated(hango_settings, changes):
+    before = hango()
+    with pytest.raises(ValidationError):
+        hango_settings(**changes)
+    assert hango() is before
+
+
+def test_an_override_does_not_read_the_environment_again(hango_settings, monkeypatch):
+    before = hango()
+    monkeypatch.setenv("HANGO_MAX_PAGE_SIZE", "7")
+    monkeypatch.setenv("HANGO_RUN_SLICE_SECONDS", "not a number")
+    after = hango_settings(page_size=3)
+    assert after.max_page_size == before.max_page_size
+    assert after.run_slice_seconds == before.run_slice_seconds
+
+
+def test_the_settings_are_frozen():
+    with pytest.raises(ValidationError):
+        hango().page_size = 1  # type: ignore[misc]

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,5 +86,4 @@ class WorkerProcess:
 
 
 def broker_url() -> str:
-    return os.environ.get("HANGO_TEST_BROKER_URL") or settings.HANGO.get("TEST_BROKER_URL") or \
-        "redis://127.0.0.1:6379/15"
+    return os.environ.get("HANGO_TEST_BROKER_URL") or "redis://127.0.0.1:6379/15"
