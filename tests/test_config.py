@@ -1,10 +1,11 @@
-"""hango's settings object: parsing the environment, failing at start-up on a bad value, and
-validated overrides."""
+"""hango's settings object: parsing the environment, failing at start-up on a bad value, validated
+overrides, and the README's configuration table kept in step with it."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,56 @@ def test_an_override_does_not_read_the_environment_again(hango_settings, monkeyp
 def test_the_settings_are_frozen():
     with pytest.raises(ValidationError):
         hango().page_size = 1  # type: ignore[misc]
+
+
+# -- the README's configuration table -----------------------------------------------------------
+
+LITERAL = re.compile(r"^`([^`]*)`$")
+
+
+def readme_rows() -> list[tuple[list[str], list[str]]]:
+    """(variables, default parts) of each row of the README's configuration table."""
+    text = (ROOT / "README.md").read_text()
+    table = text.split("| variable | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    rows = []
+    for line in table.strip().splitlines()[1:]:
+        names_cell, default_cell = [cell.strip() for cell in line.strip("|").split("|")][:2]
+        names = re.findall(r"`([A-Z][A-Z0-9_]*)`", names_cell)
+        if any(name.startswith("OTEL_") for name in names):
+            continue  # the OpenTelemetry SDK's own variables
+        assert names, line
+        rows.append((names, [part.strip() for part in default_cell.split(" / ")]))
+    return rows
+
+
+def test_the_readme_table_names_every_variable_and_nothing_else():
+    in_table = [name for names, _ in readme_rows() for name in names]
+    assert len(in_table) == len(set(in_table)), "a variable listed twice"
+    assert set(in_table) - set(FIELD_OF) == set(), "in the README, not read by the settings"
+    assert set(FIELD_OF) - set(in_table) == set(), "read by the settings, not in the README"
+
+
+def test_the_readme_defaults_are_the_real_ones(environ):
+    defaults = HangoSettings()
+    compared = 0
+    for names, parts in readme_rows():
+        if len(parts) == 1:
+            parts = parts * len(names)
+        assert len(parts) == len(names), names
+        for name, part in zip(names, parts, strict=True):
+            field = FIELD_OF[name]
+            default = getattr(defaults, field)
+            if part == "none":
+                assert not default, name
+                continue
+            literal = LITERAL.match(part)
+            if literal is None:
+                continue  # described in words (a derived default)
+            environ.setenv(name, literal.group(1))
+            value = getattr(HangoSettings(), field)
+            environ.delenv(name)
+            if isinstance(default, Path):
+                value = BASE_DIR / value
+            assert value == default, name
+            compared += 1
+    assert compared >= 30  # the check is not vacuous
