@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from accounts import keys
 from accounts.models import ApiKey
+from hango_project.config import hango
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -53,7 +53,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     def _touch(api_key: ApiKey) -> None:
         # One UPDATE per key per resolution window, not one per request.
         now = timezone.now()
-        window = timedelta(seconds=settings.HANGO["KEY_LAST_USED_RESOLUTION_SECONDS"])
+        window = timedelta(seconds=hango().key_last_used_resolution_seconds)
         if api_key.last_used_at is None or now - api_key.last_used_at >= window:
             ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
             api_key.last_used_at = now

@@ -1,7 +1,7 @@
 """Per-API-key rate limits: requests per minute, counted in Redis so they hold across processes.
 
 The limit of a key is its own ``rate_limit_per_minute``, else its tenant's, else
-``HANGO["RATE_LIMIT_PER_MINUTE"]``; 0 at whichever level decides means no limit. Requests without
+``hango().rate_limit_per_minute``; 0 at whichever level decides means no limit. Requests without
 an API key (healthz, the schema, the docs) are not throttled.
 
 Design choices:
@@ -34,10 +34,10 @@ import time
 from typing import Any
 
 import redis
-from django.conf import settings
 from rest_framework.throttling import BaseThrottle
 
 from accounts.models import ApiKey
+from hango_project.config import hango
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def limit_for(api_key: ApiKey) -> int:
     tenant_limit = api_key.member.tenant.rate_limit_per_minute
     if tenant_limit is not None:
         return tenant_limit
-    return int(settings.HANGO["RATE_LIMIT_PER_MINUTE"])
+    return hango().rate_limit_per_minute
 
 
 def redis_key(prefix: str, window: int) -> str:
@@ -163,7 +163,7 @@ class ApiKeyRateThrottle(BaseThrottle):
     @staticmethod
     def _count(prefix: str, window: int) -> int | None:
         """This request's number in the window, or None when the store failed (fail-open)."""
-        url = settings.HANGO.get("RATE_LIMIT_REDIS_URL") or ""
+        url = hango().rate_limit_redis_url
         if not url:
             return local_counter.incr(prefix, window)
         if time.monotonic() < _redis_down_until.get(url, 0.0):

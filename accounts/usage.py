@@ -14,7 +14,7 @@ transaction):
     admitted  ⇔  used + (active runs + 1) × reservation  ≤  quota
 
 where *active runs* are the tenant's queued and running runs (those that will spend) and
-*reservation* is ``HANGO["QUOTA_RUN_RESERVATION_TOKENS"]``. Admissions of one tenant are thus
+*reservation* is ``hango().quota_run_reservation_tokens``. Admissions of one tenant are thus
 serialized; each sees the runs admitted before it (their rows are committed before the lock is
 released), so the sum of spend and outstanding reservations never passes the quota. A run that
 spends more than its reservation is stopped by the worker at its next turn boundary once the
@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
@@ -37,6 +36,7 @@ from django.utils import timezone
 
 from accounts.models import Member, QuotaPeriod, Tenant, TokenCounts, UsagePurpose, UsageRecord
 from accounts.scoping import visible_to
+from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
 
 TOKEN_FIELDS = tuple(field.name for field in TokenCounts._meta.local_fields)
@@ -44,7 +44,7 @@ PURPOSES = tuple(UsagePurpose.values)
 
 
 def run_reservation() -> int:
-    return int(settings.HANGO["QUOTA_RUN_RESERVATION_TOKENS"])
+    return hango().quota_run_reservation_tokens
 
 
 # -- periods ----------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 from django import forms
-from django.conf import settings
 from django.contrib import admin
 
 from agents import services
 from agents.config import allowed_tools_problems
 from agents.models import SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
+from hango_project.config import hango
 from harness.middleware.memory import content_problem, path_problem
 
 
@@ -25,7 +25,7 @@ class MemoryFileForm(forms.ModelForm):
 
     def clean_content(self) -> str:
         content = self.cleaned_data["content"]
-        problem = content_problem(content, settings.HANGO["MEMORY_MAX_BYTES"])
+        problem = content_problem(content, hango().memory_max_bytes)
         if problem:
             raise forms.ValidationError(problem)
         return content

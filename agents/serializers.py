@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.config import allowed_tools_problems, config_problems
 from agents.models import MODEL_PATTERN, SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
+from hango_project.config import hango
 from harness.middleware.memory import content_problem, path_problem
 
 _MODEL_RE = re.compile(MODEL_PATTERN)
@@ -63,7 +63,7 @@ class AgentInput(serializers.Serializer):
     config = AgentConfigField(required=False)
 
     def validate_system_prompt(self, value: str) -> str:
-        limit = settings.HANGO["MAX_SYSTEM_PROMPT_CHARS"]
+        limit = hango().max_system_prompt_chars
         if len(value) > limit:
             raise serializers.ValidationError(f"At most {limit} characters.")
         return value
@@ -117,7 +117,7 @@ class MemoryContentField(StrictCharField):
 
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
-        problem = content_problem(value, settings.HANGO["MEMORY_MAX_BYTES"])
+        problem = content_problem(value, hango().memory_max_bytes)
         if problem:
             raise serializers.ValidationError(problem)
         return value
@@ -161,7 +161,7 @@ class SkillInput(serializers.Serializer):
     allowed_tools = SkillToolsField(required=False, allow_null=True)
 
     def validate_instructions(self, value: str) -> str:
-        limit = settings.HANGO["SKILL_MAX_INSTRUCTIONS_CHARS"]
+        limit = hango().skill_max_instructions_chars
         if len(value) > limit:
             raise serializers.ValidationError(f"At most {limit} characters.")
         return value

@@ -5,12 +5,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
 from agents.models import Agent, MemoryFile, Skill
+from hango_project.config import hango
 from hango_project.errors import Conflict, Unprocessable
 
 # The fields a caller may set; everything else (tenant, owner, id, timestamps) is the server's.
@@ -74,7 +74,7 @@ def _lock_for_memory(agent: Agent) -> None:
 
 
 def _ensure_room(agent: Agent) -> None:
-    cap = settings.HANGO["MEMORY_MAX_FILES"]
+    cap = hango().memory_max_files
     if MemoryFile.objects.filter(agent=agent).count() >= cap:
         raise Conflict(f"An agent has at most {cap} memory files; delete one first.",
                        detail={"max_files": cap})

@@ -1,7 +1,7 @@
 """The harness's memory and skill stores over the agents tables, bound to one agent.
 
 Both loads run once per run, in ``before_run``, and are bounded in time here, where the I/O is:
-on PostgreSQL the query runs under a statement timeout (HANGO ``CONTEXT_LOAD_TIMEOUT``), and a
+on PostgreSQL the query runs under a statement timeout (``hango().context_load_timeout``), and a
 load that passes it raises, which the middleware turns into a run without that context.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from agents import services
 from agents.models import Agent, MemoryFile, Skill
+from hango_project.config import hango
 from hango_project.errors import ApplicationError
 from harness.stores import MemoryFile as HMemoryFile
 from harness.stores import SkillSpec
@@ -24,7 +24,7 @@ from harness.stores import SkillSpec
 def bounded_read(timeout: float | None = None) -> Iterator[None]:
     """A transaction whose statements give up after ``timeout`` seconds (PostgreSQL only; the
     embedded SQLite database is a local file)."""
-    seconds = settings.HANGO["CONTEXT_LOAD_TIMEOUT"] if timeout is None else timeout
+    seconds = hango().context_load_timeout if timeout is None else timeout
     if connection.vendor != "postgresql":
         yield
         return

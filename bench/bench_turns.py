@@ -141,11 +141,14 @@ class Durable:
                 cur.execute(f'create database "{name}"')
         admin.close()
         os.environ["DATABASE_URL"] = url
+        # No broker, not inline, and no enqueue at all: this process executes the run itself.
+        os.environ["HANGO_RUN_INLINE"] = "0"
+        for variable in ("CELERY_BROKER_URL", "HANGO_BROKER_URL"):
+            os.environ.pop(variable, None)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
         import django
 
         django.setup()
-        from django.conf import settings
         from django.core.management import call_command
         from django.db import connection
 
@@ -154,8 +157,6 @@ class Durable:
         from runs import execution, services, tasks, worker
 
         call_command("migrate", verbosity=0)
-        # No broker, not inline, and no enqueue at all: this process executes the run itself.
-        settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
         tasks.enqueue_run = lambda run_id: None
         real = execution.resolve_provider  # the worker's provider, wrapped
         execution.resolve_provider = lambda model, knobs: self.wrap(*real(model, knobs))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from hango_project.config import hango
 from hango_project.errors import error_json
 
 
 class BodySizeLimitMiddleware:
-    """Answer 413 for a body larger than ``HANGO["MAX_BODY_BYTES"]``.
+    """Answer 413 for a body larger than ``hango().max_body_bytes``.
 
     DRF reads JSON bodies as a stream, which bypasses Django's DATA_UPLOAD_MAX_MEMORY_SIZE, so the
     cap is applied here from Content-Length before anything is read.
@@ -21,7 +21,7 @@ class BodySizeLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        limit = settings.HANGO["MAX_BODY_BYTES"]
+        limit = hango().max_body_bytes
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:

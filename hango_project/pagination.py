@@ -1,11 +1,11 @@
 """List pages: ``{"results", "next", "previous"}`` with a capped ``limit``."""
 
-from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
 
+from hango_project.config import hango
 from hango_project.errors import BadQuery
 
 
@@ -16,8 +16,8 @@ class CursorPage(CursorPagination):
     ordering = ("-created_at", "-id")
 
     def __init__(self) -> None:
-        self.page_size = settings.HANGO["PAGE_SIZE"]
-        self.max_page_size = settings.HANGO["MAX_PAGE_SIZE"]
+        self.page_size = hango().page_size
+        self.max_page_size = hango().max_page_size
 
     def paginate_queryset(self, queryset, request, view=None):  # type: ignore[no-untyped-def]
         self._model = queryset.model

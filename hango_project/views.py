@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -12,6 +11,7 @@ from kombu import Connection
 from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 
+from hango_project.config import hango
 from hango_project.errors import error_json
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ _check = inline_serializer("HealthCheck", {"ok": serializers.BooleanField(allow_
 @permission_classes([])
 def healthz(request):
     """Reachability of the database and (when one is configured) the Celery broker."""
-    broker_url = settings.HANGO["BROKER_URL"]
+    broker_url = hango().broker_url
     database = {"ok": _database_ok(), "configured": True}
     # No broker configured is a healthy state: run work executes in-process.
     broker = {"ok": _broker_ok(broker_url) if broker_url else None, "configured": bool(broker_url)}

@@ -3,12 +3,12 @@ on the worker side, with :mod:`runs.worker`)."""
 
 from __future__ import annotations
 
-import os
 from functools import cache
 
-from django.conf import settings
+from pydantic import SecretStr
 
 from agents.stores import DbMemoryStore, DbSkillStore
+from hango_project.config import hango
 from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain
 from harness.deps import RunDeps, StackConfig
@@ -31,16 +31,20 @@ def tool_registry() -> ToolRegistry:
 
 
 def provider_settings() -> ProviderSettings:
-    knobs = settings.HANGO
+    knobs = hango()
     return ProviderSettings(
-        anthropic_api_key=os.environ.get("ANTHROPIC_API_KEY") or None,
-        anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
-        openai_api_key=os.environ.get("OPENAI_API_KEY") or None,
-        openai_base_url=os.environ.get("OPENAI_BASE_URL") or None,
-        timeout_seconds=knobs["PROVIDER_TIMEOUT_SECONDS"],
-        max_retries=knobs["PROVIDER_MAX_RETRIES"],
-        scripted_delay_ms=knobs["SCRIPTED_DELAY_MS"],
+        anthropic_api_key=_revealed(knobs.anthropic_api_key),
+        anthropic_base_url=knobs.anthropic_base_url,
+        openai_api_key=_revealed(knobs.openai_api_key),
+        openai_base_url=knobs.openai_base_url,
+        timeout_seconds=knobs.provider_timeout_seconds,
+        max_retries=knobs.provider_max_retries,
+        scripted_delay_ms=knobs.scripted_delay_ms,
     )
+
+
+def _revealed(secret: SecretStr | None) -> str | None:
+    return secret.get_secret_value() if secret is not None else None
 
 
 def agent_spec(run: Run) -> AgentSpec:
@@ -51,7 +55,7 @@ def agent_spec(run: Run) -> AgentSpec:
     return AgentSpec(id=str(agent.id), name=agent.name, model=agent.model,
                      system_prompt=agent.system_prompt, allowed_tools=allowed,
                      config=AgentConfig.from_json(agent.config or {}),
-                     default_max_turns=settings.HANGO["DEFAULT_MAX_TURNS"])
+                     default_max_turns=hango().default_max_turns)
 
 
 def build_execution(run: Run) -> tuple[Loop, State, int]:
@@ -63,13 +67,13 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
         files=DbFileStore(run.session_id), summaries=DbSummaryStore(run.session_id),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
         context_window=context_window(spec.model),
-        memory_max_bytes=settings.HANGO["MEMORY_MAX_BYTES"],
-        large_tool_result_chars=settings.HANGO["LARGE_TOOL_RESULT_CHARS"],
-        subagent_max_depth=settings.HANGO["SUBAGENT_MAX_DEPTH"],
-        subagent_max_turns=settings.HANGO["SUBAGENT_MAX_TURNS"],
+        memory_max_bytes=hango().memory_max_bytes,
+        large_tool_result_chars=hango().large_tool_result_chars,
+        subagent_max_depth=hango().subagent_max_depth,
+        subagent_max_turns=hango().subagent_max_turns,
     )
     stack = default_stack(StackConfig(
-        agent=spec, repeat_call_threshold=settings.HANGO["REPEAT_CALL_THRESHOLD"], deps=deps))
+        agent=spec, repeat_call_threshold=hango().repeat_call_threshold, deps=deps))
     loop = Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
                 tools=tool_registry().view(spec.allowed_tools))
     rows = list(Message.objects.filter(session_id=run.session_id).order_by("seq")

@@ -7,10 +7,10 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from django.conf import settings
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
+from hango_project.config import hango
 from runs.models import ACTIVE_RUN_STATUSES, Run, RunEvent
 
 
@@ -26,8 +26,8 @@ class EventStreamRenderer(BaseRenderer):
 
 
 def _frames(run_id: uuid.UUID, after: int) -> Iterator[str]:
-    poll = settings.HANGO["EVENT_POLL_SECONDS"]
-    deadline = time.monotonic() + settings.HANGO["EVENT_STREAM_MAX_SECONDS"]
+    poll = hango().event_poll_seconds
+    deadline = time.monotonic() + hango().event_stream_max_seconds
     idle_since = time.monotonic()
     while time.monotonic() < deadline:
         # Read the status first: a finished run's last events were committed with its status.

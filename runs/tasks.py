@@ -1,7 +1,7 @@
 """Getting run work executed: enqueueing a run, and the entry points that execute it.
 
 With a broker, a Celery task carries the run id to a worker process. Without one (the embedded
-quickstart), the same worker service runs on a thread of this process. ``HANGO["RUN_INLINE"]``
+quickstart), the same worker service runs on a thread of this process. ``hango().run_inline``
 runs it synchronously on commit (tests of the API that do not start a worker). Either way a run
 is handed over only once the transaction that queued it has committed.
 
@@ -19,9 +19,9 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from celery import shared_task
-from django.conf import settings
 from django.db import OperationalError, close_old_connections, connection, transaction
 
+from hango_project.config import hango
 from runs import worker
 from runs.worker import Outcome
 
@@ -33,9 +33,9 @@ _executor_lock = threading.Lock()
 def enqueue_run(run_id: uuid.UUID | str) -> None:
     """Have the run advanced once the current transaction commits (at once outside one)."""
     run_id = str(run_id)
-    if settings.HANGO["RUN_INLINE"]:
+    if hango().run_inline:
         transaction.on_commit(lambda: _execute_locally(run_id, close=False))
-    elif settings.HANGO["BROKER_URL"]:
+    elif hango().broker_url:
         execute_run.delay_on_commit(run_id)
     else:
         transaction.on_commit(lambda: _local_executor().submit(_execute_locally, run_id))

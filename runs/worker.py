@@ -21,12 +21,12 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.usage import period_bounds
+from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
 from harness.errors import HarnessError
 from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
@@ -82,7 +82,7 @@ def worker_identity() -> str:
 
 
 def _lease() -> timedelta:
-    return timedelta(seconds=settings.HANGO["RUN_LEASE_SECONDS"])
+    return timedelta(seconds=hango().run_lease_seconds)
 
 
 def claim_run(run_id: str, owner: str) -> Run | None:
@@ -148,7 +148,7 @@ class LeaseKeeper:
         self._thread.join()
 
     def _beat(self) -> None:
-        interval = settings.HANGO["RUN_LEASE_SECONDS"] / 3
+        interval = hango().run_lease_seconds / 3
         try:
             while not self._stop.wait(interval):
                 renewed = Run.objects.filter(pk=self.run.pk, epoch=self.run.epoch).update(
@@ -173,7 +173,7 @@ class DbControl:
         self.flag, self._checked = flag, time.monotonic()
 
     def cancel_requested(self) -> bool:
-        due = time.monotonic() - self._checked >= settings.HANGO["CANCEL_POLL_SECONDS"]
+        due = time.monotonic() - self._checked >= hango().cancel_poll_seconds
         if not self.flag and due:
             flag = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
             self.observed(bool(flag.first()))
@@ -263,7 +263,7 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
         _fail(run, exc.code, str(exc))
         return Outcome.FAILED
     control = DbControl(run.pk)
-    deadline = time.monotonic() + settings.HANGO["RUN_SLICE_SECONDS"]
+    deadline = time.monotonic() + hango().run_slice_seconds
     checkpointer = DbCheckpointer(run, control, next_seq, deadline)
     try:
         with LeaseKeeper(run):
@@ -301,7 +301,7 @@ def reconcile_runs() -> list[uuid.UUID]:
     tasks every pass. (A duplicate would be harmless — a claim is exclusive — but it costs a
     broker message and a worker's time.)"""
     now = timezone.now()
-    grace = timedelta(seconds=settings.HANGO["RECONCILE_GRACE_SECONDS"])
+    grace = timedelta(seconds=hango().reconcile_grace_seconds)
     with transaction.atomic():
         stale = (Run.objects.select_for_update(skip_locked=True)
                  .filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING))

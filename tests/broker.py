@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import os
 
-from django.conf import settings
-
 
 def broker_url() -> str:
     """``HANGO_TEST_BROKER_URL``, else the Makefile's default (database 15)."""
-    return os.environ.get("HANGO_TEST_BROKER_URL") or settings.HANGO.get("TEST_BROKER_URL") or \
-        "redis://127.0.0.1:6379/15"
+    return os.environ.get("HANGO_TEST_BROKER_URL") or "redis://127.0.0.1:6379/15"

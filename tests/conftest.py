@@ -1,8 +1,11 @@
-"""Fixtures shared by the whole suite: tenants, members with keys, and an API client per key."""
+"""Fixtures shared by the whole suite: tenants, members with keys, an API client per key, and
+hango's settings for one test."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -10,7 +13,23 @@ from rest_framework.test import APIClient
 
 from accounts.models import Member, Role, Tenant
 from accounts.services import api_key_issue, member_ensure
+from hango_project.config import HangoSettings
 from tests.otel import span_exporter
+
+
+@pytest.fixture
+def hango_settings(settings) -> Callable[..., HangoSettings]:
+    """Change hango's settings for this test: ``hango_settings(run_inline=True, broker_url="")``.
+
+    Each call replaces ``settings.HANGO`` with a validated copy (field names of
+    :class:`~hango_project.config.HangoSettings`; a typo or a value of the wrong type raises), and
+    pytest-django puts the original back after the test."""
+
+    def _change(**changes: Any) -> HangoSettings:
+        settings.HANGO = settings.HANGO.replace(**changes)
+        return settings.HANGO
+
+    return _change
 
 
 @pytest.fixture

@@ -27,8 +27,8 @@ def test_every_hango_model_is_in_the_admin():
         assert admin.site.is_registered(model), model
 
 
-def test_admin_pages_render(staff_client, alice, make_session, settings):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+def test_admin_pages_render(staff_client, alice, make_session, hango_settings):
+    hango_settings(run_inline=False, broker_url="")
     session = make_session(alice)
     alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"}, format="json")
     run = Run.objects.get()

@@ -49,8 +49,8 @@ def test_schema_and_docs_are_served(client):
 
 
 @pytest.mark.django_db
-def test_healthz_reports_database_and_no_broker(client, settings):
-    settings.HANGO = {**settings.HANGO, "BROKER_URL": ""}
+def test_healthz_reports_database_and_no_broker(client, hango_settings):
+    hango_settings(broker_url="")
     response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json() == {
@@ -61,11 +61,11 @@ def test_healthz_reports_database_and_no_broker(client, settings):
 
 
 @pytest.mark.django_db
-def test_healthz_checks_a_configured_broker(client, settings):
-    settings.HANGO = {**settings.HANGO, "BROKER_URL": broker_url()}
+def test_healthz_checks_a_configured_broker(client, hango_settings):
+    hango_settings(broker_url=broker_url())
     assert client.get("/healthz").json()["broker"] == {"ok": True, "configured": True}
     # Nothing listens on port 1: the broker is down and the service says so.
-    settings.HANGO = {**settings.HANGO, "BROKER_URL": "redis://127.0.0.1:1/0"}
+    hango_settings(broker_url="redis://127.0.0.1:1/0")
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["status"] == "unavailable"

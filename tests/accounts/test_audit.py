@@ -80,9 +80,9 @@ def row_ids() -> set:
 
 
 @pytest.fixture
-def world(owner, alice, make_agent, make_session, settings):
+def world(owner, alice, make_agent, make_session, hango_settings):
     """An agent, a session, a memory file and a skill of ``alice``; runs stay queued."""
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+    hango_settings(run_inline=False, broker_url="")
     agent = make_agent(alice)
     session = make_session(alice, agent_id=agent["id"])
     memory = agent_services.memory_file_create(

@@ -23,9 +23,9 @@ from tests.helpers import error_of, walk
 
 
 @pytest.fixture
-def inline_runs(settings, transactional_db):
+def inline_runs(hango_settings, transactional_db):
     """Runs execute synchronously when their transaction commits (as in tests/runs)."""
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": True, "BROKER_URL": ""}
+    hango_settings(run_inline=True, broker_url="")
 
 
 def test_no_detail_holds_key_material_or_message_text(owner, alice, make_agent, make_session,

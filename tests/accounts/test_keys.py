@@ -156,8 +156,8 @@ def test_last_used_at_is_set_on_use(alice):
     assert row_of(alice.key).last_used_at == first
 
 
-def test_last_used_at_moves_after_the_window(alice, settings):
-    settings.HANGO = {**settings.HANGO, "KEY_LAST_USED_RESOLUTION_SECONDS": 0}
+def test_last_used_at_moves_after_the_window(alice, hango_settings):
+    hango_settings(key_last_used_resolution_seconds=0)
     alice.client.get("/v1/agents")
     first = row_of(alice.key).last_used_at
     alice.client.get("/v1/agents")

@@ -56,13 +56,9 @@ def store(redis_url):
 
 
 @pytest.fixture
-def limits(settings, store, redis_url, monkeypatch):
+def limits(hango_settings, store, redis_url, monkeypatch):
     """A small server default counted in the suite's Redis, with the clock pinned mid-window."""
-    settings.HANGO = {
-        **settings.HANGO,
-        "RATE_LIMIT_PER_MINUTE": LIMIT,
-        "RATE_LIMIT_REDIS_URL": redis_url,
-    }
+    hango_settings(rate_limit_per_minute=LIMIT, rate_limit_redis_url=redis_url)
     now = pinned_now()
     monkeypatch.setattr(ApiKeyRateThrottle, "clock", staticmethod(lambda: now))
     throttling.local_counter.clear()
@@ -104,12 +100,9 @@ def test_over_the_limit_answers_429_with_retry_after(alice, limits):
     assert error["detail"] == {}
 
 
-def test_retry_after_is_whole_seconds_within_the_window(alice, settings, store, redis_url):
-    settings.HANGO = {
-        **settings.HANGO,
-        "RATE_LIMIT_PER_MINUTE": 1,
-        "RATE_LIMIT_REDIS_URL": redis_url,
-    }
+def test_retry_after_is_whole_seconds_within_the_window(alice, hango_settings, store,
+                                                        redis_url):
+    hango_settings(rate_limit_per_minute=1, rate_limit_redis_url=redis_url)
     alice.client.get(URL)
     response = alice.client.get(URL)
     if response.status_code == 200:  # crossed a window boundary: a fresh minute
@@ -185,12 +178,8 @@ def test_the_count_is_shared_across_processes(alice, limits, redis_url):
     assert allowed(alice.client) == LIMIT - 2
 
 
-def test_fail_open_when_redis_is_unreachable(alice, limits, settings, caplog, monkeypatch):
-    settings.HANGO = {
-        **settings.HANGO,
-        "RATE_LIMIT_PER_MINUTE": 1,
-        "RATE_LIMIT_REDIS_URL": UNREACHABLE_URL,
-    }
+def test_fail_open_when_redis_is_unreachable(alice, limits, hango_settings, caplog, monkeypatch):
+    hango_settings(rate_limit_per_minute=1, rate_limit_redis_url=UNREACHABLE_URL)
     throttling.redis_warning.reset()
     monkeypatch.setattr(throttling, "_redis_down_until", {})
     monkeypatch.setattr(throttling, "RETRY_REDIS_AFTER_SECONDS", 0.0)  # try Redis every time
@@ -202,8 +191,9 @@ def test_fail_open_when_redis_is_unreachable(alice, limits, settings, caplog, mo
     assert "fail-open" in warnings[0].getMessage()
 
 
-def test_after_a_redis_failure_redis_is_skipped_for_a_while(alice, limits, settings, monkeypatch):
-    settings.HANGO = {**settings.HANGO, "RATE_LIMIT_REDIS_URL": UNREACHABLE_URL}
+def test_after_a_redis_failure_redis_is_skipped_for_a_while(alice, limits, hango_settings,
+                                                            monkeypatch):
+    hango_settings(rate_limit_redis_url=UNREACHABLE_URL)
     monkeypatch.setattr(throttling, "_redis_down_until", {})
     calls = []
     real = throttling._redis_client
@@ -213,8 +203,8 @@ def test_after_a_redis_failure_redis_is_skipped_for_a_while(alice, limits, setti
     assert calls == [UNREACHABLE_URL]  # one attempt; the rest skipped Redis and were allowed
 
 
-def test_without_redis_an_in_process_counter(alice, bob, limits, settings, store):
-    settings.HANGO = {**settings.HANGO, "RATE_LIMIT_REDIS_URL": ""}
+def test_without_redis_an_in_process_counter(alice, bob, limits, hango_settings, store):
+    hango_settings(rate_limit_redis_url="")
     # The database may hold the broker's keys; what matters is that nothing is added to them.
     before = set(store.scan_iter())
     assert allowed(alice.client) == LIMIT
@@ -222,8 +212,8 @@ def test_without_redis_an_in_process_counter(alice, bob, limits, settings, store
     assert set(store.scan_iter()) == before
 
 
-def test_unauthenticated_requests_are_not_throttled(db, anon, limits, settings):
-    settings.HANGO = {**settings.HANGO, "RATE_LIMIT_PER_MINUTE": 1}
+def test_unauthenticated_requests_are_not_throttled(db, anon, limits, hango_settings):
+    hango_settings(rate_limit_per_minute=1)
     for _ in range(3):
         assert anon.get("/healthz").status_code == 200
         assert anon.get(URL).status_code == 401

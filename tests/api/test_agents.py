@@ -74,8 +74,8 @@ def test_list_is_newest_first(alice, make_agent):
     assert body["next"] is None and body["previous"] is None
 
 
-def test_list_limit_is_capped_and_next_walks_every_page(alice, make_agent, settings):
-    settings.HANGO = {**settings.HANGO, "PAGE_SIZE": 2, "MAX_PAGE_SIZE": 3}
+def test_list_limit_is_capped_and_next_walks_every_page(alice, make_agent, hango_settings):
+    hango_settings(page_size=2, max_page_size=3)
     ids = [make_agent(alice, name=f"a{i}")["id"] for i in range(7)]
 
     capped = alice.client.get("/v1/agents", {"limit": 1000}).json()
@@ -94,8 +94,9 @@ def test_list_limit_is_capped_and_next_walks_every_page(alice, make_agent, setti
 
 
 @pytest.mark.parametrize("limit", ["0", "-1", "abc", ""])
-def test_list_unusable_limit_falls_back_to_default_page_size(alice, make_agent, settings, limit):
-    settings.HANGO = {**settings.HANGO, "PAGE_SIZE": 2, "MAX_PAGE_SIZE": 3}
+def test_list_unusable_limit_falls_back_to_default_page_size(alice, make_agent, hango_settings,
+                                                              limit):
+    hango_settings(page_size=2, max_page_size=3)
     for i in range(3):
         make_agent(alice, name=f"a{i}")
     response = alice.client.get("/v1/agents", {"limit": limit})

@@ -111,19 +111,19 @@ def test_multipart_is_415(alice):
 
 
 @pytest.mark.parametrize("method, url", WRITES, ids=WRITE_IDS)
-def test_oversized_body_is_413(alice, agent, settings, method, url):
-    settings.HANGO = {**settings.HANGO, "MAX_BODY_BYTES": 200}
+def test_oversized_body_is_413(alice, agent, hango_settings, method, url):
+    hango_settings(max_body_bytes=200)
     raw = json.dumps({**AGENT_BODY, "agent": agent["id"], "description": "x" * 300})
     error = error_of(send(alice.client, method, url, agent, raw), 413, "payload_too_large")
     assert error["detail"]["limit_bytes"] == 200
     assert nothing_written(agent)
 
 
-def test_body_at_the_limit_is_accepted(alice, settings):
+def test_body_at_the_limit_is_accepted(alice, hango_settings):
     raw = json.dumps(AGENT_BODY)
-    settings.HANGO = {**settings.HANGO, "MAX_BODY_BYTES": len(raw)}
+    hango_settings(max_body_bytes=len(raw))
     assert alice.client.post("/v1/agents", raw, content_type="application/json").status_code == 201
-    settings.HANGO = {**settings.HANGO, "MAX_BODY_BYTES": len(raw) - 1}
+    hango_settings(max_body_bytes=len(raw) - 1)
     error_of(alice.client.post("/v1/agents", raw, content_type="application/json"), 413)
 
 
@@ -147,8 +147,8 @@ def test_invalid_cursor_is_400(alice, make_session, url, cursor):
     error_of(response, 400, "invalid_query")
 
 
-def test_a_cursor_from_the_api_still_works(alice, make_agent, settings):
-    settings.HANGO = {**settings.HANGO, "PAGE_SIZE": 1}
+def test_a_cursor_from_the_api_still_works(alice, make_agent, hango_settings):
+    hango_settings(page_size=1)
     make_agent(alice), make_agent(alice)
     next_url = alice.client.get("/v1/agents").json()["next"]
     assert alice.client.get(next_url).status_code == 200

@@ -77,8 +77,8 @@ def test_content_is_kept_exactly(alice, agent):
     assert create(alice, agent["id"], content=content).json()["content"] == content
 
 
-def test_list_is_by_path_and_paginated(alice, agent, settings):
-    settings.HANGO = {**settings.HANGO, "PAGE_SIZE": 2}
+def test_list_is_by_path_and_paginated(alice, agent, hango_settings):
+    hango_settings(page_size=2)
     paths = ["/c.md", "/a.md", "/b/z.md", "/b/a.md", "/d"]
     for path in paths:
         assert create(alice, agent["id"], path=path).status_code == 201
@@ -102,8 +102,8 @@ def test_an_existing_path_is_a_409_on_create(alice, agent):
     assert MemoryFile.objects.get().content == "Prefer short answers."
 
 
-def test_the_file_cap_is_a_409(alice, agent, settings):
-    settings.HANGO = {**settings.HANGO, "MEMORY_MAX_FILES": 2}
+def test_the_file_cap_is_a_409(alice, agent, hango_settings):
+    hango_settings(memory_max_files=2)
     assert create(alice, agent["id"], path="/a").status_code == 201
     assert alice.client.put(file_url(agent["id"], "/b"), {"content": "b"},
                             format="json").status_code == 201
@@ -148,8 +148,8 @@ def test_content_must_be_a_string(alice, agent, body):
     assert list(error["detail"]) == ["content"]
 
 
-def test_content_is_bounded_in_bytes(alice, agent, settings):
-    settings.HANGO = {**settings.HANGO, "MEMORY_MAX_BYTES": 10}
+def test_content_is_bounded_in_bytes(alice, agent, hango_settings):
+    hango_settings(memory_max_bytes=10)
     assert create(alice, agent["id"], path="/fits", content="é" * 5).status_code == 201
     error = error_of(create(alice, agent["id"], path="/big", content="é" * 6), 422)
     assert list(error["detail"]) == ["content"]

@@ -54,8 +54,8 @@ def test_get_one_and_list(alice, make_session):
     assert body["results"] == [second, first]
 
 
-def test_list_pages_are_capped(alice, make_agent, make_session, settings):
-    settings.HANGO = {**settings.HANGO, "PAGE_SIZE": 2, "MAX_PAGE_SIZE": 2}
+def test_list_pages_are_capped(alice, make_agent, make_session, hango_settings):
+    hango_settings(page_size=2, max_page_size=2)
     agent_id = make_agent(alice)["id"]
     ids = [make_session(alice, agent_id=agent_id)["id"] for _ in range(5)]
     assert len(alice.client.get("/v1/sessions", {"limit": 50}).json()["results"]) == 2
@@ -96,8 +96,8 @@ def test_messages_come_in_seq_order(alice, make_session):
     assert first["run"] is None
 
 
-def test_messages_are_paginated_in_seq_order(alice, make_session, settings):
-    settings.HANGO = {**settings.HANGO, "PAGE_SIZE": 2, "MAX_PAGE_SIZE": 3}
+def test_messages_are_paginated_in_seq_order(alice, make_session, hango_settings):
+    hango_settings(page_size=2, max_page_size=3)
     session = make_session(alice)
     add_messages(session["id"], [7, 3, 1, 6, 5, 2, 4])
     url = f"/v1/sessions/{session['id']}/messages"

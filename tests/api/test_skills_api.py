@@ -78,8 +78,8 @@ def test_invalid_content_is_422_naming_the_field(alice, field, value):
     assert not Skill.objects.exists()
 
 
-def test_limits_are_inclusive(alice, settings):
-    settings.HANGO = {**settings.HANGO, "SKILL_MAX_INSTRUCTIONS_CHARS": 10}
+def test_limits_are_inclusive(alice, hango_settings):
+    hango_settings(skill_max_instructions_chars=10)
     body = {"name": "a" * 64, "description": "d" * 1024, "instructions": "i" * 10}
     assert alice.client.post("/v1/skills", body, format="json").status_code == 201
     too_long = {**body, "name": "b", "instructions": "i" * 11}

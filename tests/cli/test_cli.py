@@ -156,9 +156,9 @@ def test_no_server_is_exit_2():
     assert "cannot connect" in result.stderr and f"127.0.0.1:{port}" in result.stderr
 
 
-def test_unhealthy_server_is_exit_1(hango, settings):
-    # The live server reads settings per request; its broker is now a port nobody listens on.
-    settings.HANGO = {**settings.HANGO, "BROKER_URL": f"redis://127.0.0.1:{free_port()}/0"}
+def test_unhealthy_server_is_exit_1(hango, hango_settings):
+    # The live server reads hango_settings per request; its broker is now a port nobody listens on.
+    hango_settings(broker_url=f"redis://127.0.0.1:{free_port()}/0")
     result = hango("health")
     assert result.exit_code == 1
     assert "broker    unreachable" in result.stdout

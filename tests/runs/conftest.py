@@ -15,30 +15,30 @@ from tests.runs.workers import WorkerProcess
 
 
 @pytest.fixture
-def inline_runs(settings, transactional_db):
+def inline_runs(hango_settings, transactional_db):
     """Runs execute synchronously when their transaction commits (no worker needed); the test
     database really commits, so commit hooks fire."""
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": True, "BROKER_URL": ""}
+    hango_settings(run_inline=True, broker_url="")
 
 
 @pytest.fixture
-def queued_run(alice, make_session, settings):
+def queued_run(alice, make_session, hango_settings):
     """A run whose task nobody executes (no broker, not inline): the test drives it by hand."""
     from runs.models import Session
     from runs.services import message_post
 
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+    hango_settings(run_inline=False, broker_url="")
     session = make_session(alice)
     _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
     return run
 
 
 @pytest.fixture
-def broker(settings):
+def broker(hango_settings):
     """Point this process's Celery app at the suite's Redis database, emptied first."""
     url = broker_url()
     redis.Redis.from_url(url).flushdb()
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": url}
+    hango_settings(run_inline=False, broker_url=url)
     previous = {"broker_url": celery_app.conf.broker_url,
                 "task_always_eager": celery_app.conf.task_always_eager}
     # Nothing in this process has opened a broker connection yet (eager mode opens none), so

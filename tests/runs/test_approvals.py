@@ -309,10 +309,10 @@ def test_a_cancelled_paused_run_can_be_resumed(alice, hitl_session, inline_runs)
 
 
 def test_cancelling_an_approved_run_before_it_resumes_answers_every_call(
-        alice, hitl_session, broker, settings, transactional_db):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": True}
+        alice, hitl_session, broker, hango_settings, transactional_db):
+    hango_settings(run_inline=True)
     run_id = paused_run(alice, hitl_session)["id"]
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False}
+    hango_settings(run_inline=False)
     assert approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"}).json()[
         "status"] == "queued"
     assert redis.Redis.from_url(broker).llen("runs") == 1  # the resume, waiting for a worker
@@ -339,10 +339,10 @@ def test_a_cancel_that_raced_the_pause_is_honoured_when_the_run_is_claimed(alice
 
 
 def test_a_cancel_seen_by_the_loop_before_the_batch_finishes_answers_every_call(
-        alice, hitl_session, broker, settings, transactional_db):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": True}
+        alice, hitl_session, broker, hango_settings, transactional_db):
+    hango_settings(run_inline=True)
     run_id = paused_run(alice, hitl_session)["id"]
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False}
+    hango_settings(run_inline=False)
     approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"})
     run = claim_run(run_id, "test-worker")
     loop, state, next_seq = build_execution(run)

@@ -54,10 +54,10 @@ EVENTS = [
 
 
 @pytest.fixture
-def twin_runs(tenant, other_tenant, make_session, settings) -> tuple[Run, Run]:
+def twin_runs(tenant, other_tenant, make_session, hango_settings) -> tuple[Run, Run]:
     """Two runs made alike and claimed once (same turn, epoch, event_seq and lease owner), one
     per tenant so that neither run's usage counts towards the other's quota."""
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+    hango_settings(run_inline=False, broker_url="")
     runs = []
     for owner_tenant, email in ((tenant, "alice@acme.test"), (other_tenant, "carol@globex.test")):
         Tenant.objects.filter(pk=owner_tenant.pk).update(token_quota=QUOTA)

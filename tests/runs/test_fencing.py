@@ -62,10 +62,10 @@ def test_a_turn_already_committed_is_not_committed_again(queued_run):
     assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
 
 
-def test_reconciler_reenqueues_only_runs_nobody_advances(queued_run, settings, monkeypatch,
+def test_reconciler_reenqueues_only_runs_nobody_advances(queued_run, hango_settings, monkeypatch,
                                                          django_capture_on_commit_callbacks):
     calls = []
-    settings.HANGO = {**settings.HANGO, "RECONCILE_GRACE_SECONDS": 0}
+    hango_settings(reconcile_grace_seconds=0)
     monkeypatch.setattr(tasks, "enqueue_run", calls.append)
     claim_run(queued_run.pk, "worker-a")
     assert tasks.reconcile_runs() == 0  # leased: somebody is on it
@@ -76,7 +76,7 @@ def test_reconciler_reenqueues_only_runs_nobody_advances(queued_run, settings, m
     run = Run.objects.get(pk=queued_run.pk)
     assert run.lease_expires_at is None and run.lease_owner == ""
     # The next pass within the grace period leaves it alone: no pile of duplicate tasks.
-    settings.HANGO = {**settings.HANGO, "RECONCILE_GRACE_SECONDS": 60}
+    hango_settings(reconcile_grace_seconds=60)
     assert tasks.reconcile_runs() == 0
 
 
@@ -85,8 +85,8 @@ def test_execute_run_finishes_a_claimed_run_and_skips_afterwards(queued_run):
     assert worker.execute_run(str(queued_run.pk)) == Outcome.SKIPPED
 
 
-def test_a_slice_that_runs_out_yields_and_requeues(queued_run, settings, monkeypatch):
-    settings.HANGO = {**settings.HANGO, "RUN_SLICE_SECONDS": 0}
+def test_a_slice_that_runs_out_yields_and_requeues(queued_run, hango_settings, monkeypatch):
+    hango_settings(run_slice_seconds=0)
     enqueued = []
     monkeypatch.setattr(tasks, "enqueue_run", enqueued.append)
     assert tasks.advance_run(str(queued_run.pk)) == Outcome.YIELDED
@@ -97,9 +97,8 @@ def test_a_slice_that_runs_out_yields_and_requeues(queued_run, settings, monkeyp
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, settings):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": "",
-                      "RUN_LEASE_SECONDS": 0.3}
+def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, hango_settings):
+    hango_settings(run_inline=False, broker_url="", run_lease_seconds=0.3)
     session = make_session(alice)
     _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
     claimed = claim_run(run.pk, "worker-a")

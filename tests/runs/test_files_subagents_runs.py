@@ -52,8 +52,8 @@ def test_a_file_the_agent_writes_shows_in_the_files_api(alice, make_session, inl
 
 
 def test_a_large_result_is_offloaded_to_a_file_the_agent_reads(alice, make_session, inline_runs,
-                                                              script, settings):
-    settings.HANGO = {**settings.HANGO, "LARGE_TOOL_RESULT_CHARS": 5_000}
+                                                              script, hango_settings):
+    hango_settings(large_tool_result_chars=5_000)
     session = make_session(alice)
     big = "\n".join(f"line {i} " + "x" * 40 for i in range(300))
     model = script(

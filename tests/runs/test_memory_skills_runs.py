@@ -81,12 +81,12 @@ def test_memory_edited_between_runs_shows_in_the_next_run(alice, inline_runs, mo
     assert memory_blocks(model.calls[1]) == [render(AGENTS_MD, "v2")]
 
 
-def test_memory_never_changes_mid_run_even_across_slices(alice, inline_runs, model, settings,
+def test_memory_never_changes_mid_run_even_across_slices(alice, inline_runs, model, hango_settings,
                                                         executions, memory_session):
     """The agent rewrites its memory and the user edits it while the run goes on, and every turn
     is its own slice (a new chain, state restored from state_json): the run keeps the memory it
     started with; the next run sees both edits."""
-    settings.HANGO = {**settings.HANGO, "RUN_SLICE_SECONDS": 0}
+    hango_settings(run_slice_seconds=0)
     agent_id, session_id = memory_session
     put_memory(alice, agent_id, "v1")
 
@@ -192,11 +192,11 @@ def lock_memory_table():
 
 
 def test_a_memory_load_that_times_out_leaves_the_run_without_memory(alice, inline_runs, model,
-                                                                    settings, memory_session,
+                                                                    hango_settings, memory_session,
                                                                     lock_memory_table, spans):
     agent_id, session_id = memory_session
     put_memory(alice, agent_id, "v1")
-    settings.HANGO = {**settings.HANGO, "CONTEXT_LOAD_TIMEOUT": 0.1}
+    hango_settings(context_load_timeout=0.1)
     lock_memory_table()
     model.steps += [tool_call("update_memory", {"path": AGENTS_MD, "content": "blind"}),
                     text("ok")]

@@ -40,8 +40,8 @@ def test_posting_a_message_starts_a_run_that_completes(alice, session, inline_ru
     assert alice.client.get(f"/v1/sessions/{session['id']}").json()["active_run"] is None
 
 
-def test_a_second_message_while_a_run_is_active_answers_409(alice, session, settings):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+def test_a_second_message_while_a_run_is_active_answers_409(alice, session, hango_settings):
+    hango_settings(run_inline=False, broker_url="")
     first = post(alice, session, "first")
     assert first.status_code == 202 and first.json()["run"]["status"] == "queued"
     second = post(alice, session, "second")
@@ -71,8 +71,8 @@ def test_a_lone_surrogate_in_a_message_answers_422(alice, session, inline_runs):
     assert not Run.objects.exists()
 
 
-def test_cancel_and_resume_a_queued_run(alice, session, settings):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+def test_cancel_and_resume_a_queued_run(alice, session, hango_settings):
+    hango_settings(run_inline=False, broker_url="")
     run_id = post(alice, session, "hello").json()["run"]["id"]
     cancelled = alice.client.post(f"/v1/runs/{run_id}/cancel")
     assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelled"
@@ -83,8 +83,8 @@ def test_cancel_and_resume_a_queued_run(alice, session, settings):
     assert alice.client.post(f"/v1/runs/{run_id}/resume").status_code == 409
 
 
-def test_cancelling_a_leased_running_run_asks_the_worker(alice, session, settings):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+def test_cancelling_a_leased_running_run_asks_the_worker(alice, session, hango_settings):
+    hango_settings(run_inline=False, broker_url="")
     run_id = post(alice, session, "hello").json()["run"]["id"]
     from runs.worker import claim_run
 
@@ -94,8 +94,8 @@ def test_cancelling_a_leased_running_run_asks_the_worker(alice, session, setting
     assert response.json()["status"] == "running" and response.json()["cancel_requested"] is True
 
 
-def test_resume_is_refused_while_another_run_is_active(alice, session, settings):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+def test_resume_is_refused_while_another_run_is_active(alice, session, hango_settings):
+    hango_settings(run_inline=False, broker_url="")
     old = post(alice, session, "one").json()["run"]["id"]
     alice.client.post(f"/v1/runs/{old}/cancel")
     new = post(alice, session, "two").json()["run"]["id"]
@@ -135,7 +135,10 @@ def test_an_unknown_model_fails_the_run_with_a_readable_reason(alice, make_sessi
 
 
 def test_a_provider_without_a_key_fails_with_the_offline_hint(alice, make_session, make_agent,
-                                                              inline_runs, monkeypatch):
+                                                              inline_runs, monkeypatch,
+                                                              hango_settings):
+    # No key in hango's settings (read at start-up), nor for the adapter's own fallback.
+    hango_settings(anthropic_api_key=None)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     agent = make_agent(alice, model="anthropic:claude-sonnet-4-5")
     session = make_session(alice, agent_id=agent["id"])
@@ -159,9 +162,9 @@ RUN_ROUTES = [("get", "/v1/runs/{id}"), ("post", "/v1/runs/{id}/cancel"),
 
 
 @pytest.mark.parametrize("method,route", RUN_ROUTES)
-def test_run_routes_follow_the_session_rule(alice, bob, admin, outsider, session, settings,
+def test_run_routes_follow_the_session_rule(alice, bob, admin, outsider, session, hango_settings,
                                             method, route):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+    hango_settings(run_inline=False, broker_url="")
     run_id = post(alice, session, "hello").json()["run"]["id"]
     missing = getattr(alice.client, method)(route.format(id="00000000-0000-0000-0000-000000000000"))
     assert missing.status_code == 404

@@ -177,8 +177,8 @@ def test_starting_a_run_past_the_quota_answers_402(alice, tenant, make_session, 
 
 
 def test_a_run_crossing_the_quota_stops_at_the_next_turn_boundary(alice, tenant, make_session,
-                                                                  inline_runs, settings):
-    settings.HANGO = {**settings.HANGO, "QUOTA_RUN_RESERVATION_TOKENS": 0}
+                                                                  inline_runs, hango_settings):
+    hango_settings(quota_run_reservation_tokens=0)
     session = make_session(alice)
     set_quota(tenant, 1)  # admitted (nothing spent), crossed by the first model call
     run = started(alice, session["id"])
@@ -199,8 +199,8 @@ def test_a_run_crossing_the_quota_stops_at_the_next_turn_boundary(alice, tenant,
 
 
 def test_resume_of_a_cancelled_run_past_the_quota_answers_402(alice, tenant, make_session,
-                                                              settings):
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": ""}
+                                                              hango_settings):
+    hango_settings(run_inline=False, broker_url="")
     session = make_session(alice)
     run = started(alice, session["id"])
     assert alice.client.post(f"/v1/runs/{run['id']}/cancel").json()["status"] == "cancelled"
@@ -232,11 +232,10 @@ def test_approving_past_the_quota_answers_402(alice, tenant, make_agent, make_se
 
 
 def test_concurrent_starts_against_a_nearly_spent_quota_never_overspend(
-        alice, tenant, make_agent, settings, transactional_db, monkeypatch):
+        alice, tenant, make_agent, hango_settings, transactional_db, monkeypatch):
     """100 run starts at once, each on its own session; the quota has room for exactly 10
     reservations. Admission holds the tenant's row lock, so exactly 10 are accepted."""
-    settings.HANGO = {**settings.HANGO, "RUN_INLINE": False, "BROKER_URL": "",
-                      "QUOTA_RUN_RESERVATION_TOKENS": 100}
+    hango_settings(run_inline=False, broker_url="", quota_run_reservation_tokens=100)
     monkeypatch.setattr("runs.tasks.enqueue_run", lambda run_id: None)  # runs stay queued
     agent_id = make_agent(alice)["id"]
     sessions = Session.objects.bulk_create([

@@ -1,0 +1,245 @@
+"""hango's configuration: one frozen, typed object parsed from the environment at start-up.
+
+``hango_project/settings.py`` builds Django's own settings from it and keeps it as
+``settings.HANGO``; code reads it through :func:`hango`, tests replace it with the
+``hango_settings`` fixture (:meth:`HangoSettings.replace`). An empty variable counts as unset. A
+bad value stops start-up with an error naming the variable.
+
+Variables are ``HANGO_<FIELD>`` unless a field names its own (``validation_alias``): Django's and
+the providers' conventional names, and a few older hango names kept as they were.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from pydantic import (
+    AliasChoices,
+    AliasGenerator,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def _hango_variable(field: str) -> str:
+    return f"HANGO_{field.upper()}"
+
+
+def _redis_or_none(data: dict[str, Any]) -> str:
+    broker: str = data["broker_url"]
+    return broker if broker.startswith(_REDIS_SCHEMES) else ""
+
+
+# A comma-separated list, not the JSON pydantic-settings expects of a list by default.
+CommaList = Annotated[list[str], NoDecode]
+
+
+class HangoSettings(BaseSettings):
+    """Every environment variable hango reads itself (OpenTelemetry's ``OTEL_*`` are the SDK's)."""
+
+    model_config = SettingsConfigDict(
+        frozen=True,
+        env_ignore_empty=True,
+        case_sensitive=True,
+        # An unknown name is a typo: in a test's override it must fail, not pass unnoticed.
+        extra="forbid",
+        alias_generator=AliasGenerator(validation_alias=_hango_variable),
+        # Overrides use field names; the environment uses the aliases.
+        validate_by_name=True,
+        use_attribute_docstrings=True,
+    )
+
+    # -- Django and the process ---------------------------------------------------------------
+    var_dir: Path = BASE_DIR / "var"
+    """Local state: the embedded database, the local secret key, static files (git-ignored)."""
+    static_root: Path = Field(default_factory=lambda data: data["var_dir"] / "static")
+    """Where static files are collected; ``static`` under ``var_dir`` unless set."""
+    secret_key: SecretStr | None = Field(None, validation_alias="DJANGO_SECRET_KEY")
+    """Django's secret key; unset, a random key kept in ``var_dir``. Set it wherever more than one
+    process serves."""
+    debug: bool = Field(False, validation_alias="DJANGO_DEBUG")
+    """Django's debug mode, for development (the quickstart sets it)."""
+    allowed_hosts: CommaList = Field(
+        ["127.0.0.1", "localhost", "[::1]", "testserver"], validation_alias="DJANGO_ALLOWED_HOSTS")
+    """Host names this server answers for, comma-separated."""
+    csrf_trusted_origins: CommaList = Field([], validation_alias="DJANGO_CSRF_TRUSTED_ORIGINS")
+    """Origins trusted for the admin's CSRF check behind a proxy, comma-separated."""
+    database_url: SecretStr | None = Field(None, validation_alias="DATABASE_URL")
+    """``postgres://user:pass@host:port/db`` (psycopg2); unset, a SQLite file in ``var_dir``."""
+    database_conn_max_age: int = Field(60, validation_alias="DATABASE_CONN_MAX_AGE")
+    """Seconds a database connection is kept open for reuse."""
+    log_level: str = "INFO"
+    """The root log level."""
+
+    # -- Celery -------------------------------------------------------------------------------
+    broker_url: str = Field("", validation_alias=AliasChoices("CELERY_BROKER_URL",
+                                                              "HANGO_BROKER_URL"))
+    """The Celery broker (Redis); empty, no broker: run work executes in-process."""
+    visibility_timeout: int = 3600
+    """Seconds after which Redis redelivers an unacknowledged task; must exceed the longest task,
+    one run slice plus one turn."""
+
+    # -- API ----------------------------------------------------------------------------------
+    key_last_used_resolution_seconds: int = Field(
+        60, validation_alias="HANGO_KEY_LAST_USED_RESOLUTION")
+    """Seconds between writes of an API key's last-used time."""
+    page_size: int = 50
+    """List pages: the default ``?limit=``."""
+    max_page_size: int = 200
+    """List pages: the largest ``?limit=``."""
+    max_body_bytes: int = 1024 * 1024
+    """The request body cap; larger bodies answer 413."""
+    rate_limit_per_minute: int = 600
+    """Requests per minute per API key unless the key or its tenant sets one (0 = no limit)."""
+    rate_limit_redis_url: str = Field(default_factory=_redis_or_none)
+    """The Redis the rate limit counts in, so the limit holds across web processes; by default the
+    broker's if it is Redis. Empty: an in-process counter (then the limit is per process)."""
+    quota_run_reservation_tokens: int = 1000
+    """Tokens each queued or running run reserves against its tenant's quota when another run asks
+    to start, so concurrent starts cannot overspend a nearly spent quota."""
+
+    # -- Agents and context -------------------------------------------------------------------
+    max_system_prompt_chars: int = 200_000
+    """The longest agent system prompt."""
+    default_max_turns: int = 50
+    """Turns per run unless the agent's ``config.max_turns`` says otherwise."""
+    repeat_call_threshold: int = 3
+    """Identical tool calls in a run before a reminder replaces the call."""
+    memory_max_bytes: int = 32_768
+    """The most memory content a run puts in its prompt, which also caps one file (UTF-8 bytes)."""
+    memory_max_files: int = 64
+    """Memory files per agent."""
+    context_load_timeout: float = 2
+    """Seconds the once-per-run memory and skills loads may take (PostgreSQL statement timeout)."""
+    skill_max_instructions_chars: int = 100_000
+    """The longest skill instructions."""
+    large_tool_result_chars: int = 20_000
+    """Tool results longer than this (characters) are saved to a session file and replaced by a
+    pointer and a preview (at least 4000)."""
+    subagent_max_depth: int = 1
+    """Subagent nesting depth (1 = a run's subagents start none)."""
+    subagent_max_turns: int = 20
+    """Each subagent's turn limit."""
+
+    # -- Runs ---------------------------------------------------------------------------------
+    run_lease_seconds: float = 60
+    """A worker's lease on a run, renewed every third of it while the worker lives; a dead
+    worker's run is taken over about this long after it died."""
+    run_slice_seconds: int = 300
+    """A worker hands a run back (and re-enqueues it) after this long, keeping every task short."""
+    cancel_poll_seconds: float = 0.25
+    """How often a worker re-reads a run's cancel flag before tool calls."""
+    reconcile_seconds: int = 30
+    """How often the reconciler looks for stranded runs (Celery beat)."""
+    reconcile_grace_seconds: int = 30
+    """How old a queued run without a lease must be before the reconciler re-enqueues it."""
+    run_inline: bool = False
+    """Run work synchronously when its transaction commits (tests of the API without a worker)."""
+    event_poll_seconds: float = 0.5
+    """How often the run event stream polls for new events."""
+    event_stream_max_seconds: int = 300
+    """How long one event stream lasts (clients reconnect with Last-Event-ID)."""
+
+    # -- Model providers ----------------------------------------------------------------------
+    provider_timeout_seconds: float = Field(120, validation_alias="HANGO_PROVIDER_TIMEOUT")
+    """Seconds one model call may take."""
+    provider_max_retries: int = 3
+    """Retries of a model call on 429, 5xx and overload."""
+    scripted_delay_ms: int = 0
+    """Slows the offline scripted models down, so a demo (or a test) can watch a run progress."""
+    anthropic_api_key: SecretStr | None = Field(None, validation_alias="ANTHROPIC_API_KEY")
+    """The Anthropic adapter's key."""
+    anthropic_base_url: str | None = Field(None, validation_alias="ANTHROPIC_BASE_URL")
+    """The Anthropic adapter's endpoint, if not Anthropic's own."""
+    openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
+    """The OpenAI-compatible adapter's key."""
+    openai_base_url: str | None = Field(None, validation_alias="OPENAI_BASE_URL")
+    """The OpenAI-compatible adapter's endpoint: any OpenAI-compatible server (vLLM, Ollama, …)."""
+
+    @field_validator("debug", "run_inline", mode="before")
+    @classmethod
+    def _strip_flag(cls, value: object) -> object:
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("allowed_hosts", "csrf_trusted_origins", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object, info: ValidationInfo) -> object:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():  # blank counts as unset, as an empty value does
+            assert info.field_name is not None
+            return cls.model_fields[info.field_name].default
+        return [item.strip() for item in value.split(",") if item.strip()]
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The process environment only: no .env file or secrets directory is read behind the
+        # deployment's back.
+        return (init_settings, env_settings)
+
+    def replace(self, **changes: Any) -> HangoSettings:
+        """A copy with ``changes`` (by field name) validated strictly, without reading the
+        environment again: an unknown name or a value of the wrong type raises."""
+        return _GivenValues(**{**self.model_dump(), **changes})
+
+
+class _GivenValues(HangoSettings):
+    """Validated from the values it is given alone. A ``BaseSettings`` reads its sources on every
+    validation (``model_validate`` included), so :meth:`HangoSettings.replace` needs a class
+    without the environment among them."""
+
+    model_config = SettingsConfigDict(strict=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+def from_environment() -> HangoSettings:
+    """Parse the environment; every bad variable is named, its value is not (it may be secret)."""
+    try:
+        return HangoSettings()
+    except ValidationError as error:
+        problems = "\n".join(
+            f"  {'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
+            for problem in error.errors(include_url=False, include_input=False)
+            # A derived default is not computed once another field failed: no news in that.
+            if problem["type"] != "default_factory_not_called"
+        )
+        raise ImproperlyConfigured(f"Invalid environment variables:\n{problems}") from None
+
+
+def hango() -> HangoSettings:
+    """The settings of this process: ``settings.HANGO``, typed."""
+    current: HangoSettings = settings.HANGO
+    return current
