@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.agent import AgentSpec  # noqa: E402
+from harness.agent import AgentConfig, AgentSpec  # noqa: E402
 from harness.chain import Chain  # noqa: E402
 from harness.deps import RunDeps, StackConfig  # noqa: E402
 from harness.loop import FinalOutput, Loop, NeverCancel  # noqa: E402
@@ -70,11 +70,10 @@ class Keep:
     def __init__(self, encode: bool) -> None:
         self.encode, self.bytes = encode, 0
 
-    def checkpoint(self, state, result) -> bool:
+    def checkpoint(self, state, result) -> None:
         self.bytes += self.encode and len(json.dumps({
             "state": state_to_json(state), "events": result.events,
             "messages": [message_to_json(m) for m in result.messages]}))
-        return True
 
 
 class MemoryStores:
@@ -101,7 +100,7 @@ class MemoryStores:
 
 def run_inproc(turns: int, encode: bool) -> dict:
     spec = AgentSpec(id="bench", name="bench", model=f"scripted:workload-{turns}",
-                     config={"max_turns": turns + 1})
+                     config=AgentConfig(max_turns=turns + 1))
     started = time.perf_counter()  # "pre" = building the loop + before_run, to the first call
     provider, model = resolve_provider(spec.model, ProviderSettings())
     timed = Timed(provider)
@@ -154,21 +153,24 @@ class Durable:
 
         from accounts.services import tenant_bootstrap
         from agents.services import agent_create
-        from runs import execution, services, tasks, worker
+        from harness.providers import registry
+        from runs import services, tasks, worker
 
         call_command("migrate", verbosity=0)
         tasks.enqueue_run = lambda run_id: None
-        real = execution.resolve_provider  # the worker's provider, wrapped
-        execution.resolve_provider = lambda model, knobs: self.wrap(*real(model, knobs))
+        real = registry.factory("scripted")
+        assert real is not None
+        for T in turns:  # the worker's provider for the benchmark's models, wrapped
+            registry.add(f"scripted:workload-{T}", lambda name, knobs: self.wrap(real(name, knobs)))
         self.connection, self.services, self.worker = connection, services, worker
         self.member = tenant_bootstrap(tenant_name="bench", email="bench@bench.test").api_key.member
         self.agents = {T: agent_create(member=self.member, data={
             "name": f"bench-{T}", "model": f"scripted:workload-{T}",
             "config": {"max_turns": T + 1}}) for T in turns}
 
-    def wrap(self, provider, model: str) -> tuple[Timed, str]:
+    def wrap(self, provider) -> Timed:
         self.timed = Timed(provider)
-        return self.timed, model
+        return self.timed
 
     def query(self, sql: str, params=()) -> tuple:
         with self.connection.cursor() as cur:

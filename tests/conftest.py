@@ -3,7 +3,8 @@ hango's settings for one test."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,8 @@ from rest_framework.test import APIClient
 from accounts.models import Member, Role, Tenant
 from accounts.services import api_key_issue, member_ensure
 from hango_project.config import HangoSettings
+from harness.providers import ProviderFactory, registry
+from harness.providers.base import Provider
 from tests.otel import span_exporter
 
 
@@ -30,6 +33,23 @@ def hango_settings(settings) -> Callable[..., HangoSettings]:
         return settings.HANGO
 
     return _change
+
+
+@pytest.fixture
+def serve_model() -> Iterator[Callable[[str, Provider | ProviderFactory], None]]:
+    """Choose who answers a run's model calls for this test:
+    ``serve_model("scripted", provider)`` serves every scripted model with ``provider`` (the
+    same object for every run), ``serve_model("scripted:demo", factory)`` one model with
+    ``factory(name, settings)``. The process's provider registry is as before after the test.
+    (Only this process: a Celery worker process resolves models its own way.)"""
+    with ExitStack() as undo:
+
+        def _serve(name: str, provider: Provider | ProviderFactory) -> None:
+            factory = provider if not isinstance(provider, Provider) else (
+                lambda model, settings: provider)
+            undo.enter_context(registry.serving(name, factory))
+
+        yield _serve
 
 
 @pytest.fixture

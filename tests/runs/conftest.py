@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import pytest
 import redis
 from django.db import close_old_connections
 
 from hango_project.celery import app as celery_app
+from harness.messages import Request, Response
+from harness.providers import registry
+from harness.providers.base import Provider, ProviderSettings
 from runs.models import ACTIVE_RUN_STATUSES, Run
 from tests.broker import broker_url
 from tests.runs.workers import WorkerProcess
@@ -31,6 +35,45 @@ def queued_run(alice, make_session, hango_settings):
     session = make_session(alice)
     _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
     return run
+
+
+@dataclass
+class Recording:
+    """A run's provider, keeping every request it receives (the summarizer's included)."""
+
+    inner: Provider | None = None
+    requests: list[Request] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        assert self.inner is not None
+        return self.inner.name
+
+    def complete(self, request: Request) -> Response:
+        assert self.inner is not None
+        self.requests.append(request)
+        return self.inner.complete(request)
+
+    def runs(self) -> list[Request]:
+        return [r for r in self.requests if r.metadata.get("purpose") != "summarize"]
+
+    def summaries(self) -> list[Request]:
+        return [r for r in self.requests if r.metadata.get("purpose") == "summarize"]
+
+
+@pytest.fixture
+def provider(serve_model) -> Recording:
+    """Every scripted provider a run of this process builds records its requests here."""
+    recording = Recording()
+    builtin = registry.factory("scripted")
+    assert builtin is not None
+
+    def recorded(name: str, settings: ProviderSettings) -> Recording:
+        recording.inner = builtin(name, settings)
+        return recording
+
+    serve_model("scripted", recorded)
+    return recording
 
 
 @pytest.fixture

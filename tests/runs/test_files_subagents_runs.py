@@ -13,13 +13,12 @@ from tests.runs.scenarios import SUBAGENT_CONFIG, subagent_steps
 
 
 @pytest.fixture
-def script(monkeypatch):
+def script(serve_model):
     """Make the next run's model play ``steps``; returns the ScriptedModel (its ``calls``)."""
 
     def _script(*steps) -> ScriptedModel:
         model = ScriptedModel(list(steps))
-        monkeypatch.setattr("runs.execution.resolve_provider", lambda spec, settings: (
-            model, "script"))
+        serve_model("scripted", model)
         return model
 
     return _script

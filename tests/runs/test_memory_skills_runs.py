@@ -18,10 +18,10 @@ AGENTS_MD = "/memories/AGENTS.md"
 
 
 @pytest.fixture
-def model(monkeypatch) -> ScriptedModel:
+def model(serve_model) -> ScriptedModel:
     """The provider every run of the test resolves: one script, every request recorded."""
     scripted = ScriptedModel()
-    monkeypatch.setattr("runs.execution.resolve_provider", lambda name, _: (scripted, "script"))
+    serve_model("scripted", scripted)
     return scripted
 
 

@@ -3,54 +3,12 @@ the next run starts from it, and the stored messages never change."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-import pytest
-
 from harness.history import SUMMARY_PREFIX, is_summary, validate
-from harness.messages import Request, Response
-from harness.providers.base import Provider
-from runs import execution
 from runs.models import Session
 from tests.runs.history import assert_valid_history
 
 # Long enough that the first messages of a run are worth summarizing.
 TASK = " ".join(["Count the words of this long request about the quarterly report."] * 25)
-
-
-@dataclass
-class Recording:
-    inner: Provider
-    requests: list[Request] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def complete(self, request: Request) -> Response:
-        self.requests.append(request)
-        return self.inner.complete(request)
-
-    def runs(self) -> list[Request]:
-        return [r for r in self.requests if r.metadata.get("purpose") != "summarize"]
-
-    def summaries(self) -> list[Request]:
-        return [r for r in self.requests if r.metadata.get("purpose") == "summarize"]
-
-
-@pytest.fixture
-def provider(monkeypatch) -> Recording:
-    """Every provider a run builds records its requests here (the summarizer's included)."""
-    recording = Recording(inner=None)  # type: ignore[arg-type]
-    resolve = execution.resolve_provider
-
-    def recorded(model, settings):
-        inner, name = resolve(model, settings)
-        recording.inner = inner
-        return recording, name
-
-    monkeypatch.setattr(execution, "resolve_provider", recorded)
-    return recording
 
 
 def post(caller, session_id, content):

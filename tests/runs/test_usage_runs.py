@@ -25,7 +25,7 @@ from runs.services import message_post
 from runs.worker import Fenced, claim_run
 from tests.runs.scenarios import SUBAGENT_CONFIG, subagent_steps
 from tests.runs.test_fencing import _one_turn
-from tests.runs.test_summarization_runs import TASK, Recording
+from tests.runs.test_summarization_runs import TASK
 
 TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -83,18 +83,8 @@ def test_a_demo_run_writes_one_row_per_model_call(alice, make_session, inline_ru
 
 
 def test_summarization_calls_are_rows_of_their_own(alice, make_agent, make_session, inline_runs,
-                                                   monkeypatch):
-    from runs import execution
-
-    recording = Recording(inner=None)  # type: ignore[arg-type]
-    resolve = execution.resolve_provider
-
-    def recorded(model, settings):
-        inner, name = resolve(model, settings)
-        recording.inner = inner
-        return recording, name
-
-    monkeypatch.setattr(execution, "resolve_provider", recorded)
+                                                   provider):
+    recording = provider
     agent = make_agent(alice, allowed_tools=["write_todos", "word_count"], config={
         "summarization": {"trigger_tokens": 1_000, "keep_messages": 4}})
     session = make_session(alice, agent["id"])
@@ -108,13 +98,12 @@ def test_summarization_calls_are_rows_of_their_own(alice, make_agent, make_sessi
 
 
 def test_a_subagents_calls_are_rows_of_the_parent_run(alice, make_agent, make_session,
-                                                      inline_runs, monkeypatch):
+                                                      inline_runs, serve_model):
     agent = make_agent(alice, config=SUBAGENT_CONFIG)
     session = make_session(alice, agent_id=agent["id"])
 
     model = ScriptedModel(subagent_steps())
-    monkeypatch.setattr("runs.execution.resolve_provider", lambda spec, settings: (
-        model, "script"))
+    serve_model("scripted", model)
     run = started(alice, session["id"], "how many words?")
     assert run["status"] == "completed", run
     found = assert_rows_match_run(run["id"])
