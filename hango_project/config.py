@@ -12,7 +12,7 @@ the providers' conventional names, and a few older hango names kept as they were
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -187,6 +187,9 @@ class HangoSettings(BaseSettings):
             return cls.model_fields[info.field_name].default
         return [item.strip() for item in value.split(",") if item.strip()]
 
+    # Whether validating reads the environment; a copy made by replace() reads only its values.
+    reads_environment: ClassVar[bool] = True
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -198,7 +201,7 @@ class HangoSettings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The process environment only: no .env file or secrets directory is read behind the
         # deployment's back.
-        return (init_settings, env_settings)
+        return (init_settings, env_settings) if cls.reads_environment else (init_settings,)
 
     def replace(self, **changes: Any) -> HangoSettings:
         """A copy with ``changes`` (by field name) validated strictly, without reading the
@@ -212,17 +215,7 @@ class _GivenValues(HangoSettings):
     without the environment among them."""
 
     model_config = SettingsConfigDict(strict=True)
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings,)
+    reads_environment = False
 
 
 def from_environment() -> HangoSettings:

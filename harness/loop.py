@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
@@ -79,7 +79,7 @@ StopT = TypeVar("StopT", covariant=True)
 HaltT = TypeVar("HaltT")
 
 
-class Checkpointer(Protocol, Generic[StopT]):
+class Checkpointer(Protocol[StopT]):
     def checkpoint(self, state: State, result: TurnResult) -> StopT | None:
         """Persist a finished turn. Anything but None stops the loop at once, and the loop
         returns it: the checkpointer's own reason (fenced out, time slice used…)."""
