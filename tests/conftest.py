@@ -17,7 +17,7 @@ from accounts.services import api_key_issue, member_ensure
 from hango_project.config import HangoSettings
 from harness.providers import ProviderFactory, registry
 from harness.providers.base import Provider
-from tests.otel import span_exporter
+from tests.support.otel import span_exporter
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from tests.broker import broker_url
+from tests.support.broker import broker_url
 
 ROOT = Path(__file__).resolve().parent.parent
 

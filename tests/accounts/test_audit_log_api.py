@@ -17,7 +17,7 @@ from tests.accounts.test_audit import (
     WRITE_METHODS,
     post_message,
 )
-from tests.helpers import error_of, walk
+from tests.support.api import error_of, walk
 
 # -- no secret or message text in any detail --------------------------------------------------
 

@@ -19,7 +19,7 @@ from accounts import keys, throttling
 from accounts.models import ApiKey
 from accounts.services import api_key_issue
 from accounts.throttling import ApiKeyRateThrottle
-from tests.broker import broker_url
+from tests.support.broker import broker_url
 
 UNREACHABLE_URL = "redis://127.0.0.1:1/0"
 LIMIT = 3

@@ -9,7 +9,7 @@ import pytest
 
 from agents.models import Agent, Skill
 from tests.conftest import AGENT_BODY
-from tests.helpers import error_of, walk
+from tests.support.api import error_of, walk
 
 AGENT_FIELDS = {
     "id", "name", "description", "system_prompt", "model", "allowed_tools", "config", "owner",

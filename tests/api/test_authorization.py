@@ -9,7 +9,7 @@ import pytest
 
 from agents.models import Agent
 from runs.models import Session
-from tests.helpers import error_of
+from tests.support.api import error_of
 
 # (method, url template, body); {agent} and {session} are alice's.
 OBJECT_ROUTES = [

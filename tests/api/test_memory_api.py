@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from agents.models import MemoryFile
-from tests.helpers import error_of, walk
+from tests.support.api import error_of, walk
 
 AGENTS_MD = "/memories/AGENTS.md"
 FIELDS = {"path", "content", "updated_at"}

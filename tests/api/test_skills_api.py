@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from agents.models import Agent, Skill
-from tests.helpers import error_of, walk
+from tests.support.api import error_of, walk
 
 FIELDS = {"id", "name", "description", "instructions", "allowed_tools"}
 SKILL = {"name": "pdf-forms", "description": "Fill in PDF forms.",

@@ -16,7 +16,7 @@ from harness.providers.scripted import (
     text,
     tool_call,
 )
-from tests.harness.helpers import make_loop, run
+from tests.support.harness import make_loop, run
 
 
 def request(question: str = "hi") -> Request:

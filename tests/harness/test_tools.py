@@ -8,7 +8,7 @@ from harness.errors import ConfigurationError
 from harness.messages import ToolDef, ToolUseBlock
 from harness.state import State
 from harness.tools import Tool, ToolContext, ToolRegistry, ToolResult, builtin_registry
-from tests.harness.helpers import TEXT_SCHEMA, CountingTool
+from tests.support.harness import TEXT_SCHEMA, CountingTool
 
 
 def ctx() -> ToolContext:

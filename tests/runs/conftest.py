@@ -14,8 +14,8 @@ from harness.messages import Request, Response
 from harness.providers import registry
 from harness.providers.base import Provider, ProviderSettings
 from runs.models import ACTIVE_RUN_STATUSES, Run
-from tests.broker import broker_url
-from tests.runs.workers import WorkerProcess
+from tests.support.broker import broker_url
+from tests.support.workers import WorkerProcess
 
 
 @pytest.fixture

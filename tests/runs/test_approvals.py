@@ -21,7 +21,7 @@ from runs.execution import build_execution
 from runs.models import Message, Run, RunEvent, RunStatus
 from runs.worker import DbCheckpointer, DbControl, claim_run
 from tests.runs.conftest import wait_for_run
-from tests.runs.history import assert_valid_history
+from tests.support.history import assert_valid_history
 
 ALL = ["approve", "edit", "reject", "respond"]
 TEXT = "count these four words"

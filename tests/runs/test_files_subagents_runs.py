@@ -8,8 +8,8 @@ import pytest
 
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from runs.models import Message, Run
-from tests.runs.history import assert_valid_history
-from tests.runs.scenarios import SUBAGENT_CONFIG, subagent_steps
+from tests.support.history import assert_valid_history
+from tests.support.subagents import SUBAGENT_CONFIG, subagent_steps
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from runs.models import Run, RunStatus
-from tests.runs.history import assert_valid_history
+from tests.support.history import assert_valid_history
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.history import SUMMARY_PREFIX, is_summary, validate
 from runs.models import Session
-from tests.runs.history import assert_valid_history
+from tests.support.history import assert_valid_history
 
 # Long enough that the first messages of a run are worth summarizing.
 TASK = " ".join(["Count the words of this long request about the quarterly report."] * 25)

@@ -23,9 +23,9 @@ from harness.providers.scripted import ScriptedModel
 from runs.models import Run, RunStatus, Session
 from runs.services import message_post
 from runs.worker import Fenced, claim_run
-from tests.runs.scenarios import SUBAGENT_CONFIG, subagent_steps
 from tests.runs.test_fencing import _one_turn
 from tests.runs.test_summarization_runs import TASK
+from tests.support.subagents import SUBAGENT_CONFIG, subagent_steps
 
 TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 

@@ -10,7 +10,7 @@ from runs.execution import build_execution
 from runs.models import Message, Run, RunEvent
 from runs.tasks import execute_run
 from tests.runs.conftest import wait_for_run
-from tests.runs.history import assert_valid_history
+from tests.support.history import assert_valid_history
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from harness.tools.files import (
     glob_regex,
     normalize_path,
 )
-from tests.harness.middleware.files_helpers import call, middleware, unnumbered
+from tests.support.files import call, middleware, unnumbered
 
 # -- paths ---------------------------------------------------------------------------------
 

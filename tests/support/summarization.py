@@ -22,7 +22,7 @@ from harness.providers.scripted import ConversationScript, text
 from harness.stack import default_stack
 from harness.state import State
 from harness.stores import Summary
-from tests.harness.helpers import make_agent, make_loop
+from tests.support.harness import make_agent, make_loop
 
 TASK = "Please echo every step of the plan."
 
