@@ -5,18 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rest_framework.test import APIClient
 
-from accounts.models import Member, Role, Tenant
-from accounts.services import api_key_issue, member_ensure
+from accounts.models import Role, Tenant
 from hango_project.config import HangoSettings
 from harness.providers import ProviderFactory, registry
 from harness.providers.base import Provider
+from tests.support.api import AGENT_BODY, Caller, make_caller
 from tests.support.otel import span_exporter
 
 
@@ -60,23 +59,6 @@ def spans() -> InMemorySpanExporter:
     return exporter
 
 
-@dataclass
-class Caller:
-    """A member with a live key and a client that sends it."""
-
-    member: Member
-    key: str
-    client: APIClient
-
-
-def make_caller(tenant: Tenant, email: str, role: str = Role.MEMBER) -> Caller:
-    member, _ = member_ensure(tenant=tenant, email=email, role=role)
-    issued = api_key_issue(member=member, name="test")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
-    return Caller(member=member, key=issued.plaintext, client=client)
-
-
 @pytest.fixture
 def tenant(db) -> Tenant:
     return Tenant.objects.create(name="acme")
@@ -118,14 +100,6 @@ def outsider(other_tenant) -> Caller:
 @pytest.fixture
 def anon() -> APIClient:
     return APIClient()
-
-
-AGENT_BODY = {
-    "name": "helper",
-    "description": "Helps.",
-    "system_prompt": "You help.",
-    "model": "scripted:demo",
-}
 
 
 @pytest.fixture

@@ -12,12 +12,7 @@ from django.utils import timezone
 from accounts.models import AuditAction, AuditEntry
 from accounts.services import api_key_issue, api_key_revoke
 from runs.models import Message, Run
-from tests.accounts.test_audit import (
-    HITL,
-    WRITE_METHODS,
-    post_message,
-)
-from tests.support.api import error_of, walk
+from tests.support.api import HITL, WRITE_METHODS, error_of, post_message, walk
 
 # -- no secret or message text in any detail --------------------------------------------------
 

@@ -8,8 +8,7 @@ from datetime import datetime
 import pytest
 
 from agents.models import Agent, Skill
-from tests.conftest import AGENT_BODY
-from tests.support.api import error_of, walk
+from tests.support.api import AGENT_BODY, error_of, walk
 
 AGENT_FIELDS = {
     "id", "name", "description", "system_prompt", "model", "allowed_tools", "config", "owner",

@@ -10,8 +10,7 @@ import pytest
 
 from agents.models import Agent
 from runs.models import Session
-from tests.conftest import AGENT_BODY
-from tests.support.api import error_of
+from tests.support.api import AGENT_BODY, error_of
 
 WRITES = [("post", "/v1/agents"), ("patch", "/v1/agents/{agent}"), ("post", "/v1/sessions")]
 WRITE_IDS = [f"{m.upper()} {u}" for m, u in WRITES]

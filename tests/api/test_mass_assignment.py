@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from runs.models import Run, Session
-from tests.conftest import AGENT_BODY
+from tests.support.api import AGENT_BODY
 
 PAST = "2001-02-03T04:05:06Z"
 

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import pytest
 import redis
-from django.db import close_old_connections
 
 from hango_project.celery import app as celery_app
 from harness.messages import Request, Response
 from harness.providers import registry
 from harness.providers.base import Provider, ProviderSettings
-from runs.models import ACTIVE_RUN_STATUSES, Run
 from tests.support.broker import broker_url
 from tests.support.workers import WorkerProcess
 
@@ -105,16 +102,3 @@ def start_worker(broker, tmp_path, transactional_db):
     yield _start
     for worker in started:
         worker.stop()
-
-
-def wait_for_run(run_id, predicate=lambda r: r.status not in ACTIVE_RUN_STATUSES,
-                 timeout: float = 60) -> Run:
-    deadline = time.monotonic() + timeout
-    while True:
-        close_old_connections()
-        run = Run.objects.get(pk=run_id)
-        if predicate(run):
-            return run
-        if time.monotonic() > deadline:
-            raise AssertionError(f"run {run_id} stuck at {run.status} turn {run.turn}")
-        time.sleep(0.1)

@@ -20,8 +20,8 @@ from runs.checkpoint import finish_run
 from runs.execution import build_execution
 from runs.models import Message, Run, RunEvent, RunStatus
 from runs.worker import DbCheckpointer, DbControl, claim_run
-from tests.runs.conftest import wait_for_run
 from tests.support.history import assert_valid_history
+from tests.support.runs import wait_for_run
 
 ALL = ["approve", "edit", "reject", "respond"]
 TEXT = "count these four words"

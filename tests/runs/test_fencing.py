@@ -8,22 +8,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from harness.loop import Loop
 from runs import tasks, worker
 from runs.execution import build_execution
 from runs.models import Message, Run, RunStatus, Session
 from runs.services import message_post
-from runs.worker import DbCheckpointer, DbControl, Fenced, Halt, LeaseKeeper, Outcome, claim_run
-
-
-def _one_turn(run: Run) -> tuple[DbCheckpointer, Halt | None]:
-    loop, state, next_seq = build_execution(run)
-    assert isinstance(loop, Loop)
-    control = DbControl(run.pk)
-    checkpointer = DbCheckpointer(run, control, next_seq, deadline=float("inf"))
-    loop.chain.before_run(state)
-    result = loop.turn(state, control)
-    return checkpointer, checkpointer.checkpoint(state, result)
+from runs.worker import DbCheckpointer, DbControl, Fenced, LeaseKeeper, Outcome, claim_run
+from tests.support.runs import one_turn
 
 
 def test_a_second_claim_is_refused_while_the_lease_is_live(queued_run):
@@ -39,12 +29,12 @@ def test_a_fenced_out_worker_commits_nothing(queued_run):
     fresh = claim_run(queued_run.pk, "worker-b")
     assert fresh is not None and fresh.epoch == stale.epoch + 1
 
-    _, halt = _one_turn(stale)
+    _, halt = one_turn(stale)
     assert halt == Fenced()
     assert Message.objects.filter(session_id=queued_run.session_id).count() == 1
     assert Run.objects.get(pk=queued_run.pk).turn == 0
 
-    _, halt = _one_turn(fresh)
+    _, halt = one_turn(fresh)
     assert halt is None
     assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
     assert Run.objects.get(pk=queued_run.pk).turn == 1
@@ -52,7 +42,7 @@ def test_a_fenced_out_worker_commits_nothing(queued_run):
 
 def test_a_turn_already_committed_is_not_committed_again(queued_run):
     run = claim_run(queued_run.pk, "worker-a")
-    checkpointer, _ = _one_turn(run)
+    checkpointer, _ = one_turn(run)
     # Replaying the same turn from the same claim (a duplicate) finds the turn moved on.
     loop, state, _ = build_execution(run)
     state.turn = 0

@@ -6,9 +6,7 @@ from __future__ import annotations
 from harness.history import SUMMARY_PREFIX, is_summary, validate
 from runs.models import Session
 from tests.support.history import assert_valid_history
-
-# Long enough that the first messages of a run are worth summarizing.
-TASK = " ".join(["Count the words of this long request about the quarterly report."] * 25)
+from tests.support.summarization import LONG_TASK
 
 
 def post(caller, session_id, content):
@@ -24,7 +22,7 @@ def test_two_runs_store_then_reuse_the_summary_and_keep_every_message(
         "summarization": {"trigger_tokens": 1_000, "keep_messages": 4}})
     session_id = make_session(alice, agent["id"])["id"]
 
-    first = post(alice, session_id, TASK)
+    first = post(alice, session_id, LONG_TASK)
     assert first["status"] == "completed", first
     session = Session.objects.get(pk=session_id)
     assert session.summary and session.summary_seq > 1
@@ -51,7 +49,7 @@ def test_two_runs_store_then_reuse_the_summary_and_keep_every_message(
     listed = alice.client.get(f"/v1/sessions/{session_id}/messages").json()["results"]
     stored = assert_valid_history(session_id)
     assert [m["seq"] for m in listed] == [m.seq for m in stored] == list(range(1, len(stored) + 1))
-    assert listed[0]["content"] == [{"type": "text", "text": TASK}]
+    assert listed[0]["content"] == [{"type": "text", "text": LONG_TASK}]
     texts = [b.get("text", "") for m in listed for b in m["content"]]
     assert not any(t.startswith(SUMMARY_PREFIX) for t in texts)
     # The demo takes five turns (four tool calls, an answer) whether or not it was compacted.

@@ -23,9 +23,9 @@ from harness.providers.scripted import ScriptedModel
 from runs.models import Run, RunStatus, Session
 from runs.services import message_post
 from runs.worker import Fenced, claim_run
-from tests.runs.test_fencing import _one_turn
-from tests.runs.test_summarization_runs import TASK
+from tests.support.runs import one_turn
 from tests.support.subagents import SUBAGENT_CONFIG, subagent_steps
+from tests.support.summarization import LONG_TASK
 
 TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -88,7 +88,7 @@ def test_summarization_calls_are_rows_of_their_own(alice, make_agent, make_sessi
     agent = make_agent(alice, allowed_tools=["write_todos", "word_count"], config={
         "summarization": {"trigger_tokens": 1_000, "keep_messages": 4}})
     session = make_session(alice, agent["id"])
-    run = started(alice, session["id"], TASK)
+    run = started(alice, session["id"], LONG_TASK)
     assert run["status"] == "completed", run
     found = assert_rows_match_run(run["id"])
     purposes = Counter(r.purpose for r in found)
@@ -116,11 +116,11 @@ def test_a_subagents_calls_are_rows_of_the_parent_run(alice, make_agent, make_se
 
 def test_a_redelivered_turn_adds_no_rows(queued_run):
     run = claim_run(queued_run.pk, "worker-a")
-    _, halt = _one_turn(run)
+    _, halt = one_turn(run)
     assert halt is None
     assert len(assert_rows_match_run(run.pk)) == 1
     # The same turn again (a redelivered task): fenced by the turn counter, nothing written.
-    _, halt = _one_turn(run)
+    _, halt = one_turn(run)
     assert halt == Fenced()
     assert len(assert_rows_match_run(run.pk)) == 1
     # The unique key is the backstop should anything ever get past the fence.
@@ -134,9 +134,9 @@ def test_a_fenced_out_worker_writes_no_rows(queued_run):
     stale = claim_run(queued_run.pk, "worker-a")
     Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
     fresh = claim_run(queued_run.pk, "worker-b")
-    _, halt = _one_turn(stale)
+    _, halt = one_turn(stale)
     assert halt == Fenced() and rows(queued_run.pk) == []
-    _one_turn(fresh)
+    one_turn(fresh)
     assert [r.dedupe_key for r in assert_rows_match_run(queued_run.pk)] == [
         f"{queued_run.pk}:1:0"]
 

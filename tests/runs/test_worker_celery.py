@@ -9,8 +9,8 @@ import pytest
 from runs.execution import build_execution
 from runs.models import Message, Run, RunEvent
 from runs.tasks import execute_run
-from tests.runs.conftest import wait_for_run
 from tests.support.history import assert_valid_history
+from tests.support.runs import wait_for_run
 
 pytestmark = pytest.mark.slow
 

@@ -25,6 +25,8 @@ from harness.stores import Summary
 from tests.support.harness import make_agent, make_loop
 
 TASK = "Please echo every step of the plan."
+# For runs through the worker: long enough that the first messages of a run are worth summarizing.
+LONG_TASK = " ".join(["Count the words of this long request about the quarterly report."] * 25)
 
 
 @dataclass

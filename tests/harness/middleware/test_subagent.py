@@ -20,7 +20,7 @@ from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import child_loop_factory, default_stack, stack_slots
 from harness.state import State
 from harness.tools import Tool, ToolContext, builtin_registry
-from tests.harness.middleware.test_filesystem import MemoryFiles
+from tests.support.files import MemoryFiles
 from tests.support.harness import (
     CancelAfter,
     CountingTool,
