@@ -17,12 +17,6 @@ from tests.support.api import HITL, WRITE_METHODS, error_of, post_message, walk
 # -- no secret or message text in any detail --------------------------------------------------
 
 
-@pytest.fixture
-def inline_runs(hango_settings, transactional_db):
-    """Runs execute synchronously when their transaction commits (as in tests/runs)."""
-    hango_settings(run_inline=True, broker_url="")
-
-
 def test_no_detail_holds_key_material_or_message_text(owner, alice, make_agent, make_session,
                                                       inline_runs):
     issued = api_key_issue(member=alice.member, name="scan", actor=owner.member)
