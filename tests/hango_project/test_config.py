@@ -15,7 +15,7 @@ from pydantic import AliasChoices, ValidationError
 
 from hango_project.config import BASE_DIR, HangoSettings, hango
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def variables_of(field: str) -> tuple[str, ...]:

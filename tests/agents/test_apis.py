@@ -150,7 +150,7 @@ def test_delete_then_gone(alice, make_agent):
 
 
 def test_valid_full_config_is_stored_as_sent(alice):
-    # config.skills must name skills of the caller's tenant (tests/api/test_skills_api.py).
+    # config.skills must name skills of the caller's tenant (tests/agents/test_apis_skills.py).
     skill = Skill.objects.create(tenant_id=alice.member.tenant_id, owner=alice.member,
                                  name="research", description="Looks things up.")
     config = {**FULL_CONFIG, "skills": [str(skill.id)]}
