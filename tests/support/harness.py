@@ -1,4 +1,4 @@
-"""Builders shared by the harness unit tests: agents, loops, counting tools, controls, spans."""
+"""Builders shared by the harness unit tests: agents, loops, tools, controls, spans."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain, Middleware
 from harness.deps import StackConfig
 from harness.loop import Loop, NeverCancel, NextStep, TurnResult
-from harness.messages import Message
+from harness.messages import Message, ToolUseBlock
 from harness.providers.base import Provider
 from harness.stack import default_stack
 from harness.state import State
@@ -55,6 +55,18 @@ class CountingTool:
     def _fn(self, args: dict[str, Any], ctx: ToolContext) -> str:
         self.calls.append(args)
         return self.answer
+
+
+def make_tool(name: str = "t", fn=lambda args, ctx: "ok", schema=None) -> Tool:
+    """A tool answering ``fn(args, ctx)`` (``"ok"`` by default); any object is valid input
+    unless ``schema`` says otherwise."""
+    return Tool(name=name, description=f"{name} tool", input_schema=schema or {"type": "object"},
+                fn=fn)
+
+
+def tool_context() -> ToolContext:
+    """A context for calling a tool directly (no loop)."""
+    return ToolContext(state=State(), call=ToolUseBlock(id="t", name="x", input={}))
 
 
 STOPPED = "stopped by the test"
