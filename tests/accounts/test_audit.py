@@ -28,7 +28,7 @@ from runs import services as run_services
 from runs.models import Run, Session, SessionFile
 from tests.support.api import AGENT_BODY, HITL, WRITE_METHODS, post_message
 
-CALL_ID = "d5_wc"  # the demo script's word_count call (see tests/runs/test_approvals.py)
+CALL_ID = "d5_wc"  # the demo script's word_count call (see tests/scenarios/test_approvals.py)
 
 
 def api_routes() -> list[tuple[str, str]]:

@@ -1,4 +1,5 @@
-"""Scripted scenarios shared by run-level tests."""
+"""A subagent scenario shared by tests that run it for real: an agent config with one subagent,
+and the scripted steps of a run that calls it."""
 
 from __future__ import annotations
 
