@@ -1,23 +1,28 @@
-"""Fixtures shared by the whole suite: tenants, members with keys, an API client per key, and
-hango's settings for one test."""
+"""Fixtures shared by the whole suite: tenants, members with keys, an API client per key,
+hango's settings for one test, and runs (inline, queued, or on Redis and real Celery workers)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import redis
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rest_framework.test import APIClient
 
-from accounts.models import Member, Role, Tenant
-from accounts.services import api_key_issue, member_ensure
+from accounts.models import Role, Tenant
+from hango_project.celery import app as celery_app
 from hango_project.config import HangoSettings
+from harness.messages import Request, Response
 from harness.providers import ProviderFactory, registry
-from harness.providers.base import Provider
-from tests.otel import span_exporter
+from harness.providers.base import Provider, ProviderSettings
+from tests.support.api import AGENT_BODY, Caller, make_caller
+from tests.support.broker import broker_url
+from tests.support.otel import span_exporter
+from tests.support.workers import WorkerProcess
 
 
 @pytest.fixture
@@ -58,23 +63,6 @@ def spans() -> InMemorySpanExporter:
     exporter = span_exporter()
     exporter.clear()
     return exporter
-
-
-@dataclass
-class Caller:
-    """A member with a live key and a client that sends it."""
-
-    member: Member
-    key: str
-    client: APIClient
-
-
-def make_caller(tenant: Tenant, email: str, role: str = Role.MEMBER) -> Caller:
-    member, _ = member_ensure(tenant=tenant, email=email, role=role)
-    issued = api_key_issue(member=member, name="test")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
-    return Caller(member=member, key=issued.plaintext, client=client)
 
 
 @pytest.fixture
@@ -120,14 +108,6 @@ def anon() -> APIClient:
     return APIClient()
 
 
-AGENT_BODY = {
-    "name": "helper",
-    "description": "Helps.",
-    "system_prompt": "You help.",
-    "model": "scripted:demo",
-}
-
-
 @pytest.fixture
 def make_agent():
     """Create an agent through the API as ``caller``; returns the response body."""
@@ -153,3 +133,95 @@ def make_session(make_agent):
         return response.json()
 
     return _make
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def inline_runs(hango_settings, transactional_db):
+    """Runs execute synchronously when their transaction commits (no worker needed); the test
+    database really commits, so commit hooks fire."""
+    hango_settings(run_inline=True, broker_url="")
+
+
+@pytest.fixture
+def queued_run(alice, make_session, hango_settings):
+    """A run whose task nobody executes (no broker, not inline): the test drives it by hand."""
+    from runs.models import Session
+    from runs.services import message_post
+
+    hango_settings(run_inline=False, broker_url="")
+    session = make_session(alice)
+    _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
+    return run
+
+
+@dataclass
+class Recording:
+    """A run's provider, keeping every request it receives (the summarizer's included)."""
+
+    inner: Provider | None = None
+    requests: list[Request] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        assert self.inner is not None
+        return self.inner.name
+
+    def complete(self, request: Request) -> Response:
+        assert self.inner is not None
+        self.requests.append(request)
+        return self.inner.complete(request)
+
+    def runs(self) -> list[Request]:
+        return [r for r in self.requests if r.metadata.get("purpose") != "summarize"]
+
+    def summaries(self) -> list[Request]:
+        return [r for r in self.requests if r.metadata.get("purpose") == "summarize"]
+
+
+@pytest.fixture
+def provider(serve_model) -> Recording:
+    """Every scripted provider a run of this process builds records its requests here."""
+    recording = Recording()
+    builtin = registry.factory("scripted")
+    assert builtin is not None
+
+    def recorded(name: str, settings: ProviderSettings) -> Recording:
+        recording.inner = builtin(name, settings)
+        return recording
+
+    serve_model("scripted", recorded)
+    return recording
+
+
+@pytest.fixture
+def broker(hango_settings):
+    """Point this process's Celery app at the suite's Redis database, emptied first."""
+    url = broker_url()
+    redis.Redis.from_url(url).flushdb()
+    hango_settings(run_inline=False, broker_url=url)
+    previous = {"broker_url": celery_app.conf.broker_url,
+                "task_always_eager": celery_app.conf.task_always_eager}
+    # Nothing in this process has opened a broker connection yet (eager mode opens none), so
+    # the producer pool is created on first use, with this URL.
+    celery_app.conf.update(broker_url=url, task_always_eager=False)
+    yield url
+    celery_app.conf.update(**previous)
+
+
+@pytest.fixture
+def start_worker(broker, tmp_path, transactional_db):
+    """Start real worker processes; every one is stopped at the end of the test."""
+    started: list[WorkerProcess] = []
+
+    def _start(name: str = "w1", *, beat: bool = False, **env: str) -> WorkerProcess:
+        worker = WorkerProcess(name, broker, tmp_path, env={k: str(v) for k, v in env.items()},
+                               beat=beat)
+        started.append(worker)
+        return worker
+
+    yield _start
+    for worker in started:
+        worker.stop()

@@ -26,11 +26,9 @@ from agents.models import Agent, MemoryFile
 from harness.approvals import PendingBatch, PendingCall, batch_to_json
 from runs import services as run_services
 from runs.models import Run, Session, SessionFile
-from tests.conftest import AGENT_BODY
+from tests.support.api import AGENT_BODY, HITL, WRITE_METHODS, post_message
 
-WRITE_METHODS = ("post", "put", "patch", "delete")
-HITL = ["approve", "edit", "reject", "respond"]
-CALL_ID = "d5_wc"  # the demo script's word_count call (see tests/runs/test_approvals.py)
+CALL_ID = "d5_wc"  # the demo script's word_count call (see tests/scenarios/test_approvals.py)
 
 
 def api_routes() -> list[tuple[str, str]]:
@@ -90,11 +88,6 @@ def world(owner, alice, make_agent, make_session, hango_settings):
     skill = alice.client.post("/v1/skills", {"name": "pdf-forms", "description": "Forms.",
                                              "instructions": "Fill them."}, format="json").json()
     return {"agent": agent["id"], "session": session["id"], "memory": memory, "skill": skill["id"]}
-
-
-def post_message(caller, session_id: str, text: str = "hello"):
-    return caller.client.post(f"/v1/sessions/{session_id}/messages", {"content": text},
-                              format="json")
 
 
 def queued_run(caller, world) -> str:

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiKey
 from accounts.services import api_key_issue, api_key_revoke
-from tests.helpers import error_of
+from tests.support.api import error_of
 
 
 def client_for(header: str | None) -> APIClient:

@@ -23,7 +23,7 @@ from harness.middleware.todo import TodoMiddleware
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.state import State, Todo
 from harness.tools import ToolResult
-from tests.harness.doubles import (
+from tests.support.doubles import (
     Contributes,
     Hook,
     Marker,
@@ -32,7 +32,7 @@ from tests.harness.doubles import (
     Provides,
     Recording,
 )
-from tests.harness.helpers import CountingTool, make_agent, make_loop, run, spans_named
+from tests.support.harness import CountingTool, make_agent, make_loop, run, spans_named
 
 
 class Everything(OnlyModel, OnlyTool, Hook, Provides, Contributes):

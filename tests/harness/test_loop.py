@@ -15,7 +15,7 @@ from harness.messages import Message, Response, ToolUseBlock
 from harness.providers.scripted import ScriptedModel, named_script, text, tool_call
 from harness.stack import default_stack
 from harness.state import State
-from tests.harness.helpers import (
+from tests.support.harness import (
     STOPPED,
     TEXT_SCHEMA,
     CancelAfter,

@@ -12,7 +12,7 @@ from harness.middleware.repeat_call import RepeatCallMiddleware
 from harness.middleware.todo import TodoMiddleware
 from harness.providers.scripted import ScriptedModel, text
 from harness.stack import default_stack, stack_slots
-from tests.harness.helpers import events_named, make_agent, make_loop, run
+from tests.support.harness import events_named, make_agent, make_loop, run
 
 SLOTS = [
     "skills", "filesystem", "subagent", "context_overrides", "summarization",

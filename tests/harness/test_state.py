@@ -22,7 +22,7 @@ from harness.state import (
     store_private,
     todo_from_json,
 )
-from tests.harness.helpers import events_named
+from tests.support.harness import events_named
 
 
 @dataclass(kw_only=True)

@@ -7,12 +7,12 @@ import json
 from opentelemetry import trace
 
 from harness import telemetry
-from tests.otel import span_exporter
+from tests.support.otel import span_exporter
 
 
 def test_the_harness_tracer_exports_to_the_test_provider(spans):
     # telemetry.tracer was created at import, before any provider was set: it is a proxy that
-    # must now delegate to the provider tests/otel.py installed.
+    # must now delegate to the provider tests/support/otel.py installed.
     assert span_exporter() is spans
     assert trace.get_tracer_provider().__class__.__module__.startswith("opentelemetry.sdk")
     with telemetry.span("outer", {"k": "v"}) as outer:

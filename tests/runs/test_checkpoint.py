@@ -19,7 +19,7 @@ from runs.checkpoint import Committed, TurnWrite
 from runs.models import Message, Run, RunEvent, Session
 from runs.services import message_post
 from runs.worker import claim_run
-from tests.conftest import make_caller
+from tests.support.api import make_caller
 
 # The one statement is written for autocommit (it is its own transaction); run it that way.
 pytestmark = pytest.mark.django_db(transaction=True)

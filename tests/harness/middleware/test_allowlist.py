@@ -13,7 +13,7 @@ from harness.middleware.allowlist import ToolAllowlistMiddleware
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack
 from harness.tools import builtin_registry
-from tests.harness.helpers import CountingTool, events_named, make_agent, make_loop, run
+from tests.support.harness import CountingTool, events_named, make_agent, make_loop, run
 
 
 def test_filters_the_tools_sent_to_the_provider(spans):

@@ -27,8 +27,8 @@ from harness.tools.base import Tool, ToolResult
 from harness.tools.files import (
     TOOL_NAMES,
 )
-from tests.harness.helpers import events_named, make_agent, make_loop, run
-from tests.harness.middleware.files_helpers import MemoryFiles, call, middleware, unnumbered
+from tests.support.files import MemoryFiles, call, middleware, unnumbered
+from tests.support.harness import events_named, make_agent, make_loop, run
 
 # -- offloading ------------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from harness.stack import default_stack
 from harness.state import State, state_from_json, state_to_json
 from harness.tools import builtin_registry
 from harness.tools.base import ToolResult
-from tests.harness.helpers import CountingTool, events_named, make_agent, make_loop, run
+from tests.support.harness import CountingTool, events_named, make_agent, make_loop, run
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}},
           "required": ["path"], "additionalProperties": False}

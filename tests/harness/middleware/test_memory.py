@@ -25,7 +25,7 @@ from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack, stack_slots
 from harness.state import State, state_from_json, state_to_json
 from harness.stores import MemoryFile
-from tests.harness.helpers import events_named, make_agent, make_loop, run, spans_named
+from tests.support.harness import events_named, make_agent, make_loop, run, spans_named
 
 AGENTS_MD = "/memories/AGENTS.md"
 

@@ -22,8 +22,8 @@ from harness.providers import anthropic, openai_compat
 from harness.providers.scripted import ScriptedModel, text
 from harness.stack import default_stack
 from harness.state import State, state_to_json
-from tests.harness.doubles import Contributes
-from tests.harness.helpers import make_agent, make_loop, run
+from tests.support.doubles import Contributes
+from tests.support.harness import make_agent, make_loop, run
 
 MEMORY = "system:memory:/memories/AGENTS.md"
 

@@ -14,7 +14,7 @@ from harness.middleware.repair_tool_calls import (
     repair_history,
 )
 from harness.state import State
-from tests.harness.helpers import events_named
+from tests.support.harness import events_named
 
 
 def user(*blocks) -> Message:

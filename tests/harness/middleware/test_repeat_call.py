@@ -15,7 +15,7 @@ from harness.middleware.repeat_call import RepeatCallMiddleware, RepeatCounts, c
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack
 from harness.state import load_private, state_from_json, state_to_json
-from tests.harness.helpers import CountingTool, events_named, make_agent, make_loop, run
+from tests.support.harness import CountingTool, events_named, make_agent, make_loop, run
 
 ARGS = {"city": "Hanoi", "units": {"temp": "C", "wind": "kmh"}}
 SAME_ARGS_REORDERED = {"units": {"wind": "kmh", "temp": "C"}, "city": "Hanoi"}

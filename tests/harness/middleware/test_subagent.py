@@ -20,7 +20,8 @@ from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import child_loop_factory, default_stack, stack_slots
 from harness.state import State
 from harness.tools import Tool, ToolContext, builtin_registry
-from tests.harness.helpers import (
+from tests.support.files import MemoryFiles
+from tests.support.harness import (
     CancelAfter,
     CountingTool,
     all_texts,
@@ -30,7 +31,6 @@ from tests.harness.helpers import (
     run,
     spans_named,
 )
-from tests.harness.middleware.test_filesystem import MemoryFiles
 
 RESEARCHER = {"name": "researcher", "description": "Finds facts.",
               "system_prompt": "You research.", "tools": ["echo"]}

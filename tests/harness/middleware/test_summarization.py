@@ -8,8 +8,8 @@ from harness.loop import FinalOutput
 from harness.providers.scripted import named_script
 from harness.state import State
 from harness.stores import Summary
-from tests.harness.helpers import run
-from tests.harness.middleware.summarization_helpers import (
+from tests.support.harness import run
+from tests.support.summarization import (
     MemorySummaries,
     Recording,
     answers,

@@ -20,8 +20,8 @@ from harness.providers.scripted import ScriptedModel, named_script
 from harness.stack import default_stack
 from harness.state import State, state_to_json
 from harness.stores import Summary
-from tests.harness.helpers import events_named, make_agent, run, spans_named
-from tests.harness.middleware.summarization_helpers import (
+from tests.support.harness import events_named, make_agent, run, spans_named
+from tests.support.summarization import (
     MemorySummaries,
     Recording,
     SummariesFail,

@@ -7,7 +7,7 @@ from harness import telemetry
 from harness.middleware.todo import DESCRIPTION, PART, TOOL_NAME, TodoMiddleware, render
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.state import State, Todo
-from tests.harness.helpers import all_texts, events_named, make_loop, run
+from tests.support.harness import all_texts, events_named, make_loop, run
 
 FIRST = [
     {"content": "gather the figures", "status": "completed"},

@@ -32,7 +32,7 @@ from harness.providers.base import (
     TextDelta,
     TokenCounter,
 )
-from tests.harness.providers.conftest import FAST_RETRY, wire, wire_json
+from tests.support.replay import FAST_RETRY, wire, wire_json
 
 KEY = "test-key"
 MODEL = "claude-sonnet-4-6"

@@ -32,7 +32,7 @@ from harness.providers.base import (
     TokenCounter,
 )
 from harness.providers.openai_compat import OpenAICompatProvider
-from tests.harness.providers.conftest import FAST_RETRY, wire, wire_json
+from tests.support.replay import FAST_RETRY, wire, wire_json
 
 KEY = "test-key"
 MODEL = "gpt-4o-mini"

@@ -1,0 +1,119 @@
+"""harness.providers.scripted and the resolver: offline, deterministic, loud when misused."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import ScriptExhausted, UnknownModel
+from harness.loop import FinalOutput
+from harness.messages import Message, Request, TextBlock, ToolUseBlock, Usage
+from harness.providers import resolve_provider, split_model
+from harness.providers.base import Provider, ProviderSettings
+from harness.providers.scripted import (
+    ConversationScript,
+    ScriptedModel,
+    named_script,
+    text,
+    tool_call,
+)
+from tests.support.harness import make_loop, run
+
+
+def request(question: str = "hi") -> Request:
+    return Request(model="script", messages=(Message.user(question),))
+
+
+def test_steps_play_in_order_and_calls_are_recorded():
+    model = ScriptedModel([text("one"), tool_call("echo", {"text": "x"}, call_id="t1")])
+    first, second = request("a"), request("b")
+    assert model.complete(first).message.text == "one"
+    assert model.remaining == 1
+    response = model.complete(second)
+    assert response.stop_reason == "tool_use"
+    assert response.message.tool_uses == (ToolUseBlock(id="t1", name="echo", input={"text": "x"}),)
+    assert model.calls == [first, second]
+    assert model.remaining == 0
+    assert isinstance(model, Provider)
+
+
+def test_one_call_too_many_raises_script_exhausted_with_a_clear_message():
+    model = ScriptedModel([text("only")])
+    model.complete(request())
+    with pytest.raises(ScriptExhausted) as caught:
+        model.complete(request("again"))
+    assert str(caught.value) == "the scripted model has 1 steps and was called 2 times"
+    assert caught.value.code == "script_exhausted"
+    assert len(model.calls) == 2  # the extra call is still recorded
+
+
+def test_an_exception_step_is_raised_and_the_script_moves_on():
+    boom = RuntimeError("boom")
+    model = ScriptedModel([boom, text("after")])
+    with pytest.raises(RuntimeError) as caught:
+        model.complete(request())
+    assert caught.value is boom
+    assert model.complete(request()).message.text == "after"
+
+
+def test_a_callable_step_answers_from_the_request():
+    model = ScriptedModel([lambda req: text(f"you said {req.messages[-1].text}")])
+    assert model.complete(request("ping")).message.text == "you said ping"
+
+
+def test_usage_is_estimated_unless_the_step_gives_it():
+    given = Usage(input_tokens=7, output_tokens=3)
+    with_usage = text("x")
+    with_usage = type(with_usage)(message=with_usage.message, stop_reason="end_turn", usage=given)
+    model = ScriptedModel([text("estimated"), with_usage])
+    estimated = model.complete(request()).usage
+    assert estimated.input_tokens >= 1 and estimated.output_tokens >= 1
+    assert model.complete(request()).usage == given
+
+
+def test_step_builders():
+    assert text("t").message.content == (TextBlock(text="t"),)
+    assert text("t", stop_reason="max_tokens").stop_reason == "max_tokens"
+    call = tool_call("echo", {"text": "x"}, preface="Let me.")
+    assert call.message.text == "Let me."
+    (use,) = call.message.tool_uses
+    assert use.id.startswith("toolu_") and use.name == "echo"
+    assert tool_call("echo", {}).message.tool_uses[0].id != use.id
+
+
+def test_workload_4_alternates_echo_and_write_todos_then_answers():
+    step, state, _ = run(make_loop(named_script("workload-4")))
+    names = [u.name for m in state.messages for u in m.tool_uses]
+    assert names == ["echo", "write_todos", "echo", "write_todos"]
+    assert state.messages[-1].text == "All 4 steps done."
+    assert step == FinalOutput("end_turn")
+    assert state.turn == 5
+    assert not any(r.is_error for m in state.messages for r in m.tool_results)
+
+
+def test_named_scripts_are_deterministic():
+    script = named_script("demo")
+    assert isinstance(script, ConversationScript)
+    req = Request(model="demo", messages=(Message.user("a b c"),),
+                  tools=tuple(t.definition for t in make_loop(script).base_tools))
+    assert script.complete(req) == script.complete(req)
+
+
+@pytest.mark.parametrize("name", ["nope", "Demo", "workload-", "workload-x", "workload--1", ""])
+def test_named_script_rejects_unknown_names(name):
+    with pytest.raises(UnknownModel, match="scripted:demo"):
+        named_script(name)
+
+
+@pytest.mark.parametrize("model", ["foo:bar", "scripted", "scripted:", ":demo", "demo"])
+def test_resolve_provider_rejects_unknown_models(model):
+    with pytest.raises(UnknownModel):
+        resolve_provider(model, ProviderSettings())
+
+
+def test_resolve_provider_scripted():
+    provider, name = resolve_provider("scripted:workload-3",
+                                      ProviderSettings(scripted_delay_ms=5))
+    assert name == "workload-3"
+    assert isinstance(provider, ConversationScript)
+    assert (provider.name, provider.model, provider.delay_ms) == ("scripted", "workload-3", 5)
+    assert split_model("anthropic:claude-x") == ("anthropic", "claude-x")

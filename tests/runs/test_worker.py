@@ -1,0 +1,104 @@
+"""Leases and fencing at the service level: two claimers, one commit."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from runs import tasks, worker
+from runs.execution import build_execution
+from runs.models import Message, Run, RunStatus, Session
+from runs.services import message_post
+from runs.worker import DbCheckpointer, DbControl, Fenced, LeaseKeeper, Outcome, claim_run
+from tests.support.runs import one_turn
+
+
+def test_a_second_claim_is_refused_while_the_lease_is_live(queued_run):
+    first = claim_run(queued_run.pk, "worker-a")
+    assert first is not None and first.status == RunStatus.RUNNING and first.epoch == 1
+    assert claim_run(queued_run.pk, "worker-b") is None
+
+
+def test_a_fenced_out_worker_commits_nothing(queued_run):
+    stale = claim_run(queued_run.pk, "worker-a")
+    # worker-a stalls past its lease; worker-b takes over under a new epoch.
+    Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
+    fresh = claim_run(queued_run.pk, "worker-b")
+    assert fresh is not None and fresh.epoch == stale.epoch + 1
+
+    _, halt = one_turn(stale)
+    assert halt == Fenced()
+    assert Message.objects.filter(session_id=queued_run.session_id).count() == 1
+    assert Run.objects.get(pk=queued_run.pk).turn == 0
+
+    _, halt = one_turn(fresh)
+    assert halt is None
+    assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
+    assert Run.objects.get(pk=queued_run.pk).turn == 1
+
+
+def test_a_turn_already_committed_is_not_committed_again(queued_run):
+    run = claim_run(queued_run.pk, "worker-a")
+    checkpointer, _ = one_turn(run)
+    # Replaying the same turn from the same claim (a duplicate) finds the turn moved on.
+    loop, state, _ = build_execution(run)
+    state.turn = 0
+    duplicate = DbCheckpointer(run, DbControl(run.pk), 2, deadline=float("inf"))
+    result = loop.turn(state, DbControl(run.pk))
+    assert duplicate.checkpoint(state, result) == Fenced()
+    assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
+
+
+def test_reconciler_reenqueues_only_runs_nobody_advances(queued_run, hango_settings, monkeypatch,
+                                                         django_capture_on_commit_callbacks):
+    calls = []
+    hango_settings(reconcile_grace_seconds=0)
+    monkeypatch.setattr(tasks, "enqueue_run", calls.append)
+    claim_run(queued_run.pk, "worker-a")
+    assert tasks.reconcile_runs() == 0  # leased: somebody is on it
+    Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.reconcile_runs() == 1
+    assert calls == [queued_run.pk]
+    run = Run.objects.get(pk=queued_run.pk)
+    assert run.lease_expires_at is None and run.lease_owner == ""
+    # The next pass within the grace period leaves it alone: no pile of duplicate tasks.
+    hango_settings(reconcile_grace_seconds=60)
+    assert tasks.reconcile_runs() == 0
+
+
+def test_execute_run_finishes_a_claimed_run_and_skips_afterwards(queued_run):
+    assert worker.execute_run(str(queued_run.pk)) == Outcome.COMPLETED
+    assert worker.execute_run(str(queued_run.pk)) == Outcome.SKIPPED
+
+
+def test_a_slice_that_runs_out_yields_and_requeues(queued_run, hango_settings, monkeypatch):
+    hango_settings(run_slice_seconds=0)
+    enqueued = []
+    monkeypatch.setattr(tasks, "enqueue_run", enqueued.append)
+    assert tasks.advance_run(str(queued_run.pk)) == Outcome.YIELDED
+    run = Run.objects.get(pk=queued_run.pk)
+    assert run.status == RunStatus.RUNNING and run.turn == 1 and run.lease_expires_at is None
+    assert enqueued == [str(queued_run.pk)]
+    assert worker.execute_run(str(queued_run.pk)) in (Outcome.YIELDED, Outcome.COMPLETED)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, hango_settings):
+    hango_settings(run_inline=False, broker_url="", run_lease_seconds=0.3)
+    session = make_session(alice)
+    _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
+    claimed = claim_run(run.pk, "worker-a")
+    first = claimed.lease_expires_at
+    with LeaseKeeper(claimed):
+        time.sleep(0.5)
+        renewed = Run.objects.get(pk=run.pk).lease_expires_at
+        assert renewed > first
+        Run.objects.filter(pk=run.pk).update(epoch=claimed.epoch + 1)  # somebody took over
+        time.sleep(0.3)
+        after = Run.objects.get(pk=run.pk).lease_expires_at
+        time.sleep(0.3)
+        assert Run.objects.get(pk=run.pk).lease_expires_at == after  # it stopped renewing

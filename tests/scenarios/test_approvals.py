@@ -1,0 +1,388 @@
+"""Human in the loop through the API: a call needing approval pauses the run; POST …/approve
+resumes it once; a cancelled paused run leaves no tool call without its result.
+
+Most tests run inline (the run executes synchronously when its transaction commits, so the POST
+that starts or approves a run answers with the run already paused or finished)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+import redis
+from django.db import connection, transaction
+
+from harness.approvals import CANCELLED_BEFORE_DECISION, REJECTED
+from harness.loop import Interrupted
+from runs.checkpoint import finish_run
+from runs.execution import build_execution
+from runs.models import Message, Run, RunEvent, RunStatus
+from runs.worker import DbCheckpointer, DbControl, claim_run
+from tests.support.history import assert_valid_history
+from tests.support.runs import wait_for_run
+
+ALL = ["approve", "edit", "reject", "respond"]
+TEXT = "count these four words"
+CALL_ID = "d5_wc"  # the demo script's word_count call (its 3rd step, 5 messages in)
+
+
+@pytest.fixture
+def hitl_session(alice, make_agent, make_session):
+    agent = make_agent(alice, config={"interrupt_on": {"word_count": ALL}})
+    return make_session(alice, agent_id=agent["id"])
+
+
+def post(caller, session, content=TEXT):
+    return caller.client.post(f"/v1/sessions/{session['id']}/messages", {"content": content},
+                              format="json")
+
+
+def approve(caller, run_id, *decisions):
+    return caller.client.post(f"/v1/runs/{run_id}/approve", {"decisions": list(decisions)},
+                              format="json")
+
+
+def paused_run(caller, session) -> dict:
+    response = post(caller, session)
+    assert response.status_code == 202, response.content
+    run = response.json()["run"]
+    assert run["status"] == "awaiting_approval", run
+    return run
+
+
+def tool_result(session_id, call_id=CALL_ID) -> dict:
+    for message in Message.objects.filter(session_id=session_id).order_by("seq"):
+        for block in message.content:
+            if block["type"] == "tool_result" and block["tool_use_id"] == call_id:
+                return block
+    raise AssertionError(f"no result for {call_id}")
+
+
+def statuses(run_id) -> list[str]:
+    return [e.data["status"] for e in
+            RunEvent.objects.filter(run_id=run_id, type="run.status").order_by("seq")]
+
+
+# -- pausing ---------------------------------------------------------------------------------
+
+
+def test_a_call_needing_approval_pauses_the_run_with_its_pending_call(alice, hitl_session,
+                                                                      inline_runs):
+    run = paused_run(alice, hitl_session)
+    assert run["pending_approvals"] == [{"tool_use_id": CALL_ID, "name": "word_count",
+                                         "input": {"text": TEXT}, "allowed_decisions": ALL}]
+    assert run["finished_at"] is None and run["turn"] == 3
+    stored = Run.objects.get(pk=run["id"])
+    assert stored.lease_owner == "" and stored.lease_expires_at is None
+    assert stored.state_json["pending_batch"]["pending"][0]["tool_use_id"] == CALL_ID
+    # The session still has its active run, and the last stored message is the pending call.
+    session = alice.client.get(f"/v1/sessions/{hitl_session['id']}").json()
+    assert session["active_run"] == run["id"]
+    last = Message.objects.filter(session_id=hitl_session["id"]).order_by("-seq").first()
+    assert last.role == "assistant" and last.content[-1]["id"] == CALL_ID
+    assert post(alice, hitl_session, "another").status_code == 409
+    assert statuses(run["id"]) == ["queued", "running", "awaiting_approval"]
+
+
+def test_approval_requested_reaches_the_events_as_json_and_sse(alice, hitl_session,
+                                                               inline_runs):
+    run_id = paused_run(alice, hitl_session)["id"]
+    page = alice.client.get(f"/v1/runs/{run_id}/events").json()["results"]
+    [requested] = [e for e in page if e["type"] == "approval.requested"]
+    assert requested["data"] == {"pending": [{"tool_use_id": CALL_ID, "name": "word_count",
+                                              "allowed_decisions": ALL}]}
+    assert page[-1]["type"] == "run.status" and page[-1]["data"]["status"] == "awaiting_approval"
+    assert approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"}).status_code == 202
+    # The stream ends once the run has finished; it carries the request with its seq.
+    stream = alice.client.get(f"/v1/runs/{run_id}/events", HTTP_ACCEPT="text/event-stream")
+    frames = b"".join(stream.streaming_content).decode().strip().split("\n\n")
+    by_type = {f.splitlines()[1].removeprefix("event: "): f for f in frames}
+    frame = by_type["approval.requested"]
+    assert frame.splitlines()[0] == f"id: {requested['seq']}"
+    assert json.loads(frame.splitlines()[2].removeprefix("data: "))["data"] == requested["data"]
+
+
+# -- each decision resumes the run -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("decision", "content", "is_error", "answer"), [
+    ({"type": "approve"}, "4", False, "It has 4 words."),
+    ({"type": "edit", "input": {"text": "just two"}}, "2", False, "It has 2 words."),
+    ({"type": "reject", "message": "not this one"}, f"{REJECTED} Reason: not this one", True,
+     "I could not count its words"),
+    ({"type": "respond", "message": "nine"}, "nine", False, "It has nine words."),
+])
+def test_each_decision_resumes_the_run_to_completion(alice, hitl_session, inline_runs,
+                                                     decision, content, is_error, answer):
+    run_id = paused_run(alice, hitl_session)["id"]
+    response = approve(alice, run_id, {"tool_use_id": CALL_ID, **decision})
+    assert response.status_code == 202, response.content
+    run = response.json()
+    assert run["status"] == "completed" and run["pending_approvals"] == []
+    assert run["finished_at"] is not None and run["error"] is None
+    result = tool_result(hitl_session["id"])
+    assert (result["content"], result["is_error"]) == (content, is_error)
+    messages = assert_valid_history(hitl_session["id"])
+    assert answer in messages[-1].content[0]["text"]
+    assert "pending_batch" not in Run.objects.get(pk=run_id).state_json
+    assert statuses(run_id) == ["queued", "running", "awaiting_approval", "queued", "running",
+                                "completed"]
+
+
+def test_an_invalid_edit_becomes_an_error_result_and_the_run_goes_on(alice, hitl_session,
+                                                                     inline_runs):
+    run_id = paused_run(alice, hitl_session)["id"]
+    response = approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "edit",
+                                       "input": {"words": 3}})
+    assert response.status_code == 202 and response.json()["status"] == "completed"
+    result = tool_result(hitl_session["id"])
+    assert result["is_error"] and result["content"].startswith("Invalid arguments for word_count")
+    assert_valid_history(hitl_session["id"])
+
+
+# -- refusals --------------------------------------------------------------------------------
+
+
+def lock_waiters() -> int:
+    """Backends of this test database waiting for a lock (read fresh: inside a transaction,
+    pg_stat_activity is otherwise a snapshot taken at its first read)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT count(*) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND wait_event_type = 'Lock'")
+        return cursor.fetchone()[0]
+
+
+def test_double_approve_resumes_once_and_the_other_answers_409(alice, hitl_session,
+                                                               inline_runs):
+    run_id = paused_run(alice, hitl_session)["id"]
+    codes: list[int] = []
+
+    def decide(body: dict) -> None:
+        try:
+            codes.append(approve(alice, run_id, {"tool_use_id": CALL_ID, **body}).status_code)
+        finally:
+            connection.close()  # this thread's own connection
+
+    bodies = [{"type": "approve"}, {"type": "reject", "message": "no"}]
+    threads = [threading.Thread(target=decide, args=(b,)) for b in bodies]
+    # Hold the run's row so both requests are inside run_approve, waiting on the same lock,
+    # before either can go on: a real race, decided by the lock and the status check.
+    with transaction.atomic():
+        Run.objects.select_for_update().get(pk=run_id)
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while lock_waiters() < 2:
+            assert time.monotonic() < deadline, "the approvals never reached the row lock"
+            time.sleep(0.02)
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(codes) == [202, 409]
+    run = wait_for_run(run_id)
+    assert run.status == "completed"
+    # One resume: one queued → running after the pause, one result for the call.
+    assert statuses(run_id) == ["queued", "running", "awaiting_approval", "queued", "running",
+                                "completed"]
+    messages = assert_valid_history(hitl_session["id"])
+    results = [b for m in messages for b in m.content
+               if b["type"] == "tool_result" and b["tool_use_id"] == CALL_ID]
+    assert len(results) == 1
+
+
+def test_approve_on_a_run_not_awaiting_approval_answers_409(alice, hitl_session, make_session,
+                                                            inline_runs):
+    run_id = paused_run(alice, hitl_session)["id"]
+    decision = {"tool_use_id": CALL_ID, "type": "approve"}
+    assert approve(alice, run_id, decision).status_code == 202
+    again = approve(alice, run_id, decision)
+    assert again.status_code == 409
+    assert again.json()["error"]["detail"] == {"status": "completed"}
+    plain = post(alice, make_session(alice)).json()["run"]  # an agent without interrupt_on
+    assert plain["status"] == "completed"
+    assert approve(alice, plain["id"], decision).status_code == 409
+
+
+@pytest.mark.parametrize(("decisions", "where"), [
+    ([], "decisions"),
+    ([{"tool_use_id": CALL_ID, "type": "maybe"}], "type"),
+    ([{"tool_use_id": CALL_ID, "type": "edit"}], "input"),
+    ([{"tool_use_id": CALL_ID, "type": "edit", "input": "text"}], "input"),
+    ([{"tool_use_id": CALL_ID, "type": "approve", "input": {"text": "x"}}], "input"),
+    ([{"tool_use_id": CALL_ID, "type": "approve", "message": "fine"}], "message"),
+    ([{"tool_use_id": CALL_ID, "type": "respond"}], "message"),
+    ([{"tool_use_id": CALL_ID, "type": "respond", "message": "  "}], "message"),
+    ([{"type": "approve"}], "tool_use_id"),
+    ([{"tool_use_id": "other", "type": "approve"}], "not a pending tool call"),
+    ([{"tool_use_id": CALL_ID, "type": "approve"}, {"tool_use_id": CALL_ID, "type": "approve"}],
+     "more than one decision"),
+    ([{"tool_use_id": CALL_ID, "type": "approve"}, {"tool_use_id": "x", "type": "approve"}],
+     "not a pending tool call"),
+])
+def test_bad_decisions_answer_422_and_leave_the_run_paused(alice, hitl_session, inline_runs,
+                                                           decisions, where):
+    run_id = paused_run(alice, hitl_session)["id"]
+    response = approve(alice, run_id, *decisions)
+    assert response.status_code == 422, response.content
+    body = response.json()["error"]
+    assert body["code"] == "validation_error"
+    assert where in json.dumps(body["detail"])
+    run = Run.objects.get(pk=run_id)
+    assert run.status == "awaiting_approval"
+    assert run.state_json["pending_batch"]["decisions"] == {}
+
+
+def test_a_decision_outside_the_calls_allowed_decisions_answers_422(alice, make_agent,
+                                                                     make_session, inline_runs):
+    agent = make_agent(alice, config={"interrupt_on": {"word_count": ["approve", "reject"]}})
+    session = make_session(alice, agent_id=agent["id"])
+    run = paused_run(alice, session)
+    assert run["pending_approvals"][0]["allowed_decisions"] == ["approve", "reject"]
+    response = approve(alice, run["id"], {"tool_use_id": CALL_ID, "type": "respond",
+                                          "message": "42"})
+    assert response.status_code == 422
+    assert "allows ['approve', 'reject'], not 'respond'" in response.json()["error"]["detail"][
+        "decisions"][0]
+    missing = alice.client.post(f"/v1/runs/{run['id']}/approve", {}, format="json")
+    assert missing.status_code == 422
+    assert Run.objects.get(pk=run["id"]).status == "awaiting_approval"
+
+
+def test_approve_is_authorized_like_the_other_run_routes(alice, bob, admin, outsider,
+                                                         hitl_session, inline_runs, anon):
+    run_id = paused_run(alice, hitl_session)["id"]
+    decision = {"tool_use_id": CALL_ID, "type": "approve"}
+    assert approve(bob, run_id, decision).status_code == 404
+    assert approve(outsider, run_id, decision).status_code == 404
+    assert approve(bob, "00000000-0000-0000-0000-000000000000", decision).status_code == 404
+    assert anon.post(f"/v1/runs/{run_id}/approve", {"decisions": [decision]},
+                     format="json").status_code == 401
+    assert Run.objects.get(pk=run_id).status == "awaiting_approval"
+    assert approve(admin, run_id, decision).status_code == 202  # admins see the tenant's runs
+
+
+# -- cancelling a paused run -----------------------------------------------------------------
+
+
+def test_cancelling_a_paused_run_answers_every_call_and_the_session_goes_on(alice, hitl_session,
+                                                                            inline_runs):
+    run_id = paused_run(alice, hitl_session)["id"]
+    response = alice.client.post(f"/v1/runs/{run_id}/cancel")
+    assert response.status_code == 202
+    run = response.json()
+    assert run["status"] == "cancelled" and run["pending_approvals"] == []
+    assert run["finished_at"] is not None
+    messages = assert_valid_history(hitl_session["id"])
+    closing = messages[-1]
+    assert closing.role == "user"
+    assert closing.content == [{"type": "tool_result", "tool_use_id": CALL_ID,
+                                "content": CANCELLED_BEFORE_DECISION, "is_error": True}]
+    assert str(closing.run_id) == run_id
+    assert "pending_batch" not in Run.objects.get(pk=run_id).state_json
+    events = alice.client.get(f"/v1/runs/{run_id}/events").json()["results"]
+    assert [e["type"] for e in events[-2:]] == ["message.created", "run.status"]
+    assert events[-2]["data"]["seq"] == closing.seq
+    # The session's next message starts a run that completes over a valid history.
+    nxt = post(alice, hitl_session, "and now this")
+    assert nxt.status_code == 202
+    assert nxt.json()["run"]["status"] == "awaiting_approval"  # its own word_count call
+    nxt_id = nxt.json()["run"]["id"]
+    nxt_call = nxt.json()["run"]["pending_approvals"][0]["tool_use_id"]
+    done = approve(alice, nxt_id, {"tool_use_id": nxt_call, "type": "approve"})
+    assert done.json()["status"] == "completed"
+    assert_valid_history(hitl_session["id"])
+
+
+def test_a_cancelled_paused_run_can_be_resumed(alice, hitl_session, inline_runs):
+    run_id = paused_run(alice, hitl_session)["id"]
+    alice.client.post(f"/v1/runs/{run_id}/cancel")
+    resumed = alice.client.post(f"/v1/runs/{run_id}/resume")
+    assert resumed.status_code == 202
+    assert resumed.json()["status"] == "queued"  # as resumed; it ran inline on commit
+    run = Run.objects.get(pk=run_id)
+    assert run.status == "completed", run.error
+    messages = assert_valid_history(hitl_session["id"])
+    assert "I could not count its words: " + CANCELLED_BEFORE_DECISION in \
+        messages[-1].content[0]["text"]
+
+
+def test_cancelling_an_approved_run_before_it_resumes_answers_every_call(
+        alice, hitl_session, broker, hango_settings, transactional_db):
+    hango_settings(run_inline=True)
+    run_id = paused_run(alice, hitl_session)["id"]
+    hango_settings(run_inline=False)
+    assert approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"}).json()[
+        "status"] == "queued"
+    assert redis.Redis.from_url(broker).llen("runs") == 1  # the resume, waiting for a worker
+    assert alice.client.post(f"/v1/runs/{run_id}/cancel").json()["status"] == "cancelled"
+    result = tool_result(hitl_session["id"])
+    assert result["is_error"] and "cancelled before this tool call ran" in result["content"]
+    assert_valid_history(hitl_session["id"])
+
+
+def test_a_cancel_that_raced_the_pause_is_honoured_when_the_run_is_claimed(alice, hitl_session,
+                                                                          inline_runs):
+    run_id = paused_run(alice, hitl_session)["id"]
+    # The cancel arrived while the worker was committing the pause: the pause keeps the flag.
+    run = Run.objects.get(pk=run_id)
+    run.status, run.cancel_requested = RunStatus.RUNNING, True
+    finish_run(run, RunStatus.AWAITING_APPROVAL)
+    assert run.cancel_requested and run.finished_at is None
+    run.save()
+    assert approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"}).status_code == 202
+    run = Run.objects.get(pk=run_id)
+    assert run.status == "cancelled" and not run.cancel_requested
+    assert tool_result(hitl_session["id"])["is_error"]
+    assert_valid_history(hitl_session["id"])
+
+
+def test_a_cancel_seen_by_the_loop_before_the_batch_finishes_answers_every_call(
+        alice, hitl_session, broker, hango_settings, transactional_db):
+    hango_settings(run_inline=True)
+    run_id = paused_run(alice, hitl_session)["id"]
+    hango_settings(run_inline=False)
+    approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"})
+    run = claim_run(run_id, "test-worker")
+    loop, state, next_seq = build_execution(run)
+
+    class Cancelled:
+        def cancel_requested(self) -> bool:
+            return True
+
+    checkpointer = DbCheckpointer(run, DbControl(run.pk), next_seq, time.monotonic() + 60)
+    assert loop.run(state, control=Cancelled(), checkpointer=checkpointer) == \
+        Interrupted("cancelled")
+    run.refresh_from_db()
+    assert run.status == "cancelled" and "pending_batch" not in run.state_json
+    result = tool_result(hitl_session["id"])
+    assert result["is_error"] and "cancelled before this tool call ran" in result["content"]
+    assert_valid_history(hitl_session["id"])
+
+
+# -- a real worker ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_paused_run_holds_no_broker_message_and_approval_resumes_it_on_the_worker(
+        alice, hitl_session, start_worker, broker):
+    worker = start_worker()
+    run_id = post(alice, hitl_session).json()["run"]["id"]
+    run = wait_for_run(run_id, lambda r: r.status not in (RunStatus.QUEUED, RunStatus.RUNNING))
+    assert run.status == RunStatus.AWAITING_APPROVAL
+    worker.wait_for(lambda log: "'paused'" in log, what="the task to end")
+    client = redis.Redis.from_url(broker)
+    assert client.llen("runs") == 0
+    assert client.hlen("unacked") == 0  # not even delivered-and-held by the worker
+    assert run.finished_at is None and run.lease_expires_at is None
+
+    response = approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "edit",
+                                       "input": {"text": "one two three"}})
+    assert response.status_code == 202 and response.json()["status"] == "queued"
+    run = wait_for_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert worker.task_results() == ["paused", "completed"]
+    assert tool_result(hitl_session["id"])["content"] == "3"
+    messages = assert_valid_history(hitl_session["id"])
+    assert "It has 3 words." in messages[-1].content[0]["text"]

@@ -1,0 +1,144 @@
+"""Who sees what: members only their own; owners and admins their whole tenant; everyone else
+gets the very 404 a missing id gets, on every route, and never sees the object in a list."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from agents.models import Agent
+from runs.models import Session
+from tests.support.api import error_of
+
+# (method, url template, body); {agent} and {session} are alice's.
+OBJECT_ROUTES = [
+    ("get", "/v1/agents/{agent}", None),
+    ("patch", "/v1/agents/{agent}", {"name": "renamed"}),
+    ("delete", "/v1/agents/{agent}", None),
+    ("get", "/v1/sessions/{session}", None),
+    ("get", "/v1/sessions/{session}/messages", None),
+]
+ROUTE_IDS = [f"{method.upper()} {url}" for method, url, _ in OBJECT_ROUTES]
+
+ALLOWED = ["alice", "admin", "owner"]
+FORBIDDEN = ["bob", "outsider"]
+
+
+@pytest.fixture
+def objects(alice, make_agent, make_session) -> dict[str, str]:
+    agent = make_agent(alice)
+    session = make_session(alice, agent_id=agent["id"])
+    return {"agent": agent["id"], "session": session["id"]}
+
+
+def call(client, method: str, url: str, body: dict | None):
+    send = getattr(client, method)
+    return send(url, body, format="json") if body else send(url)
+
+
+def with_ids(url: str, agent: str, session: str) -> str:
+    return url.format(agent=agent, session=session)
+
+
+@pytest.mark.parametrize("who", FORBIDDEN)
+@pytest.mark.parametrize("method, url, body", OBJECT_ROUTES, ids=ROUTE_IDS)
+def test_forbidden_caller_gets_the_missing_id_404(request, objects, who, method, url, body):
+    client = request.getfixturevalue(who).client
+    response = call(client, method, with_ids(url, **objects), body)
+    error_of(response, 404, "not_found")
+
+    for missing in (str(uuid.uuid4()), "not-a-uuid"):
+        baseline = call(client, method, with_ids(url, missing, missing), body)
+        error_of(baseline, 404, "not_found")
+        assert response.content == baseline.content
+
+
+@pytest.mark.parametrize("who", ALLOWED)
+@pytest.mark.parametrize("method, url, body", OBJECT_ROUTES, ids=ROUTE_IDS)
+def test_own_member_admin_and_owner_may(request, objects, who, method, url, body):
+    client = request.getfixturevalue(who).client
+    response = call(client, method, with_ids(url, **objects), body)
+    assert response.status_code == (204 if method == "delete" else 200), response.content
+    if method == "patch":
+        assert Agent.objects.get(pk=objects["agent"]).name == "renamed"
+    if method == "delete":
+        assert not Agent.objects.filter(pk=objects["agent"]).exists()
+
+
+@pytest.mark.parametrize("who", ["alice", "bob"])
+@pytest.mark.parametrize("method, url, body", OBJECT_ROUTES, ids=ROUTE_IDS)
+def test_missing_and_malformed_ids_answer_alike(request, who, method, url, body):
+    client = request.getfixturevalue(who).client
+    bodies = {
+        call(client, method, with_ids(url, missing, missing), body).content
+        for missing in (str(uuid.uuid4()), str(uuid.uuid4()), "not-a-uuid", "0" * 40, "%00")
+    }
+    assert len(bodies) == 1
+
+
+@pytest.mark.parametrize("who", FORBIDDEN)
+@pytest.mark.parametrize("route", ["/v1/agents", "/v1/sessions"])
+def test_lists_hide_what_is_not_yours(request, objects, who, route):
+    caller = request.getfixturevalue(who)
+    own = caller.client.post("/v1/agents", {"name": "mine", "model": "scripted:demo"},
+                             format="json").json()
+    caller.client.post("/v1/sessions", {"agent": own["id"]}, format="json")
+
+    listed = {item["id"] for item in caller.client.get(route).json()["results"]}
+    assert len(listed) == 1  # only the caller's own object
+    assert not listed & set(objects.values())
+
+
+@pytest.mark.parametrize("who", ["admin", "owner"])
+@pytest.mark.parametrize("route, key", [("/v1/agents", "agent"), ("/v1/sessions", "session")])
+def test_admin_and_owner_lists_include_members_objects(request, objects, outsider, make_session,
+                                                       who, route, key):
+    make_session(outsider)  # another tenant's objects stay out even for owners
+    listed = [item["id"] for item in request.getfixturevalue(who).client.get(route).json()[
+        "results"]]
+    assert listed == [objects[key]]
+
+
+def test_member_list_holds_only_their_own(alice, bob, objects, make_session):
+    make_session(bob)
+    assert [a["id"] for a in alice.client.get("/v1/agents").json()["results"]] == [
+        objects["agent"]]
+    assert [s["id"] for s in alice.client.get("/v1/sessions").json()["results"]] == [
+        objects["session"]]
+
+
+@pytest.mark.parametrize("who", FORBIDDEN)
+def test_cannot_start_a_session_on_an_agent_you_cannot_see(request, objects, who):
+    client = request.getfixturevalue(who).client
+    response = client.post("/v1/sessions", {"agent": objects["agent"]}, format="json")
+    error_of(response, 422, "validation_error")
+    missing = client.post("/v1/sessions", {"agent": str(uuid.uuid4())}, format="json")
+    assert response.content == missing.content
+    assert Session.objects.filter(agent_id=objects["agent"]).count() == 1  # alice's only
+
+
+def test_admin_may_start_a_session_on_a_members_agent(admin, objects):
+    response = admin.client.post("/v1/sessions", {"agent": objects["agent"]}, format="json")
+    assert response.status_code == 201, response.content
+    assert Session.objects.get(pk=response.json()["id"]).member_id == admin.member.id
+
+
+@pytest.mark.parametrize("who", FORBIDDEN)
+@pytest.mark.parametrize("method, body", [("patch", {"name": "hijacked", "config": {}}),
+                                          ("delete", None)])
+def test_forbidden_writes_change_nothing(request, alice, objects, who, method, body):
+    before = Agent.objects.values().get(pk=objects["agent"])
+    client = request.getfixturevalue(who).client
+    response = call(client, method, f"/v1/agents/{objects['agent']}", body)
+    error_of(response, 404, "not_found")
+    assert Agent.objects.values().get(pk=objects["agent"]) == before
+    assert alice.client.get(f"/v1/agents/{objects['agent']}").status_code == 200
+
+
+@pytest.mark.parametrize("who", FORBIDDEN)
+def test_forbidden_patch_with_invalid_body_is_still_404(request, objects, who):
+    """The object is looked up before the body is judged, so a 422 never confirms it exists."""
+    client = request.getfixturevalue(who).client
+    response = client.patch(f"/v1/agents/{objects['agent']}", {"model": "gpt4"}, format="json")
+    error_of(response, 404, "not_found")

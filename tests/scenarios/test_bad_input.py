@@ -1,0 +1,173 @@
+"""Bad input answers 400/413/415/422 (or 404/405 for routes and methods) in the one error shape;
+never a 500."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from agents.models import Agent
+from runs.models import Session
+from tests.support.api import AGENT_BODY, error_of
+
+WRITES = [("post", "/v1/agents"), ("patch", "/v1/agents/{agent}"), ("post", "/v1/sessions")]
+WRITE_IDS = [f"{m.upper()} {u}" for m, u in WRITES]
+
+
+@pytest.fixture
+def agent(alice, make_agent) -> dict:
+    return make_agent(alice)
+
+
+def send(client, method: str, url: str, agent: dict, data, content_type="application/json",
+         **extra):
+    return getattr(client, method)(url.format(agent=agent["id"]), data=data,
+                                   content_type=content_type, **extra)
+
+
+def nothing_written(agent: dict) -> bool:
+    """Still only ``agent``, unchanged, and no session."""
+    row = Agent.objects.get(pk=agent["id"])
+    return (
+        Agent.objects.filter(tenant_id=row.tenant_id).count() == 1
+        and row.name == agent["name"]
+        and not Session.objects.filter(tenant_id=row.tenant_id).exists()
+    )
+
+
+@pytest.mark.parametrize("method, url", WRITES, ids=WRITE_IDS)
+@pytest.mark.parametrize("raw", ['{"name":', "{'name': 'x'}", "nope", '{"a": NaN}', "\xff\xfe",
+                                 "[" * 50_000])
+def test_unreadable_json_is_400(alice, agent, method, url, raw):
+    response = send(alice.client, method, url, agent, raw.encode("latin-1"))
+    error_of(response, 400, "malformed_request")
+    assert nothing_written(agent)
+
+
+@pytest.mark.parametrize("method, url", WRITES, ids=WRITE_IDS)
+@pytest.mark.parametrize("raw", ["[]", '[{"name": "x"}]', '"x"', "5", "true", "null"])
+def test_json_that_is_not_an_object_is_422(alice, agent, method, url, raw):
+    response = send(alice.client, method, url, agent, raw)
+    error_of(response, 422, "validation_error")
+    assert nothing_written(agent)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("name", {"a": 1}),
+        ("name", ["x"]),
+        ("name", "x" * 101),
+        ("name", "n\u0000"),
+        ("description", ["x"]),
+        ("system_prompt", {"a": 1}),
+        ("model", 5),
+        ("config", "x"),
+        ("config", [1]),
+        ("config", 5),
+        ("config", None),
+        ("config", {"max_turns": "ten"}),
+        ("config", {"subagents": 5}),
+        ("config", {"subagents": "abc"}),
+        ("config", {"subagents": [{"name": "a", "description": "d", "system_prompt": "x\u0000"}]}),
+        ("config", {"interrupt_on": {"bad name!": ["approve"]}}),
+        ("config", {"summarization": "often"}),
+        ("allowed_tools", "x"),
+        ("allowed_tools", [1, 2]),
+    ],
+)
+@pytest.mark.parametrize("method", ["post", "patch"])
+def test_wrong_types_are_422(alice, agent, method, field, value):
+    url = "/v1/agents" if method == "post" else f"/v1/agents/{agent['id']}"
+    body = {**AGENT_BODY, field: value} if method == "post" else {field: value}
+    response = getattr(alice.client, method)(url, body, format="json")
+    error = error_of(response, 422, "validation_error")
+    assert [key.split("/")[0] for key in error["detail"]] == [field]
+    assert nothing_written(agent)
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udfff", "\\u0000"])
+def test_unstorable_characters_in_config_are_422(alice, escape):
+    raw = ('{"name": "n", "model": "scripted:demo", "config": {"subagents": [{"name": "a", '
+           f'"description": "d{escape}", "system_prompt": ""}}]}}}}')
+    error = error_of(alice.client.post("/v1/agents", raw, content_type="application/json"), 422)
+    assert [key.split("/")[0] for key in error["detail"]] == ["config"]
+
+
+@pytest.mark.parametrize("method, url", WRITES, ids=WRITE_IDS)
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
+                                          "application/xml"])
+def test_non_json_content_type_is_415(alice, agent, method, url, content_type):
+    response = send(alice.client, method, url, agent, "name=x", content_type=content_type)
+    error_of(response, 415, "unsupported_media_type")
+    assert nothing_written(agent)
+
+
+def test_multipart_is_415(alice):
+    error_of(alice.client.post("/v1/agents", {"name": "x"}, format="multipart"), 415)
+
+
+@pytest.mark.parametrize("method, url", WRITES, ids=WRITE_IDS)
+def test_oversized_body_is_413(alice, agent, hango_settings, method, url):
+    hango_settings(max_body_bytes=200)
+    raw = json.dumps({**AGENT_BODY, "agent": agent["id"], "description": "x" * 300})
+    error = error_of(send(alice.client, method, url, agent, raw), 413, "payload_too_large")
+    assert error["detail"]["limit_bytes"] == 200
+    assert nothing_written(agent)
+
+
+def test_body_at_the_limit_is_accepted(alice, hango_settings):
+    raw = json.dumps(AGENT_BODY)
+    hango_settings(max_body_bytes=len(raw))
+    assert alice.client.post("/v1/agents", raw, content_type="application/json").status_code == 201
+    hango_settings(max_body_bytes=len(raw) - 1)
+    error_of(alice.client.post("/v1/agents", raw, content_type="application/json"), 413)
+
+
+def test_unreadable_content_length_is_400(alice):
+    response = alice.client.generic("POST", "/v1/agents", "{}", content_type="application/json",
+                                    CONTENT_LENGTH="lots")
+    error_of(response, 400, "malformed_request")
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize("url", ["/v1/agents", "/v1/sessions", "/v1/sessions/{session}/messages"])
+@pytest.mark.parametrize("cursor", ["garbage", "é", b64("o=abc"), b64("p=abc"),
+                                    b64("p=2020-01-01"), b64("p=2020-01-01 00:00:00"),
+                                    b64("p=%00"), b64("p=1.5&r=1")])
+def test_invalid_cursor_is_400(alice, make_session, url, cursor):
+    session = make_session(alice)
+    response = alice.client.get(url.format(session=session["id"]), {"cursor": cursor})
+    error_of(response, 400, "invalid_query")
+
+
+def test_a_cursor_from_the_api_still_works(alice, make_agent, hango_settings):
+    hango_settings(page_size=1)
+    make_agent(alice), make_agent(alice)
+    next_url = alice.client.get("/v1/agents").json()["next"]
+    assert alice.client.get(next_url).status_code == 200
+
+
+@pytest.mark.parametrize("who", ["alice", "anon"])
+@pytest.mark.parametrize("url", ["/v1/nope", "/v1/agents/", "/v1/agents/x/y", "/nope"])
+def test_unknown_route_is_a_json_404(request, who, url):
+    fixture = request.getfixturevalue(who)
+    client = fixture if who == "anon" else fixture.client
+    error_of(client.get(url), 404, "not_found")
+
+
+@pytest.mark.parametrize("method, url", [("put", "/v1/agents/{agent}"),
+                                         ("put", "/v1/agents"),
+                                         ("delete", "/v1/agents"),
+                                         ("patch", "/v1/sessions/{session}"),
+                                         ("delete", "/v1/sessions/{session}")])
+def test_unsupported_method_is_405(alice, make_session, method, url):
+    session = make_session(alice)
+    url = url.format(agent=session["agent"], session=session["id"])
+    response = getattr(alice.client, method)(url, {"name": "x"}, format="json")
+    error_of(response, 405, "method_not_allowed")

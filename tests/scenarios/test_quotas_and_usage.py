@@ -1,0 +1,265 @@
+"""Usage records and quotas through real runs (the worker service on PostgreSQL, inline): one
+row per model call, written with the turn and never twice; 402 on every call that would spend
+past the quota; a run that crosses it stops at the next turn boundary; concurrent starts
+against a nearly spent quota never overspend."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from accounts.models import QuotaPeriod, Tenant, UsageRecord
+from accounts.usage import period_bounds, run_reservation, tenant_spend
+from hango_project.errors import QuotaExceeded
+from harness.providers.scripted import ScriptedModel
+from runs.models import Run, RunStatus, Session
+from runs.services import message_post
+from runs.worker import Fenced, claim_run
+from tests.support.runs import one_turn
+from tests.support.subagents import SUBAGENT_CONFIG, subagent_steps
+from tests.support.summarization import LONG_TASK
+
+TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def post(caller, session_id, content="count these words"):
+    return caller.client.post(f"/v1/sessions/{session_id}/messages", {"content": content},
+                              format="json")
+
+
+def started(caller, session_id, content="count these words") -> dict:
+    response = post(caller, session_id, content)
+    assert response.status_code == 202, response.content
+    return response.json()["run"]
+
+
+def rows(run_id) -> list[UsageRecord]:
+    return list(UsageRecord.objects.filter(run_id=run_id).order_by("id"))
+
+
+def assert_rows_match_run(run_id) -> list[UsageRecord]:
+    """The run's counters are the sum of its usage rows; every key is run:turn:index."""
+    found = rows(run_id)
+    run = Run.objects.select_related("session").get(pk=run_id)
+    for name in TOKENS:
+        assert sum(getattr(r, name) for r in found) == getattr(run, name), name
+    for r in found:
+        assert r.tenant_id == run.session.tenant_id and r.session_id == run.session_id
+        assert r.agent_id == run.agent_id
+        run_part, turn, index = r.dedupe_key.split(":")
+        assert run_part == str(run_id) and 1 <= int(turn) <= run.turn and int(index) >= 0
+    return found
+
+
+def set_quota(tenant: Tenant, quota: int | None, period: str = QuotaPeriod.MONTH) -> None:
+    Tenant.objects.filter(pk=tenant.pk).update(token_quota=quota, quota_period=period)
+
+
+def spend(tenant: Tenant, session_id, tokens: int, *, key: str = "seed") -> UsageRecord:
+    session = Session.objects.get(pk=session_id)
+    return UsageRecord.objects.create(
+        tenant=tenant, session=session, agent_id=session.agent_id, purpose="run",
+        provider="scripted", model="demo", input_tokens=tokens, dedupe_key=key)
+
+
+# -- one row per model call ---------------------------------------------------------------------
+
+def test_a_demo_run_writes_one_row_per_model_call(alice, make_session, inline_runs):
+    session = make_session(alice)
+    run = started(alice, session["id"])
+    assert run["status"] == "completed" and run["turn"] == 5
+    found = assert_rows_match_run(run["id"])
+    assert len(found) == 5 and {r.purpose for r in found} == {"run"}
+    assert [r.dedupe_key for r in found] == [f"{run['id']}:{t}:0" for t in range(1, 6)]
+    assert {(r.provider, r.model) for r in found} == {("scripted", "demo")}
+
+
+def test_summarization_calls_are_rows_of_their_own(alice, make_agent, make_session, inline_runs,
+                                                   provider):
+    recording = provider
+    agent = make_agent(alice, allowed_tools=["write_todos", "word_count"], config={
+        "summarization": {"trigger_tokens": 1_000, "keep_messages": 4}})
+    session = make_session(alice, agent["id"])
+    run = started(alice, session["id"], LONG_TASK)
+    assert run["status"] == "completed", run
+    found = assert_rows_match_run(run["id"])
+    purposes = Counter(r.purpose for r in found)
+    assert recording.summaries(), "the run compacted"
+    assert purposes == {"run": len(recording.runs()), "summarize": len(recording.summaries())}
+    assert len(found) == len(recording.requests)
+
+
+def test_a_subagents_calls_are_rows_of_the_parent_run(alice, make_agent, make_session,
+                                                      inline_runs, serve_model):
+    agent = make_agent(alice, config=SUBAGENT_CONFIG)
+    session = make_session(alice, agent_id=agent["id"])
+
+    model = ScriptedModel(subagent_steps())
+    serve_model("scripted", model)
+    run = started(alice, session["id"], "how many words?")
+    assert run["status"] == "completed", run
+    found = assert_rows_match_run(run["id"])
+    assert len(found) == len(model.calls) == 5
+    assert Counter(r.purpose for r in found) == {"run": 2, "subagent": 3}
+    assert sum(r.input_tokens for r in found) == 6_300
+    # The subagent ran inside the parent's first turn: its calls carry that turn's keys.
+    assert [r.dedupe_key.split(":", 1)[1] for r in found] == ["1:0", "1:1", "1:2", "1:3", "2:0"]
+
+
+def test_a_redelivered_turn_adds_no_rows(queued_run):
+    run = claim_run(queued_run.pk, "worker-a")
+    _, halt = one_turn(run)
+    assert halt is None
+    assert len(assert_rows_match_run(run.pk)) == 1
+    # The same turn again (a redelivered task): fenced by the turn counter, nothing written.
+    _, halt = one_turn(run)
+    assert halt == Fenced()
+    assert len(assert_rows_match_run(run.pk)) == 1
+    # The unique key is the backstop should anything ever get past the fence.
+    row = rows(run.pk)[0]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        UsageRecord.objects.create(tenant_id=row.tenant_id, purpose="run", provider="x",
+                                   model="y", dedupe_key=row.dedupe_key)
+
+
+def test_a_fenced_out_worker_writes_no_rows(queued_run):
+    stale = claim_run(queued_run.pk, "worker-a")
+    Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
+    fresh = claim_run(queued_run.pk, "worker-b")
+    _, halt = one_turn(stale)
+    assert halt == Fenced() and rows(queued_run.pk) == []
+    one_turn(fresh)
+    assert [r.dedupe_key for r in assert_rows_match_run(queued_run.pk)] == [
+        f"{queued_run.pk}:1:0"]
+
+
+# -- quotas -------------------------------------------------------------------------------------
+
+def test_starting_a_run_past_the_quota_answers_402(alice, tenant, make_session, inline_runs):
+    session = make_session(alice)
+    set_quota(tenant, 100_000, QuotaPeriod.DAY)
+    spend(tenant, session["id"], 100_000)
+    response = post(alice, session["id"])
+    assert response.status_code == 402
+    error = response.json()["error"]
+    _, resets = period_bounds(QuotaPeriod.DAY)
+    assert error["code"] == "quota_exceeded" and error["message"]
+    assert error["detail"] == {"quota": 100_000, "used": 100_000, "period": "day",
+                               "resets_at": resets.isoformat().replace("+00:00", "Z")}
+    assert not Run.objects.filter(session_id=session["id"]).exists()
+    assert Session.objects.get(pk=session["id"]).messages.count() == 0
+
+    # Spend of an earlier period does not count; no quota means unlimited.
+    UsageRecord.objects.update(created_at=timezone.now() - timedelta(days=2))
+    assert started(alice, session["id"])["status"] == "completed"
+    set_quota(tenant, None)
+    spend(tenant, session["id"], 10**9, key="huge")
+    assert started(alice, session["id"], "again")["status"] == "completed"
+
+
+def test_a_run_crossing_the_quota_stops_at_the_next_turn_boundary(alice, tenant, make_session,
+                                                                  inline_runs, hango_settings):
+    hango_settings(quota_run_reservation_tokens=0)
+    session = make_session(alice)
+    set_quota(tenant, 1)  # admitted (nothing spent), crossed by the first model call
+    run = started(alice, session["id"])
+    assert run["status"] == "failed" and run["turn"] == 1, run
+    assert run["error"]["code"] == "quota_exceeded"
+    assert "quota" in run["error"]["message"] and "turn 1" in run["error"]["message"]
+    assert len(assert_rows_match_run(run["id"])) == 1
+    # The next start, and a resume, are refused until the quota allows.
+    assert post(alice, session["id"], "more").status_code == 402
+    response = alice.client.post(f"/v1/runs/{run['id']}/resume")
+    assert response.status_code == 402
+    assert response.json()["error"]["code"] == "quota_exceeded"
+    set_quota(tenant, 10**9)
+    resumed = alice.client.post(f"/v1/runs/{run['id']}/resume")
+    assert resumed.status_code == 202
+    assert alice.client.get(f"/v1/runs/{run['id']}").json()["status"] == "completed"
+    assert len(assert_rows_match_run(run["id"])) == 5
+
+
+def test_resume_of_a_cancelled_run_past_the_quota_answers_402(alice, tenant, make_session,
+                                                              hango_settings):
+    hango_settings(run_inline=False, broker_url="")
+    session = make_session(alice)
+    run = started(alice, session["id"])
+    assert alice.client.post(f"/v1/runs/{run['id']}/cancel").json()["status"] == "cancelled"
+    set_quota(tenant, 500)
+    spend(tenant, session["id"], 500)
+    response = alice.client.post(f"/v1/runs/{run['id']}/resume")
+    assert response.status_code == 402
+    assert response.json()["error"]["detail"]["used"] == 500
+    assert Run.objects.get(pk=run["id"]).status == RunStatus.CANCELLED
+
+
+def test_approving_past_the_quota_answers_402(alice, tenant, make_agent, make_session,
+                                              inline_runs):
+    agent = make_agent(alice, config={"interrupt_on": {"word_count": ["approve"]}})
+    session = make_session(alice, agent_id=agent["id"])
+    run = started(alice, session["id"], "count these four words")
+    assert run["status"] == "awaiting_approval", run
+    call_id = run["pending_approvals"][0]["tool_use_id"]
+    set_quota(tenant, tenant_spend(tenant.pk, period_bounds(QuotaPeriod.MONTH)[0]))
+    response = alice.client.post(f"/v1/runs/{run['id']}/approve", {"decisions": [
+        {"tool_use_id": call_id, "type": "approve"}]}, format="json")
+    assert response.status_code == 402, response.content
+    assert response.json()["error"]["code"] == "quota_exceeded"
+    assert Run.objects.get(pk=run["id"]).status == RunStatus.AWAITING_APPROVAL
+    set_quota(tenant, None)
+    response = alice.client.post(f"/v1/runs/{run['id']}/approve", {"decisions": [
+        {"tool_use_id": call_id, "type": "approve"}]}, format="json")
+    assert response.status_code == 202 and response.json()["status"] == "completed"
+
+
+def test_concurrent_starts_against_a_nearly_spent_quota_never_overspend(
+        alice, tenant, make_agent, hango_settings, transactional_db, monkeypatch):
+    """100 run starts at once, each on its own session; the quota has room for exactly 10
+    reservations. Admission holds the tenant's row lock, so exactly 10 are accepted."""
+    hango_settings(run_inline=False, broker_url="", quota_run_reservation_tokens=100)
+    monkeypatch.setattr("runs.tasks.enqueue_run", lambda run_id: None)  # runs stay queued
+    agent_id = make_agent(alice)["id"]
+    sessions = Session.objects.bulk_create([
+        Session(tenant=tenant, agent_id=agent_id, member=alice.member, title=f"s{i}")
+        for i in range(100)])
+    quota, used = 10_000, 9_000
+    set_quota(tenant, quota)
+    spend(tenant, sessions[0].pk, used)
+    gate = threading.Barrier(25)
+    outcomes: list[str] = []
+
+    def start(session: Session) -> str:
+        try:
+            try:
+                gate.wait(timeout=10)
+            except threading.BrokenBarrierError:
+                pass
+            message_post(session=session, content="go")
+            return "accepted"
+        except QuotaExceeded:
+            return "refused"
+        finally:
+            connection.close()
+
+    began = time.monotonic()
+    with ThreadPoolExecutor(max_workers=25) as pool:
+        outcomes = list(pool.map(start, sessions))
+    elapsed = time.monotonic() - began
+    accepted = outcomes.count("accepted")
+    active = Run.objects.filter(session__tenant=tenant,
+                                status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).count()
+    spent = UsageRecord.objects.filter(tenant=tenant).aggregate(s=Sum("input_tokens"))["s"]
+    print(f"\nquota race: {accepted} of 100 starts accepted, {outcomes.count('refused')} "
+          f"refused (402) in {elapsed:.2f} s; used {spent} + {active} x {run_reservation()} "
+          f"reserved <= quota {quota}")
+    assert outcomes.count("refused") == 100 - accepted
+    assert active == accepted == (quota - used) // run_reservation() == 10
+    assert spent + active * run_reservation() <= quota

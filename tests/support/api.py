@@ -1,0 +1,74 @@
+"""Helpers shared by the tests that go through the API: callers with keys, an agent's body,
+the one error shape, paging, and posting a message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from rest_framework.test import APIClient
+
+from accounts.models import Member, Role, Tenant
+from accounts.services import api_key_issue, member_ensure
+
+AGENT_BODY = {
+    "name": "helper",
+    "description": "Helps.",
+    "system_prompt": "You help.",
+    "model": "scripted:demo",
+}
+
+WRITE_METHODS = ("post", "put", "patch", "delete")
+HITL = ["approve", "edit", "reject", "respond"]
+
+
+@dataclass
+class Caller:
+    """A member with a live key and a client that sends it."""
+
+    member: Member
+    key: str
+    client: APIClient
+
+
+def make_caller(tenant: Tenant, email: str, role: str = Role.MEMBER) -> Caller:
+    member, _ = member_ensure(tenant=tenant, email=email, role=role)
+    issued = api_key_issue(member=member, name="test")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
+    return Caller(member=member, key=issued.plaintext, client=client)
+
+
+def error_of(response, status: int, code: str | None = None) -> dict:
+    """Assert ``response`` is a JSON error in the one shape; returns its ``error`` object."""
+    assert response.status_code == status, (response.status_code, response.content)
+    assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert set(error) == {"code", "message", "detail"}, error
+    assert isinstance(error["code"], str) and error["code"]
+    assert isinstance(error["message"], str) and error["message"]
+    assert isinstance(error["detail"], dict)
+    if code is not None:
+        assert error["code"] == code, error
+    return error
+
+
+def walk(client, url: str) -> tuple[list[dict], int]:
+    """Every item reachable from ``url`` by following ``next`` links, and the number of pages."""
+    items, pages = [], 0
+    while url:
+        response = client.get(url)
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert set(body) == {"results", "next", "previous"}
+        items += body["results"]
+        pages += 1
+        url = body["next"] and "?".join(filter(None, urlsplit(body["next"])[2:4]))
+    return items, pages
+
+
+def post_message(caller, session_id: str, text: str = "hello"):
+    return caller.client.post(f"/v1/sessions/{session_id}/messages", {"content": text},
+                              format="json")
