@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 from rest_framework import authentication, exceptions
@@ -10,6 +11,10 @@ from rest_framework import authentication, exceptions
 from accounts import keys
 from accounts.models import ApiKey
 from hango_project.config import hango
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from rest_framework.request import Request
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -21,7 +26,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     keyword = "Bearer"
 
-    def authenticate(self, request):  # type: ignore[no-untyped-def]
+    def authenticate(self, request: Request) -> tuple[User, ApiKey] | None:
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
@@ -46,7 +51,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         self._touch(api_key)
         return api_key.member.user, api_key
 
-    def authenticate_header(self, request):  # type: ignore[no-untyped-def]
+    def authenticate_header(self, request: Request) -> str:
         return self.keyword
 
     @staticmethod

@@ -63,7 +63,7 @@ def period_bounds(period: str, now: datetime | None = None) -> tuple[datetime, d
 
 def tenant_spend(tenant_id: uuid.UUID, since: datetime) -> int:
     """Tokens (all four columns) the tenant spent since ``since``."""
-    total = sum(F(name) for name in TOKEN_FIELDS)  # type: ignore[misc]
+    total = sum(F(name) for name in TOKEN_FIELDS)
     spent = UsageRecord.objects.filter(tenant_id=tenant_id, created_at__gte=since).aggregate(
         t=Coalesce(Sum(total), Value(0)))["t"]
     return int(spent)

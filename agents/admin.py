@@ -1,5 +1,7 @@
 from django import forms
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from agents import services
 from agents.config import allowed_tools_problems
@@ -73,7 +75,7 @@ class SkillForm(forms.ModelForm):
         model = Skill
         fields = ["tenant", "owner", "name", "description", "instructions", "allowed_tools"]
 
-    def clean_allowed_tools(self):  # type: ignore[no-untyped-def]
+    def clean_allowed_tools(self) -> list[str] | None:
         value = self.cleaned_data["allowed_tools"]
         problems = allowed_tools_problems(value)
         if problems:
@@ -90,9 +92,9 @@ class SkillAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "created_at", "updated_at"]
     autocomplete_fields = ["owner"]
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: Skill) -> None:
         services.skill_delete(skill=obj)  # also detaches it from the tenant's agents
 
-    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Skill]) -> None:
         for skill in queryset:
             services.skill_delete(skill=skill)

@@ -129,7 +129,8 @@ def health(state: State) -> None:
             if check.get("configured") is False:
                 state_text = "not configured (runs execute in-process)"
             else:
-                state_text = {True: "ok", False: "unreachable"}.get(check.get("ok"), "unknown")
+                reachability: dict[bool | None, str] = {True: "ok", False: "unreachable"}
+                state_text = reachability.get(check.get("ok"), "unknown")
             click.echo(f"{part:<9} {state_text}")
     if status != 200:
         raise click.exceptions.Exit(1)

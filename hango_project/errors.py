@@ -19,7 +19,7 @@ from rest_framework.views import set_rollback
 
 
 class ApplicationError(Exception):
-    status_code = status.HTTP_400_BAD_REQUEST
+    status_code: int = status.HTTP_400_BAD_REQUEST
     code = "bad_request"
     message = "The request could not be processed."
 
@@ -112,9 +112,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(exc, (exceptions.AuthenticationFailed, exceptions.NotAuthenticated)):
         if str(exc.detail) and exc.detail != type(exc).default_detail:
             message = str(exc.detail)
-    elif isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-        headers["Retry-After"] = str(max(1, math.ceil(exc.wait)))
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header
+    elif isinstance(exc, exceptions.Throttled):
+        # Throttled sets wait in __init__; djangorestframework-stubs 3.18.1 do not declare it.
+        wait: float | None = exc.wait  # type: ignore[attr-defined]
+        if wait is not None:
+            headers["Retry-After"] = str(max(1, math.ceil(wait)))
+    # DRF's APIView sets auth_header on the exception when the authenticator names a scheme.
+    auth_header: str | None = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
     set_rollback()
     return Response(error_body(code, message, detail), status=status_code, headers=headers)

@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
+from rest_framework.request import Request
 
 from hango_project.config import hango
 from hango_project.errors import BadQuery
@@ -13,17 +14,17 @@ class CursorPage(CursorPagination):
     """Cursor pages are stable while rows are added (new messages never shift a page)."""
 
     page_size_query_param = "limit"
-    ordering = ("-created_at", "-id")
+    ordering: tuple[str, ...] = ("-created_at", "-id")
 
     def __init__(self) -> None:
         self.page_size = hango().page_size
         self.max_page_size = hango().max_page_size
 
-    def paginate_queryset(self, queryset, request, view=None):  # type: ignore[no-untyped-def]
+    def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)
 
-    def decode_cursor(self, request):  # type: ignore[no-untyped-def]
+    def decode_cursor(self, request: Request) -> Cursor | None:
         # DRF answers a bad cursor with 404, which would read as "the list does not exist".
         try:
             cursor = super().decode_cursor(request)

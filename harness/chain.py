@@ -130,7 +130,7 @@ class Chain:
         """Every RunHook once, in order, under one ``agent.before_run`` span with a child each."""
         with telemetry.span(telemetry.SPAN_BEFORE_RUN):
             for hook in self.run_hooks:
-                name = hook.name  # type: ignore[attr-defined]
+                name = hook.name
                 attrs = {telemetry.ATTR_MIDDLEWARE_NAME: name}
                 started = time.perf_counter()
                 with telemetry.span(f"{telemetry.SPAN_BEFORE_RUN}.{name}", attrs):

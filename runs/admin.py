@@ -9,8 +9,7 @@ from runs.models import Message, Run, RunEvent, Session, SessionFile
 class MessageInline(ReadOnlyAdmin, admin.TabularInline):
     model = Message
     extra = 0
-    fields = ["seq", "role", "content", "run", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("seq", "role", "content", "run", "created_at")
     may_change = True  # the session page's permission (every field is read-only regardless)
     ordering = ["seq"]
 
@@ -18,8 +17,7 @@ class MessageInline(ReadOnlyAdmin, admin.TabularInline):
 class RunInline(ReadOnlyAdmin, admin.TabularInline):
     model = Run
     extra = 0
-    fields = ["id", "status", "turn", "created_at", "finished_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("id", "status", "turn", "created_at", "finished_at")
     may_change = True  # the session page's permission, which also labels the run link "Change"
     show_change_link = True
 

@@ -27,7 +27,7 @@ from psycopg2.extras import Json
 from accounts.models import UsageRecord
 from accounts.usage import tenant_spend
 from harness import approvals
-from harness.messages import ModelUsage, ToolUseBlock, Usage
+from harness.messages import ModelUsage, Role, ToolUseBlock, Usage
 from harness.serde import content_from_json, content_to_json
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.models import Message, Run, RunEvent, RunStatus
@@ -44,7 +44,7 @@ class TurnWrite:
     turn: int
     state_json: dict[str, Any]
     lease_expires_at: datetime
-    messages: list[tuple[uuid.UUID, int, str, list[dict[str, Any]]]]  # id, seq, role, content
+    messages: list[tuple[uuid.UUID, int, Role, list[dict[str, Any]]]]  # id, seq, role, content
     events: list[Event]  # in order; message events included
     usage: Usage
     finish: tuple[str, dict[str, Any] | None] | None = None  # (status, error) on the last turn
@@ -137,7 +137,8 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
         "quota": write.quota, "period_start": write.period_start,
     }
     with connection.cursor() as cursor:  # autocommit: the statement is its own transaction
-        cursor.execute(_ONE_STATEMENT, params)
+        # psycopg2's Json adapter is not among the SQL parameter types django-stubs know.
+        cursor.execute(_ONE_STATEMENT, params)  # type: ignore[arg-type]
         row = cursor.fetchone()
     if row is None:
         return None
@@ -166,14 +167,16 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
         if write.finish is not None:
             finish_run(run, *write.finish)
         run.save()
-        UsageRecord.objects.bulk_create([
-            UsageRecord(tenant_id=write.tenant_id, session_id=write.session_id, run_id=run.pk,
-                        agent_id=write.agent_id, purpose=row["purpose"],
-                        provider=row["provider"], model=row["model"],
-                        input_tokens=row["input_tokens"], output_tokens=row["output_tokens"],
-                        cache_read_tokens=row["cache_read_tokens"],
-                        cache_write_tokens=row["cache_write_tokens"], dedupe_key=row["key"])
-            for row in _usage_rows(write)])
+        if write.tenant_id is not None:  # a usage row needs a tenant (see _usage_rows)
+            UsageRecord.objects.bulk_create([
+                UsageRecord(tenant_id=write.tenant_id, session_id=write.session_id,
+                            run_id=run.pk, agent_id=write.agent_id, purpose=row["purpose"],
+                            provider=row["provider"], model=row["model"],
+                            input_tokens=row["input_tokens"],
+                            output_tokens=row["output_tokens"],
+                            cache_read_tokens=row["cache_read_tokens"],
+                            cache_write_tokens=row["cache_write_tokens"], dedupe_key=row["key"])
+                for row in _usage_rows(write)])
         used = None
         if write.quota is not None and write.tenant_id is not None:
             used = tenant_spend(write.tenant_id, write.period_start or timezone.now())

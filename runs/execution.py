@@ -4,6 +4,7 @@ on the worker side, with :mod:`runs.worker`)."""
 from __future__ import annotations
 
 from functools import cache
+from typing import cast
 
 from pydantic import SecretStr
 
@@ -14,6 +15,7 @@ from harness.chain import Chain
 from harness.deps import RunDeps, StackConfig
 from harness.loop import Loop
 from harness.messages import Message as HMessage
+from harness.messages import Role
 from harness.providers import resolve_provider
 from harness.providers.base import ProviderSettings
 from harness.providers.models import context_window
@@ -78,7 +80,8 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
                 tools=tool_registry().view(spec.allowed_tools))
     rows = list(Message.objects.filter(session_id=run.session_id).order_by("seq")
                 .values_list("seq", "role", "content"))
-    history = [HMessage(role=role, content=content_from_json(content), seq=seq)
+    # The message_role_valid constraint keeps the column to the harness's roles.
+    history = [HMessage(role=cast(Role, role), content=content_from_json(content), seq=seq)
                for seq, role, content in rows]
     state = state_from_json(
         run.state_json,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
@@ -21,7 +22,8 @@ class EventStreamRenderer(BaseRenderer):
     format = "sse"
     charset = "utf-8"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):  # type: ignore[no-untyped-def]
+    def render(self, data: Any, accepted_media_type: str | None = None,
+               renderer_context: Mapping[str, Any] | None = None) -> bytes:
         return f"event: error\ndata: {json.dumps(data)}\n\n".encode()
 
 

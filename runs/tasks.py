@@ -17,6 +17,7 @@ import logging
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, cast
 
 from celery import shared_task
 from django.db import OperationalError, close_old_connections, connection, transaction
@@ -24,6 +25,9 @@ from django.db import OperationalError, close_old_connections, connection, trans
 from hango_project.config import hango
 from runs import worker
 from runs.worker import Outcome
+
+if TYPE_CHECKING:
+    from celery.contrib.django.task import DjangoTask
 
 log = logging.getLogger(__name__)
 _executor: ThreadPoolExecutor | None = None
@@ -36,7 +40,8 @@ def enqueue_run(run_id: uuid.UUID | str) -> None:
     if hango().run_inline:
         transaction.on_commit(lambda: _execute_locally(run_id, close=False))
     elif hango().broker_url:
-        execute_run.delay_on_commit(run_id)
+        # Celery's Django fixup makes every task a DjangoTask; the stubs type shared_task's Task.
+        cast("DjangoTask[[str], str]", execute_run).delay_on_commit(run_id)
     else:
         transaction.on_commit(lambda: _local_executor().submit(_execute_locally, run_id))
 

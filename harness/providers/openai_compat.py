@@ -272,8 +272,8 @@ def _map_error(err: openai.APIError, *, secret: str) -> ProviderError:
 
 def _body_message(body: object) -> str | None:
     """The ``message`` of an error body (the SDK hands over its ``error`` object)."""
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return body["message"]
+    if isinstance(body, dict) and isinstance(message := body.get("message"), str):
+        return message
     return None
 
 

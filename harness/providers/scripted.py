@@ -43,7 +43,7 @@ def text(content: str, *, stop_reason: StopReason = "end_turn") -> Response:
 def tool_call(name: str, args: dict[str, Any], *, call_id: str | None = None,
               preface: str = "") -> Response:
     """A step calling one tool."""
-    blocks: tuple = (TextBlock(text=preface),) if preface else ()
+    blocks: tuple[TextBlock, ...] = (TextBlock(text=preface),) if preface else ()
     use = ToolUseBlock(id=call_id or f"toolu_{uuid.uuid4().hex[:20]}",
                        name=name, input=args)
     return Response(message=Message(role="assistant", content=(*blocks, use)),

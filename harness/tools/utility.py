@@ -8,7 +8,8 @@ from harness.tools.base import Tool, ToolContext
 
 
 def _echo(args: dict[str, Any], ctx: ToolContext) -> str:
-    return args["text"]
+    text: str = args["text"]  # the tool's schema makes it a string
+    return text
 
 
 def _word_count(args: dict[str, Any], ctx: ToolContext) -> str:
