@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from accounts.models import ApiKey, AuditEntry, Member, Tenant, UsageRecord
 from accounts.services import api_key_issue, api_key_revoke
 from accounts.usage import period_bounds, tenant_spend
-from hango_project.admin import ReadOnlyAdmin
+from hango_project.admin import AppWrittenAdmin
 
 
 class MemberInline(admin.TabularInline):
@@ -75,7 +75,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+class UsageRecordAdmin(AppWrittenAdmin, admin.ModelAdmin):
     """Read-only: usage is written by the run worker alone."""
 
     list_display = ["created_at", "tenant", "purpose", "provider", "model", "input_tokens",
@@ -88,7 +88,7 @@ class UsageRecordAdmin(ReadOnlyAdmin, admin.ModelAdmin):
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+class AuditEntryAdmin(AppWrittenAdmin, admin.ModelAdmin):
     """Read-only: the audit log is append-only."""
 
     list_display = ["created_at", "tenant", "actor", "action", "object_type", "object_id"]

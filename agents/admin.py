@@ -1,12 +1,15 @@
+from typing import Any
+
 from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agents import services
-from agents.config import allowed_tools_problems
+from agents.config import allowed_tools_problems, config_problems
 from agents.models import SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
 from hango_project.config import hango
+from hango_project.errors import ApplicationError
 from harness.middleware.memory import content_problem, path_problem
 
 
@@ -41,8 +44,41 @@ class MemoryFileInline(admin.StackedInline):
     readonly_fields = ["updated_at"]
 
 
+class AgentForm(forms.ModelForm):
+    """The API's rules for an agent's tools and config, so an agent saved here runs like one
+    saved through the API (a run parses the config and fails on one it cannot)."""
+
+    class Meta:
+        model = Agent
+        fields = ["tenant", "owner", "name", "description", "system_prompt", "model",
+                  "allowed_tools", "config"]
+
+    def clean_allowed_tools(self) -> Any:
+        value = self.cleaned_data["allowed_tools"]
+        if problems := allowed_tools_problems(value):
+            raise forms.ValidationError(problems)
+        return value
+
+    def clean_config(self) -> Any:
+        value = self.cleaned_data["config"]
+        if problems := config_problems(value):
+            raise forms.ValidationError(problems)
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        tenant, config = cleaned.get("tenant"), cleaned.get("config")
+        if tenant is not None and isinstance(config, dict):  # the skills must be the tenant's
+            try:
+                cleaned["config"] = services.checked_config(tenant.pk, config)
+            except ApplicationError as exc:
+                self.add_error("config", [str(p) for p in exc.detail.get("config", [exc])])
+        return cleaned
+
+
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
+    form = AgentForm
     list_display = ["name", "tenant", "owner", "model", "updated_at"]
     list_filter = ["tenant", "model"]
     search_fields = ["name", "description"]

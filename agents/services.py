@@ -18,7 +18,7 @@ WRITABLE_FIELDS = ("name", "description", "system_prompt", "model", "allowed_too
 SKILL_FIELDS = ("name", "description", "instructions", "allowed_tools")
 
 
-def _checked_config(tenant_id: uuid.UUID, config: dict[str, Any]) -> dict[str, Any]:
+def checked_config(tenant_id: uuid.UUID, config: dict[str, Any]) -> dict[str, Any]:
     """``config`` with its skill ids in canonical form, each one a skill of the tenant; an id
     that is not (missing, or another tenant's) is a 422, the same for both."""
     ids = list(dict.fromkeys(str(uuid.UUID(i)) for i in config.get("skills") or ()))
@@ -37,7 +37,7 @@ def _checked_config(tenant_id: uuid.UUID, config: dict[str, Any]) -> dict[str, A
 def agent_create(*, member: Member, data: dict[str, Any]) -> Agent:
     fields = {k: v for k, v in data.items() if k in WRITABLE_FIELDS}
     if "config" in fields:
-        fields["config"] = _checked_config(member.tenant_id, fields["config"])
+        fields["config"] = checked_config(member.tenant_id, fields["config"])
     agent = Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
     audit_record(actor=member, tenant=agent.tenant_id, action=AuditAction.AGENT_CREATE,
                  obj_type="agent", obj_id=agent.pk, detail={"name": agent.name})
@@ -47,7 +47,7 @@ def agent_create(*, member: Member, data: dict[str, Any]) -> Agent:
 @transaction.atomic
 def agent_update(*, agent: Agent, data: dict[str, Any], actor: Member | None = None) -> Agent:
     if "config" in data:
-        data = {**data, "config": _checked_config(agent.tenant_id, data["config"])}
+        data = {**data, "config": checked_config(agent.tenant_id, data["config"])}
     changed = [k for k in WRITABLE_FIELDS if k in data]
     for name in changed:
         setattr(agent, name, data[name])

@@ -7,7 +7,7 @@ load that passes it raises, which the middleware turns into a run without that c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from django.db import connection, transaction
@@ -60,17 +60,18 @@ class DbMemoryStore:
 
 
 class DbSkillStore:
-    """The skills named in the agent's ``config.skills``, from the agent's tenant only."""
+    """The skills an agent's parsed config names (``AgentConfig.skills``), from the agent's
+    tenant only."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, ids: Sequence[str]) -> None:
         self.agent = agent
+        self.ids = tuple(ids)
 
     def load(self) -> list[SkillSpec]:
-        ids = (self.agent.config or {}).get("skills") or []
-        if not ids:
+        if not self.ids:
             return []
         with bounded_read():
-            rows = list(Skill.objects.filter(tenant_id=self.agent.tenant_id, id__in=ids)
+            rows = list(Skill.objects.filter(tenant_id=self.agent.tenant_id, id__in=self.ids)
                         .order_by("name"))
         return [SkillSpec(id=str(s.id), name=s.name, description=s.description,
                           instructions=s.instructions,

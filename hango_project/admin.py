@@ -15,7 +15,7 @@ else:
     _AdminBase = object
 
 
-class ReadOnlyAdmin(_AdminBase):
+class AppWrittenAdmin(_AdminBase):
     """For rows the application alone writes (its services, the run worker): the admin adds
     none, and changes or deletes one only where a subclass sets ``may_change`` or
     ``may_delete`` (then the user's own permissions decide). Mix in before ``admin.ModelAdmin``

@@ -32,6 +32,9 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from harness import deps
+from harness.agent import DEFAULT_MAX_TURNS
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -51,7 +54,8 @@ CommaList = Annotated[list[str], NoDecode]
 
 
 class HangoSettings(BaseSettings):
-    """Every environment variable hango reads itself (OpenTelemetry's ``OTEL_*`` are the SDK's)."""
+    """Every environment variable the hango server reads (OpenTelemetry's ``OTEL_*`` are the SDK's;
+    the CLI, a client of the API, reads its own ``HANGO_API_URL`` and ``HANGO_API_KEY``)."""
 
     model_config = SettingsConfigDict(
         frozen=True,
@@ -60,8 +64,6 @@ class HangoSettings(BaseSettings):
         # An unknown name is a typo: in a test's override it must fail, not pass unnoticed.
         extra="forbid",
         alias_generator=AliasGenerator(validation_alias=_hango_variable),
-        # Overrides use field names; the environment uses the aliases.
-        validate_by_name=True,
         use_attribute_docstrings=True,
     )
 
@@ -117,11 +119,11 @@ class HangoSettings(BaseSettings):
     # -- Agents and context -------------------------------------------------------------------
     max_system_prompt_chars: int = 200_000
     """The longest agent system prompt."""
-    default_max_turns: int = 50
+    default_max_turns: int = DEFAULT_MAX_TURNS
     """Turns per run unless the agent's ``config.max_turns`` says otherwise."""
-    repeat_call_threshold: int = 3
+    repeat_call_threshold: int = deps.REPEAT_CALL_THRESHOLD
     """Identical tool calls in a run before a reminder replaces the call."""
-    memory_max_bytes: int = 32_768
+    memory_max_bytes: int = deps.MEMORY_MAX_BYTES
     """The most memory content a run puts in its prompt, which also caps one file (UTF-8 bytes)."""
     memory_max_files: int = 64
     """Memory files per agent."""
@@ -129,12 +131,12 @@ class HangoSettings(BaseSettings):
     """Seconds the once-per-run memory and skills loads may take (PostgreSQL statement timeout)."""
     skill_max_instructions_chars: int = 100_000
     """The longest skill instructions."""
-    large_tool_result_chars: int = 20_000
+    large_tool_result_chars: int = deps.LARGE_TOOL_RESULT_CHARS
     """Tool results longer than this (characters) are saved to a session file and replaced by a
     pointer and a preview (at least 4000)."""
-    subagent_max_depth: int = 1
+    subagent_max_depth: int = deps.SUBAGENT_MAX_DEPTH
     """Subagent nesting depth (1 = a run's subagents start none)."""
-    subagent_max_turns: int = 20
+    subagent_max_turns: int = deps.SUBAGENT_MAX_TURNS
     """Each subagent's turn limit."""
 
     # -- Runs ---------------------------------------------------------------------------------
@@ -214,7 +216,9 @@ class _GivenValues(HangoSettings):
     validation (``model_validate`` included), so :meth:`HangoSettings.replace` needs a class
     without the environment among them."""
 
-    model_config = SettingsConfigDict(strict=True)
+    # Overrides use field names (the environment, read by the parent class only, uses the
+    # variables' names: reading by field name there would let a stray ``debug`` variable count).
+    model_config = SettingsConfigDict(strict=True, validate_by_name=True)
     reads_environment = False
 
 

@@ -11,9 +11,11 @@ The lifecycle, and who does what:
 3. **Finish.** The resumed loop sends the waiting calls (:func:`waiting_calls`) through the chain
    again; the middleware turns each decision into what happens with :func:`resolve`, and
    :func:`results_message` answers every call of the batch in call order.
-4. **Close.** A run cancelled before its batch finished: :func:`close` answers every call, so the
+4. **Close.** A run cancelled while its batch waits: :func:`close` answers every call, so the
    stored history never keeps a call without its result — in the loop when a worker sees the
-   cancel, in the run service when no worker holds the run.
+   cancel at a turn boundary, in ``runs.checkpoint.close_paused_batch`` when no worker holds the
+   run (a cancel, or a claim that finds one). A cancel in the middle of a batch that has not
+   paused yet answers the calls it did not run with :data:`CANCELLED_BEFORE_RUN`.
 
 Everything here is a pure function of frozen values; nothing reads the database or the clock.
 """

@@ -32,6 +32,7 @@ from harness.state import State
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
 
 Event = tuple[str, dict[str, Any]]
+EVENT_TOOL_RESULT = "tool.result"  # the run event each finished tool call emits
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ class Loop:
         batch = state.pending_batch
         if batch is None:
             return TurnResult(turn=number, next=Interrupted("cancelled"))
-        closing = approvals.close(state.messages[-1].tool_uses if state.messages else (), batch)
+        closing = approvals.close(_last_calls(state), batch)
         state.pending_batch = None
         state.messages.append(closing)
         return TurnResult(turn=number, messages=(closing,), next=Interrupted("cancelled"))
@@ -177,7 +178,7 @@ class Loop:
         assert batch is not None
         if not batch.decided:
             return TurnResult(turn=state.turn + 1, next=Interrupted("paused"))
-        batch_calls = state.messages[-1].tool_uses if state.messages else ()
+        batch_calls = _last_calls(state)
         waiting = approvals.waiting_calls(batch, batch_calls)
         if waiting is None:
             return TurnResult(turn=state.turn + 1, next=Failed(
@@ -261,10 +262,13 @@ class Loop:
         wait in ``state.pending_batch``, no message yet)."""
         results, pending, cancelled = self.run_tools(to_run, state, control, offered)
         finished = {**(done or {}), **results}
-        if cancelled:  # every call gets a result, never dangles
+        if cancelled:
+            # The batch never paused: a call a human was about to be asked about did not run
+            # either. Every call gets a result, never dangles.
+            finished |= {p.tool_use_id: (approvals.CANCELLED_BEFORE_RUN, True) for p in pending}
             state.pending_batch = None
-            return Interrupted("cancelled"), approvals.close(
-                calls, approvals.pause(finished, pending))
+            return Interrupted("cancelled"), approvals.results_message([c.id for c in calls],
+                                                                      finished)
         if pending:
             state.pending_batch = approvals.pause(finished, pending)
             state.emit(*approvals.requested_event(state.pending_batch))
@@ -300,9 +304,14 @@ class Loop:
                                            allowed_decisions=outcome.allowed_decisions))
                 continue
             results[call.id] = (outcome.content, outcome.is_error)
-            state.emit("tool.result", {"tool_use_id": call.id, "name": call.name,
-                                       "is_error": outcome.is_error})
+            state.emit(EVENT_TOOL_RESULT, {"tool_use_id": call.id, "name": call.name,
+                                           "is_error": outcome.is_error})
         return results, pending, False
+
+
+def _last_calls(state: State) -> tuple[ToolUseBlock, ...]:
+    """The tool calls of the last message: a paused batch's calls."""
+    return state.messages[-1].tool_uses if state.messages else ()
 
 
 def run_tool(req: ToolCallRequest) -> ToolOutcome:

@@ -7,7 +7,6 @@ why it sits where it sits. A slot whose middleware is not built yet is listed as
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from harness.agent import AgentSpec
@@ -82,7 +81,7 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
     ]
 
 
-def child_loop_factory(cfg: StackConfig) -> Callable[[AgentSpec], Loop]:
+def child_loop_factory(cfg: StackConfig) -> subagent.ChildLoopFactory:
     """How a subagent's loop is built: this same stack one level deeper, over the run's
     provider and tools. The child shares the session's files; the agent's memory, skills and
     session summary belong to the parent's conversation."""

@@ -1,12 +1,12 @@
 from django.contrib import admin, messages
 
-from hango_project.admin import ReadOnlyAdmin
+from hango_project.admin import AppWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import services
 from runs.models import Message, Run, RunEvent, Session, SessionFile
 
 
-class MessageInline(ReadOnlyAdmin, admin.TabularInline):
+class MessageInline(AppWrittenAdmin, admin.TabularInline):
     model = Message
     extra = 0
     fields = readonly_fields = ("seq", "role", "content", "run", "created_at")
@@ -14,7 +14,7 @@ class MessageInline(ReadOnlyAdmin, admin.TabularInline):
     ordering = ["seq"]
 
 
-class RunInline(ReadOnlyAdmin, admin.TabularInline):
+class RunInline(AppWrittenAdmin, admin.TabularInline):
     model = Run
     extra = 0
     fields = readonly_fields = ("id", "status", "turn", "created_at", "finished_at")
@@ -32,7 +32,7 @@ class SessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
     """Runs are changed only through the run services: cancel and resume as actions."""
 
     may_change = may_delete = True
@@ -78,7 +78,7 @@ class RunAdmin(ReadOnlyAdmin, admin.ModelAdmin):
 
 
 @admin.register(RunEvent)
-class RunEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+class RunEventAdmin(AppWrittenAdmin, admin.ModelAdmin):
     may_delete = True  # deleting a run or a session deletes its events
 
     list_display = ["run", "seq", "type", "created_at"]
@@ -88,7 +88,7 @@ class RunEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+class MessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
     """Stored history is append-only: messages are read-only here."""
 
     may_delete = True  # deleting a session deletes its messages
@@ -99,7 +99,7 @@ class MessageAdmin(ReadOnlyAdmin, admin.ModelAdmin):
 
 
 @admin.register(SessionFile)
-class SessionFileAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+class SessionFileAdmin(AppWrittenAdmin, admin.ModelAdmin):
     may_change = may_delete = True
 
     list_display = ["path", "session", "updated_at"]

@@ -33,6 +33,7 @@ from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.models import Message, Run, RunEvent, RunStatus
 
 Event = tuple[str, dict[str, Any]]
+INTERNAL_ERROR = "internal_error"  # a run's error code when its worker crashed: resumable
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -65,7 +65,7 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
     spec = agent_spec(run)
     provider, model = resolve_provider(spec.model, provider_settings())
     deps = RunDeps(
-        memory=DbMemoryStore(run.agent), skills=DbSkillStore(run.agent),
+        memory=DbMemoryStore(run.agent), skills=DbSkillStore(run.agent, spec.config.skills),
         files=DbFileStore(run.session_id), summaries=DbSummaryStore(run.session_id),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
         context_window=context_window(spec.model),

@@ -12,21 +12,20 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
 from accounts.usage import quota_admit
 from agents.models import Agent
-from hango_project.errors import Conflict, Unprocessable
+from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
 from harness import approvals
 from harness.errors import InvalidContent, retryable_codes
 from harness.messages import TextBlock, ToolResultBlock
 from harness.serde import content_from_json, content_to_json
 from runs import tasks
-from runs.checkpoint import close_paused_batch
+from runs.checkpoint import INTERNAL_ERROR, close_paused_batch
 from runs.events import append_events, status_event
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
-from runs.worker import INTERNAL_ERROR, QUOTA_EXCEEDED
 
 # Failures a resume may retry: the provider was unavailable (a retryable provider error), the
 # worker crashed, or the run stopped at the quota (resumable once the quota allows: a resume is
 # admitted again).
-RESUMABLE_ERRORS = retryable_codes() | {INTERNAL_ERROR, QUOTA_EXCEEDED}
+RESUMABLE_ERRORS = retryable_codes() | {INTERNAL_ERROR, QuotaExceeded.code}
 
 
 @transaction.atomic

@@ -5,7 +5,9 @@ messages, events, usage, ``state_json`` and turn counter are committed in one tr
 first checks, under the run's row lock, that the epoch is still the claimer's and the turn is the
 one it expects — so two workers can never both advance a run, and a redelivered task for a turn
 already committed changes nothing. A worker that vanishes leaves an expiring lease; the
-reconciler re-enqueues such runs and the next claim continues from the last checkpoint.
+reconciler finds such runs (:func:`reconcile_runs`; :mod:`runs.tasks` re-enqueues them) and the
+next claim continues from the last checkpoint. Nothing here enqueues: each entry point returns
+what happened for the layer above to act on.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
+from typing import assert_never
 
 from django.db import connection, transaction
 from django.db.models import Q
@@ -33,15 +36,19 @@ from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, T
 from harness.messages import Usage
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
-from runs.checkpoint import TurnWrite, close_paused_batch, commit_turn, finish_run
+from runs.checkpoint import (
+    INTERNAL_ERROR,
+    TurnWrite,
+    close_paused_batch,
+    commit_turn,
+    finish_run,
+)
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
 from runs.models import Run, RunStatus
 
 log = logging.getLogger(__name__)
 
-INTERNAL_ERROR = "internal_error"  # the worker crashed mid-run: a resume may retry it
-QUOTA_EXCEEDED = QuotaExceeded.code
 
 
 class Outcome(StrEnum):
@@ -267,7 +274,7 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
     checkpointer = DbCheckpointer(run, control, next_seq, deadline)
     try:
         with LeaseKeeper(run):
-            end = loop.run(state, control=control, checkpointer=checkpointer)
+            end: NextStep | Halt = loop.run(state, control=control, checkpointer=checkpointer)
     except Exception:
         log.exception("run %s failed in the worker", run_id)
         _fail(run, INTERNAL_ERROR, "The worker hit an unexpected error; the run can be resumed.")
@@ -277,19 +284,22 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
             return Outcome.COMPLETED
         case Interrupted(reason="cancelled"):
             return Outcome.CANCELLED
-        case Interrupted(reason="paused"):
+        case Interrupted():  # paused
             return Outcome.PAUSED
         case Failed():
             return Outcome.FAILED
         case Fenced():
             return Outcome.FENCED
         case QuotaSpent(reason=reason):
-            _fail(run, QUOTA_EXCEEDED, reason)
+            _fail(run, QuotaExceeded.code, reason)
             return Outcome.FAILED
         case SliceUsed():
             # Give the lease back; a fresh task continues the run.
             return Outcome.YIELDED if _with_fence(run, _release) else Outcome.FENCED
-    raise AssertionError(end)
+        case RunAgain():  # the loop continues on it and never returns it
+            raise AssertionError(end)
+        case unreachable:
+            assert_never(unreachable)
 
 
 def reconcile_runs() -> list[uuid.UUID]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import redis
+from django.contrib.auth import get_user_model
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rest_framework.test import APIClient
 
@@ -55,6 +56,14 @@ def serve_model() -> Iterator[Callable[[str, Provider | ProviderFactory], None]]
             undo.enter_context(registry.serving(name, factory))
 
         yield _serve
+
+
+@pytest.fixture
+def staff_client(client, db):
+    """A Django test client logged in as a superuser (the admin's pages)."""
+    user = get_user_model().objects.create_superuser("root@example.com", "root@example.com", "pw")
+    client.force_login(user)
+    return client
 
 
 @pytest.fixture

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
 from django.apps import apps
 from django.contrib import admin
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from runs.models import Run
 
 HANGO_APPS = ("accounts", "agents", "runs", "context")
-
-
-@pytest.fixture
-def staff_client(client, db):
-    user = get_user_model().objects.create_superuser("root@example.com", "root@example.com", "pw")
-    client.force_login(user)
-    return client
 
 
 def test_every_hango_model_is_in_the_admin():

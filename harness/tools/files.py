@@ -70,11 +70,13 @@ def _under(path: str, directory: str) -> bool:
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob as a regex: ``*`` and ``?`` stay within one path segment, ``**`` spans any
-    number of them (``**/*.md`` matches ``a.md`` and ``x/y/a.md``), ``[...]`` is a class.
-    wcmatch translates it: the stdlib's ``fnmatch`` lets ``*`` cross ``/``, and
-    ``glob.translate`` arrives only in Python 3.13. Every pattern translates: one that cannot
-    match (a reversed range such as ``[b-a]``) matches nothing, as in a shell."""
+    """A path glob as a regex, with a shell's globstar rules: ``*`` and ``?`` stay within one
+    path segment, ``**`` as a whole segment spans any number of them (``**/*.md`` matches
+    ``a.md`` and ``x/y/a.md``; a ``**`` inside a segment, as in ``**.md``, is a ``*``), ``[...]``
+    is a class that never matches ``/``, a backslash escapes. wcmatch translates it: the stdlib's
+    ``fnmatch`` lets ``*`` cross ``/``, and ``glob.translate`` arrives only in Python 3.13.
+    Every pattern translates: one that cannot match (a reversed range such as ``[b-a]``)
+    matches nothing, as in a shell."""
     (translated,), _ = wcmatch_glob.translate(pattern, flags=_GLOB_FLAGS)
     return re.compile(translated)
 
@@ -366,9 +368,9 @@ EDIT_DESCRIPTION = """Replace an exact piece of text in a file. old_string must 
 exactly (whitespace included) and occur exactly once, unless replace_all is true; otherwise the \
 edit is refused and nothing changes. Read the file first."""
 
-GLOB_DESCRIPTION = """Find files by path pattern: * and ? match within one path segment, ** \
-spans directories (**/*.md finds every Markdown file). A relative pattern is matched under \
-path (default /)."""
+GLOB_DESCRIPTION = """Find files by path pattern: * and ? match within one path segment; ** as a \
+whole segment spans directories (**/*.md finds every Markdown file, src/**/*.py every Python \
+file under src). A relative pattern is matched under path (default /)."""
 
 GREP_DESCRIPTION = f"""Search file contents for a regular expression (or plain text with \
 literal: true). Answers path:line: text for each matching line, at most {GREP_MAX_MATCHES} \

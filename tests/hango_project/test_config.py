@@ -81,7 +81,10 @@ def test_flags(environ, raw, expected):
 
 def test_names_are_case_sensitive_as_the_environment_is(environ):
     environ.setenv("hango_page_size", "7")
-    assert HangoSettings().page_size == 50
+    environ.setenv("page_size", "8")  # a field's own name is no variable either
+    environ.setenv("debug", "1")
+    parsed = HangoSettings()
+    assert parsed.page_size == 50 and parsed.debug is False
 
 
 def test_secrets_stay_out_of_reprs(environ):

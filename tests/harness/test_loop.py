@@ -299,3 +299,48 @@ def test_a_call_awaiting_approval_pauses_the_batch_and_resumes_in_call_order():
     assert [(b.tool_use_id, b.content) for b in results.content] == [
         ("a", "hi"), ("b", "2"), ("c", "bye")]
     assert len(model.calls) == 1  # the resumed batch made no model call
+
+
+def test_a_cancel_mid_batch_answers_a_held_call_as_not_run():
+    """The batch never paused: the held call did not run, and nothing waits for a human."""
+    from harness.approvals import AwaitingApproval
+
+    class Hold:
+        name = "hold"
+
+        def wrap_tool_call(self, req, next):
+            return AwaitingApproval(allowed_decisions=("approve",)) if req.call.id == "x1" \
+                else next(req)
+
+    counter = CountingTool()
+    model = ScriptedModel([batch("x1", "x2"), text("never")])
+    # Checks: the turn boundary, before x1 (held), then before x2: cancelled.
+    step, state, _ = run(make_loop(model, middlewares=[Hold()], tools=[counter.tool]),
+                         control=CancelAfter(checks=2))
+    assert step == Interrupted("cancelled") and state.pending_batch is None
+    assert [(r.tool_use_id, r.content, r.is_error) for r in state.messages[-1].tool_results] == [
+        ("x1", CANCELLED_BEFORE_RUN, True), ("x2", CANCELLED_BEFORE_RUN, True)]
+    assert counter.calls == []
+
+
+def test_run_tools_needs_nothing_from_an_earlier_phase():
+    """A fresh loop runs a batch given only the state, the control and the offered tools: an
+    unknown tool's error lists what was offered, and a tool sees the run's cancel check."""
+    from harness.loop import NeverCancel
+    from harness.messages import ToolUseBlock as Use
+    from harness.tools import Tool
+
+    seen = []
+    probe = Tool(name="probe", description="Probe.", input_schema={"type": "object"},
+                 fn=lambda args, ctx: seen.append(ctx.cancel_requested()) or "ok")
+    offered = {"probe": probe, "echo": probe}
+    loop = make_loop(ScriptedModel([]), middlewares=[])
+    results, pending, cancelled = loop.run_tools(
+        [Use(id="n", name="nope", input={})], State(), NeverCancel(), offered)
+    assert (pending, cancelled) == ([], False)
+    assert results == {"n": ("There is no tool named 'nope'. Available: echo, probe.", True)}
+    # The loop's check before the call answers False, the tool's own check True: the same
+    # control reached the tool.
+    results, _, cancelled = loop.run_tools([Use(id="p", name="probe", input={})], State(),
+                                           CancelAfter(checks=1), offered)
+    assert results == {"p": ("ok", False)} and seen == [True] and not cancelled

@@ -171,6 +171,14 @@ def test_glob_segments():
     assert glob_regex("[!a]b").fullmatch("cb") and not glob_regex("[!a]b").fullmatch("ab")
 
 
+def test_glob_spans_directories_only_with_a_whole_segment_globstar():
+    assert glob_regex("src/**/*.py").fullmatch("src/a/b.py")
+    assert glob_regex("src/**/*.py").fullmatch("src/b.py")
+    assert glob_regex("**.md").fullmatch("a.md") and not glob_regex("**.md").fullmatch("x/a.md")
+    assert glob_regex(r"a\*b").fullmatch("a*b") and not glob_regex(r"a\*b").fullmatch("axb")
+    assert not glob_regex("[b-a]").fullmatch("a") and not glob_regex("[b-a]").fullmatch("b")
+
+
 def test_glob_hides_no_file_and_keeps_case_and_segments():
     # A session's files are all its own: * and ** match names starting with a dot.
     assert glob_regex("*").fullmatch(".env") and glob_regex("**/*.md").fullmatch(".notes/a.md")
