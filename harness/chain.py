@@ -14,24 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
-from harness import telemetry
+from harness import context, telemetry
 from harness.agent import AgentSpec
 from harness.approvals import AwaitingApproval
+from harness.context import AGENT_PART, SourcedBlock
 from harness.errors import ConfigurationError
 from harness.messages import Request, Response, TextBlock, ToolUseBlock
 from harness.state import State
 from harness.tools.base import Tool, ToolResult
-
-PartID = str
-AGENT_PART: PartID = "system:agent"
-
-
-@dataclass(frozen=True, kw_only=True)
-class SourcedBlock:
-    """A system block with the part id of whoever contributed it (never sent to a provider)."""
-
-    part: PartID
-    block: TextBlock
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,12 +128,31 @@ class Chain:
                 telemetry.before_run_duration.record(time.perf_counter() - started, attrs)
 
     def system_blocks(self, agent: AgentSpec, state: State) -> list[SourcedBlock]:
+        """The agent's block, each contributor's in chain order, then the run's system
+        overrides: an excluded part is dropped (and kept in the batch's ``Applied`` record), a
+        replaced one sent with the replacement text. Before any wrapper runs, so the prompt
+        cache's breakpoint lands on a block that is actually sent."""
         blocks = []
         if agent.system_prompt:
             blocks.append(SourcedBlock(part=AGENT_PART, block=TextBlock(text=agent.system_prompt)))
         for contributor in self.contributors:
             blocks.extend(contributor.system_blocks(state))
-        return blocks
+        overrides = context.active(state)
+        if not overrides:
+            return blocks
+        record = context.applied(state, fresh=True)
+        kept = []
+        for sourced in blocks:
+            override = overrides.get(sourced.part)
+            if override is None:
+                kept.append(sourced)
+            elif override.action == "exclude":
+                record.system.append(sourced)
+            else:
+                assert override.replacement is not None
+                kept.append(SourcedBlock(part=sourced.part,
+                                         block=TextBlock(text=override.replacement)))
+        return kept
 
     def tools(self, state: State, base: Sequence[Tool]) -> list[Tool]:
         """The base tools, then each provider's, in chain order; the first of a name wins."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from harness.agent import AgentSpec
 from harness.providers.base import Provider
-from harness.stores import FileStore, MemoryStore, SkillStore, SummaryStore
+from harness.stores import FileStore, MemoryStore, OverrideStore, SkillStore, SummaryStore
 from harness.tools.base import Tool
 
 MEMORY_MAX_BYTES = 32_768
@@ -29,6 +29,7 @@ class RunDeps:
     skills: SkillStore | None = None
     files: FileStore | None = None
     summaries: SummaryStore | None = None
+    overrides: OverrideStore | None = None  # the context inspector's overrides
     # The run's provider and model name: summarization and subagents make their own calls.
     provider: Provider | None = None
     model: str = ""

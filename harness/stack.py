@@ -15,6 +15,7 @@ from harness.deps import StackConfig
 from harness.errors import ConfigurationError
 from harness.loop import Loop
 from harness.middleware import (
+    context_overrides,
     filesystem,
     human_in_the_loop,
     memory,
@@ -28,8 +29,6 @@ from harness.middleware.repair_tool_calls import RepairToolCallsMiddleware
 from harness.middleware.repeat_call import RepeatCallMiddleware
 from harness.middleware.todo import TOOL_NAME as TODO_TOOL
 from harness.middleware.todo import TodoMiddleware
-
-NOT_YET = "skipped: arrives with the context inspector"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,7 +50,8 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
              why=subagent.WHY),
         # Context overrides right before summarization, so compaction and the budget see the
         # filtered history (the context inspector).
-        Slot(name="context_overrides", middleware=None, why=NOT_YET),
+        Slot(name="context_overrides", middleware=context_overrides.from_config(cfg),
+             why=context_overrides.WHY),
         Slot(name="summarization", middleware=summarization.from_config(cfg),
              why=summarization.WHY),
         # Repair before anything reads the history as a sequence of call/result pairs.
@@ -83,8 +83,8 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
 
 def child_loop_factory(cfg: StackConfig) -> subagent.ChildLoopFactory:
     """How a subagent's loop is built: this same stack one level deeper, over the run's
-    provider and tools. The child shares the session's files; the agent's memory, skills and
-    session summary belong to the parent's conversation."""
+    provider and tools. The child shares the session's files; the agent's memory, skills,
+    session summary and context overrides belong to the parent's conversation."""
 
     def spawn(agent: AgentSpec) -> Loop:
         deps = cfg.deps
@@ -92,7 +92,8 @@ def child_loop_factory(cfg: StackConfig) -> subagent.ChildLoopFactory:
             raise ConfigurationError("subagents need the run's provider (RunDeps.provider)")
         child = replace(cfg, agent=agent, capture_only=False,
                         subagent_depth=cfg.subagent_depth + 1,
-                        deps=replace(deps, memory=None, skills=None, summaries=None))
+                        deps=replace(deps, memory=None, skills=None, summaries=None,
+                                     overrides=None))
         return Loop(agent=agent, chain=Chain.build(default_stack(child)), provider=deps.provider,
                     model=deps.model, tools=[t for t in deps.tools if agent.allows(t.name)],
                     purpose=subagent.PURPOSE)

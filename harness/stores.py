@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness.context import Override
+
 
 @dataclass(frozen=True, kw_only=True)
 class MemoryFile:
@@ -68,3 +70,10 @@ class SummaryStore(Protocol):
     def load(self) -> Summary | None: ...
 
     def save(self, summary: Summary) -> None: ...
+
+
+class OverrideStore(Protocol):
+    """The context overrides a run applies: its agent's (system and tool parts) and its
+    session's (message and summary parts)."""
+
+    def load(self) -> list[Override]: ...

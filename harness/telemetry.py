@@ -42,6 +42,10 @@ EVENT_MEMORY_WRITTEN: Final = "agent.memory_written"
 EVENT_SKILL_LOADED: Final = "agent.skill_loaded"
 EVENT_TOOL_RESULT_OFFLOADED: Final = "middleware.tool_result_offloaded"
 EVENT_SUBAGENT_FINISHED: Final = "agent.subagent_finished"
+# The context inspector (issue 9)
+EVENT_CONTEXT_OVERRIDE_STALE: Final = "agent.context_override_stale"
+EVENT_CONTEXT_OVERRIDE_PAIRED: Final = "agent.context_override_paired"
+EVENT_CONTEXT_OVERRIDES_DROPPED: Final = "agent.context_overrides_dropped"
 
 # Attributes
 ATTR_MIDDLEWARE_NAME: Final = "hango.middleware.name"
@@ -89,6 +93,19 @@ ATTR_SKILL_NAME: Final = "hango.skill.name"
 ATTR_SKILL_TOOLS: Final = "hango.skill.tools"
 ATTR_TOOL_RESULT_CHARS: Final = "hango.tool.result_chars"
 ATTR_SUBAGENT_NAME: Final = "hango.subagent.name"
+# The context inspector (issue 9)
+ATTR_CONTEXT_PARTS_SYSTEM: Final = "hango.context.parts.system"
+ATTR_CONTEXT_PARTS_TOOLS: Final = "hango.context.parts.tools"
+ATTR_CONTEXT_PARTS_MESSAGES: Final = "hango.context.parts.messages"
+ATTR_CONTEXT_TOKENS_BEFORE: Final = "hango.context.tokens.before"
+ATTR_CONTEXT_TOKENS_AFTER: Final = "hango.context.tokens.after"
+ATTR_CONTEXT_WOULD_COMPACT: Final = "hango.context.would_compact"
+ATTR_CONTEXT_OVERRIDES: Final = "hango.context.overrides"
+ATTR_CONTEXT_EXCLUDED_TOKENS: Final = "hango.context.excluded_tokens"
+# A try call's chat span carries it (true); the counter of try calls has the same name.
+ATTR_CONTEXT_TRY: Final = "hango.context.try"
+ATTR_CONTEXT_PART: Final = "hango.context.part"
+ATTR_CONTEXT_OUTCOME: Final = "outcome"
 
 # Metrics
 METRIC_BEFORE_RUN_DURATION: Final = "hango.middleware.before_run.duration"
@@ -97,6 +114,8 @@ METRIC_REPEAT_BLOCKED: Final = "hango.middleware.repeat_blocked"
 METRIC_TURN_DURATION: Final = "hango.run.turn.duration"
 METRIC_SUMMARIZE_CALLS: Final = "hango.summarization.calls"
 METRIC_CACHE_READ_RATIO: Final = "hango.cache.read_ratio"
+METRIC_CONTEXT_INSPECT_DURATION: Final = "hango.context.inspect.duration"
+METRIC_CONTEXT_OVERRIDES_ACTIVE: Final = "hango.context.overrides.active"
 
 ALL_NAMES: Final = tuple(
     value for key, value in dict(globals()).items()

@@ -2,7 +2,9 @@
 
 It filters the tool list sent to the provider and refuses, with an error result, any call to a
 tool outside the allowlist. It sits in the last slot so no earlier middleware (a skill, a
-provider of tools) can re-add a forbidden tool: whatever they add passes through here.
+provider of tools) can re-add a forbidden tool: whatever they add passes through here. For the
+same reason the run's context overrides that exclude a tool (``tool:<name>``, the inspector's)
+are applied here: an excluded tool is not offered, whatever else would offer it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from harness import telemetry
+from harness import context, telemetry
 from harness.chain import ModelHandler, ModelRequest, ToolCallRequest, ToolHandler, ToolOutcome
 from harness.messages import Response
 from harness.tools.base import tool_error
@@ -30,6 +32,10 @@ class ToolAllowlistMiddleware:
         return self.allowed is None or tool_name in self.allowed
 
     def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
+        if excluded := context.active(req.state).excluded_tools:
+            if removed := [t for t in req.tools if t.name in excluded]:
+                context.applied(req.state).tools.extend(removed)
+                req = replace(req, tools=tuple(t for t in req.tools if t.name not in excluded))
         kept = tuple(t for t in req.tools if self.permits(t.name))
         if len(kept) != len(req.tools):
             dropped = sorted(t.name for t in req.tools if not self.permits(t.name))

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 
 from harness import telemetry
 from harness.approvals import AwaitingApproval
-from harness.chain import SourcedBlock, ToolCallRequest, ToolHandler, ToolOutcome
+from harness.chain import ToolCallRequest, ToolHandler, ToolOutcome
+from harness.context import SourcedBlock
 from harness.deps import LARGE_TOOL_RESULT_CHARS, StackConfig
 from harness.messages import TextBlock
 from harness.state import State

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import telemetry
-from harness.chain import PartID, SourcedBlock
+from harness.context import PartID, SourcedBlock
 from harness.deps import MEMORY_MAX_BYTES, StackConfig
 from harness.errors import InvalidContent
 from harness.messages import TextBlock

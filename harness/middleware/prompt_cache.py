@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from harness import telemetry
-from harness.chain import ModelHandler, ModelRequest, SourcedBlock
+from harness.chain import ModelHandler, ModelRequest
+from harness.context import SourcedBlock
 from harness.deps import StackConfig
 from harness.messages import CacheControl, Response, TextBlock
 from harness.state import State

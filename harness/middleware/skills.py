@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness import telemetry
-from harness.chain import ModelHandler, ModelRequest, SourcedBlock
+from harness.chain import ModelHandler, ModelRequest
+from harness.context import SourcedBlock
 from harness.deps import StackConfig
 from harness.messages import Response, TextBlock
 from harness.middleware._stores import load_or_none

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness import telemetry
 from harness.agent import AgentConfig, AgentSpec, SubagentSpec
-from harness.chain import SourcedBlock
+from harness.context import SourcedBlock
 from harness.deps import SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_TURNS, StackConfig
 from harness.errors import ConfigurationError
 from harness.loop import Failed, FinalOutput, Interrupted, Loop, NextStep, TurnResult

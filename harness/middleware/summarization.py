@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from harness import estimator, history, telemetry
+from harness import context, estimator, history, telemetry
 from harness.agent import SummarizationOptions
 from harness.chain import ModelHandler, ModelRequest
 from harness.deps import StackConfig
@@ -144,7 +144,7 @@ class SummarizationMiddleware:
         if cut == 0:
             return None
         cut, text, outcome = self._summary_for(messages, cut, req.state)
-        compacted = (history.summary_message(text), *messages[cut:])
+        compacted = (*_summary_head(text, messages[cut:], req.state), *messages[cut:])
         if problems := history.validate(compacted):  # only when the history was invalid already
             log.error("compacted history not sent: %s", "; ".join(map(str, problems)))
             return None
@@ -184,6 +184,23 @@ class SummarizationMiddleware:
         if self.store is not None and last.seq is not None:
             self.store.save(Summary(text=text, through_seq=last.seq))
         return text
+
+
+def _summary_head(text: str, tail: tuple[Message, ...], state: State) -> tuple[Message, ...]:
+    """The summary message in front of the kept messages, as the run's ``summary`` override (the
+    context inspector's) says: replaced by the user's text, or left out — unless leaving it out
+    would start the history with the kept assistant message, which is never sent."""
+    override = context.active(state).get(context.SUMMARY)
+    if override is None:
+        return (history.summary_message(text),)
+    if override.action == "replace":
+        assert override.replacement is not None
+        return (history.summary_message(override.replacement),)
+    if not history.validate(tail):
+        return ()
+    telemetry.record_event(telemetry.EVENT_CONTEXT_OVERRIDES_DROPPED, {
+        telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_CONTEXT_PART: context.SUMMARY})
+    return (history.summary_message(text),)
 
 
 def report(state: State) -> SummarizationReport | None:

@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any
 
 from harness import telemetry
-from harness.chain import SourcedBlock
+from harness.context import SourcedBlock
 from harness.messages import TextBlock
 from harness.state import TODO_STATUSES, State, Todo
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error

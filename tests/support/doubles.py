@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.chain import SourcedBlock
+from harness.context import SourcedBlock
 from harness.messages import TextBlock
 
 

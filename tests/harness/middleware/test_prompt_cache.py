@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from harness import telemetry
-from harness.chain import SourcedBlock
+from harness.context import SourcedBlock
 from harness.deps import RunDeps, StackConfig
 from harness.messages import CacheControl, Message, Request, TextBlock, Usage
 from harness.middleware import prompt_cache

@@ -1,0 +1,109 @@
+"""ContextOverridesMiddleware: the run's context overrides, loaded once and applied to the history.
+
+``before_run`` loads the agent's and the session's overrides (an
+:class:`~harness.stores.OverrideStore`) once, into the run's private state
+(:data:`harness.context.NAME`); a continued or resumed run keeps the set it started with, so a
+run never sees its context change between turns. The chain applies the system parts from there
+and the allowlist the tool parts (:mod:`harness.context` says why there); this wrapper applies
+the message parts to the outgoing request: an excluded message is left out — with its pair, a
+batch's calls and their results go together — and a replaced one is sent with the replacement
+text. The result is checked with the history validator: if the set no longer leaves a valid
+request (the history changed since it was saved), the request goes out without the message
+overrides, logged at error level and recorded as a span event. An invalid request is never sent.
+
+Every chat span of the run gets ``hango.context.overrides`` (how many overrides the run
+applies) and ``hango.context.excluded_tokens`` (what they took out of this request), so a run
+whose context was edited by hand shows in traces; an override whose part is gone is recorded
+as ``agent.context_override_stale`` and does nothing until the part returns.
+
+The slot sits right before summarization, so compaction and the token budget see the filtered
+history.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from dataclasses import replace
+
+from harness import context, estimator, history, telemetry
+from harness.chain import ModelHandler, ModelRequest
+from harness.context import NAME, OverrideSet, message_part, part_kind
+from harness.deps import StackConfig
+from harness.messages import Response
+from harness.middleware._stores import load_or_none
+from harness.state import State
+from harness.stores import OverrideStore
+
+log = logging.getLogger(__name__)
+
+WHY = ("skipped when the run has no override store; the inspector's context overrides, loaded "
+       "once per run, message parts applied before summarization sees the history")
+
+
+class ContextOverridesMiddleware:
+    name = NAME
+
+    def __init__(self, *, store: OverrideStore) -> None:
+        self.store = store
+
+    def before_run(self, state: State) -> None:
+        if NAME in state.private:  # a continued or resumed run keeps the set it started with
+            return
+        loaded = load_or_none(self.store.load, middleware=NAME, run_id=state.run_id) or []
+        context.set_active(state, OverrideSet(overrides=tuple(loaded)))
+
+    def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
+        overrides = context.active(req.state)
+        if overrides:
+            _record_stale(req, overrides)
+            req = self._apply(req, overrides)
+        response = next(req)
+        record = context.applied(req.state)
+        excluded = (sum(estimator.content_tokens(s.block) for s in record.system)
+                    + sum(estimator.estimate_tool(t.definition) for t in record.tools)
+                    + estimator.estimate_messages(record.messages))
+        telemetry.set_attributes({telemetry.ATTR_CONTEXT_OVERRIDES: len(overrides),
+                                  telemetry.ATTR_CONTEXT_EXCLUDED_TOKENS: excluded})
+        return response
+
+    def _apply(self, req: ModelRequest, overrides: OverrideSet) -> ModelRequest:
+        messages = req.request.messages
+        excluding = [o.part for o in overrides.overrides
+                     if o.action == "exclude" and part_kind(o.part) == "message"]
+        if partners := context.with_partners(excluding, messages):
+            # Saved sets hold their pairs already; one that does not (the history changed
+            # since) still never sends a call without its results.
+            for part in partners:
+                telemetry.record_event(telemetry.EVENT_CONTEXT_OVERRIDE_PAIRED,
+                                       {telemetry.ATTR_CONTEXT_PART: part})
+            overrides = overrides.merged(
+                context.Override(part=p, action="exclude") for p in partners)
+        kept, excluded = context.apply_messages(messages, overrides)
+        if len(kept) == len(messages) and all(map(operator.is_, kept, messages)):
+            return req  # none of the overrides is for a message of this request
+        if problems := history.validate(kept):
+            log.error("context overrides of session %s not applied, they would leave an invalid "
+                      "request: %s", req.state.session_id, "; ".join(map(str, problems)))
+            telemetry.record_event(telemetry.EVENT_CONTEXT_OVERRIDES_DROPPED, {
+                telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_REASON: problems[0].kind})
+            return req
+        context.applied(req.state).messages.extend(excluded)
+        return replace(req, request=replace(req.request, messages=tuple(kept)))
+
+
+def _record_stale(req: ModelRequest, overrides: OverrideSet) -> None:
+    """A span event for each override whose part is not in this request (nor taken out)."""
+    present = {s.part for s in req.system} | {s.part for s in context.applied(req.state).system}
+    present |= {context.tool_part(t.name) for t in req.tools}
+    present |= {message_part(m.seq) for m in req.request.messages if m.seq is not None}
+    for override in overrides.overrides:
+        if override.part not in present and part_kind(override.part) != "summary":
+            telemetry.record_event(telemetry.EVENT_CONTEXT_OVERRIDE_STALE,
+                                   {telemetry.ATTR_CONTEXT_PART: override.part})
+
+
+def from_config(cfg: StackConfig) -> ContextOverridesMiddleware | None:
+    if cfg.deps.overrides is None:
+        return None
+    return ContextOverridesMiddleware(store=cfg.deps.overrides)
