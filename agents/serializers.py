@@ -16,12 +16,12 @@ from harness.middleware.memory import content_problem, path_problem
 _MODEL_RE = re.compile(MODEL_PATTERN)
 
 
-
 def _checked(problems: list[str], value: Any) -> Any:
     """``value`` if ``problems`` is empty, else a validation error listing them."""
     if problems:
         raise serializers.ValidationError(problems)
     return value
+
 
 @extend_schema_field(
     {"type": "array", "items": {"type": "string"}, "nullable": True,

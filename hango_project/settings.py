@@ -148,6 +148,9 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/v1/",
+    # Two fields are called "action": the audit log's and a context override's.
+    "ENUM_NAME_OVERRIDES": {"OverrideActionEnum": "context.models.OverrideAction",
+                            "AuditActionEnum": "accounts.models.AuditAction"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "hango_project.schema.add_error_responses",

@@ -11,6 +11,7 @@ urlpatterns = [
     path("v1/", include("agents.urls")),
     path("v1/", include("runs.urls")),
     path("v1/", include("accounts.urls")),
+    path("v1/", include("context.urls")),
     path("admin/", admin.site.urls),
 ]
 

@@ -3,12 +3,15 @@ on the worker side, with :mod:`runs.worker`)."""
 
 from __future__ import annotations
 
+import uuid
 from functools import cache
 from typing import cast
 
 from pydantic import SecretStr
 
+from agents.models import Agent
 from agents.stores import DbMemoryStore, DbSkillStore
+from context.stores import DbOverrideStore
 from hango_project.config import hango
 from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain
@@ -23,7 +26,7 @@ from harness.serde import content_from_json
 from harness.stack import default_stack
 from harness.state import State, state_from_json
 from harness.tools import ToolRegistry, builtin_registry
-from runs.models import Message, Run
+from runs.models import Message, Run, Session
 from runs.stores import DbFileStore, DbSummaryStore
 
 
@@ -49,10 +52,9 @@ def _revealed(secret: SecretStr | None) -> str | None:
     return secret.get_secret_value() if secret is not None else None
 
 
-def agent_spec(run: Run) -> AgentSpec:
-    """The run's agent as the harness sees it; its config is parsed here, once per run (a
-    malformed one is a :class:`~harness.errors.ConfigurationError`, failing the run)."""
-    agent = run.agent
+def agent_spec(agent: Agent) -> AgentSpec:
+    """The agent as the harness sees it; its config is parsed here, once per run (a malformed
+    one is a :class:`~harness.errors.ConfigurationError`, failing the run)."""
     allowed = None if agent.allowed_tools is None else tuple(agent.allowed_tools)
     return AgentSpec(id=str(agent.id), name=agent.name, model=agent.model,
                      system_prompt=agent.system_prompt, allowed_tools=allowed,
@@ -60,13 +62,18 @@ def agent_spec(run: Run) -> AgentSpec:
                      default_max_turns=hango().default_max_turns)
 
 
-def build_execution(run: Run) -> tuple[Loop, State, int]:
-    """The loop, the state restored from the last checkpoint, and the next message seq."""
-    spec = agent_spec(run)
-    provider, model = resolve_provider(spec.model, provider_settings())
+def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
+               settings: ProviderSettings | None = None) -> Loop:
+    """The loop a run of ``agent`` in ``session`` executes: the agent's chain over the run's
+    stores. The one factory for runs and for the context inspector (``capture_only``: assemble
+    requests, never call a model from a middleware), so what the inspector shows is what a run
+    sends."""
+    spec = agent_spec(agent)
+    provider, model = resolve_provider(spec.model, settings or provider_settings())
     deps = RunDeps(
-        memory=DbMemoryStore(run.agent), skills=DbSkillStore(run.agent, spec.config.skills),
-        files=DbFileStore(run.session_id), summaries=DbSummaryStore(run.session_id),
+        memory=DbMemoryStore(agent), skills=DbSkillStore(agent, spec.config.skills),
+        files=DbFileStore(session.pk), summaries=DbSummaryStore(session.pk),
+        overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
         context_window=context_window(spec.model),
         memory_max_bytes=hango().memory_max_bytes,
@@ -75,19 +82,38 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
         subagent_max_turns=hango().subagent_max_turns,
     )
     stack = default_stack(StackConfig(
-        agent=spec, repeat_call_threshold=hango().repeat_call_threshold, deps=deps))
-    loop = Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
+        agent=spec, repeat_call_threshold=hango().repeat_call_threshold, deps=deps,
+        capture_only=capture_only))
+    return Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
                 tools=tool_registry().view(spec.allowed_tools))
-    rows = list(Message.objects.filter(session_id=run.session_id).order_by("seq")
-                .values_list("seq", "role", "content"))
+
+
+def session_history(session_id: uuid.UUID) -> list[HMessage]:
+    """The session's stored messages, in seq order, as harness values (each keeps its seq)."""
+    rows = (Message.objects.filter(session_id=session_id).order_by("seq")
+            .values_list("seq", "role", "content"))
     # The message_role_valid constraint keeps the column to the harness's roles.
-    history = [HMessage(role=cast(Role, role), content=content_from_json(content), seq=seq)
-               for seq, role, content in rows]
+    return [HMessage(role=cast(Role, role), content=content_from_json(content), seq=seq)
+            for seq, role, content in rows]
+
+
+def new_state(session: Session, history: list[HMessage], *, run_id: str = "") -> State:
+    """The state a new run of ``session`` starts from: no checkpoint, the stored history."""
+    return state_from_json({}, run_id=run_id, session_id=str(session.pk),
+                           agent_id=str(session.agent_id), tenant_id=str(session.tenant_id),
+                           messages=history, turn=0,
+                           trace_content=session.tenant.trace_llm_content)
+
+
+def build_execution(run: Run) -> tuple[Loop, State, int]:
+    """The loop, the state restored from the last checkpoint, and the next message seq."""
+    loop = build_loop(run.agent, run.session)
+    history = session_history(run.session_id)
     state = state_from_json(
         run.state_json,
         run_id=str(run.id), session_id=str(run.session_id), agent_id=str(run.agent_id),
         tenant_id=str(run.session.tenant_id), messages=history, turn=run.turn,
         trace_content=run.session.tenant.trace_llm_content,
     )
-    next_seq = (rows[-1][0] + 1) if rows else 1
+    next_seq = (history[-1].seq or 0) + 1 if history else 1
     return loop, state, next_seq

@@ -159,6 +159,15 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
     ("run-approve", "post"): (AuditAction.RUN_APPROVE, "run", lambda c, w: (
         (run_id := awaiting_run(c, w)) and f"/v1/runs/{run_id}/approve",
         {"decisions": [{"tool_use_id": CALL_ID, "type": "approve"}]}, lambda r: run_id)),
+    ("agent-context-overrides", "put"): (AuditAction.CONTEXT_OVERRIDE, "agent", lambda c, w: (
+        f"/v1/agents/{w['agent']}/context-overrides",
+        [{"part": "system:agent", "action": "replace", "replacement": "Be brief."},
+         {"part": "tool:echo", "action": "exclude"}], lambda r: w["agent"])),
+    ("session-context-overrides", "put"): (AuditAction.CONTEXT_OVERRIDE, "session",
+                                           lambda c, w: (
+        f"/v1/sessions/{w['session']}/context-overrides",
+        [{"part": "message:1", "action": "replace", "replacement": "Say hi."}],
+        lambda r: w["session"])),
 }
 
 

@@ -18,6 +18,11 @@ OBJECT_ROUTES = [
     ("delete", "/v1/agents/{agent}", None),
     ("get", "/v1/sessions/{session}", None),
     ("get", "/v1/sessions/{session}/messages", None),
+    ("get", "/v1/agents/{agent}/context-overrides", None),
+    ("put", "/v1/agents/{agent}/context-overrides", [{"part": "tool:echo", "action": "exclude"}]),
+    ("get", "/v1/sessions/{session}/context-overrides", None),
+    ("put", "/v1/sessions/{session}/context-overrides",
+     [{"part": "message:1", "action": "replace", "replacement": "Hello."}]),
 ]
 ROUTE_IDS = [f"{method.upper()} {url}" for method, url, _ in OBJECT_ROUTES]
 
@@ -32,7 +37,7 @@ def objects(alice, make_agent, make_session) -> dict[str, str]:
     return {"agent": agent["id"], "session": session["id"]}
 
 
-def call(client, method: str, url: str, body: dict | None):
+def call(client, method: str, url: str, body: dict | list | None):
     send = getattr(client, method)
     return send(url, body, format="json") if body else send(url)
 

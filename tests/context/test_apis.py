@@ -1,0 +1,139 @@
+"""The override routes: GET and PUT for an agent (system and tool parts) and for a session
+(message parts and the summary); pairs added, invalid sets refused with 422, stale parts kept,
+an audit row without the replacement text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from accounts.models import AuditEntry
+from context.models import ContextOverride
+from tests.support.api import error_of
+
+
+@pytest.fixture
+def demo(alice, make_session, inline_runs) -> dict:
+    """A session after one demo run: 1 the task, then tool calls paired with their results —
+    2 → 3 (write_todos), 4 → 5 (word_count), 6 → 7 and 8 → 9 (write_todos) — and 10, the
+    answer."""
+    session = make_session(alice)
+    response = alice.client.post(f"/v1/sessions/{session['id']}/messages",
+                                 {"content": "count these four words"}, format="json")
+    assert response.json()["run"]["status"] == "completed"
+    return session
+
+
+def put(caller, url: str, overrides: list) -> object:
+    return caller.client.put(url, overrides, format="json")
+
+
+def session_url(session) -> str:
+    return f"/v1/sessions/{session['id']}/context-overrides"
+
+
+def test_an_empty_set_at_first_and_an_empty_list_clears(alice, demo):
+    url = session_url(demo)
+    assert alice.client.get(url).json() == {"overrides": [], "added": []}
+    assert put(alice, url, [{"part": "message:10", "action": "exclude"}]).status_code == 200
+    assert put(alice, url, []).json() == {"overrides": [], "added": []}
+    assert not ContextOverride.objects.exists()
+
+
+def test_excluding_a_result_excludes_its_call_and_says_so(alice, demo):
+    response = put(alice, session_url(demo), [{"part": "message:5", "action": "exclude"}])
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["added"] == ["message:4"]
+    assert body["overrides"] == [
+        {"part": "message:5", "action": "exclude", "replacement": None},
+        {"part": "message:4", "action": "exclude", "replacement": None}]
+    assert alice.client.get(session_url(demo)).json()["overrides"] == body["overrides"]
+
+
+def test_agent_overrides_take_system_and_tool_parts(alice, demo):
+    url = f"/v1/agents/{demo['agent']}/context-overrides"
+    body = [{"part": "system:agent", "action": "replace", "replacement": "Be terse."},
+            {"part": "system:memory:/memories/AGENTS.md", "action": "exclude"},
+            {"part": "tool:echo", "action": "exclude"}]
+    response = put(alice, url, body)
+    assert response.status_code == 200, response.content
+    assert response.json() == {"overrides": [{**o, "replacement": o.get("replacement")}
+                                             for o in body], "added": []}
+
+
+@pytest.mark.parametrize(("target", "overrides", "reason"), [
+    ("session", [{"part": "message:1", "action": "exclude"}], "starts with an assistant"),
+    ("session", [{"part": f"message:{i}", "action": "exclude"} for i in range(1, 11)],
+     "No user message would be left"),
+    ("agent", [{"part": "tool:echo", "action": "replace", "replacement": "x"}],
+     "can only be excluded"),
+    ("agent", [{"part": "message:3", "action": "exclude"}], "not a part of an agent"),
+    ("session", [{"part": "system:agent", "action": "exclude"}], "not a part of a session"),
+    ("session", [{"part": "repair:1", "action": "exclude"}], "not a part of a session"),
+    ("session", [{"part": "message:10", "action": "exclude"},
+                 {"part": "message:10", "action": "exclude"}], "more than one override"),
+    ("session", [{"part": "message:5", "action": "exclude"},
+                 {"part": "message:4", "action": "replace", "replacement": "x"}],
+     "cannot be replaced"),
+])
+def test_a_set_that_would_leave_an_invalid_request_is_refused(alice, demo, target, overrides,
+                                                              reason):
+    url = (session_url(demo) if target == "session"
+           else f"/v1/agents/{demo['agent']}/context-overrides")
+    error = error_of(put(alice, url, overrides), 422, "validation_error")
+    assert reason in json.dumps(error["detail"]), error
+    assert not ContextOverride.objects.exists()
+
+
+@pytest.mark.parametrize("body", [
+    {"part": "message:10", "action": "exclude"},  # an object, not a list
+    [{"part": "message:10", "action": "hide"}],
+    [{"part": "message:10", "action": "replace"}],
+    [{"part": "message:10", "action": "exclude", "replacement": "x"}],
+    [{"action": "exclude"}],
+    [{"part": 8, "action": "exclude"}],
+    [{"part": "message:10", "action": "replace", "replacement": "x" * 200_001}],
+])
+def test_malformed_overrides_answer_422(alice, demo, body):
+    error_of(put(alice, session_url(demo), body), 422, "validation_error")
+
+
+def test_too_many_overrides_answer_422(alice, demo):
+    body = [{"part": f"message:{i}", "action": "exclude"} for i in range(1, 1_002)]
+    error_of(put(alice, session_url(demo), body), 422, "validation_error")
+
+
+def test_an_override_for_a_part_that_is_not_there_is_kept(alice, demo):
+    response = put(alice, session_url(demo), [{"part": "message:99", "action": "exclude"}])
+    assert response.status_code == 200
+    assert response.json()["overrides"] == [
+        {"part": "message:99", "action": "exclude", "replacement": None}]
+
+
+def test_each_put_writes_one_audit_row_without_the_replacement_text(alice, demo):
+    put(alice, session_url(demo), [{"part": "message:1", "action": "replace",
+                                    "replacement": "SECRET REPLACEMENT"},
+                                   {"part": "message:7", "action": "exclude"}])
+    put(alice, f"/v1/agents/{demo['agent']}/context-overrides",
+        [{"part": "system:agent", "action": "replace", "replacement": "SECRET PROMPT"}])
+    rows = list(AuditEntry.objects.filter(action="context.override").order_by("created_at"))
+    assert [(r.object_type, r.object_id) for r in rows] == [("session", demo["id"]),
+                                                           ("agent", demo["agent"])]
+    assert rows[0].detail == {"overrides": [{"part": "message:1", "action": "replace"},
+                                            {"part": "message:7", "action": "exclude"},
+                                            {"part": "message:6", "action": "exclude"}],
+                              "added": ["message:6"]}
+    assert "SECRET" not in json.dumps([r.detail for r in rows])
+
+
+def test_overrides_belong_to_their_tenant_and_member(alice, bob, admin, outsider, demo):
+    url = session_url(demo)
+    assert put(alice, url, [{"part": "message:10", "action": "exclude"}]).status_code == 200
+    for other in (bob, outsider):
+        error_of(other.client.get(url), 404, "not_found")
+        error_of(put(other, url, []), 404, "not_found")
+        error_of(other.client.get(f"/v1/agents/{demo['agent']}/context-overrides"), 404)
+    assert ContextOverride.objects.count() == 1
+    assert admin.client.get(url).json()["overrides"][0]["part"] == "message:10"
