@@ -42,8 +42,8 @@ OpenAI (chat completions, as :mod:`harness.providers.openai_compat` sends them)
     content, so a tool part reads high;
   * 3 per tool call — estimate (each call is its own assistant segment naming the function; the
     call id, counted here as content, is likely never shown to the model);
-  * 0 per ``"\\n\\n"`` joining text blocks — measured: it merges with the text around it (+0.19
-    on average over ``bench/estimator_samples.py``).
+  * 0 per ``"\\n\\n"`` joining text blocks — measured: it mostly merges with the text around it
+    (+0.20 on average, ``bench/bench_tokens.py``).
 
 Claude (Messages API)
   * the single-message frame ctok measured against ``count_tokens``: 7 (v3), 11 (v4.7), 6
@@ -63,7 +63,8 @@ Claude (Messages API)
   * 20 per tool call and 19 per result (v3), 27 and 19 (v4.7, v4.8) — estimate: ctok's count of
     the ``<function_calls><invoke name="">`` / ``<function_results><result>`` markup of Claude's
     tool-use format;
-  * 1 per ``"\\n\\n"`` joining text blocks — measured on the bench corpus (0.92 v3, 1.0 v4.7).
+  * 1 per ``"\\n\\n"`` joining text blocks — measured (+0.80 v3 and v4.7, +1.0 v4.8 on average,
+    ``bench/bench_tokens.py``).
 
 The estimator keeps its own overheads (:data:`harness.estimator.MESSAGE_OVERHEAD` and the
 others), moved into ``framing`` here, so :class:`Estimate` totals what
