@@ -13,8 +13,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # The pinned dependencies first, so a code change does not reinstall them.
-COPY requirements.txt ./
-RUN pip install -r requirements.txt
+COPY requirements.txt requirements-nodeps.txt ./
+RUN pip install -r requirements.txt \
+    && pip install --no-deps --ignore-requires-python -r requirements-nodeps.txt
 
 COPY . .
 RUN pip install --no-deps -e .

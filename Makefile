@@ -15,10 +15,13 @@ EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u HANGO_BROKER_URL DJANGO_
 
 .PHONY: install quickstart serve worker test lint clean
 
-$(STAMP): requirements.txt pyproject.toml
+# requirements-nodeps.txt holds packages that declare a newer Python than 3.11 but run on it (ctok):
+# pip would refuse them in the resolver, so they go in a step of their own.
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --ignore-requires-python -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 

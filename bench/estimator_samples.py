@@ -1,6 +1,6 @@
 # ruff: noqa: E501  (sample content: its lines are the data)
-"""Sample content for bench_estimator.py: several realistic pieces per kind, a few hundred
-tokens each, written for this benchmark (none of it is calibration data)."""
+"""Sample content for bench_estimator.py and bench_tokens.py: several realistic pieces per kind,
+a few hundred tokens each, written for these benchmarks (none of it is calibration data)."""
 
 from __future__ import annotations
 
@@ -512,4 +512,12 @@ CJK = [
 나누기로 했습니다. 또한 고객 지원팀에서 요청한 관리자 화면 개선 사항은 이번 출시에 포함하기 \
 어렵다는 의견이 많았기 때문에, 다음 분기 계획에 반영하기로 했습니다. 마지막으로 모든 팀은 \
 출시 당일 비상 연락망을 다시 확인해 주시기 바랍니다. 궁금한 점이 있으면 언제든지 말씀해 주세요.""",
+]
+
+# Minified JSON as APIs return it and tools pass it on: no whitespace, short keys, ids, numbers.
+MINIFIED_JSON = [
+    """{"object":"list","data":[{"id":"ord_7Hq2LmX9","status":"shipped","created":1801234567,"customer":{"id":"cus_Q4r8TzW1","email":"minh.tran@example.vn","country":"VN"},"items":[{"sku":"KB-75-BRN","qty":1,"unit_price":8900,"currency":"usd"},{"sku":"CBL-USBC-2M","qty":2,"unit_price":1200,"currency":"usd"}],"shipping":{"carrier":"dhl","tracking":"JD014600006789012345","eta":"2027-03-02"},"total":11300},{"id":"ord_7Hq2Ln0A","status":"pending","created":1801239981,"customer":{"id":"cus_Kp2VbN7e","email":"a.keller@example.de","country":"DE"},"items":[{"sku":"MON-27-4K","qty":1,"unit_price":32900,"currency":"eur"}],"shipping":null,"total":32900}],"has_more":true,"next_cursor":"b3JkXzdIcTJMbjBB"}""",
+    """{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"Found 3 matches in 2 files"}],"matches":[{"path":"src/billing/invoices.py","line":43,"col":9,"text":"if invoice.due_date < today and invoice.status != \\"paid\\":"},{"path":"src/billing/invoices.py","line":88,"col":5,"text":"invoice.status = \\"overdue\\""},{"path":"tests/billing/test_overdue.py","line":38,"col":8,"text":"mark_overdue_invoices()"}],"truncated":false,"elapsed_ms":17}}""",
+    """{"type":"FeatureCollection","features":[{"type":"Feature","id":"hn-0012","geometry":{"type":"Point","coordinates":[105.8542,21.0285]},"properties":{"name":"Hoàn Kiếm","kind":"district","population":135618,"area_km2":5.29,"tags":["old-quarter","lake","tourism"]}},{"type":"Feature","id":"hn-0031","geometry":{"type":"Point","coordinates":[105.8412,21.0368]},"properties":{"name":"Ba Đình","kind":"district","population":221893,"area_km2":9.21,"tags":["government","mausoleum"]}},{"type":"Feature","id":"sh-0007","geometry":{"type":"Point","coordinates":[121.4737,31.2304]},"properties":{"name":"黄浦区","kind":"district","population":662030,"area_km2":20.46,"tags":["外滩","南京路"]}}]}""",
+    """[{"ts":"2027-02-01T09:12:44.118Z","level":"error","svc":"checkout","trace":"4bf92f3577b34da6a3ce929d0e0e4736","span":"00f067aa0ba902b7","msg":"payment intent failed","err":{"code":"card_declined","decline_code":"insufficient_funds","http":402},"attempt":2,"latency_ms":1840},{"ts":"2027-02-01T09:12:44.502Z","level":"warn","svc":"checkout","trace":"4bf92f3577b34da6a3ce929d0e0e4736","span":"b7ad6b7169203331","msg":"retry budget low","budget":{"left":1,"of":3},"latency_ms":3},{"ts":"2027-02-01T09:12:45.010Z","level":"info","svc":"cart","trace":"a1c3e5f7b9d24f6a8c0e2b4d6f8a0c2e","span":"1d3f5b7a9c2e4f60","msg":"cart restored","items":4,"latency_ms":12}]""",
 ]
