@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import ListSerializer
@@ -18,9 +18,21 @@ from rest_framework.views import APIView
 from agents.models import Agent
 from agents.selectors import agent_get
 from context import selectors, services
-from context.serializers import MAX_OVERRIDES, OverrideInput, OverridesOutput
-from hango_project.api import caller
+from context.serializers import (
+    MAX_OVERRIDES,
+    OverrideInput,
+    OverridesOutput,
+    PartContentOutput,
+    SnapshotOutput,
+    TryInput,
+    TryOutput,
+)
+from hango_project.api import caller, validated
+from hango_project.errors import BadQuery, NotFound, ProviderFailed
 from harness.context import Override
+from harness.errors import ProviderError
+from harness.inspect import Snapshot
+from harness.serde import message_to_json
 from runs.models import Session
 from runs.selectors import session_get
 
@@ -71,3 +83,78 @@ class SessionOverridesApi(APIView):
                                "history would start with an assistant message.")
     def put(self, request, session_id):
         return _put(request, session_get(member=caller(request), session_id=session_id))
+
+
+FULL = OpenApiParameter("full", str, description="A part id: answer that part's whole content "
+                        "instead of the snapshot.")
+COUNTED = OpenApiParameter("counted", str, enum=["provider"],
+                           description="`provider`: the totals from the provider's own token "
+                                       "counter (one call to it), when it has one and can be "
+                                       "reached; else the tokenizer's.")
+
+
+def snapshot_json(snapshot: Snapshot, tokenizer: str) -> dict[str, Any]:
+    return dict(SnapshotOutput({
+        "system": snapshot.system, "tools": snapshot.tools, "messages": snapshot.messages,
+        "before": snapshot.total_before, "after": snapshot.total_after,
+        "counted": snapshot.counted, "tokenizer": tokenizer, "framing": snapshot.framing,
+        "would_compact": snapshot.would_compact, "cache_breakpoint": snapshot.cache_breakpoint,
+        "active": snapshot.overrides_active, "stale": list(snapshot.stale),
+    }).data)
+
+
+class ContextApi(APIView):
+    @extend_schema(operation_id="sessions_context_retrieve", parameters=[FULL, COUNTED],
+                   responses={200: SnapshotOutput},
+                   description="What the session's next model call would send, part by part "
+                               "with token counts, assembled through the agent's real chain; "
+                               "no model is called and nothing is written. With `?full=<part "
+                               "id>`: `{id, content, original?, included}` of that part.")
+    def get(self, request, session_id):
+        session = session_get(member=caller(request), session_id=session_id)
+        counted = request.query_params.get("counted")
+        if counted not in (None, "provider"):
+            raise BadQuery("counted is 'provider' or absent.", detail={"counted": counted})
+        snapshot = selectors.context_snapshot(session=session, provider_count=bool(counted))
+        full = request.query_params.get("full")
+        if full is None:
+            return Response(snapshot_json(snapshot, selectors.tokenizer_name(session)))
+        part = snapshot.part(full)
+        if part is None or part.stale:
+            raise NotFound("The next request has no such part.", detail={"part": full})
+        out = {"id": part.id, "content": part.content, "included": part.included}
+        if part.original is not None:
+            out["original"] = part.original
+        return Response(PartContentOutput(out).data)
+
+
+class ContextTryApi(APIView):
+    @extend_schema(operation_id="sessions_context_try", request=TryInput,
+                   responses={200: TryOutput},
+                   description="One real model call with the session's next request: its "
+                               "stored overrides plus `exclude` and `replace` on top, and "
+                               "`message` as one more user message. Nothing is added to the "
+                               "session and no run is made; tool calls in the answer are "
+                               "returned, not run. A `context_try` usage row; 402 when the "
+                               "tenant's quota is spent; 502 when the provider fails.")
+    def post(self, request, session_id):
+        member = caller(request)
+        session = session_get(member=member, session_id=session_id)
+        data = validated(TryInput, request)
+        extra = services.try_overrides(exclude=data.get("exclude", []),
+                                       replace=data.get("replace", {}))
+        try:
+            tried = services.context_try(session=session, extra=extra,
+                                         message=data.get("message"), actor=member)
+        except ProviderError as exc:
+            raise ProviderFailed(f"The model provider could not answer: {exc}",
+                                 detail={"code": exc.code}) from None
+        response = tried.response
+        return Response(TryOutput({
+            "message": message_to_json(response.message),
+            "stop_reason": response.stop_reason,
+            "usage": {"input_tokens": response.usage.input_tokens,
+                      "output_tokens": response.usage.output_tokens,
+                      "cache_read_tokens": response.usage.cache_read_tokens,
+                      "cache_write_tokens": response.usage.cache_write_tokens},
+        }).data)

@@ -49,3 +49,73 @@ class OverridesOutput(serializers.Serializer):
     added = serializers.ListField(child=serializers.CharField(),
                                   help_text="Parts excluded because the message they pair with "
                                             "is (a batch's calls and their results go together).")
+
+
+class PartOutput(serializers.Serializer):
+    id = serializers.CharField(help_text="`system:<contributor>`, `tool:<name>`, "
+                                         "`message:<seq>`, `summary`, or `repair:<n>` for a "
+                                         "message made up for this request (not overridable).")
+    kind = serializers.ChoiceField(choices=["system", "tool", "message", "summary"])
+    # A declared field: DRF takes it off the class, so Field.label (the attribute) is untouched.
+    label = serializers.CharField()  # type: ignore[assignment]
+    preview = serializers.CharField(help_text="The first 200 characters, whitespace folded.")
+    tokens = serializers.IntegerField(help_text="The part's content; framing is counted apart.")
+    included = serializers.BooleanField(help_text="False when an override excludes it.")
+    override = serializers.ChoiceField(choices=OverrideAction.choices, allow_null=True)
+    stale = serializers.BooleanField(help_text="An override for a part that is not in the "
+                                               "request: kept, doing nothing until it returns.")
+    paired_with = serializers.ListField(child=serializers.CharField(),
+                                        help_text="Messages sent or left out with this one.")
+    cached_prefix = serializers.BooleanField(
+        help_text="Before the prompt cache's breakpoint: changing it misses the cache.")
+
+
+class TotalsOutput(serializers.Serializer):
+    before = serializers.IntegerField(help_text="The request without the overrides.")
+    after = serializers.IntegerField(help_text="The request the next call sends.")
+
+
+class OverrideSummaryOutput(serializers.Serializer):
+    active = serializers.IntegerField()
+    stale = serializers.ListField(child=serializers.CharField())
+
+
+class SnapshotOutput(serializers.Serializer):
+    system = PartOutput(many=True)
+    tools = PartOutput(many=True)
+    messages = PartOutput(many=True)
+    totals = TotalsOutput(source="*")
+    counted = serializers.ChoiceField(choices=["provider", "tokenizer", "estimate"])
+    tokenizer = serializers.CharField(help_text="The tokenizer the parts were counted with.")
+    framing = serializers.IntegerField(help_text="Tokens the provider adds around the parts: "
+                                                 "included parts + framing = totals.after.")
+    would_compact = serializers.BooleanField(
+        help_text="The next call would be summarized; the messages are shown as they are now.")
+    cache_breakpoint = serializers.IntegerField(allow_null=True)
+    overrides = OverrideSummaryOutput(source="*")
+
+
+class PartContentOutput(serializers.Serializer):
+    id = serializers.CharField()
+    content = serializers.CharField(help_text="Exactly as the next call sends it (a message's "
+                                              "content blocks and a tool's definition as JSON).")
+    original = serializers.CharField(required=False,
+                                     help_text="Its content before the replace override.")
+    included = serializers.BooleanField()
+
+
+class TryInput(serializers.Serializer):
+    exclude = serializers.ListField(child=serializers.CharField(max_length=1_100), required=False,
+                                    max_length=MAX_OVERRIDES)
+    replace = serializers.DictField(child=serializers.CharField(allow_blank=True,
+                                                                trim_whitespace=False),
+                                    required=False)
+    message = serializers.CharField(required=False, trim_whitespace=False, max_length=200_000,
+                                    help_text="Extra user text after the history.")
+
+
+class TryOutput(serializers.Serializer):
+    message = serializers.JSONField(help_text='{"role": "assistant", "content": [blocks]}; '
+                                              "tool calls are returned, never run.")
+    stop_reason = serializers.CharField()
+    usage = serializers.JSONField()

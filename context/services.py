@@ -18,20 +18,27 @@ the inspector reports it stale.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
+from opentelemetry.trace import SpanKind
 
 from accounts.audit import audit_record
-from accounts.models import AuditAction, Member
+from accounts.models import AuditAction, Member, UsagePurpose, UsageRecord
+from accounts.usage import quota_admit
 from agents.models import Agent
 from context.models import ContextOverride
+from hango_project.config import hango
 from hango_project.errors import Unprocessable
-from harness import context, history
+from harness import context, history, telemetry
 from harness.context import Override, OverrideSet, part_kind
+from harness.errors import ProviderError
+from harness.inspect import assemble, left_out
 from harness.messages import Message as HMessage
-from runs.execution import session_history
+from harness.messages import Response
+from runs.execution import build_loop, new_state, provider_settings, session_history
 from runs.models import Session
 
 AGENT_KINDS = ("system", "tool")
@@ -123,3 +130,72 @@ def overrides_replace(*, target: Agent | Session, overrides: list[Override],
                      detail={"overrides": [{"part": o.part, "action": o.action}
                                            for o in overrides], "added": added})
     return Saved(overrides=list(overrides), added=added)
+
+
+# -- try ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Tried:
+    response: Response
+    excluded: list[str]
+
+
+def try_overrides(*, exclude: Sequence[str], replace: dict[str, str]) -> list[Override]:
+    """A try's own overrides, on top of the stored ones: any part may be excluded; a system or
+    message part (or the summary) may be replaced, a tool part not."""
+    problems = [f"{p!r} names no part." for p in [*exclude, *replace] if part_kind(p) is None]
+    problems += [f"{p!r}: a tool can only be excluded." for p in replace
+                 if part_kind(p) == "tool"]
+    problems += [f"{p!r} is both excluded and replaced." for p in replace if p in exclude]
+    if problems:
+        raise Unprocessable("These overrides cannot be tried.", detail={"overrides": problems})
+    return ([Override(part=p, action="exclude") for p in dict.fromkeys(exclude)]
+            + [Override(part=p, action="replace", replacement=t) for p, t in replace.items()])
+
+
+def context_try(*, session: Session, extra: Sequence[Override], message: str | None,
+                actor: Member | None) -> Tried:
+    """One real model call with the session's next request — its stored overrides and ``extra``
+    on top, ``message`` as one more user message — answered to the caller only: nothing is
+    added to the session, no run is made, a tool call in the answer is returned, never run.
+    The call is a ``context_try`` usage row of the tenant (402 when its quota is spent) and a
+    ``context.try`` audit row (part ids and the model, never text)."""
+    session = Session.objects.select_related("agent", "tenant").get(pk=session.pk)
+    with transaction.atomic():
+        quota_admit(session.tenant_id)
+    loop = build_loop(session.agent, session, capture_only=True,
+                      settings=provider_settings(timeout_seconds=hango().context_try_timeout))
+    history = session_history(session.pk)
+    if message is not None:
+        history.append(HMessage.user(message))
+    state = new_state(session, history)
+    before, after, overrides = assemble(loop, state, extra)
+    request = after.to_provider_request()
+    attrs = {telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_CHAT,
+             telemetry.ATTR_GEN_AI_PROVIDER: loop.provider.name,
+             telemetry.ATTR_GEN_AI_REQUEST_MODEL: loop.model, telemetry.ATTR_CONTEXT_TRY: True}
+    with telemetry.span(telemetry.SPAN_CONTEXT_TRY, kind=SpanKind.SERVER), \
+            telemetry.span(telemetry.SPAN_CHAT, attrs, kind=SpanKind.CLIENT) as chat:
+        try:
+            response = loop.provider.complete(request)
+        except ProviderError:
+            telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "failed"})
+            raise
+        chat.set_attributes({telemetry.ATTR_GEN_AI_INPUT_TOKENS: response.usage.input_tokens,
+                             telemetry.ATTR_GEN_AI_OUTPUT_TOKENS: response.usage.output_tokens})
+    telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "ok"})
+    excluded = left_out(before, after)
+    usage = response.usage
+    with transaction.atomic():
+        UsageRecord.objects.create(
+            tenant_id=session.tenant_id, session=session, run=None, agent_id=session.agent_id,
+            purpose=UsagePurpose.CONTEXT_TRY, provider=loop.provider.name, model=loop.model,
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens, dedupe_key=f"try:{uuid.uuid4()}")
+        audit_record(actor=actor, tenant=session.tenant_id, action=AuditAction.CONTEXT_TRY,
+                     obj_type="session", obj_id=session.pk,
+                     detail={"excluded": excluded, "replaced": [
+                         o.part for o in overrides.overrides if o.action == "replace"],
+                         "model": session.agent.model, "with_message": message is not None})
+    return Tried(response=response, excluded=excluded)

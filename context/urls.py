@@ -2,9 +2,12 @@
 
 from django.urls import path
 
-from context.apis import AgentOverridesApi, SessionOverridesApi
+from context.apis import AgentOverridesApi, ContextApi, ContextTryApi, SessionOverridesApi
 
 urlpatterns = [
+    path("sessions/<str:session_id>/context", ContextApi.as_view(), name="session-context"),
+    path("sessions/<str:session_id>/context/try", ContextTryApi.as_view(),
+         name="session-context-try"),
     path("agents/<str:agent_id>/context-overrides", AgentOverridesApi.as_view(),
          name="agent-context-overrides"),
     path("sessions/<str:session_id>/context-overrides", SessionOverridesApi.as_view(),

@@ -163,6 +163,8 @@ class HangoSettings(BaseSettings):
     """Seconds one model call may take."""
     provider_max_retries: int = 3
     """Retries of a model call on 429, 5xx and overload."""
+    context_try_timeout: float = 120
+    """Seconds a context-inspector try call may take."""
     scripted_delay_ms: int = 0
     """Slows the offline scripted models down, so a demo (or a test) can watch a run progress."""
     anthropic_api_key: SecretStr | None = Field(None, validation_alias="ANTHROPIC_API_KEY")

@@ -53,6 +53,15 @@ class QuotaExceeded(ApplicationError):
     message = "The tenant's token quota for this period is spent."
 
 
+class ProviderFailed(ApplicationError):
+    """The model provider failed a call made for the caller (the inspector's try): an upstream
+    error, not the caller's."""
+
+    status_code = status.HTTP_502_BAD_GATEWAY
+    code = "provider_error"
+    message = "The model provider could not answer."
+
+
 class Unprocessable(ApplicationError):
     status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     code = "validation_error"

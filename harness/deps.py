@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from harness.agent import AgentSpec
 from harness.providers.base import Provider
 from harness.stores import FileStore, MemoryStore, OverrideStore, SkillStore, SummaryStore
+from harness.tokens import ESTIMATE, Tokenizer
 from harness.tools.base import Tool
 
 MEMORY_MAX_BYTES = 32_768
@@ -36,6 +37,9 @@ class RunDeps:
     # Every tool an agent could be given (subagents pick theirs from here).
     tools: tuple[Tool, ...] = ()
     context_window: int = 200_000  # the model's, in tokens
+    # Counts tokens as the model's family does (the estimate where no tokenizer fits): the
+    # summarization budget and the inspector count alike.
+    tokenizer: Tokenizer = ESTIMATE
     # The most memory content (UTF-8 bytes) a run puts in its prompt (HANGO_MEMORY_MAX_BYTES).
     memory_max_bytes: int = MEMORY_MAX_BYTES
     # Tool results longer than this (characters) are offloaded to a file

@@ -139,6 +139,12 @@ turn_duration = _meter.create_histogram(
 summarize_calls = _meter.create_counter(
     METRIC_SUMMARIZE_CALLS, description="Summaries made for compaction, by outcome."
 )
+context_inspect_duration = _meter.create_histogram(
+    METRIC_CONTEXT_INSPECT_DURATION, unit="s", description="Time one context inspection takes."
+)
+context_tries = _meter.create_counter(
+    ATTR_CONTEXT_TRY, description="Context try calls, by outcome."
+)
 cache_read_ratio = _meter.create_histogram(
     METRIC_CACHE_READ_RATIO,
     description="Per model call: cache_read / (input + cache_read + cache_write) tokens.",

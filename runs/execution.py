@@ -16,15 +16,17 @@ from hango_project.config import hango
 from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain
 from harness.deps import RunDeps, StackConfig
+from harness.errors import ProviderAuthError
 from harness.loop import Loop
 from harness.messages import Message as HMessage
 from harness.messages import Role
-from harness.providers import resolve_provider
-from harness.providers.base import ProviderSettings
+from harness.providers import resolve_provider, split_model
+from harness.providers.base import ProviderSettings, Unavailable
 from harness.providers.models import context_window
 from harness.serde import content_from_json
 from harness.stack import default_stack
 from harness.state import State, state_from_json
+from harness.tokens import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
 from runs.models import Message, Run, Session
 from runs.stores import DbFileStore, DbSummaryStore
@@ -35,14 +37,16 @@ def tool_registry() -> ToolRegistry:
     return builtin_registry()
 
 
-def provider_settings() -> ProviderSettings:
+def provider_settings(*, timeout_seconds: float | None = None) -> ProviderSettings:
+    """The adapters' settings from hango's; ``timeout_seconds`` overrides the per-call timeout
+    (the inspector's try call has its own)."""
     knobs = hango()
     return ProviderSettings(
         anthropic_api_key=_revealed(knobs.anthropic_api_key),
         anthropic_base_url=knobs.anthropic_base_url,
         openai_api_key=_revealed(knobs.openai_api_key),
         openai_base_url=knobs.openai_base_url,
-        timeout_seconds=knobs.provider_timeout_seconds,
+        timeout_seconds=timeout_seconds or knobs.provider_timeout_seconds,
         max_retries=knobs.provider_max_retries,
         scripted_delay_ms=knobs.scripted_delay_ms,
     )
@@ -69,13 +73,20 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
     requests, never call a model from a middleware), so what the inspector shows is what a run
     sends."""
     spec = agent_spec(agent)
-    provider, model = resolve_provider(spec.model, settings or provider_settings())
+    try:
+        provider, model = resolve_provider(spec.model, settings or provider_settings())
+    except ProviderAuthError as exc:
+        if not capture_only:
+            raise
+        # Assembling a request needs no key: the inspector works before one is configured.
+        name, model = split_model(spec.model)
+        provider = Unavailable(name=name, reason=str(exc))
     deps = RunDeps(
         memory=DbMemoryStore(agent), skills=DbSkillStore(agent, spec.config.skills),
         files=DbFileStore(session.pk), summaries=DbSummaryStore(session.pk),
         overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
-        context_window=context_window(spec.model),
+        context_window=context_window(spec.model), tokenizer=tokenizer_for(spec.model),
         memory_max_bytes=hango().memory_max_bytes,
         large_tool_result_chars=hango().large_tool_result_chars,
         subagent_max_depth=hango().subagent_max_depth,

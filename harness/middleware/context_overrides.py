@@ -26,7 +26,7 @@ import logging
 import operator
 from dataclasses import replace
 
-from harness import context, estimator, history, telemetry
+from harness import context, history, telemetry
 from harness.chain import ModelHandler, ModelRequest
 from harness.context import NAME, OverrideSet, message_part, part_kind
 from harness.deps import StackConfig
@@ -34,6 +34,7 @@ from harness.messages import Response
 from harness.middleware._stores import load_or_none
 from harness.state import State
 from harness.stores import OverrideStore
+from harness.tokens import ESTIMATE, Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,9 @@ WHY = ("skipped when the run has no override store; the inspector's context over
 class ContextOverridesMiddleware:
     name = NAME
 
-    def __init__(self, *, store: OverrideStore) -> None:
+    def __init__(self, *, store: OverrideStore, tokenizer: Tokenizer = ESTIMATE) -> None:
         self.store = store
+        self.tokenizer = tokenizer
 
     def before_run(self, state: State) -> None:
         if NAME in state.private:  # a continued or resumed run keeps the set it started with
@@ -60,9 +62,10 @@ class ContextOverridesMiddleware:
             req = self._apply(req, overrides)
         response = next(req)
         record = context.applied(req.state)
-        excluded = (sum(estimator.content_tokens(s.block) for s in record.system)
-                    + sum(estimator.estimate_tool(t.definition) for t in record.tools)
-                    + estimator.estimate_messages(record.messages))
+        count = self.tokenizer
+        excluded = (sum(count.block(s.block) for s in record.system)
+                    + sum(count.tool(t.definition) for t in record.tools)
+                    + sum(count.message(m) + count.message_framing(m) for m in record.messages))
         telemetry.set_attributes({telemetry.ATTR_CONTEXT_OVERRIDES: len(overrides),
                                   telemetry.ATTR_CONTEXT_EXCLUDED_TOKENS: excluded})
         return response
@@ -106,4 +109,4 @@ def _record_stale(req: ModelRequest, overrides: OverrideSet) -> None:
 def from_config(cfg: StackConfig) -> ContextOverridesMiddleware | None:
     if cfg.deps.overrides is None:
         return None
-    return ContextOverridesMiddleware(store=cfg.deps.overrides)
+    return ContextOverridesMiddleware(store=cfg.deps.overrides, tokenizer=cfg.deps.tokenizer)

@@ -25,9 +25,10 @@ overrides, so it measures the request they shaped.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from harness import context, estimator, history, telemetry
+from harness import context, history, telemetry
 from harness.agent import SummarizationOptions
 from harness.chain import ModelHandler, ModelRequest
 from harness.deps import StackConfig
@@ -37,6 +38,7 @@ from harness.middleware._summarizer import PURPOSE, SYSTEM_PROMPT, Summarizer  #
 from harness.providers.base import Provider
 from harness.state import State
 from harness.stores import Summary, SummaryStore
+from harness.tokens import ESTIMATE, HistoryTotal, Tokenizer, count_request
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +79,8 @@ class SummarizationMiddleware:
     name = NAME
 
     def __init__(self, *, provider: Provider | None, model: str, context_window: int,
-                 options: SummarizationOptions,
-                 store: SummaryStore | None = None, capture_only: bool = False) -> None:
+                 options: SummarizationOptions, store: SummaryStore | None = None,
+                 capture_only: bool = False, tokenizer: Tokenizer = ESTIMATE) -> None:
         o = options
         if min(context_window, o.keep_messages, o.summary_max_tokens, o.trigger_tokens or 1) < 1 \
                 or not 0 < o.trigger_fraction <= 1:
@@ -92,7 +94,8 @@ class SummarizationMiddleware:
             provider=provider, model=model, max_tokens=o.summary_max_tokens,
             part_tokens=max(2_000, int(context_window * 0.6) - 2 * o.summary_max_tokens))
         self._current: _Current | None = None
-        self._history = estimator.HistoryTotal()  # the run's history, estimated incrementally
+        self.tokenizer = tokenizer
+        self._history = HistoryTotal(tokenizer)  # the run's history, counted incrementally
 
     def before_run(self, state: State) -> None:
         stored = self.store.load() if self.store is not None and not self.capture_only else None
@@ -100,9 +103,10 @@ class SummarizationMiddleware:
             text=stored.text, last=None, through_seq=stored.through_seq)
 
     def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
-        tokens = self._history(req.request.messages) + _fixed_tokens(req)
+        tokens = self._history(req.request.messages) + self._fixed(req)
         if not self.capture_only and tokens >= EXACT_FROM * self.budget:
-            tokens, _ = estimator.count_request(req.to_provider_request(), self.provider)
+            tokens, _ = count_request(req.to_provider_request(), tokenizer=self.tokenizer,
+                                      provider=self.provider)
         st = SummarizationReport(would_compact=tokens > self.budget, tokens=tokens,
                                  budget=self.budget)
         req.state.scratch[NAME] = st
@@ -130,14 +134,23 @@ class SummarizationMiddleware:
             f"tokens, the context window holds {self.context_window}, and {why}. Start a new "
             "session, or try again later.")
 
+    def _fixed(self, req: ModelRequest) -> int:
+        """The request's system blocks and tools, with the framing that is not the messages':
+        its part that compaction cannot shrink."""
+        return self.tokenizer.request(replace(req.to_provider_request(), messages=()))
+
+    def _messages(self, messages: Sequence[Message]) -> int:
+        return sum(self.tokenizer.message(m) + self.tokenizer.message_framing(m)
+                   for m in messages)
+
     def _compact(self, req: ModelRequest, st: SummarizationReport) -> ModelRequest | None:
         """The request with a summary in place of the older messages; None if none can go."""
         messages = req.request.messages
-        fixed = _fixed_tokens(req)
+        fixed = self._fixed(req)
         room = min(self.summary_max_tokens, SUMMARY_ROOM + (
-            estimator.estimate_text(self._current.text) if self._current else 0))
+            self.tokenizer.text(self._current.text) if self._current else 0))
         keep, cut = self.keep, history.safe_cut(messages, self.keep)
-        while keep > 1 and (fixed + room + estimator.estimate_messages(messages[cut:])
+        while keep > 1 and (fixed + room + self._messages(messages[cut:])
                             > self.budget):
             keep //= 2
             cut = history.safe_cut(messages, keep)
@@ -152,7 +165,7 @@ class SummarizationMiddleware:
         st.summarized = cut
         st.summary_from_seq, st.summary_through_seq = min(seqs, default=None), max(seqs,
                                                                                    default=None)
-        st.tokens_after = fixed + estimator.estimate_messages(compacted)
+        st.tokens_after = fixed + self._messages(compacted)
         telemetry.record_event(telemetry.EVENT_SUMMARIZED, {
             telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_SUMMARY_OUTCOME: outcome,
             telemetry.ATTR_SUMMARY_MESSAGES: cut,
@@ -209,12 +222,6 @@ def report(state: State) -> SummarizationReport | None:
     return value if isinstance(value, SummarizationReport) else None
 
 
-def _fixed_tokens(req: ModelRequest) -> int:
-    """The request's system blocks and tools: its part that compaction cannot shrink."""
-    return (sum(estimator.estimate_block(sb.block) for sb in req.system)
-            + sum(estimator.estimate_tool(t.definition) for t in req.tools))
-
-
 def _covered_end(messages: tuple[Message, ...], current: _Current) -> int | None:
     """The index just after the last message ``current`` covers; None when it is not here."""
     if current.last is not None:
@@ -234,4 +241,5 @@ def from_config(cfg: StackConfig) -> SummarizationMiddleware | None:
         return None
     return SummarizationMiddleware(
         provider=cfg.deps.provider, model=cfg.deps.model, context_window=cfg.deps.context_window,
-        options=options, store=cfg.deps.summaries, capture_only=cfg.capture_only)
+        options=options, store=cfg.deps.summaries, capture_only=cfg.capture_only,
+        tokenizer=cfg.deps.tokenizer)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from harness.errors import ProviderAuthError
 from harness.messages import Request, Response
 
 
@@ -54,3 +55,16 @@ class Streaming(Protocol):
     """Providers that can stream token deltas; the last event is :class:`StreamDone`."""
 
     def stream(self, request: Request) -> Iterator[StreamEvent]: ...
+
+
+@dataclass(kw_only=True)
+class Unavailable:
+    """Stands for a provider that cannot be built here (no API key): the context inspector
+    assembles requests without calling a model, so it needs none; a call says why there is
+    none."""
+
+    name: str
+    reason: str
+
+    def complete(self, request: Request) -> Response:
+        raise ProviderAuthError(self.reason, provider=self.name)

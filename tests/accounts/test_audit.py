@@ -168,6 +168,9 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
         f"/v1/sessions/{w['session']}/context-overrides",
         [{"part": "message:1", "action": "replace", "replacement": "Say hi."}],
         lambda r: w["session"])),
+    ("session-context-try", "post"): (AuditAction.CONTEXT_TRY, "session", lambda c, w: (
+        f"/v1/sessions/{w['session']}/context/try", {"message": "Hello?"},
+        lambda r: w["session"])),
 }
 
 

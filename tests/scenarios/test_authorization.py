@@ -20,6 +20,8 @@ OBJECT_ROUTES = [
     ("get", "/v1/sessions/{session}/messages", None),
     ("get", "/v1/agents/{agent}/context-overrides", None),
     ("put", "/v1/agents/{agent}/context-overrides", [{"part": "tool:echo", "action": "exclude"}]),
+    ("get", "/v1/sessions/{session}/context", None),
+    ("post", "/v1/sessions/{session}/context/try", {"message": "Hello?"}),
     ("get", "/v1/sessions/{session}/context-overrides", None),
     ("put", "/v1/sessions/{session}/context-overrides",
      [{"part": "message:1", "action": "replace", "replacement": "Hello."}]),

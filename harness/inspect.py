@@ -1,0 +1,276 @@
+"""The context inspector's snapshot: a session's next model request, part by part.
+
+:func:`inspect` never has its own way of building a request. It takes the loop a new run of the
+session would build (the same factory, the same stores, built ``capture_only``: a middleware
+never calls a model, summarization reports instead of compacting, subagents do not run), runs
+``before_run`` on a fresh state exactly as a new run does, and assembles the request through the
+real chain into a capture handler in place of the provider. Nothing is called and nothing is
+written. It assembles twice — without the overrides, then with them — so every part shows, the
+excluded ones too, and both totals are what the chain really builds.
+
+Counts come from the model family's tokenizer (:mod:`harness.tokens`), the estimator where none
+fits: each part's content, plus the provider's framing as a line of its own, so the parts sum
+exactly to the total. Asked to, the provider's own counter gives the totals instead (then the
+framing line is what its total leaves over the parts).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness import context, telemetry
+from harness.chain import ModelRequest
+from harness.context import Override, OverrideSet, SourcedBlock, message_part, part_kind
+from harness.errors import ProviderError
+from harness.loop import Loop
+from harness.messages import Message, Response, TextBlock, ToolUseBlock
+from harness.middleware import prompt_cache, summarization
+from harness.providers.base import TokenCounter
+from harness.serde import message_to_json
+from harness.state import State
+from harness.tokens import Counted, Tokenizer
+from harness.tools.base import Tool
+
+PREVIEW_CHARS = 200
+PartKind = Literal["system", "tool", "message", "summary"]
+
+_SYSTEM_LABELS = {"system:agent": "the agent's system prompt", "system:todo": "the todo list",
+                  "system:filesystem": "the session's files", "system:skills": "the skills index",
+                  "system:subagent": "the subagents"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Part:
+    id: str
+    kind: PartKind  # a repair part (``repair:<n>``) is a message
+    label: str
+    preview: str
+    tokens: int
+    included: bool
+    override: context.Action | None = None
+    stale: bool = False  # an override whose part is not in the request (a placeholder entry)
+    paired_with: tuple[str, ...] = ()
+    cached_prefix: bool = False  # before the prompt cache's breakpoint: editing it costs a miss
+    content: str = ""  # the whole part as the next call sends it (the replacement, if any)
+    original: str | None = None  # its content before a replace override
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    system: tuple[Part, ...]
+    tools: tuple[Part, ...]
+    messages: tuple[Part, ...]
+    total_before: int
+    total_after: int
+    framing: int  # tokens the provider adds around the included parts
+    counted: Counted
+    would_compact: bool
+    cache_breakpoint: int | None
+    overrides_active: int
+    stale: tuple[str, ...]
+    request: ModelRequest = field(repr=False)  # what the next call sends, provenance included
+
+    def part(self, part_id: str) -> Part | None:
+        return next((p for p in (*self.system, *self.tools, *self.messages) if p.id == part_id),
+                    None)
+
+
+def _capture(loop: Loop, state: State) -> ModelRequest:
+    """The request as the innermost handler would hand it to the provider."""
+    captured: list[ModelRequest] = []
+
+    def capture(req: ModelRequest) -> Response:
+        captured.append(req)
+        return Response(message=Message(role="assistant", content=()), stop_reason="end_turn")
+
+    loop.chain.model_call(loop.prepare(state), capture)
+    if not captured:  # a wrapper answered without the provider: it sends nothing
+        raise ProviderError("the chain answered without a model call; nothing would be sent")
+    return captured[0]
+
+
+def assemble(loop: Loop, state: State,
+             extra: Sequence[Override] = ()) -> tuple[ModelRequest, ModelRequest, OverrideSet]:
+    """The next request without and with the run's overrides (``extra`` on top of the stored
+    ones), after ``before_run`` as a new run does it; and the overrides applied."""
+    loop.chain.before_run(state)
+    overrides = context.active(state).merged(extra)
+    context.set_active(state, context.NONE)
+    before = _capture(loop, state)
+    context.set_active(state, overrides)
+    after = _capture(loop, state)  # last: the batch's reports describe the request sent
+    return before, after, overrides
+
+
+def left_out(before: ModelRequest, after: ModelRequest) -> list[str]:
+    """The parts of ``before`` that ``after`` does not send (excluded, or taken along as a
+    pair), in request order."""
+    sent = ({b.part for b in after.system} | {context.tool_part(t.name) for t in after.tools}
+            | {message_part(m.seq) for m in after.request.messages if m.seq is not None})
+    every = ([b.part for b in before.system] + [context.tool_part(t.name) for t in before.tools]
+             + [message_part(m.seq) for m in before.request.messages if m.seq is not None])
+    return [p for p in every if p not in sent]
+
+
+def inspect(loop: Loop, state: State, tokenizer: Tokenizer, *, extra: Sequence[Override] = (),
+            summary_stored: bool = False, provider_count: bool = False) -> Snapshot:
+    """The snapshot of the request the next call of ``state``'s session would send."""
+    started = time.perf_counter()
+    with telemetry.span(telemetry.SPAN_CONTEXT_INSPECT) as span:
+        before, after, overrides = assemble(loop, state, extra)
+        snapshot = _snapshot(before, after, overrides, state, tokenizer,
+                             summary_stored=summary_stored,
+                             counter=loop.provider if provider_count else None)
+        span.set_attributes({
+            telemetry.ATTR_CONTEXT_PARTS_SYSTEM: len(snapshot.system),
+            telemetry.ATTR_CONTEXT_PARTS_TOOLS: len(snapshot.tools),
+            telemetry.ATTR_CONTEXT_PARTS_MESSAGES: len(snapshot.messages),
+            telemetry.ATTR_CONTEXT_TOKENS_BEFORE: snapshot.total_before,
+            telemetry.ATTR_CONTEXT_TOKENS_AFTER: snapshot.total_after,
+            telemetry.ATTR_CONTEXT_WOULD_COMPACT: snapshot.would_compact,
+        })
+    telemetry.context_inspect_duration.record(time.perf_counter() - started)
+    return snapshot
+
+
+def _snapshot(before: ModelRequest, after: ModelRequest, overrides: OverrideSet, state: State,
+              tokenizer: Tokenizer, *, summary_stored: bool, counter: object) -> Snapshot:
+    cache = prompt_cache.report(state)
+    breakpoint = cache.breakpoint if cache is not None else None
+    report = summarization.report(state)
+    system = _system_parts(before.system, after.system, overrides, tokenizer, breakpoint)
+    tools = _tool_parts(before.tools, after.tools, tokenizer, cached=breakpoint is not None)
+    messages = _message_parts(before.request.messages, after.request.messages, overrides,
+                              tokenizer)
+    present = {p.id for p in (*system, *tools, *messages)}
+    stale = tuple(o.part for o in overrides.overrides if o.part not in present
+                  and not (o.part == context.SUMMARY and summary_stored))
+    placeholders = {group: tuple(_stale_part(o) for o in overrides.overrides
+                                 if o.part in stale and _group(o.part) == group)
+                    for group in ("system", "tool", "message")}
+    sent, unfiltered = after.to_provider_request(), before.to_provider_request()
+    parts_after = sum(p.tokens for p in (*system, *tools, *messages) if p.included)
+    counted: Counted = tokenizer.source
+    total_before, total_after = tokenizer.request(unfiltered), tokenizer.request(sent)
+    if isinstance(counter, TokenCounter):
+        try:
+            total_before, total_after = counter.count_tokens(unfiltered), counter.count_tokens(sent)
+            counted = "provider"
+        except ProviderError:
+            pass  # advisory: an unreachable counter leaves the tokenizer's totals
+    return Snapshot(
+        system=system + placeholders["system"], tools=tools + placeholders["tool"],
+        messages=messages + placeholders["message"],
+        total_before=total_before, total_after=total_after, framing=total_after - parts_after,
+        counted=counted, would_compact=bool(report and report.would_compact),
+        cache_breakpoint=breakpoint, overrides_active=len(overrides) - len(stale), stale=stale,
+        request=after)
+
+
+def _group(part: str) -> str:
+    """The snapshot group a part is listed in (the summary goes with the messages)."""
+    kind = part_kind(part)
+    return "message" if kind in ("message", "summary", None) else kind
+
+
+def _stale_part(override: Override) -> Part:
+    return Part(id=override.part, kind=part_kind(override.part) or "message",
+                label="(not in the request)", preview="", tokens=0, included=False,
+                override=override.action, stale=True)
+
+
+def _preview(text: str) -> str:
+    """The first 200 characters, on a character boundary (a str is always cut on one)."""
+    text = " ".join(text.split())
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
+
+
+def _system_parts(before: Sequence[SourcedBlock], after: Sequence[SourcedBlock],
+                  overrides: OverrideSet, tokenizer: Tokenizer,
+                  breakpoint: int | None) -> tuple[Part, ...]:
+    sent = {b.part: (i, b) for i, b in enumerate(after)}
+    parts = []
+    for block in before:
+        override = overrides.get(block.part)
+        index, shown = sent.get(block.part, (None, block))
+        parts.append(Part(
+            id=block.part, kind="system", label=_system_label(block.part),
+            preview=_preview(shown.block.text), tokens=tokenizer.block(shown.block),
+            included=index is not None, override=override.action if override else None,
+            cached_prefix=index is not None and breakpoint is not None and index <= breakpoint,
+            content=shown.block.text,
+            original=block.block.text if override and override.action == "replace" else None))
+    return tuple(parts)
+
+
+def _system_label(part: str) -> str:
+    if part.startswith("system:memory:"):
+        return "memory " + part.removeprefix("system:memory:")
+    return _SYSTEM_LABELS.get(part, part.removeprefix("system:"))
+
+
+def _tool_parts(before: Iterable[Tool], after: Iterable[Tool], tokenizer: Tokenizer, *,
+                cached: bool) -> tuple[Part, ...]:
+    sent = {t.name for t in after}
+    parts = []
+    for tool in before:
+        definition = tool.definition
+        included = tool.name in sent
+        parts.append(Part(
+            id=context.tool_part(tool.name), kind="tool", label=tool.name,
+            preview=_preview(definition.description), tokens=tokenizer.tool(definition),
+            included=included, override=None if included else "exclude",
+            cached_prefix=included and cached,
+            content=_json({"name": definition.name, "description": definition.description,
+                           "input_schema": definition.input_schema})))
+    return tuple(parts)
+
+
+def _message_parts(before: Sequence[Message], after: Sequence[Message], overrides: OverrideSet,
+                   tokenizer: Tokenizer) -> tuple[Part, ...]:
+    sent = {m.seq: m for m in after if m.seq is not None}
+    repairs = [m for m in after if m.seq is None]
+    partners = context.pairs(before)
+    parts, repair_no = [], 0
+    for message in before:
+        if message.seq is None:  # made up for this request: the repair of an interrupted call
+            repair_no += 1
+            shown, part_id = message, f"{context.REPAIR_PREFIX}{repair_no}"
+            included = message in repairs
+            override = None
+        else:
+            part_id = message_part(message.seq)
+            included = message.seq in sent
+            shown = sent.get(message.seq, message)
+            override = overrides.get(part_id)
+        parts.append(Part(
+            id=part_id, kind="message", label=f"#{message.seq} {message.role}" if message.seq
+            else "added for this request (an interrupted call's result)",
+            preview=_preview(_message_text(shown)), tokens=tokenizer.message(shown),
+            included=included, override=override.action if override else None,
+            paired_with=tuple(partners.get(part_id, ())),
+            content=_json(message_to_json(shown)["content"]),
+            original=_json(message_to_json(message)["content"])
+            if override and override.action == "replace" else None))
+    return tuple(parts)
+
+
+def _message_text(message: Message) -> str:
+    """What a message says, for a preview: its text, else its tool calls and results."""
+    pieces = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            pieces.append(block.text)
+        elif isinstance(block, ToolUseBlock):
+            pieces.append(f"{block.name}({_json(block.input)})")
+        else:
+            pieces.append(f"→ {block.content}")
+    return " ".join(pieces)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,188 @@
+"""GET /v1/sessions/{id}/context (the snapshot, one part in full) and POST …/context/try."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from accounts.models import AuditEntry, Tenant, UsageRecord
+from harness.providers.scripted import ScriptedModel, text, tool_call
+from runs.models import Message, Run
+from tests.support.api import error_of
+
+PART_KEYS = {"id", "kind", "label", "preview", "tokens", "included", "override", "stale",
+             "paired_with", "cached_prefix"}
+
+
+@pytest.fixture
+def demo(alice, make_session, inline_runs) -> dict:
+    """A session after one demo run (10 messages; 2 → 3, 4 → 5, 6 → 7, 8 → 9 are pairs)."""
+    session = make_session(alice)
+    alice.client.post(f"/v1/sessions/{session['id']}/messages",
+                      {"content": "count these four words"}, format="json")
+    return session
+
+
+def snapshot(caller, session, query: str = "") -> dict:
+    response = caller.client.get(f"/v1/sessions/{session['id']}/context{query}")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
+    body = snapshot(alice, demo)
+    assert set(body) == {"system", "tools", "messages", "totals", "counted", "tokenizer",
+                         "framing", "would_compact", "cache_breakpoint", "overrides"}
+    assert [p["id"] for p in body["system"]] == ["system:agent", "system:filesystem",
+                                                 "system:todo"]
+    assert [p["id"] for p in body["messages"]] == [f"message:{i}" for i in range(1, 11)]
+    assert {p["id"] for p in body["tools"]} >= {"tool:echo", "tool:word_count",
+                                                "tool:write_todos", "tool:read_file"}
+    parts = body["system"] + body["tools"] + body["messages"]
+    assert all(set(p) == PART_KEYS for p in parts)
+    assert sum(p["tokens"] for p in parts) + body["framing"] == body["totals"]["after"]
+    assert body["totals"] == {"before": body["totals"]["after"], "after": body["totals"]["after"]}
+    assert (body["counted"], body["tokenizer"]) == ("estimate", "estimate")
+    assert body["overrides"] == {"active": 0, "stale": []}
+    assert body["messages"][2]["paired_with"] == ["message:2"]
+    assert body["messages"][0]["label"] == "#1 user"
+
+
+def test_overrides_show_in_the_snapshot(alice, demo):
+    alice.client.put(f"/v1/sessions/{demo['id']}/context-overrides",
+                     [{"part": "message:5", "action": "exclude"},
+                      {"part": "message:99", "action": "exclude"}], format="json")
+    alice.client.put(f"/v1/agents/{demo['agent']}/context-overrides",
+                     [{"part": "system:agent", "action": "replace", "replacement": "Be terse."}],
+                     format="json")
+    body = snapshot(alice, demo)
+    by_id = {p["id"]: p for p in body["system"] + body["tools"] + body["messages"]}
+    assert not by_id["message:5"]["included"] and not by_id["message:4"]["included"]
+    assert by_id["message:99"]["stale"] and body["overrides"] == {"active": 3,
+                                                                   "stale": ["message:99"]}
+    assert by_id["system:agent"]["override"] == "replace"
+    assert body["totals"]["after"] < body["totals"]["before"]
+    full = alice.client.get(f"/v1/sessions/{demo['id']}/context?full=system:agent").json()
+    assert full == {"id": "system:agent", "content": "Be terse.", "original": "You help.",
+                    "included": True}
+    excluded = alice.client.get(f"/v1/sessions/{demo['id']}/context?full=message:5").json()
+    assert excluded["included"] is False and json.loads(excluded["content"])[0]["type"] == \
+        "tool_result"
+
+
+def test_full_gives_a_parts_whole_content(alice, demo):
+    tool = alice.client.get(f"/v1/sessions/{demo['id']}/context?full=tool:word_count").json()
+    definition = json.loads(tool["content"])
+    assert definition["name"] == "word_count" and "input_schema" in definition
+    message = alice.client.get(f"/v1/sessions/{demo['id']}/context?full=message:1").json()
+    stored = Message.objects.get(session_id=demo["id"], seq=1)
+    assert json.loads(message["content"]) == stored.content
+    for missing in ("message:99", "nope", "tool:"):
+        error_of(alice.client.get(f"/v1/sessions/{demo['id']}/context?full={missing}"), 404)
+
+
+def test_a_bad_counted_answers_400(alice, demo):
+    error_of(alice.client.get(f"/v1/sessions/{demo['id']}/context?counted=magic"), 400)
+
+
+def test_inspect_writes_nothing_and_needs_no_provider_key(alice, make_agent, make_session,
+                                                          hango_settings):
+    hango_settings(anthropic_api_key=None, run_inline=False, broker_url="")
+    agent = make_agent(alice, model="anthropic:claude-sonnet-4-5")
+    session = make_session(alice, agent_id=agent["id"])
+    alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"}, format="json")
+    before = {m: m.objects.count() for m in (Message, Run, UsageRecord, AuditEntry)}
+    with CaptureQueriesContext(connection) as queries:
+        body = snapshot(alice, session)
+    writes = [q["sql"] for q in queries.captured_queries
+              if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
+    assert writes == []
+    assert {m: m.objects.count() for m in before} == before
+    assert body["tokenizer"] == "claude-v3" and body["counted"] == "tokenizer"
+    assert [p["id"] for p in body["messages"]] == ["message:1"]
+
+
+def test_members_see_their_own_sessions_context_only(alice, bob, outsider, admin, demo):
+    for other in (bob, outsider):
+        error_of(other.client.get(f"/v1/sessions/{demo['id']}/context"), 404, "not_found")
+        error_of(other.client.post(f"/v1/sessions/{demo['id']}/context/try", {},
+                                   format="json"), 404, "not_found")
+    assert admin.client.get(f"/v1/sessions/{demo['id']}/context").status_code == 200
+
+
+# -- try --------------------------------------------------------------------------------------
+
+
+def try_(caller, session, body) -> object:
+    return caller.client.post(f"/v1/sessions/{session['id']}/context/try", body, format="json")
+
+
+def test_try_answers_and_adds_nothing(alice, demo, serve_model, spans):
+    from harness import telemetry
+    from tests.support.harness import spans_named
+
+    model = ScriptedModel([tool_call("echo", {"text": "hi"}, call_id="t1")])
+    serve_model("scripted", model)
+    messages, runs = Message.objects.count(), Run.objects.count()
+    response = try_(alice, demo, {"exclude": ["message:5", "tool:word_count"],
+                                  "replace": {"system:agent": "Be terse."},
+                                  "message": "And now?"})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["stop_reason"] == "tool_use"
+    assert body["message"]["content"][-1] == {"type": "tool_use", "id": "t1", "name": "echo",
+                                              "input": {"text": "hi"}}
+    assert set(body["usage"]) == {"input_tokens", "output_tokens", "cache_read_tokens",
+                                  "cache_write_tokens"}
+    assert (Message.objects.count(), Run.objects.count()) == (messages, runs)
+    (sent,) = model.calls
+    assert sent.system[0].text == "Be terse." and sent.messages[-1].text == "And now?"
+    assert "word_count" not in [t.name for t in sent.tools]
+    assert 5 not in [m.seq for m in sent.messages] and 4 not in [m.seq for m in sent.messages]
+    [row] = UsageRecord.objects.filter(purpose="context_try")
+    assert row.run_id is None and row.session_id is not None and row.input_tokens > 0
+    [audit] = AuditEntry.objects.filter(action="context.try")
+    assert audit.detail == {"excluded": ["tool:word_count", "message:4", "message:5"],
+                            "replaced": ["system:agent"], "model": "scripted:demo",
+                            "with_message": True}
+    assert "Be terse." not in json.dumps(audit.detail)
+    [chat] = [s for s in spans_named(spans, telemetry.SPAN_CHAT)
+              if s.attributes.get(telemetry.ATTR_CONTEXT_TRY)]
+    [server] = spans_named(spans, telemetry.SPAN_CONTEXT_TRY)
+    assert chat.parent.span_id == server.context.span_id
+
+
+def test_try_is_refused_with_402_when_the_quota_is_spent(alice, demo, tenant):
+    Tenant.objects.filter(pk=tenant.pk).update(token_quota=1)
+    error_of(try_(alice, demo, {}), 402, "quota_exceeded")
+    assert not UsageRecord.objects.filter(purpose="context_try").exists()
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    ({"replace": {"tool:echo": "x"}}, 422),
+    ({"exclude": ["nope"]}, 422),
+    ({"exclude": ["message:5"], "replace": {"message:5": "x"}}, 422),
+    ({"exclude": "message:5"}, 422),
+    (["message:5"], 422),
+])
+def test_bad_try_bodies_are_refused(alice, demo, body, status):
+    error_of(try_(alice, demo, body), status)
+    assert not UsageRecord.objects.filter(purpose="context_try").exists()
+
+
+def test_a_failing_provider_is_a_502_and_no_usage(alice, demo, serve_model):
+    serve_model("scripted", ScriptedModel([]))  # any call raises ScriptExhausted
+    error_of(try_(alice, demo, {}), 502, "provider_error")
+    assert not UsageRecord.objects.filter(purpose="context_try").exists()
+    assert not AuditEntry.objects.filter(action="context.try").exists()
+
+
+def test_a_try_answer_is_text_when_the_model_says_text(alice, demo, serve_model):
+    serve_model("scripted", ScriptedModel([text("Four words.")]))
+    body = try_(alice, demo, {}).json()
+    assert body["message"] == {"role": "assistant",
+                               "content": [{"type": "text", "text": "Four words."}]}
+    assert body["stop_reason"] == "end_turn"
