@@ -1,0 +1,116 @@
+"""The inspector never lies: with the agent on the OpenAI-compatible adapter and, separately, the
+Anthropic adapter, both pointed at a local HTTP server that records each request body, the
+included parts of an inspect snapshot — their full contents, in order — mapped by the adapter
+are byte for byte what the next run's first model call sends: before any override, and after a
+message exclude, a system replace and a tool exclude."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.messages import CacheControl, Message, Request, TextBlock, ToolDef
+from harness.providers import anthropic, openai_compat
+from harness.serde import content_from_json
+from runs import tasks
+from runs.models import Message as StoredMessage
+from runs.models import Run, Session
+from tests.support.replay import ReplayServer, wire_json
+
+MODELS = {
+    "openai": ("openai:gpt-4o", "openai_completion_text.json", openai_compat._map_request,
+               ("messages", "tools")),
+    "anthropic": ("anthropic:claude-sonnet-4-6", "anthropic_message_text.json",
+                  anthropic._map_request, ("system", "messages", "tools")),
+}
+HISTORY = [
+    ("user", [{"type": "text", "text": "Echo 'alpha', then tell me how many words it has."}]),
+    ("assistant", [{"type": "text", "text": "Echoing."},
+                   {"type": "tool_use", "id": "call_1", "name": "echo",
+                    "input": {"text": "alpha"}}]),
+    ("user", [{"type": "tool_result", "tool_use_id": "call_1", "content": "alpha",
+               "is_error": False}]),
+    ("assistant", [{"type": "text", "text": "It said alpha: one word."}]),
+]
+
+
+@pytest.fixture
+def server():
+    replay = ReplayServer()
+    yield replay
+    replay.close()
+
+
+def snapshot_request(caller, session_id: str) -> Request:
+    """The request the snapshot says the next call sends, rebuilt from the parts' full contents
+    (the inspector's own words, over HTTP), with the cache mark where it says the breakpoint is."""
+    url = f"/v1/sessions/{session_id}/context"
+    snapshot = caller.client.get(url).json()
+
+    def full(part: str) -> str:
+        return caller.client.get(url, {"full": part}).json()["content"]
+
+    system = [TextBlock(text=full(p["id"])) for p in snapshot["system"] if p["included"]]
+    if snapshot["cache_breakpoint"] is not None:
+        marked = system[snapshot["cache_breakpoint"]]
+        system[snapshot["cache_breakpoint"]] = TextBlock(text=marked.text,
+                                                         cache_control=CacheControl())
+    tools = [ToolDef(**json.loads(full(p["id"]))) for p in snapshot["tools"] if p["included"]]
+    roles = {f"message:{m.seq}": m.role for m in StoredMessage.objects.filter(
+        session_id=session_id)}
+    messages = [Message(role=roles[p["id"]], content=content_from_json(json.loads(full(p["id"]))))
+                for p in snapshot["messages"] if p["included"]]
+    return Request(model="", system=tuple(system), tools=tuple(tools), messages=tuple(messages))
+
+
+def next_run_sends(caller, session_id: str, server: ReplayServer, adapter: str) -> dict:
+    """Post a message (the run waits, queued), inspect, then run it: the first call's body."""
+    _, canned, _, _ = MODELS[adapter]
+    response = caller.client.post(f"/v1/sessions/{session_id}/messages",
+                                  {"content": "Now count 'alpha beta'."}, format="json")
+    assert response.status_code == 202, response.content
+    seen = len(server.requests)
+    expected = snapshot_request(caller, session_id)
+    assert len(server.requests) == seen  # inspecting called no model (nor counted tokens)
+    server.reply(200, wire_json(canned))
+    tasks.advance_run(response.json()["run"]["id"])
+    assert Run.objects.get(pk=response.json()["run"]["id"]).status == "completed"
+    return {"expected": expected, "sent": server.requests[seen].body}
+
+
+@pytest.mark.parametrize("adapter", sorted(MODELS))
+def test_the_snapshot_is_what_the_next_call_sends(adapter, alice, make_agent, hango_settings,
+                                                 server):
+    model, _, map_request, keys = MODELS[adapter]
+    hango_settings(run_inline=False, broker_url="", provider_max_retries=0,
+                   **{f"{adapter}_api_key": "test-key", f"{adapter}_base_url": server.url})
+    agent = make_agent(alice, model=model, system_prompt="You count words.")
+    session = Session.objects.create(tenant_id=alice.member.tenant_id, agent_id=agent["id"],
+                                     member=alice.member, title="fidelity")
+    for seq, (role, content) in enumerate(HISTORY, start=1):
+        StoredMessage.objects.create(session=session, seq=seq, role=role, content=content)
+
+    def compare() -> dict:
+        observed = next_run_sends(alice, str(session.pk), server, adapter)
+        mapped = map_request(observed["expected"])
+        for key in keys:
+            assert mapped.get(key) == observed["sent"].get(key), key
+        return observed["sent"]
+
+    first = compare()
+    assert any(t.get("name", t.get("function", {}).get("name")) == "echo" for t in first["tools"])
+
+    overrides = alice.client.put(f"/v1/sessions/{session.pk}/context-overrides",
+                                 [{"part": "message:3", "action": "exclude"}], format="json")
+    assert overrides.json()["added"] == ["message:2"]
+    agent_overrides = alice.client.put(f"/v1/agents/{agent['id']}/context-overrides", [
+        {"part": "system:agent", "action": "replace", "replacement": "You count, tersely."},
+        {"part": "tool:echo", "action": "exclude"}], format="json")
+    assert agent_overrides.status_code == 200
+    second = compare()
+    tool_names = [t.get("name", t.get("function", {}).get("name")) for t in second["tools"]]
+    assert "echo" not in tool_names and "word_count" in tool_names
+    assert "call_1" not in json.dumps(second["messages"])
+    assert "You count, tersely." in json.dumps(second)
+    assert "You count words." not in json.dumps(second)
