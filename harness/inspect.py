@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from harness import context, telemetry
@@ -27,10 +28,10 @@ from harness.chain import ModelRequest
 from harness.context import Override, OverrideSet, SourcedBlock, message_part, part_kind
 from harness.errors import ProviderError
 from harness.loop import Loop
-from harness.messages import Message, Response, TextBlock, ToolUseBlock
+from harness.messages import Message, Response, TextBlock, ToolDef, ToolUseBlock
 from harness.middleware import prompt_cache, summarization
 from harness.providers.base import TokenCounter
-from harness.serde import message_to_json
+from harness.serde import content_to_json
 from harness.state import State
 from harness.tokens import Counted, Tokenizer
 from harness.tools.base import Tool
@@ -55,8 +56,18 @@ class Part:
     stale: bool = False  # an override whose part is not in the request (a placeholder entry)
     paired_with: tuple[str, ...] = ()
     cached_prefix: bool = False  # before the prompt cache's breakpoint: editing it costs a miss
-    content: str = ""  # the whole part as the next call sends it (the replacement, if any)
-    original: str | None = None  # its content before a replace override
+    # The whole part as the next call sends it (the replacement, if any), and as it was before
+    # a replace override: rendered when asked for (``?full=``), not for every part of a snapshot.
+    sent: Callable[[], str] = field(default=str, repr=False, compare=False)
+    unreplaced: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def content(self) -> str:
+        return self.sent()
+
+    @property
+    def original(self) -> str | None:
+        return None if self.unreplaced is None else self.unreplaced()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +110,9 @@ def assemble(loop: Loop, state: State,
     ones), after ``before_run`` as a new run does it; and the overrides applied."""
     loop.chain.before_run(state)
     overrides = context.active(state).merged(extra)
+    if not overrides:  # nothing to take out: the request sent is the whole request
+        after = _capture(loop, state)
+        return after, after, overrides
     context.set_active(state, context.NONE)
     before = _capture(loop, state)
     context.set_active(state, overrides)
@@ -155,7 +169,10 @@ def _snapshot(before: ModelRequest, after: ModelRequest, overrides: OverrideSet,
     sent, unfiltered = after.to_provider_request(), before.to_provider_request()
     parts_after = sum(p.tokens for p in (*system, *tools, *messages) if p.included)
     counted: Counted = tokenizer.source
-    total_before, total_after = tokenizer.request(unfiltered), tokenizer.request(sent)
+    # The tokenizer's request() is its parts plus its framing: summed here from the parts
+    # already counted, so a 10,000-message history is not counted over again.
+    total_after = parts_after + tokenizer.framing(sent)
+    total_before = total_after if before is after else tokenizer.request(unfiltered)
     if isinstance(counter, TokenCounter):
         try:
             total_before, total_after = counter.count_tokens(unfiltered), counter.count_tokens(sent)
@@ -184,8 +201,9 @@ def _stale_part(override: Override) -> Part:
 
 
 def _preview(text: str) -> str:
-    """The first 200 characters, on a character boundary (a str is always cut on one)."""
-    text = " ".join(text.split())
+    """The first 200 characters, whitespace folded, on a character boundary (a str is always
+    cut on one)."""
+    text = " ".join(text[:4 * PREVIEW_CHARS].split())
     return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
 
 
@@ -202,8 +220,9 @@ def _system_parts(before: Sequence[SourcedBlock], after: Sequence[SourcedBlock],
             preview=_preview(shown.block.text), tokens=tokenizer.block(shown.block),
             included=index is not None, override=override.action if override else None,
             cached_prefix=index is not None and breakpoint is not None and index <= breakpoint,
-            content=shown.block.text,
-            original=block.block.text if override and override.action == "replace" else None))
+            sent=_text_of(shown.block),
+            unreplaced=_text_of(block.block) if override and override.action == "replace"
+            else None))
     return tuple(parts)
 
 
@@ -224,23 +243,21 @@ def _tool_parts(before: Iterable[Tool], after: Iterable[Tool], tokenizer: Tokeni
             id=context.tool_part(tool.name), kind="tool", label=tool.name,
             preview=_preview(definition.description), tokens=tokenizer.tool(definition),
             included=included, override=None if included else "exclude",
-            cached_prefix=included and cached,
-            content=_json({"name": definition.name, "description": definition.description,
-                           "input_schema": definition.input_schema})))
+            cached_prefix=included and cached, sent=partial(_tool_json, definition)))
     return tuple(parts)
 
 
 def _message_parts(before: Sequence[Message], after: Sequence[Message], overrides: OverrideSet,
                    tokenizer: Tokenizer) -> tuple[Part, ...]:
     sent = {m.seq: m for m in after if m.seq is not None}
-    repairs = [m for m in after if m.seq is None]
+    repairs = {id(m) for m in after if m.seq is None}
     partners = context.pairs(before)
     parts, repair_no = [], 0
     for message in before:
         if message.seq is None:  # made up for this request: the repair of an interrupted call
             repair_no += 1
             shown, part_id = message, f"{context.REPAIR_PREFIX}{repair_no}"
-            included = message in repairs
+            included = id(message) in repairs
             override = None
         else:
             part_id = message_part(message.seq)
@@ -252,25 +269,42 @@ def _message_parts(before: Sequence[Message], after: Sequence[Message], override
             else "added for this request (an interrupted call's result)",
             preview=_preview(_message_text(shown)), tokens=tokenizer.message(shown),
             included=included, override=override.action if override else None,
-            paired_with=tuple(partners.get(part_id, ())),
-            content=_json(message_to_json(shown)["content"]),
-            original=_json(message_to_json(message)["content"])
+            paired_with=tuple(partners.get(part_id, ())), sent=partial(_content_json, shown),
+            unreplaced=partial(_content_json, message)
             if override and override.action == "replace" else None))
     return tuple(parts)
 
 
 def _message_text(message: Message) -> str:
-    """What a message says, for a preview: its text, else its tool calls and results."""
-    pieces = []
+    """What a message says, for a preview: its text, its tool calls and results — as far as
+    a preview shows."""
+    pieces, length = [], 0
     for block in message.content:
         if isinstance(block, TextBlock):
-            pieces.append(block.text)
+            piece = block.text
         elif isinstance(block, ToolUseBlock):
-            pieces.append(f"{block.name}({_json(block.input)})")
+            piece = f"{block.name}({_json(block.input)})"
         else:
-            pieces.append(f"→ {block.content}")
+            piece = f"→ {block.content}"
+        pieces.append(piece)
+        length += len(piece)
+        if length > 4 * PREVIEW_CHARS:
+            break
     return " ".join(pieces)
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def _text_of(block: TextBlock) -> Callable[[], str]:
+    return lambda: block.text
+
+
+def _tool_json(definition: ToolDef) -> str:
+    return _json({"name": definition.name, "description": definition.description,
+                  "input_schema": definition.input_schema})
+
+
+def _content_json(message: Message) -> str:
+    return _json(content_to_json(message.content))

@@ -305,22 +305,27 @@ class FamilyTokenizer:
 
 class Estimate:
     """:mod:`harness.estimator` behind the same interface, its overheads as the framing: the
-    total is :func:`harness.estimator.estimate_request`'s, and the estimator's caches serve."""
+    total is :func:`harness.estimator.estimate_request`'s. Its texts go through the same bounded
+    content cache as a tokenizer's (the estimator's own keeps only 512), so a state rebuilt from
+    the database — the inspector's, every request — finds a long history counted already."""
 
     name = "estimate"
     source: Counted = "estimate"
 
+    def __init__(self) -> None:
+        self._content = _Content(estimator.estimate_text)
+
     def text(self, text: str) -> int:
-        return estimator.estimate_text(text)
+        return self._content.text(text)
 
     def block(self, block: Block) -> int:
-        return estimator.content_tokens(block)
+        return self._content.block(block)
 
     def message(self, message: Message) -> int:
-        return estimator.estimate_message(message) - self.message_framing(message)
+        return self._content.message(message)
 
     def tool(self, tool: ToolDef) -> int:
-        return estimator.estimate_tool(tool) - estimator.TOOL_OVERHEAD
+        return self._content.tool(tool)
 
     def message_framing(self, message: Message) -> int:
         return estimator.MESSAGE_OVERHEAD + estimator.BLOCK_OVERHEAD * len(message.content)

@@ -3,10 +3,12 @@ on the worker side, with :mod:`runs.worker`)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from functools import cache
 from typing import cast
 
+from django.db import connection
 from pydantic import SecretStr
 
 from agents.models import Agent
@@ -100,12 +102,20 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
 
 
 def session_history(session_id: uuid.UUID) -> list[HMessage]:
-    """The session's stored messages, in seq order, as harness values (each keeps its seq)."""
-    rows = (Message.objects.filter(session_id=session_id).order_by("seq")
-            .values_list("seq", "role", "content"))
-    # The message_role_valid constraint keeps the column to the harness's roles.
-    return [HMessage(role=cast(Role, role), content=content_from_json(content), seq=seq)
-            for seq, role, content in rows]
+    """The session's stored messages, in seq order, as harness values (each keeps its seq).
+
+    One plain query, decoded here: a run and every inspection load the whole history, and the
+    ORM's per-row conversion was a third of the time at 10,000 messages."""
+    table = Message._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT seq, role, content FROM {table} WHERE session_id = %s "
+                       "ORDER BY seq", [session_id])
+        rows = cursor.fetchall()
+    # The message_role_valid constraint keeps the column to the harness's roles; the content
+    # column is JSON text (Django reads jsonb as text and decodes it itself).
+    return [HMessage(role=cast(Role, role), content=content_from_json(
+        json.loads(content) if isinstance(content, str) else content), seq=seq)
+        for seq, role, content in rows]
 
 
 def new_state(session: Session, history: list[HMessage], *, run_id: str = "") -> State:

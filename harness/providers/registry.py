@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 
 from harness.errors import UnknownModel
 from harness.providers.base import Provider, ProviderSettings
@@ -71,16 +72,28 @@ def _scripted(name: str, settings: ProviderSettings) -> Provider:
     return named_script(name, delay_ms=settings.scripted_delay_ms)
 
 
-def _anthropic(name: str, settings: ProviderSettings) -> Provider:
+# The SDK adapters hold an HTTP client whose TLS setup takes tens of milliseconds; a client is
+# thread-safe and depends on the settings alone, so one per distinct settings serves every run.
+@lru_cache(maxsize=16)
+def _anthropic_for(settings: ProviderSettings) -> Provider:
     from harness.providers.anthropic import AnthropicProvider  # its SDK only when used
 
     return AnthropicProvider(settings=settings)
 
 
-def _openai(name: str, settings: ProviderSettings) -> Provider:
+@lru_cache(maxsize=16)
+def _openai_for(settings: ProviderSettings) -> Provider:
     from harness.providers.openai_compat import OpenAICompatProvider
 
     return OpenAICompatProvider(settings=settings)
+
+
+def _anthropic(name: str, settings: ProviderSettings) -> Provider:
+    return _anthropic_for(settings)
+
+
+def _openai(name: str, settings: ProviderSettings) -> Provider:
+    return _openai_for(settings)
 
 
 registry = ProviderRegistry()

@@ -1,0 +1,156 @@
+"""Context inspector latency: GET /v1/sessions/{id}/context for sessions of 100, 1,000 and
+10,000 messages; prints figures only (README.md says how to read them).
+
+Two measures per size: the snapshot service alone (``context.selectors.context_snapshot``: the
+loop built, the history loaded, two assemblies through the chain when overrides apply, the
+parts counted) and the whole HTTP request through Django's test client (authentication,
+serialisation, rendering). Models: the offline estimate (``scripted:demo``), o200k
+(``openai:gpt-4o``) and Claude's tokenizer (``anthropic:claude-sonnet-4-6``); no model is ever
+called. Sizes and models are interleaved and repeated; medians with min and max are printed,
+and the time per message at 10,000 over the time per message at 1,000 (growth: at most 1.0
+means the latency does not grow faster than the history).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics as st
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench"
+SIZES = (100, 1_000, 10_000)
+MODELS = ("scripted:demo", "openai:gpt-4o", "anthropic:claude-sonnet-4-6")
+TARGET_MS = {1_000: 30.0, 10_000: 300.0}
+
+
+def history(n: int) -> list[tuple[str, list[dict]]]:
+    """A conversation of ``n`` messages: a question, a tool call, its result, an answer."""
+    out: list[tuple[str, list[dict]]] = []
+    i = 0
+    while len(out) < n:
+        i += 1
+        out += [
+            ("user", [{"type": "text", "text": f"Look up ticket {i}: who owns it, and is it "
+                                               "still open? Keep the answer short."}]),
+            ("assistant", [{"type": "text", "text": "Looking it up."},
+                           {"type": "tool_use", "id": f"call_{i}", "name": "echo",
+                            "input": {"text": f"ticket {i} status"}}]),
+            ("user", [{"type": "tool_result", "tool_use_id": f"call_{i}", "is_error": False,
+                       "content": f"ticket {i}: open, owned by team {i % 7}, last touched "
+                                  f"2026-11-{i % 28 + 1:02d}, 3 comments"}]),
+            ("assistant", [{"type": "text", "text": f"Ticket {i} is open; team {i % 7} owns "
+                                                    "it."}]),
+        ]
+    return out[:n]
+
+
+def setup(url: str) -> None:
+    import psycopg2
+
+    name = url.rsplit("/", 1)[1]
+    admin = psycopg2.connect(url.rsplit("/", 1)[0] + "/postgres")
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute("select 1 from pg_database where datname = %s", [name])
+        if cur.fetchone() is None:
+            cur.execute(f'create database "{name}"')
+    admin.close()
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
+    os.environ["HANGO_RATE_LIMIT_PER_MINUTE"] = "0"  # the bench's own requests are not limited
+    # Keys so the adapters can be built; the inspector never calls them.
+    os.environ.setdefault("OPENAI_API_KEY", "bench-not-a-key")
+    os.environ.setdefault("ANTHROPIC_API_KEY", "bench-not-a-key")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def timed(fn, reps: int) -> list[float]:
+    out = []
+    for _ in range(reps):
+        started = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=7, help="rounds; each times every case once")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--db", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB))
+    a = ap.parse_args()
+    setup(a.db)
+
+    from django.test import Client
+
+    from accounts.services import api_key_issue, tenant_bootstrap
+    from agents.services import agent_create
+    from context.selectors import context_snapshot
+    from runs.models import Message, Session
+
+    member = tenant_bootstrap(tenant_name=f"bench-{uuid.uuid4().hex[:8]}",
+                              email=f"{uuid.uuid4().hex[:8]}@bench.test").api_key.member
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {api_key_issue(member=member).plaintext}")
+    cases = []
+    for model in a.models.split(","):
+        agent = agent_create(member=member, data={"name": "bench", "model": model})
+        for n in SIZES:
+            session = Session.objects.create(tenant_id=member.tenant_id, agent=agent,
+                                             member=member, title=f"{model} {n}")
+            Message.objects.bulk_create([
+                Message(session=session, seq=i, role=role, content=content)
+                for i, (role, content) in enumerate(history(n), start=1)])
+            cases.append((model, n, session))
+
+    first: dict[tuple[str, int], float] = {}
+    service: dict[tuple[str, int], list[float]] = {(m, n): [] for m, n, _ in cases}
+    http: dict[tuple[str, int], list[float]] = {(m, n): [] for m, n, _ in cases}
+    for model, n, session in cases:  # the first inspection counts every text (cold caches)
+        first[(model, n)] = timed(lambda s=session: context_snapshot(session=s), 1)[0]
+    for rep in range(a.reps):
+        for model, n, session in (cases if rep % 2 == 0 else cases[::-1]):
+            service[(model, n)] += timed(lambda s=session: context_snapshot(session=s), 1)
+            response = None
+
+            def get(s=session) -> None:
+                nonlocal response
+                response = client.get(f"/v1/sessions/{s.pk}/context")
+
+            http[(model, n)] += timed(get, 1)
+            assert response is not None and response.status_code == 200, response
+        print(f"round {rep + 1}/{a.reps} done", file=sys.stderr)
+
+    print(f"hango context inspector benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  "
+          f"cpus {os.cpu_count()}  load {os.getloadavg()[0]:.2f}  rounds {a.reps}")
+    print("ms per inspection: median (min-max); first = the first inspection, caches cold")
+    print(f"{'model':30} {'messages':>8} {'first':>8} {'service':>22} {'http':>22} "
+          f"{'target':>7} {'met':>4}")
+    for model, n, _ in cases:
+        s, h = service[(model, n)], http[(model, n)]
+        target = TARGET_MS.get(n)
+        met = "" if target is None else ("yes" if st.median(h) <= target else "no")
+        print(f"{model:30} {n:>8} {first[(model, n)]:>8.1f} "
+              f"{st.median(s):>8.1f} ({min(s):.1f}-{max(s):.1f}){'':>2} "
+              f"{st.median(h):>8.1f} ({min(h):.1f}-{max(h):.1f}){'':>2} "
+              f"{'' if target is None else f'<= {target:g}':>7} {met:>4}")
+    print("growth (per-message time at 10,000 / at 1,000; <= 1.0: no faster than the history):")
+    for model in a.models.split(","):
+        for label, series in (("service", service), ("http", http)):
+            small, large = st.median(series[(model, 1_000)]), st.median(series[(model, 10_000)])
+            print(f"  {model:30} {label:8} {large / 10_000 / (small / 1_000):.2f}")
+
+
+if __name__ == "__main__":
+    main()
