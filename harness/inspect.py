@@ -175,7 +175,8 @@ def _snapshot(before: ModelRequest, after: ModelRequest, overrides: OverrideSet,
     total_before = total_after if before is after else tokenizer.request(unfiltered)
     if isinstance(counter, TokenCounter):
         try:
-            total_before, total_after = counter.count_tokens(unfiltered), counter.count_tokens(sent)
+            total_after = counter.count_tokens(sent)
+            total_before = total_after if before is after else counter.count_tokens(unfiltered)
             counted = "provider"
         except ProviderError:
             pass  # advisory: an unreachable counter leaves the tokenizer's totals

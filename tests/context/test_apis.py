@@ -137,3 +137,18 @@ def test_overrides_belong_to_their_tenant_and_member(alice, bob, admin, outsider
         error_of(other.client.get(f"/v1/agents/{demo['agent']}/context-overrides"), 404)
     assert ContextOverride.objects.count() == 1
     assert admin.client.get(url).json()["overrides"][0]["part"] == "message:10"
+
+
+def test_the_gauge_reports_each_tenants_overrides(alice, outsider, demo, make_session):
+    from opentelemetry.metrics import CallbackOptions
+
+    from context.telemetry import active_overrides
+    from harness import telemetry
+
+    put(alice, session_url(demo), [{"part": "message:5", "action": "exclude"}])  # + its pair
+    theirs = make_session(outsider)
+    put(outsider, session_url(theirs), [{"part": "message:1", "action": "replace",
+                                         "replacement": "x"}])
+    seen = {o.attributes[telemetry.ATTR_TENANT_ID]: o.value
+            for o in active_overrides(CallbackOptions())}
+    assert seen == {str(alice.member.tenant_id): 2, str(outsider.member.tenant_id): 1}

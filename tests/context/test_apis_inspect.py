@@ -186,3 +186,31 @@ def test_a_try_answer_is_text_when_the_model_says_text(alice, demo, serve_model)
     assert body["message"] == {"role": "assistant",
                                "content": [{"type": "text", "text": "Four words."}]}
     assert body["stop_reason"] == "end_turn"
+
+
+def test_counted_provider_asks_the_providers_counter(alice, make_agent, make_session,
+                                                     hango_settings):
+    from tests.support.replay import ReplayServer, wire_json
+
+    server = ReplayServer()
+    try:
+        hango_settings(anthropic_api_key="test-key", anthropic_base_url=server.url,
+                       provider_max_retries=0, run_inline=False, broker_url="")
+        agent = make_agent(alice, model="anthropic:claude-sonnet-4-6")
+        session = make_session(alice, agent_id=agent["id"])
+        alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"},
+                          format="json")
+        assert snapshot(alice, session)["counted"] == "tokenizer" and server.requests == []
+        server.reply(200, wire_json("anthropic_count_tokens.json"))
+        body = snapshot(alice, session, "?counted=provider")
+        [counted] = server.requests
+        assert counted.path.endswith("/messages/count_tokens")
+        expected = wire_json("anthropic_count_tokens.json")["input_tokens"]
+        assert (body["counted"], body["totals"]["after"]) == ("provider", expected)
+        parts = body["system"] + body["tools"] + body["messages"]
+        assert sum(p["tokens"] for p in parts) + body["framing"] == expected
+        # An unreachable counter leaves the tokenizer's count.
+        server.reply(503, {"type": "error", "error": {"type": "api_error", "message": "down"}})
+        assert snapshot(alice, session, "?counted=provider")["counted"] == "tokenizer"
+    finally:
+        server.close()
