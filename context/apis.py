@@ -152,10 +152,13 @@ class ContextTryApi(APIView):
                    responses={200: TryOutput},
                    description="One real model call with the session's next request: its "
                                "stored overrides plus `exclude` and `replace` on top, and "
-                               "`message` as one more user message. Nothing is added to the "
-                               "session and no run is made; tool calls in the answer are "
-                               "returned, not run. A `context_try` usage row; 402 when the "
-                               "tenant's quota is spent; 502 when the provider fails.")
+                               "`message` as one more user message (needed when the history "
+                               "ends with the agent's answer). Nothing is added to the session "
+                               "and no run is made; tool calls in the answer are returned, not "
+                               "run. One attempt within HANGO_CONTEXT_TRY_TIMEOUT, sent as "
+                               "assembled (never summarized first). A `context_try` usage row; "
+                               "402 when the tenant's quota is spent; 502 when the provider "
+                               "fails.")
     def post(self, request, session_id):
         member = caller(request)
         session = session_get(member=member, session_id=session_id)

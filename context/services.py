@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import transaction
 from opentelemetry.trace import SpanKind
@@ -92,11 +92,21 @@ def _with_pairs(overrides: list[Override], messages: list[HMessage]) -> tuple[li
 
 
 def _check_history(overrides: list[Override], messages: list[HMessage]) -> None:
+    """Refuse a set that makes the stored history an invalid request. Problems the history
+    has without the set are not the set's doing — a run paused for approval ends with calls
+    whose results wait — so only the ones the set brings are refused."""
     kept, _ = context.apply_messages(messages, OverrideSet(overrides=tuple(overrides)))
     if messages and not any(m.role == "user" for m in kept):
         raise _refuse(["No user message would be left: a request needs at least one."])
-    if problems := history.validate(kept) if kept else []:
-        raise _refuse([str(p) for p in problems])
+    already = {p.kind for p in history.validate(messages)} if messages else set()
+    if problems := [p for p in (history.validate(kept) if kept else []) if p.kind not in already]:
+        raise _refuse([_named(p, kept) for p in problems])
+
+
+def _named(problem: history.Problem, messages: list[HMessage]) -> str:
+    """The problem about the message it names by part id (``message:<seq>``), not position."""
+    seq = messages[problem.index].seq if problem.index < len(messages) else None
+    return f"{context.message_part(seq) if seq is not None else 'the history'}: {problem.detail}"
 
 
 def overrides_replace(*, target: Agent | Session, overrides: list[Override],
@@ -161,31 +171,44 @@ def context_try(*, session: Session, extra: Sequence[Override], message: str | N
     The call is a ``context_try`` usage row of the tenant (402 when its quota is spent) and a
     ``context.try`` audit row (part ids and the model, never text)."""
     session = Session.objects.select_related("agent", "tenant").get(pk=session.pk)
-    with transaction.atomic():
-        quota_admit(session.tenant_id)
-    loop = build_loop(session.agent, session, capture_only=True,
-                      settings=provider_settings(timeout_seconds=hango().context_try_timeout))
     history = session_history(session.pk)
     if message is not None:
         history.append(HMessage.user(message))
+    if not history or history[-1].role == "assistant":
+        # Sent as it is, such a request would have the model continue its own last answer.
+        raise Unprocessable("The session's history ends with the agent's answer: give a "
+                            "message to try it with.", detail={"message": ["required here"]})
+    with transaction.atomic():
+        quota_admit(session.tenant_id)
+    # One attempt within the try's timeout: a person is waiting for the answer.
+    settings = replace(provider_settings(timeout_seconds=hango().context_try_timeout),
+                       max_retries=0)
+    loop = build_loop(session.agent, session, capture_only=True, settings=settings)
     state = new_state(session, history)
-    before, after, overrides = assemble(loop, state, extra)
-    request = after.to_provider_request()
     attrs = {telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_CHAT,
              telemetry.ATTR_GEN_AI_PROVIDER: loop.provider.name,
              telemetry.ATTR_GEN_AI_REQUEST_MODEL: loop.model, telemetry.ATTR_CONTEXT_TRY: True}
     with telemetry.span(telemetry.SPAN_CONTEXT_TRY, kind=SpanKind.SERVER), \
             telemetry.span(telemetry.SPAN_CHAT, attrs, kind=SpanKind.CLIENT) as chat:
+        # Assembled inside the chat span, as a run's request is: the overrides' attributes and
+        # events land on it.
+        before, after, overrides = assemble(loop, state, extra)
         try:
-            response = loop.provider.complete(request)
+            response = loop.provider.complete(after.to_provider_request())
         except ProviderError:
             telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "failed"})
             raise
-        chat.set_attributes({telemetry.ATTR_GEN_AI_INPUT_TOKENS: response.usage.input_tokens,
-                             telemetry.ATTR_GEN_AI_OUTPUT_TOKENS: response.usage.output_tokens})
+        usage = response.usage
+        chat.set_attributes({
+            telemetry.ATTR_GEN_AI_RESPONSE_FINISH: [response.stop_reason],
+            telemetry.ATTR_GEN_AI_INPUT_TOKENS: usage.input_tokens,
+            telemetry.ATTR_GEN_AI_OUTPUT_TOKENS: usage.output_tokens,
+            telemetry.ATTR_CACHE_READ_TOKENS: usage.cache_read_tokens,
+            telemetry.ATTR_CACHE_WRITE_TOKENS: usage.cache_write_tokens})
+        if total := usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens:
+            telemetry.cache_read_ratio.record(usage.cache_read_tokens / total)
     telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "ok"})
     excluded = left_out(before, after)
-    usage = response.usage
     with transaction.atomic():
         UsageRecord.objects.create(
             tenant_id=session.tenant_id, session=session, run=None, agent_id=session.agent_id,

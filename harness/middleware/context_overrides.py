@@ -57,8 +57,9 @@ class ContextOverridesMiddleware:
 
     def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
         overrides = context.active(req.state)
+        stale = 0
         if overrides:
-            _record_stale(req, overrides)
+            stale = _record_stale(req, overrides)
             req = self._apply(req, overrides)
         response = next(req)
         record = context.applied(req.state)
@@ -66,7 +67,8 @@ class ContextOverridesMiddleware:
         excluded = (sum(count.block(s.block) for s in record.system)
                     + sum(count.tool(t.definition) for t in record.tools)
                     + sum(count.message(m) + count.message_framing(m) for m in record.messages))
-        telemetry.set_attributes({telemetry.ATTR_CONTEXT_OVERRIDES: len(overrides),
+        # The overrides that apply: a stale one does nothing (as the inspector counts them).
+        telemetry.set_attributes({telemetry.ATTR_CONTEXT_OVERRIDES: len(overrides) - stale,
                                   telemetry.ATTR_CONTEXT_EXCLUDED_TOKENS: excluded})
         return response
 
@@ -95,15 +97,18 @@ class ContextOverridesMiddleware:
         return replace(req, request=replace(req.request, messages=tuple(kept)))
 
 
-def _record_stale(req: ModelRequest, overrides: OverrideSet) -> None:
-    """A span event for each override whose part is not in this request (nor taken out)."""
+def _record_stale(req: ModelRequest, overrides: OverrideSet) -> int:
+    """A span event for each override whose part is not in this request (nor taken out); how
+    many there are."""
     present = {s.part for s in req.system} | {s.part for s in context.applied(req.state).system}
     present |= {context.tool_part(t.name) for t in req.tools}
     present |= {message_part(m.seq) for m in req.request.messages if m.seq is not None}
-    for override in overrides.overrides:
-        if override.part not in present and part_kind(override.part) != "summary":
-            telemetry.record_event(telemetry.EVENT_CONTEXT_OVERRIDE_STALE,
-                                   {telemetry.ATTR_CONTEXT_PART: override.part})
+    stale = [o.part for o in overrides.overrides
+             if o.part not in present and part_kind(o.part) != "summary"]
+    for part in stale:
+        telemetry.record_event(telemetry.EVENT_CONTEXT_OVERRIDE_STALE,
+                               {telemetry.ATTR_CONTEXT_PART: part})
+    return len(stale)
 
 
 def from_config(cfg: StackConfig) -> ContextOverridesMiddleware | None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from harness import telemetry
+from harness import context, telemetry
 from harness.agent import AgentConfig, AgentSpec, SubagentSpec
 from harness.context import SourcedBlock
 from harness.deps import SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_TURNS, StackConfig
@@ -145,6 +145,11 @@ class SubagentMiddleware:
                       agent_id=parent.agent_id, tenant_id=parent.tenant_id,
                       trace_content=parent.trace_content,
                       messages=[Message.user(args["description"])])
+        # A tool the user excluded from the agent is not the subagent's either: the child's
+        # allowlist slot drops it, as the parent's does.
+        if tools := [o for o in context.active(parent).overrides
+                     if o.action == "exclude" and context.part_kind(o.part) == "tool"]:
+            context.set_active(state, context.OverrideSet(overrides=tuple(tools)))
         step = loop.run(state, control=_ParentControl(ctx.cancel_requested),
                         checkpointer=_UsageToParent(parent))
         telemetry.record_event(telemetry.EVENT_SUBAGENT_FINISHED, {

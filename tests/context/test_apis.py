@@ -16,7 +16,7 @@ from tests.support.api import error_of
 @pytest.fixture
 def demo(alice, make_session, inline_runs) -> dict:
     """A session after one demo run: 1 the task, then tool calls paired with their results —
-    2 → 3 (write_todos), 4 → 5 (word_count), 6 → 7 and 8 → 9 (write_todos) — and 10, the
+    2 → 3 and 4 → 5 (write_todos), 6 → 7 (word_count), 8 → 9 (write_todos) — and 10, the
     answer."""
     session = make_session(alice)
     response = alice.client.post(f"/v1/sessions/{session['id']}/messages",
@@ -152,3 +152,19 @@ def test_the_gauge_reports_each_tenants_overrides(alice, outsider, demo, make_se
     seen = {o.attributes[telemetry.ATTR_TENANT_ID]: o.value
             for o in active_overrides(CallbackOptions())}
     assert seen == {str(alice.member.tenant_id): 2, str(outsider.member.tenant_id): 1}
+
+
+def test_a_paused_runs_session_takes_overrides_and_the_refusals_name_parts(
+        alice, make_agent, make_session, inline_runs):
+    agent = make_agent(alice, config={"interrupt_on": {"word_count": ["approve"]}})
+    session = make_session(alice, agent_id=agent["id"])
+    run = alice.client.post(f"/v1/sessions/{session['id']}/messages",
+                            {"content": "count these four words"}, format="json").json()["run"]
+    assert run["status"] == "awaiting_approval"  # the history ends with a call awaiting results
+    url = session_url(session)
+    assert put(alice, url, []).status_code == 200
+    assert put(alice, url, [{"part": "message:1", "action": "replace",
+                             "replacement": "Count them."}]).status_code == 200
+    error = error_of(put(alice, url, [{"part": "message:1", "action": "exclude"}]), 422)
+    assert error["detail"]["overrides"] == [
+        "message:2: the history starts with an assistant message"]

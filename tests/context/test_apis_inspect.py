@@ -157,7 +157,7 @@ def test_try_answers_and_adds_nothing(alice, demo, serve_model, spans):
 
 def test_try_is_refused_with_402_when_the_quota_is_spent(alice, demo, tenant):
     Tenant.objects.filter(pk=tenant.pk).update(token_quota=1)
-    error_of(try_(alice, demo, {}), 402, "quota_exceeded")
+    error_of(try_(alice, demo, {"message": "Again?"}), 402, "quota_exceeded")
     assert not UsageRecord.objects.filter(purpose="context_try").exists()
 
 
@@ -175,14 +175,14 @@ def test_bad_try_bodies_are_refused(alice, demo, body, status):
 
 def test_a_failing_provider_is_a_502_and_no_usage(alice, demo, serve_model):
     serve_model("scripted", ScriptedModel([]))  # any call raises ScriptExhausted
-    error_of(try_(alice, demo, {}), 502, "provider_error")
+    error_of(try_(alice, demo, {"message": "Again?"}), 502, "provider_error")
     assert not UsageRecord.objects.filter(purpose="context_try").exists()
     assert not AuditEntry.objects.filter(action="context.try").exists()
 
 
 def test_a_try_answer_is_text_when_the_model_says_text(alice, demo, serve_model):
     serve_model("scripted", ScriptedModel([text("Four words.")]))
-    body = try_(alice, demo, {}).json()
+    body = try_(alice, demo, {"message": "How many?"}).json()
     assert body["message"] == {"role": "assistant",
                                "content": [{"type": "text", "text": "Four words."}]}
     assert body["stop_reason"] == "end_turn"
@@ -214,3 +214,52 @@ def test_counted_provider_asks_the_providers_counter(alice, make_agent, make_ses
         assert snapshot(alice, session, "?counted=provider")["counted"] == "tokenizer"
     finally:
         server.close()
+
+
+def test_try_calls_the_model_with_its_own_timeout(alice, demo, serve_model, hango_settings):
+    hango_settings(context_try_timeout=7.5)
+    timeouts = []
+
+    def factory(name, settings):
+        timeouts.append(settings.timeout_seconds)
+        return ScriptedModel([text("ok")])
+
+    serve_model("scripted", factory)
+    assert try_(alice, demo, {"message": "Again?"}).status_code == 200
+    assert timeouts == [7.5]
+
+
+def test_try_counts_against_the_keys_rate_limit(alice, demo, serve_model, hango_settings):
+    from tests.support.api import make_caller
+
+    fresh = make_caller(alice.member.tenant, "alice@acme.test")  # a new key, nothing counted
+    hango_settings(rate_limit_per_minute=1, rate_limit_redis_url="")
+    serve_model("scripted", ScriptedModel([text("Fine."), text("Fine.")]))
+    assert try_(fresh, demo, {"message": "Well?"}).status_code == 200
+    error_of(try_(fresh, demo, {"message": "Well?"}), 429, "rate_limited")
+
+
+def test_a_try_on_a_history_ending_with_the_answer_needs_a_message(alice, demo, serve_model):
+    model = ScriptedModel([text("ok")])
+    serve_model("scripted", model)
+    error = error_of(try_(alice, demo, {}), 422, "validation_error")
+    assert "message" in error["detail"] and model.calls == []
+    assert not UsageRecord.objects.filter(purpose="context_try").exists()
+
+
+def test_the_try_chat_span_carries_the_overrides_like_a_runs(alice, demo, serve_model, spans):
+    from harness import telemetry
+    from tests.support.harness import spans_named
+
+    alice.client.put(f"/v1/sessions/{demo['id']}/context-overrides",
+                     [{"part": "message:10", "action": "exclude"},
+                      {"part": "message:77", "action": "exclude"}], format="json")
+    serve_model("scripted", ScriptedModel([text("ok")]))
+    assert try_(alice, demo, {"message": "Again?", "exclude": ["tool:echo"]}).status_code == 200
+    [chat] = [s for s in spans_named(spans, telemetry.SPAN_CHAT)
+              if s.attributes.get(telemetry.ATTR_CONTEXT_TRY)]
+    assert chat.attributes[telemetry.ATTR_CONTEXT_OVERRIDES] == 2  # message:77 is stale
+    assert chat.attributes[telemetry.ATTR_CONTEXT_EXCLUDED_TOKENS] > 0
+    assert chat.attributes[telemetry.ATTR_GEN_AI_RESPONSE_FINISH] == ("end_turn",)
+    stale = [e for e in chat.events if e.name == telemetry.EVENT_CONTEXT_OVERRIDE_STALE]
+    assert [e.attributes[telemetry.ATTR_CONTEXT_PART] for e in stale] == ["message:77"]

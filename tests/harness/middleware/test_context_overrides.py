@@ -219,3 +219,15 @@ def compacted(override: Override, budget: int, *, keep: int) -> tuple[tuple[Mess
     assert step == FinalOutput("end_turn")
     (sent,) = provider.run_requests
     return sent.messages, store
+
+
+def test_a_tool_excluded_from_the_agent_is_not_offered_to_its_subagents():
+    from tests.support.subagents import SUBAGENT_CONFIG, subagent_steps
+
+    model = ScriptedModel(subagent_steps())
+    agent = make_agent(config=SUBAGENT_CONFIG)
+    run(loop_over(model, exclude("tool:word_count"), agent=agent), history())
+    child_calls = model.calls[1:4]  # the subagent's own (its tools list word_count)
+    assert [m.text for m in child_calls[0].messages] == ["Count: a b c"]
+    for call in model.calls:
+        assert "word_count" not in [t.name for t in call.tools]
