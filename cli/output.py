@@ -109,11 +109,18 @@ def print_record(record: dict[str, Any]) -> None:
     _console().print(grid)
 
 
-def _problem_text(problem: Any) -> str:
-    """A validation detail entry: DRF sends a field's problems as a list of sentences."""
+def _problem_lines(name: str, problem: Any) -> list[str]:
+    """A validation detail entry as lines: DRF sends a field's problems as a list of sentences,
+    a nested serializer's as a dict (or a list of dicts) of those."""
+    if isinstance(problem, dict):
+        return [line for key, value in problem.items()
+                for line in _problem_lines(f"{name}.{key}", value)]
     if isinstance(problem, list) and all(isinstance(item, str) for item in problem):
-        return " ".join(problem)
-    return cell_text(problem)
+        return [f"{name}: {item}" for item in problem]
+    if isinstance(problem, list) and all(isinstance(item, dict) for item in problem):
+        return [line for i, item in enumerate(problem) for line in _problem_lines(f"{name}[{i}]",
+                                                                               item)]
+    return [f"{name}: {cell_text(problem)}"]
 
 
 def report_error(exc: CliError) -> None:
@@ -121,6 +128,7 @@ def report_error(exc: CliError) -> None:
     click.echo(str(exc), err=True)
     if isinstance(exc, ApiError) and isinstance(exc.detail, dict):
         for name, problem in exc.detail.items():
-            click.echo(f"  {name}: {_problem_text(problem)}", err=True)
+            for line in _problem_lines(name, problem):
+                click.echo(f"  {line}", err=True)
     if exc.hint:
         click.echo(exc.hint, err=True)
