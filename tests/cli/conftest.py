@@ -1,8 +1,11 @@
 """Fixtures of the ``hango`` command's tests: a key on a real server (pytest-django's
-live_server on PostgreSQL) and the command run against it."""
+live_server on PostgreSQL), the command run against it, and the same server's API."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import httpx
 import pytest
 from click.testing import CliRunner, Result
 
@@ -28,3 +31,11 @@ def hango(live_server, key):
 
     return run
 
+
+
+@pytest.fixture
+def api(live_server, key) -> Iterator[httpx.Client]:
+    """The live server's own API with ``key``, to set up and check what a command did."""
+    with httpx.Client(base_url=live_server.url, timeout=60,
+                      headers={"Authorization": f"Bearer {key}"}) as client:
+        yield client
