@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from accounts.models import Tenant
 from tests.support.cli import ok_json
 
 GROUPS = ("system", "tools", "messages")
@@ -262,11 +263,21 @@ def test_try_prints_the_answer_and_adds_no_message(hango, api, demo):
     assert answer["message"]["content"][0]["text"].startswith('You said: "count these')
 
 
-def test_try_shows_the_servers_reasons(hango, demo):
-    result = hango("context", "try", "--session", demo["id"], "--replace", "tool:echo=x")
+def test_try_shows_the_servers_reasons_one_a_line(hango, demo):
+    result = hango("context", "try", "--session", demo["id"], "--replace", "tool:echo=x",
+                   "--replace", "tool:ls=y")
     assert result.exit_code == 1
-    assert result.stderr.startswith("error 422 validation_error: ")
-    assert "  overrides: 'tool:echo': a tool can only be excluded." in result.stderr
+    assert result.stderr.splitlines() == [
+        "error 422 validation_error: These overrides cannot be tried.",
+        "  overrides: 'tool:echo': a tool can only be excluded.",
+        "  overrides: 'tool:ls': a tool can only be excluded."]
+
+
+def test_try_on_a_spent_quota_is_402(hango, demo):
+    Tenant.objects.filter(name="cli").update(token_quota=1)
+    result = hango("context", "try", "--session", demo["id"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error 402 quota_exceeded: ")
 
 
 def free_port() -> int:
