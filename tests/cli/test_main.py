@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import uuid
@@ -13,14 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cli.main import cli
-from tests.support.cli import create_agent, ok_json
-
-
-def free_port() -> int:
-    """A port that was free a moment ago: nothing listens there."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.support.cli import create_agent, free_port, ok_json
 
 
 def test_agent_and_session_round_trip(hango):

@@ -4,14 +4,13 @@ on PostgreSQL) with a session the demo model really ran."""
 from __future__ import annotations
 
 import re
-import socket
 import uuid
 from dataclasses import dataclass
 
 import pytest
 
 from accounts.models import Tenant
-from tests.support.cli import ok_json
+from tests.support.cli import free_port, ok_json
 
 GROUPS = ("system", "tools", "messages")
 ROW = re.compile(r"^ (\[x\]|\[ \]) +(\S+) ")
@@ -278,12 +277,6 @@ def test_try_on_a_spent_quota_is_402(hango, demo):
     result = hango("context", "try", "--session", demo["id"])
     assert result.exit_code == 1
     assert result.stderr.startswith("error 402 quota_exceeded: ")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.parametrize("args", [
