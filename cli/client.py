@@ -75,8 +75,13 @@ class Client:
     def get(self, path: str, *, params: dict[str, Any] | None = None) -> Any:
         return _json(self._send("GET", path, params=params))
 
-    def post(self, path: str, body: dict[str, Any]) -> Any:
-        return _json(self._send("POST", path, json=body))
+    def post(self, path: str, body: dict[str, Any], *, timeout: float | None = None) -> Any:
+        """``timeout``: this request's, for a call slower than the client's default."""
+        extra: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+        return _json(self._send("POST", path, json=body, **extra))
+
+    def put(self, path: str, body: Any) -> Any:
+        return _json(self._send("PUT", path, json=body))
 
     def delete(self, path: str) -> None:
         self._send("DELETE", path)

@@ -109,11 +109,142 @@ def print_record(record: dict[str, Any]) -> None:
     _console().print(grid)
 
 
-def _problem_text(problem: Any) -> str:
-    """A validation detail entry: DRF sends a field's problems as a list of sentences."""
+# --- the context inspector -------------------------------------------------------------------
+
+# Plain ASCII, so the column reads the same in any terminal and in a log.
+SENT, LEFT_OUT = "[x]", "[ ]"
+PART_GROUPS = ("system", "tools", "messages")
+OVERRIDE_COLUMNS: list[Column] = [
+    ("part", lambda o: o["part"]), ("action", lambda o: o["action"]),
+    ("replacement", lambda o: _clip(cell_text(o.get("replacement")))),
+]
+_COUNTED = {"provider": "counted by the provider's token counter",
+            "tokenizer": "counted with the {} tokenizer",
+            "estimate": "estimated: no tokenizer for this model"}
+
+
+def part_notes(part: dict[str, Any]) -> str:
+    """The labels of a snapshot part: stale, replaced, its pairs, in the cached prefix."""
+    notes = []
+    if part["stale"]:
+        notes.append("stale: not in the request")
+    if part["override"] == "replace":
+        notes.append("replaced")
+    if part["paired_with"]:
+        notes.append("paired with " + ", ".join(part["paired_with"]))
+    if part["cached_prefix"]:
+        notes.append("cached")
+    return "; ".join(notes)
+
+
+def _parts_table(parts: list[dict[str, Any]]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold")
+    table.add_column("sent", no_wrap=True)
+    # A narrow terminal shrinks the wrapping columns first, the preview (the widest) before all.
+    table.add_column("part", no_wrap=True)
+    table.add_column("label", overflow="fold")
+    table.add_column("preview", max_width=60)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("notes", overflow="fold")
+    for part in parts:
+        # The preview keeps to one line, cut with an ellipsis: --full shows the whole content.
+        preview = Text(part["preview"], no_wrap=True, overflow="ellipsis")
+        table.add_row(Text(SENT if part["included"] else LEFT_OUT), Text(part["id"]),
+                      Text(part["label"]), preview, Text(str(part["tokens"])),
+                      Text(part_notes(part)))
+    sent = [p for p in parts if p["included"]]
+    left_out = sum(p["tokens"] for p in parts if not p["included"])
+    table.add_section()
+    table.add_row(Text(""), Text("total", style="bold"),
+                  Text(f"{len(sent)} of {len(parts)} sent"), Text(""),
+                  Text(str(sum(p["tokens"] for p in sent)), style="bold"),
+                  Text(f"{left_out} tokens left out" if left_out else ""))
+    return table
+
+
+def print_snapshot(snapshot: dict[str, Any]) -> None:
+    """The inspector's snapshot: a table per group, then framing, totals and notices."""
+    console = _console()
+    for group in PART_GROUPS:
+        parts = snapshot[group]
+        console.print(Text(group, style="bold"))
+        console.print(_parts_table(parts) if parts else Text("  (none)"))
+    totals, overrides = snapshot["totals"], snapshot["overrides"]
+    counted = _COUNTED.get(snapshot["counted"], snapshot["counted"]).format(snapshot["tokenizer"])
+    rows = [
+        ("framing", f"{snapshot['framing']} tokens the provider adds around the parts"),
+        ("total", f"{totals['after']} tokens sent, {totals['before']} without the overrides; "
+                  + counted),
+        ("overrides", f"{overrides['active']} active" + (
+            "; stale (kept, doing nothing until the part returns): "
+            + ", ".join(overrides["stale"]) if overrides["stale"] else "")),
+    ]
+    if snapshot["cache_breakpoint"] is not None:
+        rows.append(("cache", "the parts marked cached are the prompt cache's prefix: "
+                              "changing one misses the cache on the next call"))
+    if snapshot["would_compact"]:
+        rows.append(("notice", "the next call would be summarized (compacted); the messages "
+                               "are shown as they are now"))
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for name, value in rows:
+        grid.add_row(Text(name), Text(value))
+    console.print(grid)
+
+
+def print_part(full: dict[str, Any]) -> None:
+    """One part's whole content (``?full=``), exactly as sent, and its original if replaced."""
+    state = "sent" if full["included"] else "left out (excluded)"
+    click.echo(f"{full['id']}: {state}" + (", replaced" if "original" in full else ""))
+    click.echo(full["content"])
+    if "original" in full:
+        click.echo("--- original, before the replace override:")
+        click.echo(full["original"])
+
+
+def print_overrides(title: str, answer: dict[str, Any]) -> None:
+    """An override set as the API answered it, with the parts it added as pairs."""
+    click.echo(title)
+    if answer["overrides"]:
+        print_table(answer["overrides"], OVERRIDE_COLUMNS)
+    else:
+        click.echo("  (none)")
+    if answer["added"]:
+        click.echo("Added as pairs (left out with the message they go with): "
+                   + ", ".join(answer["added"]))
+
+
+def print_answer(answer: dict[str, Any]) -> None:
+    """A try's answer: the assistant's text, its tool calls (returned, never run), usage."""
+    for block in answer["message"]["content"]:
+        match block.get("type"):
+            case "text":
+                click.echo(block["text"])
+            case "tool_use":
+                click.echo(f"tool call {block['name']} (id {block['id']}), not run:")
+                arguments = json.dumps(block.get("input"), indent=2, ensure_ascii=False)
+                click.echo("\n".join("  " + line for line in arguments.splitlines()))
+            case _:
+                click.echo(cell_text(block))
+    click.echo(f"stop reason: {answer['stop_reason']}")
+    usage = ", ".join(f"{name.removesuffix('_tokens').replace('_', ' ')} {count}"
+                      for name, count in answer["usage"].items())
+    click.echo(f"usage: {usage} tokens")
+
+
+def _problem_lines(name: str, problem: Any) -> list[str]:
+    """A validation detail entry as lines: DRF sends a field's problems as a list of sentences,
+    a nested serializer's as a dict (or a list of dicts) of those."""
+    if isinstance(problem, dict):
+        return [line for key, value in problem.items()
+                for line in _problem_lines(f"{name}.{key}", value)]
     if isinstance(problem, list) and all(isinstance(item, str) for item in problem):
-        return " ".join(problem)
-    return cell_text(problem)
+        return [f"{name}: {item}" for item in problem]
+    if isinstance(problem, list) and all(isinstance(item, dict) for item in problem):
+        return [line for i, item in enumerate(problem) for line in _problem_lines(f"{name}[{i}]",
+                                                                               item)]
+    return [f"{name}: {cell_text(problem)}"]
 
 
 def report_error(exc: CliError) -> None:
@@ -121,6 +252,7 @@ def report_error(exc: CliError) -> None:
     click.echo(str(exc), err=True)
     if isinstance(exc, ApiError) and isinstance(exc.detail, dict):
         for name, problem in exc.detail.items():
-            click.echo(f"  {name}: {_problem_text(problem)}", err=True)
+            for line in _problem_lines(name, problem):
+                click.echo(f"  {line}", err=True)
     if exc.hint:
         click.echo(exc.hint, err=True)

@@ -4,52 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
-import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
-from accounts.services import tenant_bootstrap
 from cli.main import cli
-
-
-@pytest.fixture
-def key(transactional_db) -> str:
-    # The live server answers from another thread, so the rows must be committed: transactional_db.
-    return tenant_bootstrap(tenant_name="cli", email="owner@cli.test").plaintext
-
-
-@pytest.fixture
-def hango(live_server, key):
-    """Run ``hango ARGS`` against the live server with ``key``; env entries set to None unset."""
-    runner = CliRunner()
-    base_env = {"HANGO_API_URL": live_server.url, "HANGO_API_KEY": key, "COLUMNS": "200"}
-
-    def run(*args: str, env: dict[str, str | None] | None = None) -> Result:
-        return runner.invoke(cli, list(args), env={**base_env, **(env or {})},
-                             catch_exceptions=False)
-
-    return run
-
-
-def ok_json(result: Result):
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    return json.loads(result.stdout)
-
-
-def free_port() -> int:
-    """A port that was free a moment ago: nothing listens there."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def create_agent(hango, name: str = "cli-helper") -> dict:
-    return ok_json(hango("--json", "agents", "create", "--name", name, "--model", "scripted:demo"))
+from tests.support.cli import create_agent, free_port, ok_json
 
 
 def test_agent_and_session_round_trip(hango):

@@ -1,0 +1,41 @@
+"""Fixtures of the ``hango`` command's tests: a key on a real server (pytest-django's
+live_server on PostgreSQL), the command run against it, and the same server's API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from click.testing import CliRunner, Result
+
+from accounts.services import tenant_bootstrap
+from cli.main import cli
+
+
+@pytest.fixture
+def key(transactional_db) -> str:
+    # The live server answers from another thread, so the rows must be committed: transactional_db.
+    return tenant_bootstrap(tenant_name="cli", email="owner@cli.test").plaintext
+
+
+@pytest.fixture
+def hango(live_server, key):
+    """Run ``hango ARGS`` against the live server with ``key``; env entries set to None unset."""
+    runner = CliRunner()
+    base_env = {"HANGO_API_URL": live_server.url, "HANGO_API_KEY": key, "COLUMNS": "200"}
+
+    def run(*args: str, env: dict[str, str | None] | None = None) -> Result:
+        return runner.invoke(cli, list(args), env={**base_env, **(env or {})},
+                             catch_exceptions=False)
+
+    return run
+
+
+
+@pytest.fixture
+def api(live_server, key) -> Iterator[httpx.Client]:
+    """The live server's own API with ``key``, to set up and check what a command did."""
+    with httpx.Client(base_url=live_server.url, timeout=60,
+                      headers={"Authorization": f"Bearer {key}"}) as client:
+        yield client

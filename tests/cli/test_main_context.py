@@ -1,0 +1,303 @@
+"""``hango context show|exclude|include|try`` against a real server (pytest-django's live_server
+on PostgreSQL) with a session the demo model really ran."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from accounts.models import Tenant
+from tests.support.cli import free_port, ok_json
+
+GROUPS = ("system", "tools", "messages")
+ROW = re.compile(r"^ (\[x\]|\[ \]) +(\S+) ")
+
+
+@pytest.fixture
+def demo(api, inline_runs) -> dict:
+    """A session after one demo run: 1 the task, then tool calls paired with their results —
+    2 → 3, 4 → 5, 6 → 7, 8 → 9 — and 10, the answer."""
+    agent = api.post("/v1/agents", json={"name": "helper", "model": "scripted:demo",
+                                         "system_prompt": "You help."}).json()
+    session = api.post("/v1/sessions", json={"agent": agent["id"]}).json()
+    posted = api.post(f"/v1/sessions/{session['id']}/messages",
+                      json={"content": "count these four words"})
+    assert posted.json()["run"]["status"] == "completed", posted.text
+    return session
+
+
+@dataclass
+class Row:
+    group: str
+    sent: bool
+    tokens: int
+    notes: str
+
+
+@dataclass
+class Shown:
+    rows: dict[str, Row]  # by part id
+    totals: dict[str, int]  # each group's total row
+    lines: list[str]
+
+
+def shown(stdout: str) -> Shown:
+    """``context show``'s tables read back: each row's box, tokens and notes, each group's total
+    (the tokens column is right-aligned under its header)."""
+    rows, totals, lines = {}, {}, [line.rstrip() for line in stdout.splitlines()]
+    group, end = "", 0
+    for line in lines:
+        if line in GROUPS:
+            group = line
+        elif line.split()[:2] == ["sent", "part"]:
+            end = line.index("tokens") + len("tokens")
+        elif match := ROW.match(line):
+            rows[match[2]] = Row(group=group, sent=match[1] == "[x]",
+                                 tokens=int(line[:end].split()[-1]), notes=line[end:].strip())
+        elif line.split()[:1] == ["total"] and group and group not in totals:
+            totals[group] = int(line[:end].split()[-1])
+    return Shown(rows=rows, totals=totals, lines=lines)
+
+
+def show(hango, session: dict) -> Shown:
+    result = hango("context", "show", "--session", session["id"])
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    return shown(result.stdout)
+
+
+def snapshot(api, session: dict, query: str = "") -> dict:
+    response = api.get(f"/v1/sessions/{session['id']}/context{query}")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def overrides(api, path: str) -> list[dict]:
+    response = api.get(f"{path}/context-overrides")
+    assert response.status_code == 200, response.text
+    return response.json()["overrides"]
+
+
+def excluded(*parts: str) -> list[dict]:
+    return [{"part": p, "action": "exclude", "replacement": None} for p in parts]
+
+
+def line_of(lines: list[str], start: str) -> str:
+    [line] = [x for x in lines if x.startswith(start)]
+    return line
+
+
+def test_show_prints_every_part_with_its_tokens_and_the_group_totals(hango, api, demo):
+    body = snapshot(api, demo)
+    table = show(hango, demo)
+    for group in GROUPS:
+        parts = body[group]
+        assert parts
+        for part in parts:
+            row = table.rows[part["id"]]
+            assert (row.group, row.sent, row.tokens) == (group, part["included"], part["tokens"])
+        assert table.totals[group] == sum(p["tokens"] for p in parts if p["included"])
+    assert set(table.rows) == {p["id"] for g in GROUPS for p in body[g]}
+    assert line_of(table.lines, "framing").split()[1] == str(body["framing"])
+    assert sum(table.totals.values()) + body["framing"] == body["totals"]["after"]
+    assert (f"{body['totals']['after']} tokens sent, {body['totals']['before']} without the "
+            "overrides") in line_of(table.lines, "total ")
+    assert "notice" not in table.lines[-1]
+
+
+def test_show_labels_pairs_stale_replaced_and_cached_parts(hango, api, demo):
+    api.put(f"/v1/sessions/{demo['id']}/context-overrides", json=excluded("message:5",
+                                                                         "message:99"))
+    api.put(f"/v1/agents/{demo['agent']}/context-overrides",
+            json=[{"part": "system:agent", "action": "replace", "replacement": "Be terse."}])
+    table = show(hango, demo)
+    rows = table.rows
+    assert not rows["message:4"].sent and not rows["message:5"].sent
+    assert rows["message:4"].notes == "paired with message:5"
+    assert rows["message:5"].notes == "paired with message:4"
+    assert rows["message:99"].notes == "stale: not in the request"
+    assert rows["system:agent"].notes == "replaced; cached" and rows["system:agent"].sent
+    assert rows["tool:echo"].notes == "cached" and rows["message:1"].notes == ""
+    assert line_of(table.lines, "overrides").endswith(
+        "3 active; stale (kept, doing nothing until the part returns): message:99")
+    assert line_of(table.lines, "cache").startswith("cache      the parts marked cached")
+    left_out = sum(r.tokens for r in rows.values() if r.group == "messages" and not r.sent)
+    assert any(line.split()[:1] == ["total"] and line.endswith(f"{left_out} tokens left out")
+               for line in table.lines)
+
+
+def test_show_says_when_the_next_call_would_compact(hango, api, demo):
+    api.patch(f"/v1/agents/{demo['agent']}",
+              json={"config": {"summarization": {"trigger_tokens": 100}}}).raise_for_status()
+    assert snapshot(api, demo)["would_compact"] is True
+    assert show(hango, demo).lines[-1].startswith(
+        "notice     the next call would be summarized (compacted)")
+
+
+def test_show_json_is_the_apis_snapshot(hango, api, demo):
+    assert ok_json(hango("--json", "context", "show", "--session", demo["id"])) == \
+        snapshot(api, demo)
+    assert ok_json(hango("context", "show", "--session", demo["id"], "--counted", "provider",
+                         "--json")) == snapshot(api, demo, "?counted=provider")
+
+
+def test_full_prints_one_parts_whole_content(hango, api, demo):
+    api.put(f"/v1/agents/{demo['agent']}/context-overrides",
+            json=[{"part": "system:agent", "action": "replace", "replacement": "Be terse."}])
+    result = hango("context", "show", "--session", demo["id"], "--full", "system:agent")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ("system:agent: sent, replaced\nBe terse.\n"
+                             "--- original, before the replace override:\nYou help.\n")
+    whole = snapshot(api, demo, "?full=message:2")
+    assert ok_json(hango("--json", "context", "show", "--session", demo["id"],
+                         "--full", "message:2")) == whole
+    printed = hango("context", "show", "--session", demo["id"], "--full", "message:2").stdout
+    assert printed == f"message:2: sent\n{whole['content']}\n"
+    missing = hango("context", "show", "--session", demo["id"], "--full", "message:99")
+    assert missing.exit_code == 1
+    assert missing.stderr.startswith("error 404 not_found: ") and "  part: message:99" in \
+        missing.stderr
+
+
+def test_exclude_saves_the_message_with_its_pair(hango, api, demo):
+    result = hango("context", "exclude", "--session", demo["id"], "message:5")
+    assert result.exit_code == 0, result.stderr
+    assert "Saved the session's overrides" in result.stdout
+    assert "Added as pairs (left out with the message they go with): message:4" in result.stdout
+    assert overrides(api, f"/v1/sessions/{demo['id']}") == excluded("message:5", "message:4")
+    assert overrides(api, f"/v1/agents/{demo['agent']}") == []
+    rows = show(hango, demo).rows
+    assert [p for p, r in rows.items() if not r.sent] == ["message:4", "message:5"]
+
+    again = hango("context", "exclude", "--session", demo["id"], "message:5")
+    assert again.exit_code == 0, again.stderr
+    assert "message:5 was already excluded." in again.stdout
+    assert "Unchanged: the session's overrides" in again.stdout
+
+
+def test_exclude_json_prints_the_apis_answer(hango, api, demo):
+    answer = ok_json(hango("--json", "context", "exclude", "--session", demo["id"], "message:7"))
+    assert answer == {"session": {"overrides": excluded("message:7", "message:6"),
+                                  "added": ["message:6"]}}
+
+
+def test_agent_parts_go_to_the_agents_overrides(hango, api, demo):
+    agent = f"/v1/agents/{demo['agent']}"
+    replaced = {"part": "system:agent", "action": "replace", "replacement": "Be terse."}
+    api.put(f"{agent}/context-overrides", json=[replaced]).raise_for_status()
+
+    result = hango("context", "exclude", "--session", demo["id"], "tool:echo", "system:todo")
+    assert result.exit_code == 0, result.stderr
+    assert f"Saved agent {demo['agent']}'s overrides" in result.stdout
+    assert overrides(api, agent) == [replaced, *excluded("tool:echo", "system:todo")]
+    assert overrides(api, f"/v1/sessions/{demo['id']}") == []
+    rows = show(hango, demo).rows
+    assert not rows["tool:echo"].sent and not rows["system:todo"].sent
+
+    back = hango("context", "include", "--session", demo["id"], "tool:echo", "system:todo")
+    assert back.exit_code == 0, back.stderr
+    assert overrides(api, agent) == [replaced]
+
+    unreplaced = hango("context", "include", "--session", demo["id"], "system:agent")
+    assert unreplaced.exit_code == 0, unreplaced.stderr
+    assert ("system:agent was replaced: its replace override is removed, so its original text "
+            "is sent again.") in unreplaced.stdout
+    assert overrides(api, agent) == []
+
+
+def test_one_command_saves_both_sets(hango, api, demo):
+    answers = ok_json(hango("context", "exclude", "--session", demo["id"], "--json",
+                            "tool:echo", "message:5"))
+    assert answers == {
+        "session": {"overrides": excluded("message:5", "message:4"), "added": ["message:4"]},
+        "agent": {"overrides": excluded("tool:echo"), "added": []}}
+    assert overrides(api, f"/v1/agents/{demo['agent']}") == excluded("tool:echo")
+
+    back = ok_json(hango("context", "include", "--session", demo["id"], "--json",
+                         "message:5", "tool:echo"))
+    assert back == {"session": {"overrides": [], "added": []},
+                    "agent": {"overrides": [], "added": []}}
+
+
+def test_include_brings_a_message_back_with_its_pair(hango, api, demo):
+    session = f"/v1/sessions/{demo['id']}"
+    api.put(f"{session}/context-overrides", json=excluded("message:5", "message:99"))
+    result = hango("context", "include", "--session", demo["id"], "message:5")
+    assert result.exit_code == 0, result.stderr
+    assert "message:4 is included too" in result.stdout
+    assert overrides(api, session) == excluded("message:99")
+    assert all(show(hango, demo).rows[f"message:{n}"].sent for n in range(1, 11))
+
+
+def test_an_invalid_set_shows_the_servers_reasons(hango, api, demo):
+    result = hango("context", "exclude", "--session", demo["id"], "message:1")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error 422 validation_error: ")
+    assert "\n  overrides: " in result.stderr and "assistant message" in result.stderr
+    assert overrides(api, f"/v1/sessions/{demo['id']}") == []
+
+
+def test_try_prints_the_answer_and_adds_no_message(hango, api, demo):
+    messages = api.get(f"/v1/sessions/{demo['id']}/messages").json()["results"]
+    result = hango("context", "try", "--session", demo["id"], "--exclude", "message:5",
+                   "--exclude", "tool:word_count", "--replace", "system:agent=Be terse.",
+                   "--message", "And now?")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # The demo model plans a new request: some text, then a write_todos call.
+    assert lines[0] == "Let me plan this."
+    assert re.fullmatch(r"tool call write_todos \(id \S+\), not run:", lines[1])
+    assert '        "content": "Read the request",' in lines
+    assert lines[-2] == "stop reason: tool_use"
+    assert re.fullmatch(r"usage: input \d+, output \d+, cache read \d+, cache write \d+ tokens",
+                        lines[-1])
+    assert api.get(f"/v1/sessions/{demo['id']}/messages").json()["results"] == messages
+    assert overrides(api, f"/v1/sessions/{demo['id']}") == []
+
+    answer = ok_json(hango("--json", "context", "try", "--session", demo["id"]))
+    assert set(answer) == {"message", "stop_reason", "usage"}
+    assert answer["message"]["role"] == "assistant" and answer["stop_reason"] == "end_turn"
+    assert answer["message"]["content"][0]["text"].startswith('You said: "count these')
+
+
+def test_try_shows_the_servers_reasons_one_a_line(hango, demo):
+    result = hango("context", "try", "--session", demo["id"], "--replace", "tool:echo=x",
+                   "--replace", "tool:ls=y")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "error 422 validation_error: These overrides cannot be tried.",
+        "  overrides: 'tool:echo': a tool can only be excluded.",
+        "  overrides: 'tool:ls': a tool can only be excluded."]
+
+
+def test_try_on_a_spent_quota_is_402(hango, demo):
+    Tenant.objects.filter(name="cli").update(token_quota=1)
+    result = hango("context", "try", "--session", demo["id"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error 402 quota_exceeded: ")
+
+
+@pytest.mark.parametrize("args", [
+    ("exclude", "message:05"), ("include", "bogus"), ("exclude", "tool:echo", "repair:1"),
+    ("try", "--exclude", "message:"), ("try", "--replace", "system:agent"),
+    ("try", "--replace", "message:3=a", "--replace", "message:3=b"),
+])
+def test_a_bad_part_is_refused_before_any_request(hango, args):
+    # Nothing listens at the URL: a request would end in "cannot connect".
+    result = hango("context", *args, "--session", "s",
+                   env={"HANGO_API_URL": f"http://127.0.0.1:{free_port()}"})
+    assert result.exit_code == 2
+    assert "Error: Invalid value for" in result.stderr
+    assert "cannot connect" not in result.stderr
+
+
+def test_an_unknown_session_is_404(hango, demo):
+    missing = str(uuid.uuid4())
+    for args in (("show",), ("exclude", "message:2"), ("exclude", "tool:echo"),
+                 ("include", "summary"), ("try",)):
+        result = hango("context", *args, "--session", missing)
+        assert result.exit_code == 1, args
+        assert result.stderr.startswith("error 404 not_found: "), (args, result.stderr)
+        assert result.stdout == ""
