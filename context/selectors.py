@@ -29,10 +29,11 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (),
     build (the one factory, ``capture_only``), over a fresh state from the stored history, with
     the stored overrides (and ``extra`` on top). Reads only; calls no model unless
     ``provider_count`` asks the provider's counter for the totals."""
-    session = Session.objects.select_related("agent", "tenant").get(pk=session.pk)
+    if not (Session.agent.is_cached(session) and Session.tenant.is_cached(session)):
+        session = Session.objects.select_related("agent", "tenant").get(pk=session.pk)
     with gc_paused():
         loop = build_loop(session.agent, session, capture_only=True)
-        state = new_state(session, session_history(session.pk))
+        state = new_state(session, session_history(session.pk, reuse_decoded=True))
         return inspect(loop, state, tokenizer_for(session.agent.model), extra=extra,
                        summary_stored=session.summary_seq > 0, provider_count=provider_count)
 

@@ -124,7 +124,7 @@ def overrides_replace(*, target: Agent | Session, overrides: list[Override],
         locked = (Agent if is_agent else Session).objects.select_for_update().get(pk=target.pk)
         added: list[str] = []
         if isinstance(locked, Session):
-            messages = session_history(locked.pk)
+            messages = session_history(locked.pk, reuse_decoded=True)
             overrides, added = _with_pairs(list(overrides), messages)
             _check_history(overrides, messages)
         rows = ContextOverride.objects.filter(**{"agent" if is_agent else "session": locked})
@@ -171,7 +171,7 @@ def context_try(*, session: Session, extra: Sequence[Override], message: str | N
     The call is a ``context_try`` usage row of the tenant (402 when its quota is spent) and a
     ``context.try`` audit row (part ids and the model, never text)."""
     session = Session.objects.select_related("agent", "tenant").get(pk=session.pk)
-    history = session_history(session.pk)
+    history = session_history(session.pk, reuse_decoded=True)
     if message is not None:
         history.append(HMessage.user(message))
     if not history or history[-1].role == "assistant":

@@ -26,7 +26,6 @@ Where the provider can count a request exactly (:class:`harness.providers.base.T
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import re
@@ -46,6 +45,7 @@ from harness.messages import (
     ToolUseBlock,
 )
 from harness.providers.base import Provider, TokenCounter
+from harness.serde import json_text
 
 Counted = Literal["provider", "estimate"]
 
@@ -205,7 +205,7 @@ def estimate_text(text: str) -> int:
 
 def estimate_json(value: Any) -> int:
     """Tokens of a JSON value as a model reads it (tool inputs and schemas)."""
-    return estimate_text(json.dumps(value, ensure_ascii=False, default=str))
+    return estimate_text(json_text(value))
 
 
 def content_tokens(block: Block) -> int:

@@ -16,12 +16,11 @@ framing line is what its total leaves over the parts).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Literal, NamedTuple
 
 from harness import context, telemetry
 from harness.chain import ModelRequest
@@ -31,7 +30,7 @@ from harness.loop import Loop
 from harness.messages import Message, Response, TextBlock, ToolDef, ToolUseBlock
 from harness.middleware import prompt_cache, summarization
 from harness.providers.base import TokenCounter
-from harness.serde import content_to_json
+from harness.serde import content_to_json, json_text
 from harness.state import State
 from harness.tokens import Counted, Tokenizer
 from harness.tools.base import Tool
@@ -44,8 +43,10 @@ _SYSTEM_LABELS = {"system:agent": "the agent's system prompt", "system:todo": "t
                   "system:subagent": "the subagents"}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Part:
+class Part(NamedTuple):
+    """One part of the request. A named tuple rather than a frozen dataclass: an inspection
+    makes one per message, and a frozen dataclass's constructor cost twice as much."""
+
     id: str
     kind: PartKind  # a repair part (``repair:<n>``) is a message
     label: str
@@ -58,8 +59,8 @@ class Part:
     cached_prefix: bool = False  # before the prompt cache's breakpoint: editing it costs a miss
     # The whole part as the next call sends it (the replacement, if any), and as it was before
     # a replace override: rendered when asked for (``?full=``), not for every part of a snapshot.
-    sent: Callable[[], str] = field(default=str, repr=False, compare=False)
-    unreplaced: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+    sent: Callable[[], str] = str
+    unreplaced: Callable[[], str] | None = None
 
     @property
     def content(self) -> str:
@@ -284,7 +285,7 @@ def _message_text(message: Message) -> str:
         if isinstance(block, TextBlock):
             piece = block.text
         elif isinstance(block, ToolUseBlock):
-            piece = f"{block.name}({_json(block.input)})"
+            piece = f"{block.name}({json_text(block.input)})"
         else:
             piece = f"→ {block.content}"
         pieces.append(piece)
@@ -294,18 +295,14 @@ def _message_text(message: Message) -> str:
     return " ".join(pieces)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _text_of(block: TextBlock) -> Callable[[], str]:
     return lambda: block.text
 
 
 def _tool_json(definition: ToolDef) -> str:
-    return _json({"name": definition.name, "description": definition.description,
-                  "input_schema": definition.input_schema})
+    return json_text({"name": definition.name, "description": definition.description,
+                      "input_schema": definition.input_schema})
 
 
 def _content_json(message: Message) -> str:
-    return _json(content_to_json(message.content))
+    return json_text(content_to_json(message.content))

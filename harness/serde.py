@@ -7,6 +7,7 @@ The JSON block shapes are the public API's: ``{"type":"text","text"}``,
 
 from __future__ import annotations
 
+import json
 from typing import Any, assert_never
 
 from harness.errors import InvalidContent
@@ -20,6 +21,11 @@ from harness.messages import (
 )
 
 JSON = dict[str, Any]
+
+# A JSON value as text the way a model reads it (tool inputs and schemas; previews): non-ASCII
+# kept, anything else as str. One encoder: ``json.dumps`` with arguments builds a new one per
+# call, which is most of the time for a small tool input.
+json_text = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def block_to_json(block: Block) -> JSON:

@@ -81,7 +81,6 @@ messages only.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import operator
 import threading
@@ -89,7 +88,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any, Literal, Protocol, assert_never
+from typing import Literal, Protocol, assert_never
 
 from harness import estimator
 from harness.errors import ProviderError
@@ -104,6 +103,7 @@ from harness.messages import (
     ToolUseBlock,
 )
 from harness.providers.base import Provider, TokenCounter
+from harness.serde import json_text
 
 log = logging.getLogger(__name__)
 
@@ -144,10 +144,6 @@ class Tokenizer(Protocol):
     def request(self, request: Request) -> int:
         """Exactly the system blocks + the tools + the messages + ``framing(request)``."""
         ...
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _total(counter: Tokenizer, request: Request) -> int:
@@ -210,7 +206,8 @@ class _Content:
             case TextBlock():
                 return self.text(block.text)
             case ToolUseBlock():
-                return self.text(block.id) + self.text(block.name) + self.text(_json(block.input))
+                return (self.text(block.id) + self.text(block.name)
+                        + self.text(json_text(block.input)))
             case ToolResultBlock():
                 return self.text(block.tool_use_id) + self.text(block.content)
             case _:
@@ -224,7 +221,7 @@ class _Content:
 
     def _tool(self, tool: ToolDef) -> int:
         return (self.text(tool.name) + self.text(tool.description)
-                + self.text(_json(tool.input_schema)))
+                + self.text(json_text(tool.input_schema)))
 
     def tool(self, tool: ToolDef) -> int:
         return self.tools.get(tool, self._tool)
@@ -248,14 +245,21 @@ class Framing:
     tools: int = 0        # once when tools are offered: the tool-use system prompt
 
     def of_message(self, message: Message) -> int:
-        texts = [b.text for b in message.content if isinstance(b, TextBlock)]
-        uses = sum(isinstance(b, ToolUseBlock) for b in message.content)
-        results = sum(isinstance(b, ToolResultBlock) for b in message.content)
-        tokens = (self.join * max(0, len(texts) - 1) + self.tool_use * uses
+        texts = uses = results = 0
+        text_sent = False
+        for block in message.content:  # one pass: a history's every message comes here
+            if isinstance(block, TextBlock):
+                texts += 1
+                text_sent = text_sent or texts > 1 or bool(block.text)
+            elif isinstance(block, ToolUseBlock):
+                uses += 1
+            else:
+                results += 1
+        tokens = (self.join * max(0, texts - 1) + self.tool_use * uses
                   + self.tool_result * results)
         # The adapter joins text blocks with "\n\n" and sends a user message beside the
         # results only when that join is not empty.
-        if not (self.results_are_messages and results and not "\n\n".join(texts)):
+        if not (self.results_are_messages and results and not text_sent):
             tokens += self.message
         return tokens
 

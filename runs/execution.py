@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from functools import cache
+from functools import cache, lru_cache
 from typing import cast
 
 from django.db import connection
@@ -20,8 +20,8 @@ from harness.chain import Chain
 from harness.deps import RunDeps, StackConfig
 from harness.errors import ProviderAuthError
 from harness.loop import Loop
+from harness.messages import Block, Role
 from harness.messages import Message as HMessage
-from harness.messages import Role
 from harness.providers import resolve_provider, split_model
 from harness.providers.base import ProviderSettings, Unavailable
 from harness.providers.models import context_window
@@ -101,21 +101,49 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
                 tools=tool_registry().view(spec.allowed_tools))
 
 
-def session_history(session_id: uuid.UUID) -> list[HMessage]:
+def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False) -> list[HMessage]:
     """The session's stored messages, in seq order, as harness values (each keeps its seq).
 
     One plain query, decoded here: a run and every inspection load the whole history, and the
-    ORM's per-row conversion was a third of the time at 10,000 messages."""
+    ORM's per-row conversion was a third of the time at 10,000 messages. ``reuse_decoded``
+    takes each content from :func:`_decoded_shared` — for the context inspector's reads, which
+    never run a tool, so no one mutates a shared tool call's input."""
     table = Message._meta.db_table
+    # The id as the database stores it (a uuid in PostgreSQL, hex text in SQLite).
+    key = Session._meta.pk.get_db_prep_value(session_id, connection)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT seq, role, content FROM {table} WHERE session_id = %s "
-                       "ORDER BY seq", [session_id])
+                       "ORDER BY seq", [key])
         rows = cursor.fetchall()
+    decode = _decoded_shared if reuse_decoded else _decoded
     # The message_role_valid constraint keeps the column to the harness's roles; the content
     # column is JSON text (Django reads jsonb as text and decodes it itself).
-    return [HMessage(role=cast(Role, role), content=content_from_json(
-        json.loads(content) if isinstance(content, str) else content), seq=seq)
-        for seq, role, content in rows]
+    return [HMessage(role=cast(Role, role), content=decode(content), seq=seq)
+            for seq, role, content in rows]
+
+
+def _decoded(content: str | list[object]) -> tuple[Block, ...]:
+    return content_from_json(json.loads(content) if isinstance(content, str) else content)
+
+
+# Contents up to this long are decoded once per process and shared (a content's blocks are a
+# pure function of its text); the bound keeps the memo at tens of megabytes at worst.
+SHARED_CONTENT_CHARS = 2_048
+SHARED_CONTENTS = 16_384
+
+
+@lru_cache(maxsize=SHARED_CONTENTS)
+def _decoded_memo(content: str) -> tuple[Block, ...]:
+    return _decoded(content)
+
+
+def _decoded_shared(content: str | list[object]) -> tuple[Block, ...]:
+    """The blocks of a stored content, the same objects each time the same text is read: an
+    inspection of a long session skips re-parsing what it parsed last time, and the token
+    counts' caches see the same strings."""
+    if isinstance(content, str) and len(content) <= SHARED_CONTENT_CHARS:
+        return _decoded_memo(content)
+    return _decoded(content)
 
 
 def new_state(session: Session, history: list[HMessage], *, run_id: str = "") -> State:

@@ -23,7 +23,9 @@ def session_list(*, member: Member) -> QuerySet[Session]:
 
 
 def session_get(*, member: Member, session_id: uuid.UUID | str) -> Session:
-    return get_visible(_sessions(), member, session_id, what="Session")
+    """The session with its agent and tenant, which most of its routes read."""
+    return get_visible(_sessions().select_related("agent", "tenant"), member, session_id,
+                       what="Session")
 
 
 def message_list(*, session: Session) -> QuerySet[Message]:
