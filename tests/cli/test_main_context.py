@@ -256,7 +256,10 @@ def test_try_prints_the_answer_and_adds_no_message(hango, api, demo):
     assert api.get(f"/v1/sessions/{demo['id']}/messages").json()["results"] == messages
     assert overrides(api, f"/v1/sessions/{demo['id']}") == []
 
-    answer = ok_json(hango("--json", "context", "try", "--session", demo["id"]))
+    # Without its tools the demo model answers at once.
+    answer = ok_json(hango("--json", "context", "try", "--session", demo["id"], "--exclude",
+                           "tool:write_todos", "--exclude", "tool:word_count",
+                           "--message", "count these three words"))
     assert set(answer) == {"message", "stop_reason", "usage"}
     assert answer["message"]["role"] == "assistant" and answer["stop_reason"] == "end_turn"
     assert answer["message"]["content"][0]["text"].startswith('You said: "count these')
@@ -274,9 +277,17 @@ def test_try_shows_the_servers_reasons_one_a_line(hango, demo):
 
 def test_try_on_a_spent_quota_is_402(hango, demo):
     Tenant.objects.filter(name="cli").update(token_quota=1)
-    result = hango("context", "try", "--session", demo["id"])
+    result = hango("context", "try", "--session", demo["id"], "--message", "Again?")
     assert result.exit_code == 1
     assert result.stderr.startswith("error 402 quota_exceeded: ")
+
+
+def test_try_without_a_message_after_the_answer_says_to_give_one(hango, demo):
+    result = hango("context", "try", "--session", demo["id"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "error 422 validation_error: The session's history ends with the agent's answer: give "
+        "a message to try it with.", "  message: required here"]
 
 
 @pytest.mark.parametrize("args", [

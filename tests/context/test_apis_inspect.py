@@ -216,17 +216,18 @@ def test_counted_provider_asks_the_providers_counter(alice, make_agent, make_ses
         server.close()
 
 
-def test_try_calls_the_model_with_its_own_timeout(alice, demo, serve_model, hango_settings):
-    hango_settings(context_try_timeout=7.5)
-    timeouts = []
+def test_try_makes_one_attempt_within_its_own_timeout(alice, demo, serve_model,
+                                                      hango_settings):
+    hango_settings(context_try_timeout=7.5, provider_max_retries=3)
+    seen = []
 
     def factory(name, settings):
-        timeouts.append(settings.timeout_seconds)
+        seen.append((settings.timeout_seconds, settings.max_retries))
         return ScriptedModel([text("ok")])
 
     serve_model("scripted", factory)
     assert try_(alice, demo, {"message": "Again?"}).status_code == 200
-    assert timeouts == [7.5]
+    assert seen == [(7.5, 0)]
 
 
 def test_try_counts_against_the_keys_rate_limit(alice, demo, serve_model, hango_settings):
