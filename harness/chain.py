@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, runtime_checkable
+from functools import cache
+from typing import Any, Protocol, runtime_checkable
 
 from harness import context, telemetry
 from harness.agent import AgentSpec
@@ -94,6 +95,27 @@ class PromptContributor(Protocol):
     def system_blocks(self, state: State) -> list[SourcedBlock]: ...
 
 
+class NamedRunHook(Middleware, RunHook, Protocol):
+    """A run hook as the chain holds it: ``before_run`` spans carry its name."""
+
+
+_HOOKS = (ModelWrapper, ToolWrapper, RunHook, ToolProvider, PromptContributor)
+
+
+@cache
+def _hooks_of(cls: type) -> frozenset[type]:
+    """The hooks a middleware class implements (its methods, not instance attributes), found
+    once per class: a check against a runtime protocol walks its members every time, and every
+    run and inspection builds a chain (0.2–0.6 ms of checks per chain before)."""
+    return frozenset(hook for hook in _HOOKS if issubclass(cls, hook))
+
+
+def _with(middlewares: Sequence[Middleware], hook: Any) -> list[Any]:
+    """The middlewares implementing ``hook`` (a protocol, which mypy will not take as a type
+    argument: the caller annotates the list)."""
+    return [m for m in middlewares if hook in _hooks_of(type(m))]
+
+
 class Chain:
     """Built once per run from the ordered list :func:`harness.stack.default_stack` returns."""
 
@@ -102,11 +124,11 @@ class Chain:
         if len(names) != len(set(names)):
             raise ConfigurationError(f"middleware names must be unique: {names}")
         self.middlewares = tuple(middlewares)
-        self.model_wrappers = [m for m in middlewares if isinstance(m, ModelWrapper)]
-        self.tool_wrappers = [m for m in middlewares if isinstance(m, ToolWrapper)]
-        self.run_hooks = [m for m in middlewares if isinstance(m, RunHook)]
-        self.tool_providers = [m for m in middlewares if isinstance(m, ToolProvider)]
-        self.contributors = [m for m in middlewares if isinstance(m, PromptContributor)]
+        self.model_wrappers: list[ModelWrapper] = _with(middlewares, ModelWrapper)
+        self.tool_wrappers: list[ToolWrapper] = _with(middlewares, ToolWrapper)
+        self.run_hooks: list[NamedRunHook] = _with(middlewares, RunHook)
+        self.tool_providers: list[ToolProvider] = _with(middlewares, ToolProvider)
+        self.contributors: list[PromptContributor] = _with(middlewares, PromptContributor)
 
     @classmethod
     def build(cls, middlewares: Sequence[Middleware]) -> Chain:
