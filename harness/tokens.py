@@ -84,6 +84,7 @@ import hashlib
 import logging
 import operator
 import threading
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -144,12 +145,6 @@ class Tokenizer(Protocol):
     def request(self, request: Request) -> int:
         """Exactly the system blocks + the tools + the messages + ``framing(request)``."""
         ...
-
-
-def _total(counter: Tokenizer, request: Request) -> int:
-    return (sum(counter.block(b) for b in request.system)
-            + sum(counter.tool(tool) for tool in request.tools)
-            + sum(counter.message(m) for m in request.messages) + counter.framing(request))
 
 
 # -- texts counted by a real tokenizer ----------------------------------------------------------
@@ -270,13 +265,11 @@ class Framing:
         return self.request + system + tools
 
 
-class FamilyTokenizer:
-    """A model family's encoding with one model's framing."""
+class _ContentCounts(ABC):
+    """The content half of a :class:`Tokenizer`, through one cached :class:`_Content`; the
+    framing half is the subclass's."""
 
-    source: Counted = "tokenizer"
-
-    def __init__(self, *, name: str, content: _Content, framing: Framing) -> None:
-        self.name, self._content, self.framing_costs = name, content, framing
+    _content: _Content
 
     def text(self, text: str) -> int:
         return self._content.text(text)
@@ -290,15 +283,29 @@ class FamilyTokenizer:
     def tool(self, tool: ToolDef) -> int:
         return self._content.tool(tool)
 
+    @abstractmethod
+    def framing(self, request: Request) -> int: ...
+
+    def request(self, request: Request) -> int:
+        return (sum(self.block(b) for b in request.system)
+                + sum(self.tool(tool) for tool in request.tools)
+                + sum(self.message(m) for m in request.messages) + self.framing(request))
+
+
+class FamilyTokenizer(_ContentCounts):
+    """A model family's encoding with one model's framing."""
+
+    source: Counted = "tokenizer"
+
+    def __init__(self, *, name: str, content: _Content, framing: Framing) -> None:
+        self.name, self._content, self.framing_costs = name, content, framing
+
     def message_framing(self, message: Message) -> int:
         return self.framing_costs.of_message(message)
 
     def framing(self, request: Request) -> int:
         return (self.framing_costs.of_request(request)
                 + sum(self.framing_costs.of_message(m) for m in request.messages))
-
-    def request(self, request: Request) -> int:
-        return _total(self, request)
 
     def __repr__(self) -> str:
         return f"FamilyTokenizer({self.name!r}, {self.framing_costs})"
@@ -307,7 +314,7 @@ class FamilyTokenizer:
 # -- the estimator, where no tokenizer fits ------------------------------------------------------
 
 
-class Estimate:
+class Estimate(_ContentCounts):
     """:mod:`harness.estimator` behind the same interface, its overheads as the framing: the
     total is :func:`harness.estimator.estimate_request`'s. Its texts go through the same bounded
     content cache as a tokenizer's (the estimator's own keeps only 512), so a state rebuilt from
@@ -319,18 +326,6 @@ class Estimate:
     def __init__(self) -> None:
         self._content = _Content(estimator.estimate_text)
 
-    def text(self, text: str) -> int:
-        return self._content.text(text)
-
-    def block(self, block: Block) -> int:
-        return self._content.block(block)
-
-    def message(self, message: Message) -> int:
-        return self._content.message(message)
-
-    def tool(self, tool: ToolDef) -> int:
-        return self._content.tool(tool)
-
     def message_framing(self, message: Message) -> int:
         return estimator.MESSAGE_OVERHEAD + estimator.BLOCK_OVERHEAD * len(message.content)
 
@@ -338,9 +333,6 @@ class Estimate:
         return (estimator.BLOCK_OVERHEAD * len(request.system)
                 + estimator.TOOL_OVERHEAD * len(request.tools)
                 + sum(self.message_framing(m) for m in request.messages))
-
-    def request(self, request: Request) -> int:
-        return _total(self, request)
 
     def __repr__(self) -> str:
         return "Estimate()"

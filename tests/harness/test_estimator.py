@@ -24,6 +24,7 @@ from harness.estimator import (
 )
 from harness.messages import Message, Request, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock
 from harness.providers.scripted import ScriptedModel
+from tests.support.harness import Counting
 
 
 @pytest.fixture(scope="module")
@@ -134,21 +135,6 @@ def test_tools_are_cached_by_identity_too(monkeypatch):
     value = estimate_tool(tool)
     monkeypatch.setattr(estimator, "_tool_tokens", lambda t: pytest.fail("estimated twice"))
     assert estimate_tool(tool) == value
-
-
-class Counting:
-    name = "counting"
-
-    def __init__(self, answer: int | Exception) -> None:
-        self.answer = answer
-
-    def complete(self, request):  # pragma: no cover - never called
-        raise AssertionError
-
-    def count_tokens(self, request: Request) -> int:
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
 
 
 def test_count_request_prefers_the_providers_counter():

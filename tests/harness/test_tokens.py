@@ -28,6 +28,7 @@ from harness.tokens import (
     count_request,
     tokenizer_for,
 )
+from tests.support.harness import Counting
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +41,7 @@ STRINGS = (
     'def main() -> None:\n    print(f"{value!r}")\n',
     '{"id":"toolu_01","input":{"path":"/srv/app.py","limit":200}}',
 )
+
 PINNED = {
     "openai:gpt-4o": ("o200k_base", (3, 10, 12, 9, 14, 21)),
     "openai:gpt-4": ("cl100k_base", (3, 10, 20, 15, 14, 20)),
@@ -359,21 +361,6 @@ def test_a_growing_history_costs_only_its_new_messages(monkeypatch):
     changed = [Message.user("replaced"), *grown[1:]]  # not an extension: counted afresh
     assert total(changed) == whole(changed)
     assert total(history[:5]) == whole(history[:5])
-
-
-class Counting:
-    name = "counting"
-
-    def __init__(self, answer: int | Exception) -> None:
-        self.answer = answer
-
-    def complete(self, request):  # pragma: no cover - never called
-        raise AssertionError
-
-    def count_tokens(self, request: Request) -> int:
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
 
 
 def test_count_request_prefers_the_providers_counter_then_the_tokenizer():

@@ -13,7 +13,7 @@ from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain, Middleware
 from harness.deps import StackConfig
 from harness.loop import Loop, NeverCancel, NextStep, TurnResult
-from harness.messages import Message, ToolUseBlock
+from harness.messages import Message, Request, ToolUseBlock
 from harness.providers.base import Provider
 from harness.stack import default_stack
 from harness.state import State
@@ -117,6 +117,23 @@ def run(loop: Loop, state: State | None = None, *, control: Any = None,
     checkpointer = checkpointer or Recorder()
     step = loop.run(state, control=control or NeverCancel(), checkpointer=checkpointer)
     return step, state, checkpointer
+
+
+class Counting:
+    """A provider with only a token counter: it answers ``answer``, or raises it."""
+
+    name = "counting"
+
+    def __init__(self, answer: int | Exception) -> None:
+        self.answer = answer
+
+    def complete(self, request):  # pragma: no cover - never called
+        raise AssertionError
+
+    def count_tokens(self, request: Request) -> int:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
 
 
 def spans_named(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
