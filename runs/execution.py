@@ -20,8 +20,8 @@ from harness.chain import Chain
 from harness.deps import RunDeps, StackConfig
 from harness.errors import ProviderAuthError
 from harness.loop import Loop
-from harness.messages import Block, Role
 from harness.messages import Message as HMessage
+from harness.messages import Role
 from harness.providers import resolve_provider, split_model
 from harness.providers.base import ProviderSettings, Unavailable
 from harness.providers.models import context_window
@@ -106,7 +106,7 @@ def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False) -> li
 
     One plain query, decoded here: a run and every inspection load the whole history, and the
     ORM's per-row conversion was a third of the time at 10,000 messages. ``reuse_decoded``
-    takes each content from :func:`_decoded_shared` — for the context inspector's reads, which
+    takes each message from :func:`_shared_message` — for the context inspector's reads, which
     never run a tool, so no one mutates a shared tool call's input."""
     table = Message._meta.db_table
     # The id as the database stores it (a uuid in PostgreSQL, hex text in SQLite).
@@ -115,35 +115,32 @@ def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False) -> li
         cursor.execute(f"SELECT seq, role, content FROM {table} WHERE session_id = %s "
                        "ORDER BY seq", [key])
         rows = cursor.fetchall()
-    decode = _decoded_shared if reuse_decoded else _decoded
+    decode = _shared_message if reuse_decoded else _message
+    return [decode(seq, role, content) for seq, role, content in rows]
+
+
+def _message(seq: int, role: str, content: str | list[object]) -> HMessage:
     # The message_role_valid constraint keeps the column to the harness's roles; the content
     # column is JSON text (Django reads jsonb as text and decodes it itself).
-    return [HMessage(role=cast(Role, role), content=decode(content), seq=seq)
-            for seq, role, content in rows]
+    return HMessage(role=cast(Role, role), seq=seq, content=content_from_json(
+        json.loads(content) if isinstance(content, str) else content))
 
 
-def _decoded(content: str | list[object]) -> tuple[Block, ...]:
-    return content_from_json(json.loads(content) if isinstance(content, str) else content)
-
-
-# Contents up to this long are decoded once per process and shared (a content's blocks are a
-# pure function of its text); the bound keeps the memo at tens of megabytes at worst.
+# Messages whose content is up to this long are decoded once per process and shared (a message
+# is a pure function of its row); the bound keeps the memo at tens of megabytes at worst.
 SHARED_CONTENT_CHARS = 2_048
-SHARED_CONTENTS = 16_384
+SHARED_MESSAGES = 16_384
+
+_memo_message = lru_cache(maxsize=SHARED_MESSAGES)(_message)
 
 
-@lru_cache(maxsize=SHARED_CONTENTS)
-def _decoded_memo(content: str) -> tuple[Block, ...]:
-    return _decoded(content)
-
-
-def _decoded_shared(content: str | list[object]) -> tuple[Block, ...]:
-    """The blocks of a stored content, the same objects each time the same text is read: an
-    inspection of a long session skips re-parsing what it parsed last time, and the token
-    counts' caches see the same strings."""
+def _shared_message(seq: int, role: str, content: str | list[object]) -> HMessage:
+    """The message of a stored row, the same object each time the same row is read: an
+    inspection of a long session skips decoding what it decoded last time, and the token
+    counts' identity caches find it counted."""
     if isinstance(content, str) and len(content) <= SHARED_CONTENT_CHARS:
-        return _decoded_memo(content)
-    return _decoded(content)
+        return _memo_message(seq, role, content)
+    return _message(seq, role, content)
 
 
 def new_state(session: Session, history: list[HMessage], *, run_id: str = "") -> State:

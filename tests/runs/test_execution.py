@@ -1,4 +1,4 @@
-"""Loading a session's history: the context inspector's reads share the decoded contents, a
+"""Loading a session's history: the context inspector's reads share the decoded messages, a
 run's do not, and both give the same messages."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def history(alice, make_session):
     return session
 
 
-def test_the_inspectors_reads_share_short_contents_and_a_runs_reads_do_not(history):
+def test_the_inspectors_reads_share_short_messages_and_a_runs_reads_do_not(history):
     fresh, again = session_history(history.pk), session_history(history.pk)
     shared, shared_again = (session_history(history.pk, reuse_decoded=True),
                             session_history(history.pk, reuse_decoded=True))
@@ -35,9 +35,8 @@ def test_the_inspectors_reads_share_short_contents_and_a_runs_reads_do_not(histo
     assert [m.seq for m in shared] == [1, 2, 3]
     assert shared[1].content[0] == ToolUseBlock(id="c1", name="echo", input={"text": "hi"})
     assert shared[0].content == (TextBlock(text="hi"),)
-    # Short contents: the same block objects on every shared read; never on a run's.
-    assert shared[1].content is shared_again[1].content
-    assert fresh[1].content is not again[1].content
-    assert fresh[1].content[0].input is not shared[1].content[0].input
-    # A content past the bound is decoded anew each time, shared or not.
-    assert shared[2].content is not shared_again[2].content
+    # Short messages: the same objects on every shared read; never on a run's.
+    assert shared[1] is shared_again[1] and shared[0] is shared_again[0]
+    assert fresh[1] is not again[1] and fresh[1].content[0].input is not again[1].content[0].input
+    # A message past the bound is decoded anew each time, shared or not.
+    assert shared[2] is not shared_again[2]
