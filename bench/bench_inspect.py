@@ -127,7 +127,7 @@ def main() -> None:
         for model, n, session in (cases if rep % 2 == 0 else cases[::-1]):
             # A web process's first look at the session: every message decoded (the counts'
             # content caches stay warm, as they are for any text the process counted before).
-            execution._memo_message.cache_clear()
+            execution.drop_shared_messages()
             decoding[(model, n)] += timed(lambda s=session: context_snapshot(session=s), 1)
             service[(model, n)] += timed(lambda s=session: context_snapshot(session=s), 1)
             response = None

@@ -45,7 +45,8 @@ _SYSTEM_LABELS = {"system:agent": "the agent's system prompt", "system:todo": "t
 
 class Part(NamedTuple):
     """One part of the request. A named tuple rather than a frozen dataclass: an inspection
-    makes one per message, and a frozen dataclass's constructor cost twice as much."""
+    makes one per message, and a frozen dataclass's constructor cost twice as much. Compare
+    parts by their fields, not whole: ``sent`` and ``unreplaced`` are new callables each time."""
 
     id: str
     kind: PartKind  # a repair part (``repair:<n>``) is a message
@@ -61,6 +62,10 @@ class Part(NamedTuple):
     # a replace override: rendered when asked for (``?full=``), not for every part of a snapshot.
     sent: Callable[[], str] = str
     unreplaced: Callable[[], str] | None = None
+
+    def __repr__(self) -> str:  # never the content: a repr lands in logs and failure output
+        return (f"Part(id={self.id!r}, tokens={self.tokens}, included={self.included}, "
+                f"override={self.override!r}, stale={self.stale})")
 
     @property
     def content(self) -> str:

@@ -4,6 +4,7 @@ on the worker side, with :mod:`runs.worker`)."""
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from functools import cache, lru_cache
 from typing import cast
@@ -126,21 +127,37 @@ def _message(seq: int, role: str, content: str | list[object]) -> HMessage:
         json.loads(content) if isinstance(content, str) else content))
 
 
-# Messages whose content is up to this long are decoded once per process and shared (a message
-# is a pure function of its row); the bound keeps the memo at tens of megabytes at worst.
-SHARED_CONTENT_CHARS = 2_048
+# Rows are decoded once per process and shared (a message is a pure function of its row) when
+# their weight — an upper estimate of the memory the row's text and its decoded objects take —
+# is at most SHARED_ROW_BYTES: the memo holds at most SHARED_MESSAGES × SHARED_ROW_BYTES = 64 MiB.
 SHARED_MESSAGES = 16_384
+SHARED_ROW_BYTES = 4_096
+_CONTAINER_BYTES = 128  # a JSON object or array decoded: a dict or list, and a block around it
+_MESSAGE_BYTES = 1_024  # the message, its content tuple and the memo's entry
 
 _memo_message = lru_cache(maxsize=SHARED_MESSAGES)(_message)
+
+
+def weight(content: str) -> int:
+    """Bytes a shared row may hold at most: its text twice (the key, and the strings decoded
+    from it, never wider per character), each container, and the message around them."""
+    return (2 * sys.getsizeof(content) + _MESSAGE_BYTES
+            + _CONTAINER_BYTES * (content.count("{") + content.count("[")))
 
 
 def _shared_message(seq: int, role: str, content: str | list[object]) -> HMessage:
     """The message of a stored row, the same object each time the same row is read: an
     inspection of a long session skips decoding what it decoded last time, and the token
     counts' identity caches find it counted."""
-    if isinstance(content, str) and len(content) <= SHARED_CONTENT_CHARS:
+    if (isinstance(content, str) and len(content) <= SHARED_ROW_BYTES // 2
+            and weight(content) <= SHARED_ROW_BYTES):
         return _memo_message(seq, role, content)
     return _message(seq, role, content)
+
+
+def drop_shared_messages() -> None:
+    """Forget every shared message (a benchmark's first look at a session)."""
+    _memo_message.cache_clear()
 
 
 def new_state(session: Session, history: list[HMessage], *, run_id: str = "") -> State:

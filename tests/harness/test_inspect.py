@@ -158,6 +158,11 @@ def test_a_repaired_call_is_shown_as_a_part_of_its_own():
 def test_a_part_looks_up_by_id(part):
     snapshot, _ = inspected()
     assert snapshot.part(part).id == part and snapshot.part("message:99") is None
+    # Its repr names it without its content: a repr ends up in logs and failure output.
+    found = snapshot.part(part)
+    assert repr(found).startswith(f"Part(id={part!r}, tokens={found.tokens}")
+    assert found.content and found.content not in repr(found)
+    assert found.preview not in repr(snapshot)
 
 
 def test_the_provider_counter_gives_the_totals_when_asked():

@@ -215,6 +215,23 @@ def test_openai_framing_follows_the_wire_messages():
     assert gpt.framing(simple) == 3 + 4 + 4
 
 
+@pytest.mark.parametrize(("texts", "message_sent"), [
+    ((), False), (("",), False), (("note",), True), (("", ""), True),
+])
+def test_results_beside_text_send_a_user_message_only_when_the_text_joins_to_something(
+        texts, message_sent):
+    # The OpenAI adapter joins a results message's text blocks with "\n\n" and sends a user
+    # message beside the tool messages only when that join is not empty.
+    framing = Framing(message=4, join=1, tool_result=4, results_are_messages=True)
+    results = (ToolResultBlock(tool_use_id="c1", content="42"),)
+    message = Message(role="user", content=tuple(TextBlock(text=t) for t in texts) + results)
+    joins = max(0, len(texts) - 1)
+    assert framing.of_message(message) == joins + 4 + (4 if message_sent else 0)
+    # Without results, every message is sent.
+    alone = Message(role="user", content=tuple(TextBlock(text=t) for t in texts))
+    assert Framing(message=4, join=1).of_message(alone) == joins + 4
+
+
 def test_claude_framing_is_derived_as_documented():
     claude = tokenizer_for("anthropic:claude-sonnet-4-5")
     request = a_request()

@@ -3,15 +3,18 @@ run's do not, and both give the same messages."""
 
 from __future__ import annotations
 
+import json
+import sys
+import tracemalloc
+
 import pytest
 
 from harness.messages import TextBlock, ToolUseBlock
-from runs.execution import SHARED_CONTENT_CHARS, session_history
+from runs import execution
+from runs.execution import SHARED_ROW_BYTES, session_history, weight
 from runs.models import Message, Session
 
-pytestmark = pytest.mark.django_db
-
-LONG = "x" * (SHARED_CONTENT_CHARS + 1)
+LONG = "x" * SHARED_ROW_BYTES  # past the weight a shared row may have
 
 
 @pytest.fixture
@@ -27,6 +30,7 @@ def history(alice, make_session):
     return session
 
 
+@pytest.mark.django_db
 def test_the_inspectors_reads_share_short_messages_and_a_runs_reads_do_not(history):
     fresh, again = session_history(history.pk), session_history(history.pk)
     shared, shared_again = (session_history(history.pk, reuse_decoded=True),
@@ -38,5 +42,30 @@ def test_the_inspectors_reads_share_short_messages_and_a_runs_reads_do_not(histo
     # Short messages: the same objects on every shared read; never on a run's.
     assert shared[1] is shared_again[1] and shared[0] is shared_again[0]
     assert fresh[1] is not again[1] and fresh[1].content[0].input is not again[1].content[0].input
-    # A message past the bound is decoded anew each time, shared or not.
+    # A message heavier than the bound is decoded anew each time, shared or not.
     assert shared[2] is not shared_again[2]
+
+
+WIDE = {
+    "ascii": [{"type": "text", "text": "a" * 2_000}],
+    "astral": [{"type": "text", "text": "😀" * 2_000}],
+    "one astral character widens the whole text": [{"type": "text", "text": "a" * 8_000 + "😀"}],
+    "cjk": [{"type": "text", "text": "中" * 2_700}],
+    "empty objects": [{"type": "tool_use", "id": "c1", "name": "e", "input": {"x": [{}] * 1_300}}],
+    "empty arrays": [{"type": "tool_use", "id": "c1", "name": "e", "input": {"x": [[]] * 2_700}}],
+    "short": [{"type": "text", "text": "hi"}],
+}
+
+
+@pytest.mark.parametrize("content", WIDE.values(), ids=WIDE.keys())
+def test_a_shared_rows_weight_bounds_the_memory_it_holds(content):
+    text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        message = execution._message(1, "user", text)
+        held = tracemalloc.get_traced_memory()[0] - before + sys.getsizeof(text)
+    finally:
+        tracemalloc.stop()
+    assert message.content  # decoded, and alive while measured
+    assert held <= weight(text)
