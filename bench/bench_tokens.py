@@ -48,7 +48,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench import estimator_samples as samples  # noqa: E402
-from harness import tokens  # noqa: E402
+from harness import tokenizers, tokens  # noqa: E402
 from harness.messages import (  # noqa: E402
     Block,
     Message,
@@ -58,7 +58,8 @@ from harness.messages import (  # noqa: E402
     ToolResultBlock,
     ToolUseBlock,
 )
-from harness.tokens import ESTIMATE, Tokenizer, tokenizer_for  # noqa: E402
+from harness.tokenizers import tokenizer_for  # noqa: E402
+from harness.tokens import ESTIMATE, Tokenizer  # noqa: E402
 
 TOKENIZER_TARGET = 2.0
 ESTIMATE_TARGET = 10.0
@@ -249,7 +250,7 @@ def framing_table(fams: list[Family]) -> Table:
                    "join measured", "tool_use", "tool_result", "tool", "tools"):
         table.add_column(column, justify="left" if column in ("profile", "tokenizer") else "right")
     joins = {f.name: measured_join(f.reference) for f in fams}
-    for profile, (encoding, f) in tokens.PROFILES.items():
+    for profile, (encoding, f) in tokenizers.PROFILES.items():
         table.add_row(profile, encoding, str(f.request), str(f.system), str(f.message),
                       str(f.join), f"{joins[encoding]:.2f}", str(f.tool_use), str(f.tool_result),
                       str(f.tool), str(f.tools))
@@ -343,11 +344,11 @@ def speed_row(name: str, make: Callable[[], Tokenizer]) -> tuple[str, str, str, 
 
 
 def new_family(model: str) -> Callable[[], Tokenizer]:
-    profile = tokens.profile_for(model)
+    profile = tokenizers.profile_for(model)
     assert profile is not None
-    encoding, framing = tokens.PROFILES[profile]
-    count = tokens.ENCODINGS[encoding]()
-    return lambda: tokens.FamilyTokenizer(name=encoding, content=tokens._Content(count),
+    encoding, framing = tokenizers.PROFILES[profile]
+    count = tokenizers.ENCODINGS[encoding]()
+    return lambda: tokens.FamilyTokenizer(name=encoding, content=tokens.EncodingCounts(count),
                                           framing=framing)
 
 

@@ -12,7 +12,7 @@ from context.models import ContextOverride
 from context.stores import overrides_of
 from harness.context import Override
 from harness.inspect import Snapshot, inspect
-from harness.tokens import tokenizer_for
+from harness.tokenizers import tokenizer_for
 from runs.execution import build_loop, new_state, session_history
 from runs.models import Session
 

@@ -4,67 +4,8 @@ One interface, :class:`Tokenizer`, counts a text, a block, a message and a tool 
 content only — and, separately, the **framing** a provider adds around them (role markers, the
 system message's frame, a tool's wrapper, the tool-use system prompt). ``request()`` is exactly
 the parts plus the framing, so a caller listing parts (the context inspector) shows framing as a
-line of its own and the lines sum to the total. :func:`tokenizer_for` picks the tokenizer for a
-``<provider>:<model>`` string by longest prefix, like :mod:`harness.providers.models`:
-
-================ ============================================ ==================================
-tokenizer        models                                       counted with
-================ ============================================ ==================================
-``o200k_base``   gpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, o1*,    quicktok-v1 (vocabulary in the
-                 o3*, o4*, chatgpt-4o*, gpt-oss*              wheel, byte-identical to OpenAI's)
-``cl100k_base``  gpt-4, gpt-4-turbo*, gpt-3.5*                the same
-``claude-v3``    claude-3*, claude-{opus,sonnet,haiku}-4*     ctok, family v3
-                 (Claude 3 through Opus 4.6)
-``claude-v4.7``  claude-opus-4-7*                             ctok, family v4.7
-``claude-v4.8``  claude-opus-4-8*, claude-{opus,sonnet,       ctok, family v4.8 (v4.7's
-                 fable}-5*                                    vocabulary, a six-token frame)
-``estimate``     scripted:*, unknown models, OpenAI-          :mod:`harness.estimator`
-                 compatible servers running other models
-================ ============================================ ==================================
-
-ctok's families follow its README's version table ([3.0, 4.7) → v3, [4.7, 4.8) → v4.7, ≥ 4.8 →
-v4.8). A text's count is ctok's single-message count less that message's frame. Both packages
-read their data from their own install directory: nothing is downloaded, nothing is written.
-
-Where each framing number comes from (tokens; *measured* numbers were checked against a
-provider's count, *documented* ones are the provider's own, *estimates* are reasoned, not
-measured — no offline tokenizer knows how a provider renders a request):
-
-OpenAI (chat completions, as :mod:`harness.providers.openai_compat` sends them)
-  * 3 per request, the reply's priming ``<|start|>assistant<|message|>`` — documented (OpenAI
-    cookbook, "How to count tokens with tiktoken");
-  * 4 per message, system message included: the cookbook's 3 per message plus the role, one token
-    in both encodings. A tool result is a message of its own (role ``tool``), so it costs 4 and a
-    user message holding only results adds no message of its own — documented;
-  * 19 per tool with o200k (the cookbook's ``func_init`` 7 + ``func_end`` 12 for gpt-4o), 22
-    with cl100k (10 + 12) — documented. The cookbook prices a schema as OpenAI renders it (a
-    compact TypeScript-like form), which is smaller than the JSON counted here as the tool's
-    content, so a tool part reads high;
-  * 3 per tool call — estimate (each call is its own assistant segment naming the function; the
-    call id, counted here as content, is likely never shown to the model);
-  * 0 per ``"\\n\\n"`` joining text blocks — measured: it mostly merges with the text around it
-    (+0.20 on average, ``bench/bench_tokens.py``).
-
-Claude (Messages API)
-  * the single-message frame ctok measured against ``count_tokens``: 7 (v3), 11 (v4.7), 6
-    (v4.8). It pays one turn and the assistant prompt, so a message costs about half of it — 4,
-    6, 3 — and a request the rest — 3, 5, 3. The split is an estimate: ctok counts the legacy
-    turn markers ``"\\n\\nHuman:"`` and ``"\\n\\nAssistant:"`` at 4 + 4 (v3) and 5 + 7 (v4.7);
-  * 0 for the system prompt — measured: Anthropic's documented example (system "You are a
-    scientist", user "Hello, Claude": 14 tokens) is 7 + 4 + 3 with ctok's part counts;
-  * the tool-use system prompt, once when tools are offered: 346 for Claude 3.5 Sonnet and
-    later, 530 Claude 3 Opus, 159 Claude 3 Sonnet, 264 Claude 3 Haiku and 3.5 Haiku —
-    documented (Anthropic's tool-use pricing table, ``tool_choice`` auto: hango never sets it);
-    467 for v4.7 and v4.8 — estimate (346 × 1.35, the v4.7/v3 ratio ctok gives the bench
-    corpus's prose and code);
-  * 0 per tool — measured as far as it goes: Anthropic's documented one-tool example (403
-    tokens) leaves no room for a wrapper once the preamble and ctok's part counts are taken out
-    (it leaves −14: the schema is rendered more compactly than its JSON);
-  * 20 per tool call and 19 per result (v3), 27 and 19 (v4.7, v4.8) — estimate: ctok's count of
-    the ``<function_calls><invoke name="">`` / ``<function_results><result>`` markup of Claude's
-    tool-use format;
-  * 1 per ``"\\n\\n"`` joining text blocks — measured (+0.80 v3 and v4.7, +1.0 v4.8 on average,
-    ``bench/bench_tokens.py``).
+line of its own and the lines sum to the total.
+:mod:`harness.tokenizers` says which tokenizer counts which model, with what framing.
 
 The estimator keeps its own overheads (:data:`harness.estimator.MESSAGE_OVERHEAD` and the
 others), moved into ``framing`` here, so :class:`Estimate` totals what
@@ -87,8 +28,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from functools import cache
+from dataclasses import dataclass
 from typing import Literal, Protocol, assert_never
 
 from harness import estimator
@@ -187,7 +127,7 @@ class _TextCache:
         return len(self._entries)
 
 
-class _Content:
+class EncodingCounts:
     """One encoding's content counts, cached: texts by content, messages and tools by identity.
     Shared by every model of the family (their framing differs, their content does not)."""
 
@@ -266,10 +206,10 @@ class Framing:
 
 
 class _ContentCounts(ABC):
-    """The content half of a :class:`Tokenizer`, through one cached :class:`_Content`; the
+    """The content half of a :class:`Tokenizer`, through one cached :class:`EncodingCounts`; the
     framing half is the subclass's."""
 
-    _content: _Content
+    _content: EncodingCounts
 
     def text(self, text: str) -> int:
         return self._content.text(text)
@@ -297,7 +237,7 @@ class FamilyTokenizer(_ContentCounts):
 
     source: Counted = "tokenizer"
 
-    def __init__(self, *, name: str, content: _Content, framing: Framing) -> None:
+    def __init__(self, *, name: str, content: EncodingCounts, framing: Framing) -> None:
         self.name, self._content, self.framing_costs = name, content, framing
 
     def message_framing(self, message: Message) -> int:
@@ -324,7 +264,7 @@ class Estimate(_ContentCounts):
     source: Counted = "estimate"
 
     def __init__(self) -> None:
-        self._content = _Content(estimator.estimate_text)
+        self._content = EncodingCounts(estimator.estimate_text)
 
     def message_framing(self, message: Message) -> int:
         return estimator.MESSAGE_OVERHEAD + estimator.BLOCK_OVERHEAD * len(message.content)
@@ -339,129 +279,6 @@ class Estimate(_ContentCounts):
 
 
 ESTIMATE = Estimate()
-
-
-# -- the families and the models -----------------------------------------------------------------
-
-# ctok's single-message frame per version it is asked for (its ``tokenize`` starts with this
-# many ⟨pad⟩ tokens; a test pins them).
-CTOK_FRAMES: dict[str, int] = {"3.0": 7, "4.7": 11, "4.8": 6}
-
-
-def _quicktok(encoding: str) -> Callable[[str], int]:
-    import quicktok  # the encoding loads in ~0.2-0.6 s: only for a model that needs it
-
-    return quicktok.get_encoding(encoding).count
-
-
-def _ctok(version: str) -> Callable[[str], int]:
-    import ctok
-
-    frame = CTOK_FRAMES[version]
-
-    def count(text: str) -> int:
-        return ctok.token_count(text, version) - frame
-
-    count("")  # load the vocabulary now rather than inside the first request
-    return count
-
-
-# encoding name -> how to load its text counter
-ENCODINGS: dict[str, Callable[[], Callable[[str], int]]] = {
-    "o200k_base": lambda: _quicktok("o200k_base"),
-    "cl100k_base": lambda: _quicktok("cl100k_base"),
-    "claude-v3": lambda: _ctok("3.0"),
-    "claude-v4.7": lambda: _ctok("4.7"),
-    "claude-v4.8": lambda: _ctok("4.8"),
-}
-
-_OPENAI = Framing(request=3, system=4, message=4, join=0, tool_use=3, tool_result=4,
-                  results_are_messages=True)
-
-
-def _claude(frame: int, *, tools: int, tool_use: int, tool_result: int = 19) -> Framing:
-    message = (frame + 1) // 2
-    return Framing(request=frame - message, system=0, message=message, join=1,
-                   tool_use=tool_use, tool_result=tool_result, tool=0, tools=tools)
-
-
-# profile -> (encoding, framing): what one group of models costs
-PROFILES: dict[str, tuple[str, Framing]] = {
-    "gpt-4o": ("o200k_base", replace(_OPENAI, tool=19)),
-    "gpt-4": ("cl100k_base", replace(_OPENAI, tool=22)),
-    "claude-3-opus": ("claude-v3", _claude(7, tools=530, tool_use=20)),
-    "claude-3-sonnet": ("claude-v3", _claude(7, tools=159, tool_use=20)),
-    "claude-3-haiku": ("claude-v3", _claude(7, tools=264, tool_use=20)),
-    "claude-3.5": ("claude-v3", _claude(7, tools=346, tool_use=20)),  # 3.5 Sonnet … Opus 4.6
-    "claude-4.7": ("claude-v4.7", _claude(11, tools=467, tool_use=27)),
-    "claude-4.8": ("claude-v4.8", _claude(6, tools=467, tool_use=27)),
-}
-
-# (provider, model name prefix) -> profile; the longest matching prefix wins, so dated snapshots
-# (claude-opus-4-20250514, gpt-4o-2024-08-06) find their family. Anything else is estimated.
-MODELS: dict[tuple[str, str], str] = {
-    ("openai", "gpt-3.5"): "gpt-4",
-    ("openai", "gpt-4"): "gpt-4",
-    ("openai", "gpt-4o"): "gpt-4o",
-    ("openai", "chatgpt-4o"): "gpt-4o",
-    ("openai", "gpt-4.1"): "gpt-4o",
-    ("openai", "gpt-4.5"): "gpt-4o",
-    ("openai", "gpt-5"): "gpt-4o",
-    ("openai", "gpt-oss"): "gpt-4o",
-    ("openai", "o1"): "gpt-4o",
-    ("openai", "o3"): "gpt-4o",
-    ("openai", "o4"): "gpt-4o",
-    ("anthropic", "claude-3"): "claude-3.5",  # claude-3-5-sonnet, claude-3-7-sonnet
-    ("anthropic", "claude-3-opus"): "claude-3-opus",
-    ("anthropic", "claude-3-sonnet"): "claude-3-sonnet",
-    ("anthropic", "claude-3-haiku"): "claude-3-haiku",
-    ("anthropic", "claude-3-5-haiku"): "claude-3-haiku",
-    ("anthropic", "claude-opus-4"): "claude-3.5",
-    ("anthropic", "claude-sonnet-4"): "claude-3.5",
-    ("anthropic", "claude-haiku-4"): "claude-3.5",
-    ("anthropic", "claude-opus-4-7"): "claude-4.7",
-    ("anthropic", "claude-opus-4-8"): "claude-4.8",
-    ("anthropic", "claude-opus-5"): "claude-4.8",
-    ("anthropic", "claude-sonnet-5"): "claude-4.8",
-    ("anthropic", "claude-fable-5"): "claude-4.8",
-}
-
-
-@cache
-def _content(encoding: str) -> _Content | None:
-    try:
-        return _Content(ENCODINGS[encoding]())
-    except ImportError as exc:  # an install without its step: count, but say how
-        log.warning("token counts for %s fall back to the estimate: %s (make install)",
-                    encoding, exc)
-        return None
-
-
-@cache
-def _profile(profile: str) -> Tokenizer:
-    encoding, framing = PROFILES[profile]
-    content = _content(encoding)
-    if content is None:
-        return ESTIMATE
-    return FamilyTokenizer(name=encoding, content=content, framing=framing)
-
-
-def profile_for(model: str) -> str | None:
-    """The profile of ``model`` (``"<provider>:<model>"``), or None where no tokenizer fits."""
-    provider, _, name = model.partition(":")
-    name = name.lower()
-    best, found = "", None
-    for (known, prefix), profile in MODELS.items():
-        if known == provider and name.startswith(prefix) and len(prefix) > len(best):
-            best, found = prefix, profile
-    return found
-
-
-def tokenizer_for(model: str) -> Tokenizer:
-    """The tokenizer for ``model`` (``"<provider>:<model>"``): the family's own where one is
-    known, else the estimate. One instance per profile, so its caches serve every caller."""
-    profile = profile_for(model)
-    return ESTIMATE if profile is None else _profile(profile)
 
 
 # -- totals ---------------------------------------------------------------------------------------

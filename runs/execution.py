@@ -29,7 +29,7 @@ from harness.providers.models import context_window
 from harness.serde import content_from_json
 from harness.stack import default_stack
 from harness.state import State, state_from_json
-from harness.tokens import tokenizer_for
+from harness.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
 from runs.models import Message, Run, Session
 from runs.stores import DbFileStore, DbSummaryStore

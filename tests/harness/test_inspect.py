@@ -18,7 +18,8 @@ from harness.providers.scripted import ScriptedModel
 from harness.stack import default_stack
 from harness.state import State
 from harness.stores import MemoryFile, SkillSpec
-from harness.tokens import ESTIMATE, tokenizer_for
+from harness.tokenizers import tokenizer_for
+from harness.tokens import ESTIMATE
 from harness.tools import builtin_registry
 from tests.support.files import MemoryFiles
 from tests.support.harness import make_agent, make_loop
