@@ -1,0 +1,63 @@
+"""What every ``hango`` command shares: the global options' state, ``--json``, the list options,
+and the group that turns the client's errors into a message and an exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from cli.client import Client, CliError
+from cli.output import report_error
+
+_JSON = "hango.json"  # key in click's ctx.meta, which every context of one invocation shares
+
+
+@dataclass
+class State:
+    """What the global options chose; the client is made on first use."""
+
+    url: str
+    key: str | None
+    _client: Client | None = field(default=None, repr=False)
+
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client(url=self.url, key=self.key)
+            click.get_current_context().call_on_close(self._client.close)
+        return self._client
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.meta[_JSON] = True
+
+
+def json_option(f: Callable) -> Callable:
+    """``--json``, accepted before the command (``hango --json agents list``) or after it."""
+    return click.option(
+        "--json", is_flag=True, expose_value=False, callback=_set_json,
+        help="Print the API's raw JSON instead of tables.",
+    )(f)
+
+
+def list_options(f: Callable) -> Callable:
+    f = click.option("--limit", type=click.IntRange(min=1), help="Rows per page.")(f)
+    return click.option("--all", "fetch_all", is_flag=True, help="Follow `next` to the end.")(f)
+
+
+def as_json() -> bool:
+    return bool(click.get_current_context().meta.get(_JSON))
+
+
+class CliGroup(click.Group):
+    """Reports the client's errors on stderr and exits with their code, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CliError as exc:
+            report_error(exc)
+            ctx.exit(exc.exit_code)
