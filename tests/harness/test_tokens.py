@@ -10,6 +10,7 @@ import ctok
 import pytest
 
 from bench import estimator_samples as samples
+from bench import tool_samples
 from harness import estimator, tokenizers, tokens
 from harness.errors import ProviderUnavailable
 from harness.messages import Message, Request, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock
@@ -31,7 +32,7 @@ def a_request() -> Request:
         ToolDef(name="read_file", description="Read a file; returns its text.",
                 input_schema={"type": "object", "properties": {"path": {"type": "string"}},
                               "required": ["path"]}),
-        samples.TOOL_SCHEMAS[0],
+        tool_samples.TOOL_SCHEMAS[0],
     )
     messages = (
         Message.user("Đọc tệp README và tóm tắt nó, làm ơn. 请用中文回答。"),
