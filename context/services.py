@@ -80,8 +80,7 @@ def _with_pairs(overrides: list[Override], messages: list[HMessage]) -> tuple[li
                                                                              list[str]]:
     """The set with the partners of excluded call/result messages excluded too."""
     by_part = {o.part: o for o in overrides}
-    excluded = [o.part for o in overrides if o.action == "exclude" and part_kind(o.part) ==
-                "message"]
+    excluded = OverrideSet(overrides=tuple(overrides)).excluded("message")
     added = context.with_partners(excluded, messages)
     clashes = [f"{p!r} goes with the excluded message it pairs with (a batch's calls and their "
                "results are sent or left out together), so it cannot be replaced."

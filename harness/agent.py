@@ -131,7 +131,7 @@ class AgentConfig:
             raise ConfigurationError("agent config is malformed: " + "; ".join(problems))
         return cls(
             max_turns=data.get("max_turns"),
-            interrupt_on=MappingProxyType({tool: tuple(dict.fromkeys(decisions))
+            interrupt_on=MappingProxyType({tool: tuple(decisions)
                                            for tool, decisions in
                                            data.get("interrupt_on", {}).items()}),
             summarization=SummarizationOptions(**data.get("summarization", {})),

@@ -22,7 +22,7 @@ from harness.context import AGENT_PART, SourcedBlock
 from harness.errors import ConfigurationError
 from harness.messages import Request, Response, TextBlock, ToolUseBlock
 from harness.state import State
-from harness.tools.base import Tool, ToolResult
+from harness.tools.base import Tool, ToolResult, never
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,10 +44,6 @@ class ModelRequest:
         )
 
 
-def _never() -> bool:
-    return False
-
-
 @dataclass(frozen=True, kw_only=True)
 class ToolCallRequest:
     call: ToolUseBlock
@@ -56,7 +52,7 @@ class ToolCallRequest:
     # The names of the tools the model was offered (what an unknown tool's error lists).
     offered: tuple[str, ...] = ()
     # Whether the run has been asked to stop (a long tool, such as a subagent, checks it).
-    cancel_requested: Callable[[], bool] = _never
+    cancel_requested: Callable[[], bool] = never
 
 
 # What a tool call comes to: a result, or — when a human must decide first — no result yet.
@@ -162,18 +158,8 @@ class Chain:
         overrides = context.active(state)
         if not overrides:
             return blocks
-        record = context.applied(state, fresh=True)
-        kept = []
-        for sourced in blocks:
-            override = overrides.get(sourced.part)
-            if override is None:
-                kept.append(sourced)
-            elif override.action == "exclude":
-                record.system.append(sourced)
-            else:
-                assert override.replacement is not None
-                kept.append(SourcedBlock(part=sourced.part,
-                                         block=TextBlock(text=override.replacement)))
+        kept, excluded = context.apply_system(blocks, overrides)
+        context.applied(state, fresh=True).system.extend(excluded)
         return kept
 
     def tools(self, state: State, base: Sequence[Tool]) -> list[Tool]:

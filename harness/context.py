@@ -111,10 +111,14 @@ class OverrideSet:
     def by_part(self) -> Mapping[str, Override]:
         return {o.part: o for o in self.overrides}
 
+    def excluded(self, kind: PartKind) -> list[str]:
+        """The parts of ``kind`` this set excludes, in its order."""
+        return [o.part for o in self.overrides
+                if o.action == "exclude" and part_kind(o.part) == kind]
+
     @cached_property
     def excluded_tools(self) -> frozenset[str]:
-        return frozenset(o.part[len(TOOL_PREFIX):] for o in self.overrides
-                         if o.action == "exclude" and part_kind(o.part) == "tool")
+        return frozenset(part[len(TOOL_PREFIX):] for part in self.excluded("tool"))
 
     def get(self, part: str) -> Override | None:
         return self.by_part.get(part)
@@ -195,6 +199,31 @@ def replace_text(message: Message, text: str) -> Message:
     if not placed:
         blocks.append(TextBlock(text=text))
     return replace(message, content=tuple(blocks))
+
+
+def apply_system(blocks: Sequence[SourcedBlock],
+                 overrides: OverrideSet) -> tuple[list[SourcedBlock], list[SourcedBlock]]:
+    """The system blocks with the system overrides applied, and the blocks excluded."""
+    kept, excluded = [], []
+    for sourced in blocks:
+        override = overrides.get(sourced.part)
+        if override is None:
+            kept.append(sourced)
+        elif override.action == "exclude":
+            excluded.append(sourced)
+        else:
+            assert override.replacement is not None
+            kept.append(SourcedBlock(part=sourced.part,
+                                     block=TextBlock(text=override.replacement)))
+    return kept, excluded
+
+
+def part_ids(system: Iterable[SourcedBlock], tools: Iterable[Tool],
+             messages: Iterable[Message]) -> list[str]:
+    """The part ids of a request's system blocks, tools and stored messages, in request order
+    (a message made up for the request has none)."""
+    return ([b.part for b in system] + [tool_part(t.name) for t in tools]
+            + [message_part(m.seq) for m in messages if m.seq is not None])
 
 
 def apply_messages(messages: Sequence[Message],

@@ -176,7 +176,8 @@ def _punct_tokens(piece: str) -> float:
     return tokens + math.ceil(ascii_run / 2)
 
 
-def _estimate_text(text: str) -> int:
+def estimate_text_uncached(text: str) -> int:
+    """:func:`estimate_text` without its cache (for a caller caching texts itself)."""
     total = 0.0
     for match in _PIECES.finditer(text):
         kind = match.lastgroup
@@ -191,7 +192,7 @@ def _estimate_text(text: str) -> int:
 
 @lru_cache(maxsize=512)
 def _estimate_text_cached(text: str) -> int:
-    return _estimate_text(text)
+    return estimate_text_uncached(text)
 
 
 def estimate_text(text: str) -> int:
@@ -200,7 +201,7 @@ def estimate_text(text: str) -> int:
         return 0
     if len(text) <= _TEXT_CACHE_MAX_CHARS:
         return _estimate_text_cached(text)
-    return _estimate_text(text)
+    return estimate_text_uncached(text)
 
 
 def estimate_json(value: Any) -> int:

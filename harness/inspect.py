@@ -20,15 +20,23 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from harness import context, telemetry
 from harness.chain import ModelRequest
-from harness.context import Override, OverrideSet, SourcedBlock, message_part, part_kind
+from harness.context import Override, OverrideSet, PartKind, SourcedBlock, message_part, part_kind
 from harness.errors import ProviderError
 from harness.loop import Loop
 from harness.messages import Message, Response, TextBlock, ToolDef, ToolUseBlock
-from harness.middleware import prompt_cache, summarization
+from harness.middleware import (
+    filesystem,
+    memory,
+    prompt_cache,
+    skills,
+    subagent,
+    summarization,
+    todo,
+)
 from harness.providers.base import TokenCounter
 from harness.serde import content_to_json, json_text
 from harness.state import State
@@ -36,11 +44,10 @@ from harness.tokens import Counted, Tokenizer
 from harness.tools.base import Tool
 
 PREVIEW_CHARS = 200
-PartKind = Literal["system", "tool", "message", "summary"]
 
-_SYSTEM_LABELS = {"system:agent": "the agent's system prompt", "system:todo": "the todo list",
-                  "system:filesystem": "the session's files", "system:skills": "the skills index",
-                  "system:subagent": "the subagents"}
+_SYSTEM_LABELS = {context.AGENT_PART: "the agent's system prompt", todo.PART: "the todo list",
+                  filesystem.PART: "the session's files", skills.PART: "the skills index",
+                  subagent.PART: "the subagents"}
 
 
 class Part(NamedTuple):
@@ -129,10 +136,8 @@ def assemble(loop: Loop, state: State,
 def left_out(before: ModelRequest, after: ModelRequest) -> list[str]:
     """The parts of ``before`` that ``after`` does not send (excluded, or taken along as a
     pair), in request order."""
-    sent = ({b.part for b in after.system} | {context.tool_part(t.name) for t in after.tools}
-            | {message_part(m.seq) for m in after.request.messages if m.seq is not None})
-    every = ([b.part for b in before.system] + [context.tool_part(t.name) for t in before.tools]
-             + [message_part(m.seq) for m in before.request.messages if m.seq is not None])
+    sent = set(context.part_ids(after.system, after.tools, after.request.messages))
+    every = context.part_ids(before.system, before.tools, before.request.messages)
     return [p for p in every if p not in sent]
 
 
@@ -234,8 +239,8 @@ def _system_parts(before: Sequence[SourcedBlock], after: Sequence[SourcedBlock],
 
 
 def _system_label(part: str) -> str:
-    if part.startswith("system:memory:"):
-        return "memory " + part.removeprefix("system:memory:")
+    if part.startswith(memory.PART_PREFIX):
+        return "memory " + part.removeprefix(memory.PART_PREFIX)
     return _SYSTEM_LABELS.get(part, part.removeprefix("system:"))
 
 

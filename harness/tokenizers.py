@@ -70,6 +70,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 
+from harness.providers.models import longest_prefix
 from harness.tokens import ESTIMATE, EncodingCounts, FamilyTokenizer, Framing, Tokenizer
 
 log = logging.getLogger(__name__)
@@ -180,12 +181,7 @@ def _profile(profile: str) -> Tokenizer:
 def profile_for(model: str) -> str | None:
     """The profile of ``model`` (``"<provider>:<model>"``), or None where no tokenizer fits."""
     provider, _, name = model.partition(":")
-    name = name.lower()
-    best, found = "", None
-    for (known, prefix), profile in MODELS.items():
-        if known == provider and name.startswith(prefix) and len(prefix) > len(best):
-            best, found = prefix, profile
-    return found
+    return longest_prefix(MODELS, provider, name.lower())
 
 
 def tokenizer_for(model: str) -> Tokenizer:

@@ -22,12 +22,11 @@ messages only.
 from __future__ import annotations
 
 import hashlib
-import logging
 import operator
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, assert_never
 
@@ -45,8 +44,6 @@ from harness.messages import (
 )
 from harness.providers.base import Provider, TokenCounter
 from harness.serde import json_text
-
-log = logging.getLogger(__name__)
 
 Counted = Literal["provider", "tokenizer", "estimate"]
 
@@ -257,14 +254,15 @@ class FamilyTokenizer(_ContentCounts):
 class Estimate(_ContentCounts):
     """:mod:`harness.estimator` behind the same interface, its overheads as the framing: the
     total is :func:`harness.estimator.estimate_request`'s. Its texts go through the same bounded
-    content cache as a tokenizer's (the estimator's own keeps only 512), so a state rebuilt from
-    the database — the inspector's, every request — finds a long history counted already."""
+    content cache as a tokenizer's, over the estimator's uncached core (its own cache keeps only
+    512), so a state rebuilt from the database — the inspector's, every request — finds a long
+    history counted already."""
 
     name = "estimate"
     source: Counted = "estimate"
 
     def __init__(self) -> None:
-        self._content = EncodingCounts(estimator.estimate_text)
+        self._content = EncodingCounts(estimator.estimate_text_uncached)
 
     def message_framing(self, message: Message) -> int:
         return estimator.MESSAGE_OVERHEAD + estimator.BLOCK_OVERHEAD * len(message.content)
@@ -284,6 +282,11 @@ ESTIMATE = Estimate()
 # -- totals ---------------------------------------------------------------------------------------
 
 
+def messages_tokens(tokenizer: Tokenizer, messages: Iterable[Message]) -> int:
+    """The messages' tokens, each with its framing."""
+    return sum(tokenizer.message(m) + tokenizer.message_framing(m) for m in messages)
+
+
 class HistoryTotal:
     """A growing history's tokens, framing included (a run's, turn after turn): when the
     messages start with those of the previous call — the same objects — only the new ones are
@@ -295,8 +298,7 @@ class HistoryTotal:
         self._total = 0
 
     def _count(self, messages: Sequence[Message]) -> int:
-        t = self.tokenizer
-        return sum(t.message(m) + t.message_framing(m) for m in messages)
+        return messages_tokens(self.tokenizer, messages)
 
     def __call__(self, messages: Sequence[Message]) -> int:
         seen = len(self._messages)

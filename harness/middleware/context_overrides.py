@@ -28,13 +28,13 @@ from dataclasses import replace
 
 from harness import context, history, telemetry
 from harness.chain import ModelHandler, ModelRequest
-from harness.context import NAME, OverrideSet, message_part, part_kind
+from harness.context import NAME, OverrideSet, part_kind
 from harness.deps import StackConfig
 from harness.messages import Response
 from harness.middleware._stores import load_or_none
 from harness.state import State
 from harness.stores import OverrideStore
-from harness.tokens import ESTIMATE, Tokenizer
+from harness.tokens import ESTIMATE, Tokenizer, messages_tokens
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class ContextOverridesMiddleware:
         count = self.tokenizer
         excluded = (sum(count.block(s.block) for s in record.system)
                     + sum(count.tool(t.definition) for t in record.tools)
-                    + sum(count.message(m) + count.message_framing(m) for m in record.messages))
+                    + messages_tokens(count, record.messages))
         # The overrides that apply: a stale one does nothing (as the inspector counts them).
         telemetry.set_attributes({telemetry.ATTR_CONTEXT_OVERRIDES: len(overrides) - stale,
                                   telemetry.ATTR_CONTEXT_EXCLUDED_TOKENS: excluded})
@@ -74,9 +74,7 @@ class ContextOverridesMiddleware:
 
     def _apply(self, req: ModelRequest, overrides: OverrideSet) -> ModelRequest:
         messages = req.request.messages
-        excluding = [o.part for o in overrides.overrides
-                     if o.action == "exclude" and part_kind(o.part) == "message"]
-        if partners := context.with_partners(excluding, messages):
+        if partners := context.with_partners(overrides.excluded("message"), messages):
             # Saved sets hold their pairs already; one that does not (the history changed
             # since) still never sends a call without its results.
             for part in partners:
@@ -100,9 +98,8 @@ class ContextOverridesMiddleware:
 def _record_stale(req: ModelRequest, overrides: OverrideSet) -> int:
     """A span event for each override whose part is not in this request (nor taken out); how
     many there are."""
-    present = {s.part for s in req.system} | {s.part for s in context.applied(req.state).system}
-    present |= {context.tool_part(t.name) for t in req.tools}
-    present |= {message_part(m.seq) for m in req.request.messages if m.seq is not None}
+    present = set(context.part_ids([*req.system, *context.applied(req.state).system], req.tools,
+                                   req.request.messages))
     stale = [o.part for o in overrides.overrides
              if o.part not in present and part_kind(o.part) != "summary"]
     for part in stale:

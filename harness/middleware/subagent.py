@@ -147,9 +147,9 @@ class SubagentMiddleware:
                       messages=[Message.user(args["description"])])
         # A tool the user excluded from the agent is not the subagent's either: the child's
         # allowlist slot drops it, as the parent's does.
-        if tools := [o for o in context.active(parent).overrides
-                     if o.action == "exclude" and context.part_kind(o.part) == "tool"]:
-            context.set_active(state, context.OverrideSet(overrides=tuple(tools)))
+        if tools := context.active(parent).excluded("tool"):
+            context.set_active(state, context.OverrideSet(overrides=tuple(
+                context.Override(part=p, action="exclude") for p in tools)))
         step = loop.run(state, control=_ParentControl(ctx.cancel_requested),
                         checkpointer=_UsageToParent(parent))
         telemetry.record_event(telemetry.EVENT_SUBAGENT_FINISHED, {

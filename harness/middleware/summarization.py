@@ -38,7 +38,7 @@ from harness.middleware._summarizer import PURPOSE, SYSTEM_PROMPT, Summarizer  #
 from harness.providers.base import Provider
 from harness.state import State
 from harness.stores import Summary, SummaryStore
-from harness.tokens import ESTIMATE, HistoryTotal, Tokenizer, count_request
+from harness.tokens import ESTIMATE, HistoryTotal, Tokenizer, count_request, messages_tokens
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +140,7 @@ class SummarizationMiddleware:
         return self.tokenizer.request(replace(req.to_provider_request(), messages=()))
 
     def _messages(self, messages: Sequence[Message]) -> int:
-        return sum(self.tokenizer.message(m) + self.tokenizer.message_framing(m)
-                   for m in messages)
+        return messages_tokens(self.tokenizer, messages)
 
     def _compact(self, req: ModelRequest, st: SummarizationReport) -> ModelRequest | None:
         """The request with a summary in place of the older messages; None if none can go."""

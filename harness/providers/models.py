@@ -8,7 +8,12 @@ its provider's default. The window bounds the compaction budget (``summarization
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 from harness.providers import split_model
+
+V = TypeVar("V")
 
 DEFAULT_WINDOWS: dict[str, int] = {"anthropic": 200_000, "openai": 128_000, "scripted": 32_000}
 
@@ -27,12 +32,19 @@ _WINDOWS: dict[tuple[str, str], int] = {
 }
 
 
+def longest_prefix(table: Mapping[tuple[str, str], V], provider: str, name: str) -> V | None:
+    """The value of the longest ``(provider, name prefix)`` key ``name`` starts with, so dated
+    snapshots (claude-opus-4-20250514, gpt-4o-2024-08-06) find their family's row."""
+    best, found = "", None
+    for (known, prefix), value in table.items():
+        if known == provider and name.startswith(prefix) and len(prefix) > len(best):
+            best, found = prefix, value
+    return found
+
+
 def context_window(model: str) -> int:
     """The context window of ``model`` (``"<provider>:<model>"``)."""
     provider, name = split_model(model)
-    best = ""
-    window = DEFAULT_WINDOWS.get(provider, min(DEFAULT_WINDOWS.values()))
-    for (known_provider, prefix), tokens in _WINDOWS.items():
-        if known_provider == provider and name.startswith(prefix) and len(prefix) > len(best):
-            best, window = prefix, tokens
-    return window
+    window = longest_prefix(_WINDOWS, provider, name)
+    return window if window is not None else DEFAULT_WINDOWS.get(
+        provider, min(DEFAULT_WINDOWS.values()))

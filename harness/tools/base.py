@@ -35,7 +35,8 @@ def tool_error(message: str) -> ToolResult:
     return ToolResult(content=message, is_error=True)
 
 
-def _never() -> bool:
+def never() -> bool:
+    """A ``cancel_requested`` that never is."""
     return False
 
 
@@ -46,7 +47,7 @@ class ToolContext:
 
     state: State
     call: ToolUseBlock
-    cancel_requested: Callable[[], bool] = _never
+    cancel_requested: Callable[[], bool] = never
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], ToolResult | str]
