@@ -111,6 +111,11 @@ class OverrideSet:
     def by_part(self) -> Mapping[str, Override]:
         return {o.part: o for o in self.overrides}
 
+    @cached_property
+    def kinds(self) -> frozenset[PartKind | None]:
+        """The kinds of part this set overrides."""
+        return frozenset(part_kind(o.part) for o in self.overrides)
+
     def excluded(self, kind: PartKind) -> list[str]:
         """The parts of ``kind`` this set excludes, in its order."""
         return [o.part for o in self.overrides

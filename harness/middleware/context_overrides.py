@@ -73,6 +73,8 @@ class ContextOverridesMiddleware:
         return response
 
     def _apply(self, req: ModelRequest, overrides: OverrideSet) -> ModelRequest:
+        if "message" not in overrides.kinds:  # system and tool overrides apply elsewhere
+            return req
         messages = req.request.messages
         if partners := context.with_partners(overrides.excluded("message"), messages):
             # Saved sets hold their pairs already; one that does not (the history changed
@@ -99,9 +101,13 @@ def _record_stale(req: ModelRequest, overrides: OverrideSet) -> int:
     """A span event for each override whose part is not in this request (nor taken out); how
     many there are."""
     present = set(context.part_ids([*req.system, *context.applied(req.state).system], req.tools,
-                                   req.request.messages))
+                                   ()))
+    # Messages by seq, and only when a message is overridden: the history is the long part.
+    seqs = ({m.seq for m in req.request.messages if m.seq is not None}
+            if "message" in overrides.kinds else set())
     stale = [o.part for o in overrides.overrides
-             if o.part not in present and part_kind(o.part) != "summary"]
+             if part_kind(o.part) != "summary" and o.part not in present
+             and context.message_seq(o.part) not in seqs]
     for part in stale:
         telemetry.record_event(telemetry.EVENT_CONTEXT_OVERRIDE_STALE,
                                {telemetry.ATTR_CONTEXT_PART: part})

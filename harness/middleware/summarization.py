@@ -103,7 +103,8 @@ class SummarizationMiddleware:
             text=stored.text, last=None, through_seq=stored.through_seq)
 
     def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
-        tokens = self._history(req.request.messages) + self._fixed(req)
+        fixed = self._fixed(req)
+        tokens = self._history(req.request.messages) + fixed
         if not self.capture_only and tokens >= EXACT_FROM * self.budget:
             tokens, _ = count_request(req.to_provider_request(), tokenizer=self.tokenizer,
                                       provider=self.provider)
@@ -113,7 +114,7 @@ class SummarizationMiddleware:
         if not st.would_compact or self.capture_only:
             return next(req)
         try:
-            compacted = self._compact(req, st)
+            compacted = self._compact(req, st, fixed)
             why = "no older messages can be summarized away"
         except ProviderError as exc:
             telemetry.summarize_calls.add(1, {telemetry.ATTR_SUMMARY_OUTCOME: "failed"})
@@ -142,10 +143,11 @@ class SummarizationMiddleware:
     def _messages(self, messages: Sequence[Message]) -> int:
         return messages_tokens(self.tokenizer, messages)
 
-    def _compact(self, req: ModelRequest, st: SummarizationReport) -> ModelRequest | None:
-        """The request with a summary in place of the older messages; None if none can go."""
+    def _compact(self, req: ModelRequest, st: SummarizationReport,
+                 fixed: int) -> ModelRequest | None:
+        """The request with a summary in place of the older messages (``fixed``: the tokens of
+        its system blocks and tools); None if none can go."""
         messages = req.request.messages
-        fixed = self._fixed(req)
         room = min(self.summary_max_tokens, SUMMARY_ROOM + (
             self.tokenizer.text(self._current.text) if self._current else 0))
         keep, cut = self.keep, history.safe_cut(messages, self.keep)
