@@ -7,7 +7,7 @@ load that passes it raises, which the middleware turns into a run without that c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from django.db import connection, transaction
@@ -41,9 +41,24 @@ def bounded_read(timeout: float | None = None) -> Iterator[None]:
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
 
 
+# A check a store runs first in its write's transaction (a run's claim: raises when the run is
+# no longer the writer's), so the write and the check commit together.
+Guard = Callable[[], None]
+
+
+@contextmanager
+def guarded(guard: Guard | None) -> Iterator[None]:
+    """A transaction that starts with ``guard`` (when there is one)."""
+    with transaction.atomic():
+        if guard is not None:
+            guard()
+        yield
+
+
 class DbMemoryStore:
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, *, guard: Guard | None = None) -> None:
         self.agent = agent
+        self.guard = guard
 
     def load(self) -> list[HMemoryFile]:
         with bounded_read():
@@ -54,7 +69,8 @@ class DbMemoryStore:
     def write(self, path: str, content: str) -> None:
         """Create or replace a file; a refused write (the agent's file cap) is a ValueError."""
         try:
-            services.memory_file_put(agent=self.agent, path=path, content=content)
+            with guarded(self.guard):
+                services.memory_file_put(agent=self.agent, path=path, content=content)
         except ApplicationError as exc:
             raise ValueError(exc.message) from None
 

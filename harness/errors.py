@@ -9,6 +9,12 @@ class HarnessError(Exception):
     code = "harness_error"
 
 
+class Superseded(Exception):
+    """The run was taken from this worker — cancelled, resumed, or claimed by another worker —
+    so a store refused its write. Not a :class:`HarnessError`: no turn turns it into a result;
+    it unwinds the run, and the worker stops without writing anything more."""
+
+
 class InvalidContent(HarnessError):
     """A block, message or state document does not have the documented shape."""
 

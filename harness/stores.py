@@ -3,6 +3,10 @@
 The harness defines the shapes; the Django side implements them over its tables (agents/stores.py,
 runs/stores.py) and hands them in through :class:`harness.stack.RunDeps`. Tests use in-memory
 implementations. Every store is bound to one run's agent or session when it is built.
+
+A store that writes for a run may refuse once the run is no longer the writer's (cancelled, or
+claimed by another worker) by raising :class:`harness.errors.Superseded`; nothing in the harness
+catches it.
 """
 
 from __future__ import annotations

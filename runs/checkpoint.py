@@ -1,6 +1,7 @@
 """Committing one turn: messages, events, usage counters and ``usage_records`` rows (one per
 model call, keyed ``<run>:<turn>:<index>``), ``state_json`` and the turn counter, atomically,
-and only while the writer's epoch still holds the run at the turn it expects.
+and only while the writer's epoch still holds the running run at the turn it expects; and the
+fence the same claim puts around its tools' writes (:class:`Claim`, :func:`take_over`).
 
 On PostgreSQL a turn that does not end the run is one statement (data-modifying CTEs): a single
 round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating the
@@ -27,6 +28,7 @@ from psycopg2.extras import Json
 from accounts.models import UsageRecord
 from accounts.usage import tenant_spend
 from harness import approvals
+from harness.errors import Superseded
 from harness.messages import ModelUsage, Role, ToolUseBlock, Usage
 from harness.serde import content_from_json, content_to_json
 from runs.events import EVENT_MESSAGE, append_events, status_event
@@ -34,6 +36,34 @@ from runs.models import Message, Run, RunEvent, RunStatus
 
 Event = tuple[str, dict[str, Any]]
 INTERNAL_ERROR = "internal_error"  # a run's error code when its worker crashed: resumable
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A worker's hold on a run: the epoch it claimed the run under. It holds while the run is
+    running under that epoch; whoever changes the run from outside the holder (a cancel, a
+    resume, an approval, the reconciler, another claim) advances the epoch (:func:`take_over`),
+    so every later write of this claim is refused."""
+
+    run_id: uuid.UUID
+    epoch: int
+
+    def hold(self) -> None:
+        """In the caller's transaction: lock the run's row while this claim still holds it (a
+        concurrent take-over waits for the caller's commit), or raise
+        :class:`~harness.errors.Superseded`. A tool's write to hango's stores runs under it."""
+        held = (Run.objects.select_for_update(no_key=True)
+                .filter(pk=self.run_id, epoch=self.epoch, status=RunStatus.RUNNING)
+                .values_list("pk", flat=True))
+        if not held:
+            raise Superseded(f"run {self.run_id} is no longer held under epoch {self.epoch}")
+
+
+def take_over(run: Run) -> None:
+    """Fence out whoever holds a locked run (the caller saves it): its epoch advances and its
+    lease is cleared, so a stalled holder's next commit, store write or event is refused."""
+    run.epoch += 1
+    run.lease_owner, run.lease_expires_at = "", None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +120,7 @@ WITH advanced AS (
         cache_read_tokens = cache_read_tokens + %(cache_read_tokens)s,
         cache_write_tokens = cache_write_tokens + %(cache_write_tokens)s
     WHERE id = %(run)s AND epoch = %(epoch)s AND turn = %(expected_turn)s
+        AND status = %(running)s
     RETURNING id, session_id, event_seq, cancel_requested
 ), new_messages AS (
     INSERT INTO {Message._meta.db_table} (id, session_id, seq, role, content, run_id, created_at)
@@ -125,6 +156,7 @@ FROM advanced
 def _commit_one_statement(write: TurnWrite) -> Committed | None:
     params = {
         "run": write.run_id, "epoch": write.epoch, "expected_turn": write.expected_turn,
+        "running": RunStatus.RUNNING,
         "turn": write.turn, "state": Json(write.state_json), "lease": write.lease_expires_at,
         "now": timezone.now(), "event_count": len(write.events),
         "input_tokens": write.usage.input_tokens, "output_tokens": write.usage.output_tokens,
@@ -151,7 +183,8 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
 def _commit_orm(write: TurnWrite) -> Committed | None:
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(
-            pk=write.run_id, epoch=write.epoch, turn=write.expected_turn).first()
+            pk=write.run_id, epoch=write.epoch, turn=write.expected_turn,
+            status=RunStatus.RUNNING).first()
         if run is None:
             return None
         Message.objects.bulk_create([
@@ -197,6 +230,14 @@ def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> No
     if not paused:
         run.cancel_requested = False
     append_events(run, [status_event(run)])
+
+
+def cancel_unheld(run: Run) -> None:
+    """Cancel a locked run no live worker holds (the caller saves it): a paused batch's calls
+    get their results, and a stalled holder is fenced out."""
+    close_paused_batch(run)
+    take_over(run)
+    finish_run(run, RunStatus.CANCELLED)
 
 
 def close_paused_batch(run: Run) -> None:

@@ -31,6 +31,7 @@ from harness.stack import default_stack
 from harness.state import State, state_from_json
 from harness.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
+from runs.checkpoint import Claim
 from runs.models import Message, Run, Session
 from runs.stores import DbFileStore, DbSummaryStore
 
@@ -70,11 +71,11 @@ def agent_spec(agent: Agent) -> AgentSpec:
 
 
 def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
-               settings: ProviderSettings | None = None) -> Loop:
+               settings: ProviderSettings | None = None, claim: Claim | None = None) -> Loop:
     """The loop a run of ``agent`` in ``session`` executes: the agent's chain over the run's
-    stores. The one factory for runs and for the context inspector (``capture_only``: assemble
-    requests, never call a model from a middleware), so what the inspector shows is what a run
-    sends."""
+    stores, which write under the run's ``claim``. The one factory for runs and for the context
+    inspector (``capture_only``: assemble requests, never call a model from a middleware), so
+    what the inspector shows is what a run sends."""
     spec = agent_spec(agent)
     try:
         provider, model = resolve_provider(spec.model, settings or provider_settings())
@@ -84,9 +85,11 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         # Assembling a request needs no key: the inspector works before one is configured.
         name, model = split_model(spec.model)
         provider = Unavailable(name=name, reason=str(exc))
+    guard = claim.hold if claim is not None else None
     deps = RunDeps(
-        memory=DbMemoryStore(agent), skills=DbSkillStore(agent, spec.config.skills),
-        files=DbFileStore(session.pk), summaries=DbSummaryStore(session.pk),
+        memory=DbMemoryStore(agent, guard=guard), skills=DbSkillStore(agent, spec.config.skills),
+        files=DbFileStore(session.pk, guard=guard),
+        summaries=DbSummaryStore(session.pk, guard=guard),
         overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
         context_window=context_window(spec.model), tokenizer=tokenizer_for(spec.model),
@@ -169,8 +172,9 @@ def new_state(session: Session, history: list[HMessage], *, run_id: str = "") ->
 
 
 def build_execution(run: Run) -> tuple[Loop, State, int]:
-    """The loop, the state restored from the last checkpoint, and the next message seq."""
-    loop = build_loop(run.agent, run.session)
+    """The loop of a run as claimed (its stores write under that claim), the state restored
+    from its last checkpoint, and the next message seq."""
+    loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch))
     history = session_history(run.session_id)
     state = state_from_json(
         run.state_json,

@@ -18,7 +18,7 @@ from harness.errors import InvalidContent, retryable_codes
 from harness.messages import TextBlock, ToolResultBlock
 from harness.serde import content_from_json, content_to_json
 from runs import tasks
-from runs.checkpoint import INTERNAL_ERROR, close_paused_batch
+from runs.checkpoint import INTERNAL_ERROR, cancel_unheld, take_over
 from runs.events import append_events, status_event
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
 
@@ -98,8 +98,9 @@ def message_post(*, session: Session, content: Any,
 
 
 def run_cancel(*, run: Run, actor: Member | None = None) -> Run:
-    """Cancel at once if no worker holds the run (a paused run's calls get their results, see
-    :func:`runs.checkpoint.close_paused_batch`); otherwise ask the worker to stop."""
+    """Cancel at once if no live worker holds the run (see :func:`runs.checkpoint.cancel_unheld`:
+    a paused run's calls get their results, a stalled holder is fenced out); otherwise ask the
+    worker to stop at its next boundary."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         if not run.is_active:
@@ -108,13 +109,8 @@ def run_cancel(*, run: Run, actor: Member | None = None) -> Run:
         if run.status == RunStatus.RUNNING and held:
             run.cancel_requested = True
             run.save(update_fields=["cancel_requested", "updated_at"])
-        else:
-            close_paused_batch(run)
-            run.status = RunStatus.CANCELLED
-            run.cancel_requested = False
-            run.finished_at = timezone.now()
-            run.lease_owner, run.lease_expires_at = "", None
-            append_events(run, [status_event(run)])
+        else:  # queued, paused, or its holder's lease ran out (stalled or dead): fence it out
+            cancel_unheld(run)
             run.save()
         _audit_run(actor, AuditAction.RUN_CANCEL, run,
                    outcome="cancel_requested" if run.cancel_requested else "cancelled")
@@ -140,6 +136,7 @@ def run_resume(*, run: Run, actor: Member | None = None) -> Run:
                 raise Conflict(f"A {run.status} run cannot be resumed.",
                                detail={"status": run.status})
             quota_admit(run.session.tenant_id)
+            take_over(run)  # whoever held it before the cancel or the failure writes no more
             run.status = RunStatus.QUEUED
             run.cancel_requested = False
             run.error = None
@@ -172,6 +169,7 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
             raise Unprocessable(str(exc), detail={"decisions": exc.problems,
                                                   "pending": exc.pending}) from None
         run.state_json = {**run.state_json, "pending_batch": approvals.batch_to_json(batch)}
+        take_over(run)
         run.status = RunStatus.QUEUED
         append_events(run, [status_event(run)])
         run.save()

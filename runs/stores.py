@@ -1,13 +1,16 @@
-"""The harness's file and summary stores over the runs tables, bound to one session."""
+"""The harness's file and summary stores over the runs tables, bound to one session.
+
+A run's stores write under its claim's guard (:meth:`runs.checkpoint.Claim.hold`): a worker
+whose run was taken over writes nothing (:class:`harness.errors.Superseded`)."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Func, IntegerField
 
+from agents.stores import Guard, guarded
 from harness.stores import FileInfo, Summary
 from runs.models import Session, SessionFile
 
@@ -33,8 +36,9 @@ class DbFileStore:
     lists the files on every model call, and within a run every write goes through this object
     (a subagent shares its parent's store)."""
 
-    def __init__(self, session_id: uuid.UUID) -> None:
+    def __init__(self, session_id: uuid.UUID, *, guard: Guard | None = None) -> None:
         self.session_id = session_id
+        self.guard = guard
         self._listing: list[FileInfo] | None = None
 
     def list(self) -> list[FileInfo]:
@@ -50,14 +54,15 @@ class DbFileStore:
 
     def write(self, path: str, content: str) -> None:
         self._listing = None
-        with transaction.atomic():
+        with guarded(self.guard):
             SessionFile.objects.update_or_create(
                 session_id=self.session_id, path=path, defaults={"content": content})
 
 
 class DbSummaryStore:
-    def __init__(self, session_id: uuid.UUID) -> None:
+    def __init__(self, session_id: uuid.UUID, *, guard: Guard | None = None) -> None:
         self.session_id = session_id
+        self.guard = guard
 
     def load(self) -> Summary | None:
         row = (Session.objects.filter(pk=self.session_id)
@@ -68,5 +73,6 @@ class DbSummaryStore:
 
     def save(self, summary: Summary) -> None:
         # Only ever move forward: a slower run cannot overwrite a newer summary.
-        Session.objects.filter(pk=self.session_id, summary_seq__lte=summary.through_seq).update(
-            summary=summary.text, summary_seq=summary.through_seq)
+        with guarded(self.guard):
+            Session.objects.filter(pk=self.session_id, summary_seq__lte=summary.through_seq).update(
+                summary=summary.text, summary_seq=summary.through_seq)

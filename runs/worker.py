@@ -25,21 +25,22 @@ from enum import StrEnum
 from typing import assert_never
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.usage import period_bounds
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
-from harness.errors import HarnessError
+from harness.errors import HarnessError, Superseded
 from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.messages import Usage
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
 from runs.checkpoint import (
     INTERNAL_ERROR,
+    Claim,
     TurnWrite,
-    close_paused_batch,
+    cancel_unheld,
     commit_turn,
     finish_run,
 )
@@ -103,8 +104,7 @@ def claim_run(run_id: str, owner: str) -> Run | None:
         if run.lease_expires_at and run.lease_expires_at > now and run.lease_owner != owner:
             return None  # another worker is advancing it
         if run.cancel_requested:  # asked to stop while nobody was running it
-            close_paused_batch(run)
-            finish_run(run, RunStatus.CANCELLED)
+            cancel_unheld(run)
             run.save()
             return None
         run.epoch += 1
@@ -120,7 +120,8 @@ def claim_run(run_id: str, owner: str) -> Run | None:
 def _with_fence(run: Run, apply: Callable[[Run], None]) -> bool:
     """Change the run only while ``run.epoch`` still holds the lease."""
     with transaction.atomic():
-        locked = Run.objects.select_for_update().filter(pk=run.pk, epoch=run.epoch).first()
+        locked = (Run.objects.select_for_update()
+                  .filter(pk=run.pk, epoch=run.epoch, status=RunStatus.RUNNING).first())
         if locked is None:
             return False
         apply(locked)
@@ -141,8 +142,9 @@ class LeaseKeeper:
     lease can be short (a dead worker's run is picked up again quickly) and still outlast a
     model call that takes minutes. It stops by itself once the claim is fenced out."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, control: DbControl) -> None:
         self.run = run
+        self.control = control
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"lease-{run.pk}", daemon=True)
 
@@ -158,9 +160,11 @@ class LeaseKeeper:
         interval = hango().run_lease_seconds / 3
         try:
             while not self._stop.wait(interval):
-                renewed = Run.objects.filter(pk=self.run.pk, epoch=self.run.epoch).update(
-                    lease_expires_at=timezone.now() + _lease())
-                if not renewed:
+                renewed = Run.objects.filter(
+                    pk=self.run.pk, epoch=self.run.epoch, status=RunStatus.RUNNING,
+                ).update(lease_expires_at=timezone.now() + _lease())
+                if not renewed:  # taken over: the loop stops at its next check
+                    self.control.superseded = True
                     return
         except Exception:  # a missed renewal is survivable; the next turn's commit renews too
             log.warning("lease renewal for run %s failed", self.run.pk, exc_info=True)
@@ -169,11 +173,14 @@ class LeaseKeeper:
 
 
 class DbControl:
-    """Cancellation as the worker sees it: the flag read at each commit, polled before tools."""
+    """Cancellation as the worker sees it: the flag read at each commit, polled before tools.
+    A claim that was taken over (:func:`runs.checkpoint.take_over`; seen by the poll or the
+    lease keeper) stops the loop the same way — its commit would be refused anyway."""
 
-    def __init__(self, run_id: uuid.UUID) -> None:
-        self.run_id = run_id
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
         self.flag = False
+        self.superseded = False
         self._checked = time.monotonic()
 
     def observed(self, flag: bool) -> None:
@@ -181,10 +188,13 @@ class DbControl:
 
     def cancel_requested(self) -> bool:
         due = time.monotonic() - self._checked >= hango().cancel_poll_seconds
-        if not self.flag and due:
-            flag = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
-            self.observed(bool(flag.first()))
-        return self.flag
+        if not (self.flag or self.superseded) and due:
+            row = (Run.objects.filter(pk=self.claim.run_id)
+                   .values_list("cancel_requested", "epoch", "status").first())
+            held = row is not None and row[1:] == (self.claim.epoch, RunStatus.RUNNING)
+            self.superseded = not held
+            self.observed(row is not None and row[0])
+        return self.flag or self.superseded
 
 
 class DbCheckpointer:
@@ -264,17 +274,21 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
     run = claim_run(run_id, owner or worker_identity())
     if run is None:
         return Outcome.SKIPPED
+    claim = Claim(run.pk, run.epoch)
     try:
         loop, state, next_seq = build_execution(run)
     except HarnessError as exc:
         _fail(run, exc.code, str(exc))
         return Outcome.FAILED
-    control = DbControl(run.pk)
+    control = DbControl(claim)
     deadline = time.monotonic() + hango().run_slice_seconds
     checkpointer = DbCheckpointer(run, control, next_seq, deadline)
     try:
-        with LeaseKeeper(run):
+        with LeaseKeeper(run, control):
             end: NextStep | Halt = loop.run(state, control=control, checkpointer=checkpointer)
+    except Superseded:  # a store refused a tool's write: the run is someone else's now
+        log.info("run %s was taken over; worker %s stops", run_id, run.lease_owner)
+        return Outcome.FENCED
     except Exception:
         log.exception("run %s failed in the worker", run_id)
         _fail(run, INTERNAL_ERROR, "The worker hit an unexpected error; the run can be resumed.")
@@ -306,7 +320,8 @@ def reconcile_runs() -> list[uuid.UUID]:
     """The active runs nobody is advancing, for the caller to re-enqueue: an expired lease, or
     a queued run whose task never arrived (older than the grace period).
 
-    Each one's lease is cleared and its ``updated_at`` set to now, so the next pass leaves it
+    Each one's lease is cleared, its epoch advanced (a stalled holder is fenced out) and its
+    ``updated_at`` set to now, so the next pass leaves it
     alone for another grace period: a backlog of queued runs is not flooded with duplicate
     tasks every pass. (A duplicate would be harmless — a claim is exclusive — but it costs a
     broker message and a worker's time.)"""
@@ -318,6 +333,7 @@ def reconcile_runs() -> list[uuid.UUID]:
                  .filter(Q(lease_expires_at__lt=now)
                          | Q(lease_expires_at__isnull=True, updated_at__lt=now - grace)))
         ids = list(stale.values_list("id", flat=True))
+        # A stranded run's holder may only be stalled: fence it out (take_over's update).
         Run.objects.filter(pk__in=ids).update(lease_owner="", lease_expires_at=None,
-                                              updated_at=now)
+                                              epoch=F("epoch") + 1, updated_at=now)
     return ids

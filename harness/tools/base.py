@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from harness.errors import ConfigurationError
+from harness.errors import ConfigurationError, Superseded
 from harness.messages import ToolDef, ToolUseBlock
 
 if TYPE_CHECKING:
@@ -106,6 +106,8 @@ class Tool:
             )
         try:
             result = self.fn(args, ctx)
+        except Superseded:  # the run is no longer this worker's: stop, do not tell the model
+            raise
         except Exception as exc:  # a tool's bug must not kill the run; the model reads it
             log.warning("tool %s raised", self.name, exc_info=True)
             return tool_error(f"{self.name} failed: {type(exc).__name__}: {exc}")

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from runs import tasks, worker
+from runs.checkpoint import Claim
 from runs.execution import build_execution
 from runs.models import Message, Run, RunStatus, Session
 from runs.services import message_post
@@ -46,8 +47,8 @@ def test_a_turn_already_committed_is_not_committed_again(queued_run):
     # Replaying the same turn from the same claim (a duplicate) finds the turn moved on.
     loop, state, _ = build_execution(run)
     state.turn = 0
-    duplicate = DbCheckpointer(run, DbControl(run.pk), 2, deadline=float("inf"))
-    result = loop.turn(state, DbControl(run.pk))
+    duplicate = DbCheckpointer(run, DbControl(Claim(run.pk, run.epoch)), 2, deadline=float("inf"))
+    result = loop.turn(state, DbControl(Claim(run.pk, run.epoch)))
     assert duplicate.checkpoint(state, result) == Fenced()
     assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
 
@@ -93,12 +94,14 @@ def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, han
     _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
     claimed = claim_run(run.pk, "worker-a")
     first = claimed.lease_expires_at
-    with LeaseKeeper(claimed):
+    control = DbControl(Claim(claimed.pk, claimed.epoch))
+    with LeaseKeeper(claimed, control):
         time.sleep(0.5)
         renewed = Run.objects.get(pk=run.pk).lease_expires_at
-        assert renewed > first
+        assert renewed > first and not control.superseded
         Run.objects.filter(pk=run.pk).update(epoch=claimed.epoch + 1)  # somebody took over
         time.sleep(0.3)
         after = Run.objects.get(pk=run.pk).lease_expires_at
         time.sleep(0.3)
         assert Run.objects.get(pk=run.pk).lease_expires_at == after  # it stopped renewing
+        assert control.superseded and control.cancel_requested()  # and the loop stops

@@ -16,7 +16,7 @@ from django.db import connection, transaction
 
 from harness.approvals import CANCELLED_BEFORE_DECISION, REJECTED
 from harness.loop import Interrupted
-from runs.checkpoint import finish_run
+from runs.checkpoint import Claim, finish_run
 from runs.execution import build_execution
 from runs.models import Message, Run, RunEvent, RunStatus
 from runs.worker import DbCheckpointer, DbControl, claim_run
@@ -351,7 +351,8 @@ def test_a_cancel_seen_by_the_loop_before_the_batch_finishes_answers_every_call(
         def cancel_requested(self) -> bool:
             return True
 
-    checkpointer = DbCheckpointer(run, DbControl(run.pk), next_seq, time.monotonic() + 60)
+    checkpointer = DbCheckpointer(run, DbControl(Claim(run.pk, run.epoch)), next_seq,
+                                  time.monotonic() + 60)
     assert loop.run(state, control=Cancelled(), checkpointer=checkpointer) == \
         Interrupted("cancelled")
     run.refresh_from_db()

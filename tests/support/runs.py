@@ -7,6 +7,7 @@ import time
 from django.db import close_old_connections
 
 from harness.loop import Loop
+from runs.checkpoint import Claim
 from runs.execution import build_execution
 from runs.models import ACTIVE_RUN_STATUSES, Run
 from runs.worker import DbCheckpointer, DbControl, Halt
@@ -15,7 +16,7 @@ from runs.worker import DbCheckpointer, DbControl, Halt
 def one_turn(run: Run) -> tuple[DbCheckpointer, Halt | None]:
     loop, state, next_seq = build_execution(run)
     assert isinstance(loop, Loop)
-    control = DbControl(run.pk)
+    control = DbControl(Claim(run.pk, run.epoch))
     checkpointer = DbCheckpointer(run, control, next_seq, deadline=float("inf"))
     loop.chain.before_run(state)
     result = loop.turn(state, control)
