@@ -156,6 +156,28 @@ class UsageRecord(TokenCounts):
         return f"{self.purpose} {self.model} {self.input_tokens}+{self.output_tokens}"
 
 
+class QuotaHold(models.Model):
+    """A model call's worst case, held against its tenant's quota from before the call is sent
+    until the write that records the call's usage releases it (the turn's commit, the try's
+    usage row): :func:`accounts.usage.quota_hold`. Only tenants with a quota have holds. A hold
+    whose writer died is released by the run's next claim or end, and stops counting at
+    ``expires_at`` in any case."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quota_holds")
+    run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.CASCADE,
+                            related_name="quota_holds")
+    tokens = models.PositiveBigIntegerField()
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "quota_holds"
+
+    def __str__(self) -> str:
+        return f"{self.tokens} tokens held until {self.expires_at:%H:%M:%S}"
+
+
 class AuditAction(models.TextChoices):
     """The closed set of audited writes."""
 

@@ -16,25 +16,45 @@ transaction):
 where *active runs* are the tenant's queued and running runs (those that will spend) and
 *reservation* is ``hango().quota_run_reservation_tokens``. Admissions of one tenant are thus
 serialized; each sees the runs admitted before it (their rows are committed before the lock is
-released), so the sum of spend and outstanding reservations never passes the quota. A run that
-spends more than its reservation is stopped by the worker at its next turn boundary once the
-period's spend reaches the quota (error code ``quota_exceeded``). Tenants without a quota are
-never locked.
+released), so the sum of spend and outstanding reservations never passes the quota. Tenants
+without a quota are never locked.
+
+**Holds (no overspend).** Admission gates a run's start; each model call is gated too. Before a
+call is sent, its worst case — the request's input as the model family's tokenizer counts it,
+plus its ``max_tokens`` — is *held* (:func:`quota_hold`), under the same tenant lock:
+
+    held  ⇔  used + live holds + worst case  ≤  quota
+
+A call that does not fit is not sent: the run fails with ``quota_exceeded`` (resumable once the
+quota allows). The commit of the turn that made the call writes its usage rows and releases the
+run's holds in one transaction, so spend moves from held to used at once. A hold whose worker
+died is released by the run's next claim or end, and counts for :func:`hold_lifetime` at most.
+The spend can pass the quota only by what a provider reports beyond the worst case: input the
+tokenizer undercounted.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, F, QuerySet, Sum, Value
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounts.models import Member, QuotaPeriod, Tenant, TokenCounts, UsagePurpose, UsageRecord
+from accounts.models import (
+    Member,
+    QuotaHold,
+    QuotaPeriod,
+    Tenant,
+    TokenCounts,
+    UsagePurpose,
+    UsageRecord,
+)
 from accounts.scoping import visible_to
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
@@ -69,6 +89,20 @@ def tenant_spend(tenant_id: uuid.UUID, since: datetime) -> int:
     return int(spent)
 
 
+def committed_spend(tenant_id: uuid.UUID, since: datetime) -> int:
+    """The tenant's spend since ``since`` plus the worst cases of its model calls in flight
+    (its live holds), read in one statement: one snapshot, so a turn commit that releases a
+    hold and writes the call's usage rows is seen whole or not at all."""
+    total = sum(F(name) for name in TOKEN_FIELDS)
+    spent = (UsageRecord.objects.filter(tenant_id=OuterRef("pk"), created_at__gte=since)
+             .values("tenant_id").annotate(t=Sum(total)).values("t"))
+    held = (QuotaHold.objects.filter(tenant_id=OuterRef("pk"), expires_at__gt=timezone.now())
+            .values("tenant_id").annotate(t=Sum("tokens")).values("t"))
+    row = Tenant.objects.filter(pk=tenant_id).values_list(
+        Coalesce(Subquery(spent), Value(0)), Coalesce(Subquery(held), Value(0))).get()
+    return int(row[0]) + int(row[1])
+
+
 # -- quota admission --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -94,15 +128,10 @@ def quota_admit(tenant_id: uuid.UUID) -> None:
     unlocked = Tenant.objects.filter(pk=tenant_id).values_list("token_quota", flat=True).first()
     if unlocked is None:  # unlimited: no lock, no counting
         return
-    # NO KEY UPDATE: admissions serialize on it, while turn commits (whose usage rows take a
-    # KEY SHARE lock on the tenant through the foreign key) never wait for an admission.
-    tenant = Tenant.objects.select_for_update(no_key=True).only(
-        "token_quota", "quota_period").get(pk=tenant_id)
+    tenant = _locked_tenant(tenant_id)
     if tenant.token_quota is None:
         return
-    start, end = period_bounds(tenant.quota_period)
-    state = QuotaState(quota=tenant.token_quota, used=tenant_spend(tenant_id, start),
-                       period=tenant.quota_period, resets_at=end)
+    state = _quota_state(tenant)
     if state.used >= state.quota:
         raise QuotaExceeded("The tenant's token quota for this period is spent.",
                             detail=state.detail())
@@ -112,6 +141,57 @@ def quota_admit(tenant_id: uuid.UUID) -> None:
         raise QuotaExceeded(
             "The tenant's token quota for this period is nearly spent and reserved by its "
             f"{active} active run(s); try again when they finish.", detail=state.detail())
+
+
+def _locked_tenant(tenant_id: uuid.UUID) -> Tenant:
+    # NO KEY UPDATE: admissions and holds serialize on it, while turn commits (whose usage rows
+    # take a KEY SHARE lock on the tenant through the foreign key) never wait for them.
+    return Tenant.objects.select_for_update(no_key=True).only(
+        "token_quota", "quota_period").get(pk=tenant_id)
+
+
+def _quota_state(tenant: Tenant) -> QuotaState:
+    assert tenant.token_quota is not None
+    start, end = period_bounds(tenant.quota_period)
+    return QuotaState(quota=tenant.token_quota, used=committed_spend(tenant.pk, start),
+                      period=tenant.quota_period, resets_at=end)
+
+
+def hold_lifetime() -> timedelta:
+    """How long a hold counts at most: a call's every attempt, plus a lease for its commit."""
+    knobs = hango()
+    return timedelta(seconds=knobs.provider_timeout_seconds * (knobs.provider_max_retries + 1)
+                     + knobs.run_lease_seconds)
+
+
+def quota_hold(tenant_id: uuid.UUID, tokens: int, *, run_id: uuid.UUID | None = None) -> int:
+    """Hold ``tokens`` of the tenant's quota for one model call about to be sent (its worst
+    case), or raise :class:`QuotaExceeded` when the period's spend and the calls already in
+    flight leave less. Returns the hold's id; the caller releases it in the transaction that
+    records the call's usage. Holds of one tenant are taken under its row lock, one at a time,
+    each seeing the ones before it: what is spent and held never passes the quota."""
+    with transaction.atomic():
+        tenant = _locked_tenant(tenant_id)
+        if tenant.token_quota is None:
+            raise ValueError("a tenant without a quota holds nothing")
+        state = _quota_state(tenant)
+        if state.used + tokens > state.quota:
+            left = max(0, state.quota - state.used)
+            raise QuotaExceeded(
+                f"The tenant's token quota ({state.quota} tokens per {state.period}) cannot "
+                f"cover the next model call: it may use up to {tokens} tokens and {left} are "
+                "left (spent or held by calls in flight).", detail=state.detail())
+        hold = QuotaHold.objects.create(tenant_id=tenant_id, run_id=run_id, tokens=tokens,
+                                        expires_at=timezone.now() + hold_lifetime())
+        return hold.pk
+
+
+def quota_release(*, run_id: uuid.UUID | None = None, holds: Sequence[int] = ()) -> None:
+    """Release a run's holds, or the given ones (in the caller's transaction)."""
+    if run_id is not None:
+        QuotaHold.objects.filter(run_id=run_id).delete()
+    if holds:
+        QuotaHold.objects.filter(pk__in=holds).delete()
 
 
 # -- the usage route --------------------------------------------------------------------------

@@ -27,18 +27,18 @@ from opentelemetry.trace import SpanKind
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member, UsagePurpose, UsageRecord
-from accounts.usage import quota_admit
+from accounts.usage import quota_admit, quota_release
 from agents.models import Agent
 from context.models import ContextOverride
 from hango_project.config import hango
-from hango_project.errors import Unprocessable
+from hango_project.errors import QuotaExceeded, Unprocessable
 from harness import context, history, telemetry
 from harness.context import Override, OverrideSet, part_kind
-from harness.errors import ProviderError
+from harness.errors import ProviderError, QuotaReached
 from harness.inspect import assemble, left_out
 from harness.messages import Message as HMessage
 from harness.messages import Response
-from runs.execution import build_loop, new_state, provider_settings, session_history
+from runs.execution import DbBudget, build_loop, new_state, provider_settings, session_history
 from runs.models import Session
 
 AGENT_KINDS = ("system", "tool")
@@ -162,13 +162,19 @@ def try_overrides(*, exclude: Sequence[str], replace: dict[str, str]) -> list[Ov
             + [Override(part=p, action="replace", replacement=t) for p, t in replace.items()])
 
 
+def _release(budget: DbBudget | None) -> None:
+    if budget is not None:
+        quota_release(holds=budget.held)
+
+
 def context_try(*, session: Session, extra: Sequence[Override], message: str | None,
                 actor: Member | None) -> Tried:
     """One real model call with the session's next request — its stored overrides and ``extra``
     on top, ``message`` as one more user message — answered to the caller only: nothing is
     added to the session, no run is made, a tool call in the answer is returned, never run.
-    The call is a ``context_try`` usage row of the tenant (402 when its quota is spent) and a
-    ``context.try`` audit row (part ids and the model, never text)."""
+    The call is a ``context_try`` usage row of the tenant (402 when its quota is spent, or
+    cannot cover the call's worst case, held as a run's calls are) and a ``context.try`` audit
+    row (part ids and the model, never text)."""
     session = Session.objects.select_related("agent", "tenant").get(pk=session.pk)
     history = session_history(session.pk, reuse_decoded=True)
     if message is not None:
@@ -182,7 +188,9 @@ def context_try(*, session: Session, extra: Sequence[Override], message: str | N
     # One attempt within the try's timeout: a person is waiting for the answer.
     settings = replace(provider_settings(timeout_seconds=hango().context_try_timeout),
                        max_retries=0)
-    loop = build_loop(session.agent, session, capture_only=True, settings=settings)
+    budget = DbBudget(session.tenant_id) if session.tenant.token_quota is not None else None
+    loop = build_loop(session.agent, session, capture_only=True, settings=settings,
+                      budget=budget)
     state = new_state(session, history)
     attrs = {telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_CHAT,
              telemetry.ATTR_GEN_AI_PROVIDER: loop.provider.name,
@@ -194,8 +202,11 @@ def context_try(*, session: Session, extra: Sequence[Override], message: str | N
         before, after, overrides = assemble(loop, state, extra)
         try:
             response = loop.provider.complete(after.to_provider_request())
+        except QuotaReached as exc:  # its worst case does not fit: it was not sent
+            raise QuotaExceeded(str(exc)) from None
         except ProviderError:
             telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "failed"})
+            _release(budget)
             raise
         usage = response.usage
         chat.set_attributes({
@@ -209,6 +220,7 @@ def context_try(*, session: Session, extra: Sequence[Override], message: str | N
     telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "ok"})
     excluded = left_out(before, after)
     with transaction.atomic():
+        _release(budget)  # the call's worst case becomes what it spent
         UsageRecord.objects.create(
             tenant_id=session.tenant_id, session=session, run=None, agent_id=session.agent_id,
             purpose=UsagePurpose.CONTEXT_TRY, provider=loop.provider.name, model=loop.model,

@@ -74,6 +74,13 @@ class UnknownModel(ConfigurationError):
     code = "unknown_model"
 
 
+class QuotaReached(HarnessError):
+    """The quota cannot cover the next model call's worst case, so it was not sent (the code
+    is the API's 402 ``quota_exceeded``: a run failed with it can be resumed)."""
+
+    code = "quota_exceeded"
+
+
 def retryable_codes() -> frozenset[str]:
     """The codes of every :class:`ProviderError` that trying again later may get past (those
     whose class says ``retryable``): a run failed with one of them can be resumed."""

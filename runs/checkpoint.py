@@ -25,8 +25,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 from psycopg2.extras import Json
 
-from accounts.models import UsageRecord
-from accounts.usage import tenant_spend
+from accounts.models import QuotaHold, UsageRecord
+from accounts.usage import quota_release, tenant_spend
 from harness import approvals
 from harness.errors import Superseded
 from harness.messages import ModelUsage, Role, ToolUseBlock, Usage
@@ -110,6 +110,12 @@ def commit_turn(write: TurnWrite) -> Committed | None:
     return _commit_orm(write)
 
 
+# With a quota, the same statement also releases the run's holds (one more CTE): the calls'
+# worst cases stop counting in the transaction that writes what they spent.
+_RELEASE_HOLDS = f"""
+), released AS (
+    DELETE FROM {QuotaHold._meta.db_table} WHERE run_id IN (SELECT id FROM advanced)"""
+
 _ONE_STATEMENT = f"""
 WITH advanced AS (
     UPDATE {Run._meta.db_table} SET
@@ -140,7 +146,7 @@ WITH advanced AS (
         u.key, %(now)s
     FROM advanced, jsonb_to_recordset(%(usage)s) AS u(key text, purpose text, provider text,
         model text, input_tokens bigint, output_tokens bigint, cache_read_tokens bigint,
-        cache_write_tokens bigint)
+        cache_write_tokens bigint){{release}}
 )
 SELECT cancel_requested,
     CASE WHEN %(quota)s::bigint IS NULL THEN NULL ELSE (
@@ -151,6 +157,8 @@ SELECT cancel_requested,
     ) END
 FROM advanced
 """
+_STATEMENTS = {False: _ONE_STATEMENT.format(release=""),
+               True: _ONE_STATEMENT.format(release=_RELEASE_HOLDS)}
 
 
 def _commit_one_statement(write: TurnWrite) -> Committed | None:
@@ -171,7 +179,7 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
     }
     with connection.cursor() as cursor:  # autocommit: the statement is its own transaction
         # psycopg2's Json adapter is not among the SQL parameter types django-stubs know.
-        cursor.execute(_ONE_STATEMENT, params)  # type: ignore[arg-type]
+        cursor.execute(_STATEMENTS[write.quota is not None], params)  # type: ignore[arg-type]
         row = cursor.fetchone()
     if row is None:
         return None
@@ -213,6 +221,7 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
                 for row in _usage_rows(write)])
         used = None
         if write.quota is not None and write.tenant_id is not None:
+            quota_release(run_id=run.pk)
             used = tenant_spend(write.tenant_id, write.period_start or timezone.now())
         return Committed(cancel_requested=run.cancel_requested, quota_used=used)
 
@@ -223,6 +232,7 @@ def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> No
     A pause for approval also ends the worker's hold, but the run is not finished: no
     ``finished_at``, and a cancel asked for meanwhile stays asked (the next claim honours it)."""
     paused = status == RunStatus.AWAITING_APPROVAL
+    quota_release(run_id=run.pk)  # a hold of a call that never made it into a turn
     run.status = status
     run.error = error
     run.finished_at = None if paused else timezone.now()

@@ -12,19 +12,22 @@ from typing import cast
 from django.db import connection
 from pydantic import SecretStr
 
+from accounts.usage import quota_hold
 from agents.models import Agent
 from agents.stores import DbMemoryStore, DbSkillStore
 from context.stores import DbOverrideStore
 from hango_project.config import hango
+from hango_project.errors import QuotaExceeded
 from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain
 from harness.deps import RunDeps, StackConfig
-from harness.errors import ProviderAuthError
+from harness.errors import ProviderAuthError, QuotaReached
 from harness.loop import Loop
 from harness.messages import Message as HMessage
 from harness.messages import Role
 from harness.providers import resolve_provider, split_model
-from harness.providers.base import ProviderSettings, Unavailable
+from harness.providers.base import Provider, ProviderSettings, Unavailable
+from harness.providers.budgeted import Budget, Budgeted
 from harness.providers.models import context_window
 from harness.serde import content_from_json
 from harness.stack import default_stack
@@ -70,13 +73,33 @@ def agent_spec(agent: Agent) -> AgentSpec:
                      default_max_turns=hango().default_max_turns)
 
 
+class DbBudget:
+    """The tenant's quota as a run's (or a try's) model calls see it: each call's worst case is
+    held (:func:`accounts.usage.quota_hold`) before it is sent. A run's holds are released by
+    its turn's commit; a try releases ``held`` with its usage row."""
+
+    def __init__(self, tenant_id: uuid.UUID, run_id: uuid.UUID | None = None) -> None:
+        self.tenant_id, self.run_id = tenant_id, run_id
+        self.held: list[int] = []
+
+    def reserve(self, tokens: int) -> None:
+        try:
+            self.held.append(quota_hold(self.tenant_id, tokens, run_id=self.run_id))
+        except QuotaExceeded as exc:
+            raise QuotaReached(exc.message) from None
+
+
 def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
-               settings: ProviderSettings | None = None, claim: Claim | None = None) -> Loop:
+               settings: ProviderSettings | None = None, claim: Claim | None = None,
+               budget: Budget | None = None) -> Loop:
     """The loop a run of ``agent`` in ``session`` executes: the agent's chain over the run's
-    stores, which write under the run's ``claim``. The one factory for runs and for the context
-    inspector (``capture_only``: assemble requests, never call a model from a middleware), so
-    what the inspector shows is what a run sends."""
+    stores, which write under the run's ``claim``, its model calls held against ``budget``.
+    The one factory for runs and for the context inspector (``capture_only``: assemble
+    requests, never call a model from a middleware), so what the inspector shows is what a run
+    sends."""
     spec = agent_spec(agent)
+    tokenizer = tokenizer_for(spec.model)
+    provider: Provider
     try:
         provider, model = resolve_provider(spec.model, settings or provider_settings())
     except ProviderAuthError as exc:
@@ -85,6 +108,8 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         # Assembling a request needs no key: the inspector works before one is configured.
         name, model = split_model(spec.model)
         provider = Unavailable(name=name, reason=str(exc))
+    if budget is not None:
+        provider = Budgeted(provider, budget, tokenizer)
     guard = claim.hold if claim is not None else None
     deps = RunDeps(
         memory=DbMemoryStore(agent, guard=guard), skills=DbSkillStore(agent, spec.config.skills),
@@ -92,7 +117,7 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         summaries=DbSummaryStore(session.pk, guard=guard),
         overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
-        context_window=context_window(spec.model), tokenizer=tokenizer_for(spec.model),
+        context_window=context_window(spec.model), tokenizer=tokenizer,
         memory_max_bytes=hango().memory_max_bytes,
         large_tool_result_chars=hango().large_tool_result_chars,
         subagent_max_depth=hango().subagent_max_depth,
@@ -174,7 +199,9 @@ def new_state(session: Session, history: list[HMessage], *, run_id: str = "") ->
 def build_execution(run: Run) -> tuple[Loop, State, int]:
     """The loop of a run as claimed (its stores write under that claim), the state restored
     from its last checkpoint, and the next message seq."""
-    loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch))
+    tenant = run.session.tenant
+    budget = DbBudget(tenant.pk, run.pk) if tenant.token_quota is not None else None
+    loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch), budget=budget)
     history = session_history(run.session_id)
     state = state_from_json(
         run.state_json,

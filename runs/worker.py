@@ -28,7 +28,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from accounts.usage import period_bounds
+from accounts.usage import period_bounds, quota_release
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
 from harness.errors import HarnessError, Superseded
@@ -107,6 +107,8 @@ def claim_run(run_id: str, owner: str) -> Run | None:
             cancel_unheld(run)
             run.save()
             return None
+        if run.session.tenant.token_quota is not None:
+            quota_release(run_id=run.pk)  # held by an earlier claim's calls that did not land
         run.epoch += 1
         run.lease_owner, run.lease_expires_at = owner, now + _lease()
         if run.status == RunStatus.QUEUED:

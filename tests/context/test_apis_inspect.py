@@ -6,9 +6,10 @@ import json
 
 import pytest
 from django.db import connection
+from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
-from accounts.models import AuditEntry, Tenant, UsageRecord
+from accounts.models import AuditEntry, QuotaHold, Tenant, UsageRecord
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from runs.models import Message, Run
 from tests.support.api import error_of
@@ -159,6 +160,30 @@ def test_try_is_refused_with_402_when_the_quota_is_spent(alice, demo, tenant):
     Tenant.objects.filter(pk=tenant.pk).update(token_quota=1)
     error_of(try_(alice, demo, {"message": "Again?"}), 402, "quota_exceeded")
     assert not UsageRecord.objects.filter(purpose="context_try").exists()
+
+
+def test_a_try_whose_worst_case_does_not_fit_the_quota_is_not_sent(alice, demo, tenant,
+                                                                   serve_model, hango_settings):
+    hango_settings(quota_run_reservation_tokens=0)
+    model = ScriptedModel([text("never sent")])
+    serve_model("scripted", model)
+    spent = UsageRecord.objects.filter(tenant=tenant).aggregate(s=Sum("input_tokens")
+                                                                + Sum("output_tokens"))["s"]
+    # Not spent (admitted), but far short of the call's input plus its max_tokens.
+    Tenant.objects.filter(pk=tenant.pk).update(token_quota=spent + 100)
+    response = try_(alice, demo, {"message": "Again?"})
+    error_of(response, 402, "quota_exceeded")
+    assert "up to" in response.json()["error"]["message"]
+    assert model.calls == [] and not QuotaHold.objects.exists()
+    assert not UsageRecord.objects.filter(purpose="context_try").exists()
+
+
+def test_a_try_within_the_quota_releases_its_hold(alice, demo, tenant, serve_model):
+    serve_model("scripted", ScriptedModel([text("fine")]))
+    Tenant.objects.filter(pk=tenant.pk).update(token_quota=10**9)
+    assert try_(alice, demo, {"message": "Again?"}).status_code == 200
+    assert UsageRecord.objects.filter(purpose="context_try").count() == 1
+    assert not QuotaHold.objects.exists()
 
 
 @pytest.mark.parametrize(("body", "status"), [

@@ -16,14 +16,22 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from accounts.models import QuotaPeriod, Tenant, UsageRecord
-from accounts.usage import period_bounds, run_reservation, tenant_spend
+from accounts.models import QuotaHold, QuotaPeriod, Tenant, UsageRecord
+from accounts.usage import (
+    committed_spend,
+    period_bounds,
+    quota_hold,
+    run_reservation,
+    tenant_spend,
+)
 from hango_project.errors import QuotaExceeded
+from harness.agent import DEFAULT_MAX_TOKENS
 from harness.providers.scripted import ScriptedModel
+from runs import worker
 from runs.models import Run, RunStatus, Session
 from runs.services import message_post
 from runs.worker import Fenced, claim_run
-from tests.support.runs import one_turn
+from tests.support.runs import one_turn, wait_for_run
 from tests.support.subagents import SUBAGENT_CONFIG, subagent_steps
 from tests.support.summarization import LONG_TASK
 
@@ -165,26 +173,37 @@ def test_starting_a_run_past_the_quota_answers_402(alice, tenant, make_session, 
     assert started(alice, session["id"], "again")["status"] == "completed"
 
 
-def test_a_run_crossing_the_quota_stops_at_the_next_turn_boundary(alice, tenant, make_session,
-                                                                  inline_runs, hango_settings):
+def test_a_call_whose_worst_case_does_not_fit_is_not_sent(alice, tenant, make_session,
+                                                         inline_runs, hango_settings):
     hango_settings(quota_run_reservation_tokens=0)
     session = make_session(alice)
-    set_quota(tenant, 1)  # admitted (nothing spent), crossed by the first model call
+    set_quota(tenant, 1)  # admitted (nothing spent); no call's worst case fits
     run = started(alice, session["id"])
-    assert run["status"] == "failed" and run["turn"] == 1, run
+    assert run["status"] == "failed" and run["turn"] == 0, run
     assert run["error"]["code"] == "quota_exceeded"
-    assert "quota" in run["error"]["message"] and "turn 1" in run["error"]["message"]
-    assert len(assert_rows_match_run(run["id"])) == 1
-    # The next start, and a resume, are refused until the quota allows.
-    assert post(alice, session["id"], "more").status_code == 402
-    response = alice.client.post(f"/v1/runs/{run['id']}/resume")
-    assert response.status_code == 402
-    assert response.json()["error"]["code"] == "quota_exceeded"
+    assert "quota" in run["error"]["message"] and "up to" in run["error"]["message"]
+    assert rows(run["id"]) == [] and not QuotaHold.objects.exists()
     set_quota(tenant, 10**9)
     resumed = alice.client.post(f"/v1/runs/{run['id']}/resume")
     assert resumed.status_code == 202
     assert alice.client.get(f"/v1/runs/{run['id']}").json()["status"] == "completed"
-    assert len(assert_rows_match_run(run["id"])) == 5
+    assert len(assert_rows_match_run(run["id"])) == 5  # the demo's five model calls
+    assert not QuotaHold.objects.exists()  # every hold was released by its turn's commit
+
+
+def test_a_run_stops_before_the_call_that_could_pass_the_quota(alice, tenant, queued_run):
+    # The first request's input as the inspector counts it (the tokenizer the hold counts with):
+    # room for its worst case and what it spends, not for the second call's worst case.
+    context = alice.client.get(f"/v1/sessions/{queued_run.session_id}/context").json()
+    first_input = context["totals"]["after"]
+    set_quota(tenant, first_input + DEFAULT_MAX_TOKENS + 300)
+
+    assert worker.execute_run(str(queued_run.pk)) == worker.Outcome.FAILED
+    run = Run.objects.get(pk=queued_run.pk)
+    assert (run.status, run.turn, run.error["code"]) == ("failed", 1, "quota_exceeded"), run.error
+    used = tenant_spend(tenant.pk, period_bounds(QuotaPeriod.MONTH)[0])
+    assert len(rows(run.pk)) == 1 and 0 < used <= 300
+    assert not QuotaHold.objects.exists()
 
 
 def test_resume_of_a_cancelled_run_past_the_quota_answers_402(alice, tenant, make_session,
@@ -263,3 +282,77 @@ def test_concurrent_starts_against_a_nearly_spent_quota_never_overspend(
     assert outcomes.count("refused") == 100 - accepted
     assert active == accepted == (quota - used) // run_reservation() == 10
     assert spent + active * run_reservation() <= quota
+
+
+def test_concurrent_holds_never_pass_the_quota(alice, tenant, make_session, transactional_db):
+    """60 model calls about to be sent at once, each holding 100 tokens, against a quota with
+    room for 10 of them: the tenant's row lock lets exactly 10 through."""
+    session = make_session(alice)
+    set_quota(tenant, 10_000)
+    spend(tenant, session["id"], 9_000)
+    gate = threading.Barrier(20)
+
+    def hold(_: int) -> bool:
+        try:
+            try:
+                gate.wait(timeout=10)
+            except threading.BrokenBarrierError:
+                pass
+            quota_hold(tenant.pk, 100)
+            return True
+        except QuotaExceeded:
+            return False
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        held = list(pool.map(hold, range(60)))
+    assert held.count(True) == 10
+    start = period_bounds(QuotaPeriod.MONTH)[0]
+    assert committed_spend(tenant.pk, start) == 10_000 == tenant_spend(tenant.pk, start) + 1_000
+
+
+def test_a_hold_stops_counting_when_it_expires_or_its_run_is_claimed_again(
+        queued_run, tenant):
+    set_quota(tenant, 10_000)
+    start = period_bounds(QuotaPeriod.MONTH)[0]
+    quota_hold(tenant.pk, 3_000)
+    QuotaHold.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert committed_spend(tenant.pk, start) == 0  # a writer that died: it counts no longer
+
+    claimed = claim_run(queued_run.pk, "worker-a")
+    quota_hold(tenant.pk, 3_000, run_id=claimed.pk)  # its call is in flight when it dies
+    assert committed_spend(tenant.pk, start) == 3_000
+    Run.objects.filter(pk=claimed.pk).update(lease_expires_at=timezone.now() - timedelta(1))
+    assert claim_run(claimed.pk, "worker-b") is not None
+    assert committed_spend(tenant.pk, start) == 0
+
+
+@pytest.mark.slow
+def test_runs_on_two_workers_never_spend_past_the_quota(alice, tenant, make_agent,
+                                                        start_worker):
+    """Six long runs on two real worker processes against a quota they cannot all finish in:
+    every call holds its worst case first, so the tenant's spend ends at or under the quota
+    (it ran past it by about a turn per active run when only turn boundaries were checked)."""
+    for name in ("w1", "w2"):
+        start_worker(name, HANGO_SCRIPTED_DELAY_MS="5", HANGO_QUOTA_RUN_RESERVATION_TOKENS="0")
+    agent = make_agent(alice, model="scripted:workload-60")
+    quota = 40_000
+    set_quota(tenant, quota)
+    run_ids = []
+    for i in range(6):
+        session = alice.client.post("/v1/sessions", {"agent": agent["id"], "title": f"s{i}"},
+                                    format="json").json()
+        run_ids.append(started(alice, session["id"], "Run the benchmark task.")["id"])
+    runs = [wait_for_run(run_id, timeout=120) for run_id in run_ids]
+
+    used = tenant_spend(tenant.pk, period_bounds(QuotaPeriod.MONTH)[0])
+    stopped = [r for r in runs if r.status == RunStatus.FAILED]
+    print(f"\nquota {quota}: spent {used} over {UsageRecord.objects.count()} calls; "
+          f"{len(stopped)} of 6 runs stopped at the quota")
+    assert used <= quota
+    assert stopped and all(r.error["code"] == "quota_exceeded" for r in stopped)
+    assert all(r.status in (RunStatus.COMPLETED, RunStatus.FAILED) for r in runs)
+    assert not QuotaHold.objects.exists()
+    for run in runs:
+        assert_rows_match_run(run.pk)
