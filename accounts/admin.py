@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from accounts.models import ApiKey, AuditEntry, Member, Tenant, UsageRecord
+from accounts.models import ApiKey, AuditEntry, Member, QuotaHold, Tenant, UsageRecord
 from accounts.services import api_key_issue, api_key_revoke
 from accounts.usage import period_bounds, tenant_spend
 from hango_project.admin import AppWrittenAdmin
@@ -85,6 +85,17 @@ class UsageRecordAdmin(AppWrittenAdmin, admin.ModelAdmin):
     # The page's order: the token columns, inherited from TokenCounts, would otherwise lead.
     fields = ["tenant", "session", "run", "agent", "purpose", "provider", "model", "input_tokens",
               "output_tokens", "cache_read_tokens", "cache_write_tokens", "dedupe_key"]
+
+
+@admin.register(QuotaHold)
+class QuotaHoldAdmin(AppWrittenAdmin, admin.ModelAdmin):
+    """Read-only: a hold lives from before a model call is sent until its usage is recorded.
+    One that outlived its worker stops counting at ``expires_at``; deleting it frees it now."""
+
+    may_delete = True
+    list_display = ["created_at", "tenant", "run", "tokens", "expires_at"]
+    list_filter = ["tenant"]
+    fields = ["tenant", "run", "tokens", "expires_at", "created_at"]
 
 
 @admin.register(AuditEntry)
