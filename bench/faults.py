@@ -202,6 +202,9 @@ def figures(args: argparse.Namespace, outcome: dict[str, Any]) -> dict[str, Any]
         "recovery_max": max(seconds) if seconds else None, "recovery_bound": bound,
         "recovery_p90": _percentile(seconds, 0.9) if seconds else None,
         "no_recovery": [(f.kind, run) for f, run, s in rec if s is None],
+        "recoveries": sorted(({"fault": f.kind, "at": f.at.isoformat(), "detail": f.detail,
+                               "run": run, "seconds": s} for f, run, s in rec if s is not None),
+                             key=lambda r: -r["seconds"]),
         "faults": {k: sum(1 for f in injector.faults if f.kind == k) for k in PLAN_DEFAULTS},
         "recovery_by_fault": {k: max((s for f, _, s in rec if f.kind == k and s is not None),
                                      default=None) for k in PLAN_DEFAULTS},
@@ -264,6 +267,9 @@ def show(f: dict[str, Any], results: list[tuple[str, bool]]) -> None:
     for kind, n in f["faults"].items():
         per_fault.add_row(kind, str(n), secs(f["recovery_by_fault"][kind]))
     console.print(per_fault)
+    for r in f["recoveries"][:5]:
+        console.print(f"  slowest recovery: {r['seconds']:.1f} s after {r['fault']} "
+                      f"({r['detail']}), run {r['run']}", markup=False)
     for p in f["problems"][:40]:
         console.print(f"  {p['kind']}: run {p['run']} — {p['detail']}", markup=False)
     for r in f["not_survived"][:20]:
@@ -278,9 +284,13 @@ def show(f: dict[str, Any], results: list[tuple[str, bool]]) -> None:
         console.print(f"{'PASS' if ok else 'MISS'}  {name}", markup=False)
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM tears the stack down as Ctrl-C does
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _interrupted)
     root = Path(tempfile.mkdtemp(prefix="hango-faults-"))
     with ExitStack() as undo:
         if not args.keep:
@@ -300,4 +310,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted: everything the suite started is stopped", file=sys.stderr)
+        sys.exit(130)
