@@ -278,28 +278,37 @@ def _check_job(s: _Session, run: Run, messages: list[dict[str, Any]],
 
 
 def _check_cancel(s: _Session, run: Run, cancel: Cancel) -> None:
+    """Nothing of the run after its cancel took effect. Answered ``cancelled``, it took effect
+    before the answer: no row may be newer than that. Answered ``running`` (a worker held the
+    run), it takes effect in that worker's last commit: nothing may follow the ``cancelled``
+    status event in the run's order (event seqs, usage turns), nor be written after it."""
     run_id = str(run.pk)
     events = s.events[run_id]
     done = next((e for e in events if e["type"] == "run.status"
                  and e["data"].get("status") == "cancelled"), None)
-    if done is None:
-        if cancel.answered_status == "cancelled":
+    at_once = cancel.answered_status == "cancelled"
+    if done is None or run.status != "cancelled":
+        if at_once or done is not None:
             s.flag("write_after_cancel", run_id, f"cancelled, then ended {run.status}")
-        return  # asked while a worker held it, which finished the run first: not a violation
-    took_effect = cancel.answered_at if cancel.answered_status == "cancelled" else done[
-        "created_at"]
-    if run.status != "cancelled":
-        s.flag("write_after_cancel", run_id, f"cancelled, then ended {run.status}")
+        if done is None:
+            return  # asked while a worker held it, which finished the run first: no violation
+    assert done is not None
+    event_seq = {e["data"].get("id"): e["seq"] for e in events if e["type"] == "message.created"}
+
+    def newer(row: dict[str, Any]) -> bool:
+        return at_once and row["created_at"] > cancel.answered_at
+
     for e in events:
-        if e["seq"] > done["seq"] or e["created_at"] > took_effect:
+        if e["seq"] > done["seq"] or newer(e):
             s.flag("write_after_cancel", run_id, f"event #{e['seq']} {e['type']} after cancel")
     at_cancel = done["data"].get("turn", run.turn)
     for u in s.usage[run_id]:
-        if _usage_turn(u["dedupe_key"]) > at_cancel or u["created_at"] > took_effect:
+        if _usage_turn(u["dedupe_key"]) > at_cancel or newer(u):
             s.flag("write_after_cancel", run_id, f"usage row {u['dedupe_key']} after cancel")
     for m in s.run_messages(run_id):
-        if m["created_at"] > took_effect:
+        if event_seq.get(str(m["id"]), 0) > done["seq"] or newer(m):
             s.flag("write_after_cancel", run_id, f"message #{m['seq']} after cancel")
+    took_effect = cancel.answered_at if at_once else done["created_at"]
     tags = [tag for tag, run in _job_runs(s).items() if run == run_id]
     for f in s.files:
         if tags and f["path"].startswith(f"/jobs/{tags[0]}/") and f["updated_at"] > took_effect:
