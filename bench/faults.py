@@ -57,7 +57,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=900, help="give up after this many seconds")
     ap.add_argument("--json", type=Path, help="write every figure and problem to this file")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    args.active = args.active or args.workers * args.concurrency
+    return args
 
 
 class Stack:
@@ -149,7 +151,7 @@ def run_suite(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     low, _, high = args.steps.partition("-")
     api = Api(stack.web.url, stack.key)
     driver = Driver(api=api, rng=random.Random(rng.random()), runs=args.runs,
-                    active=args.active or args.workers * args.concurrency,
+                    active=args.active,
                     steps=(int(low), int(high or low)), approval_share=args.approval_share)
     driver.create_agents()
     injector = Injector(api=api, driver=driver, rng=random.Random(rng.random()),
@@ -216,6 +218,9 @@ def figures(args: argparse.Namespace, outcome: dict[str, Any]) -> dict[str, Any]
         "problems": [vars(p) for p in report.problems], "ended": outcome["ended"],
         "error": repr(injector.error) if injector.error else None,
         "seconds": round(outcome["seconds"], 1),
+        "settings": {k: getattr(args, k) for k in (
+            "seed", "runs", "workers", "concurrency", "active", "steps", "delay_ms", "lease",
+            "reconcile", "grace", "outage")},
     }
 
 
@@ -243,6 +248,7 @@ def show(f: dict[str, Any], results: list[tuple[str, bool]]) -> None:
     def secs(v: float | None) -> str:
         return "–" if v is None else f"{v:.1f} s"
 
+    console.print(f"settings: {f['settings']}", markup=False)
     summary = Table(title=f"fault suite ({f['seconds']:.0f} s)", show_header=False)
     for name, value in [
         ("runs survived / total", f"{f['survived']} / {f['runs']}"),
