@@ -43,8 +43,9 @@ def held_runs() -> dict[str, int]:
     """Running runs whose lease is live, by run id: the pid of the process holding each."""
     connection.close()  # a fresh connection: the server may have restarted since the last one
     rows = Run.objects.filter(status="running", lease_expires_at__gt=timezone.now()).values_list(
-        "id", "lease_owner", "agent__name")
-    return {str(run): int(owner.split(":")[1]) for run, owner, _ in rows if owner.count(":") == 2}
+        "id", "lease_owner")
+    # lease_owner is runs.worker.worker_identity(): host:pid:thread.
+    return {str(run): int(owner.split(":")[1]) for run, owner in rows if owner.count(":") == 2}
 
 
 def run_agent(run_id: str) -> str:

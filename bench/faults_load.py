@@ -159,7 +159,8 @@ class Driver:
         if session is None:
             session = self.api.json("POST", "/v1/sessions", {"agent": self.agents[kind],
                                                              "title": tag}, expect=201)["id"]
-        known = {j.run for j in self.jobs if j.session == session}
+        with self._lock:
+            known = {j.run for j in self.jobs if j.session == session}
         status, run = self.api.post_message(session, job_text(tag, steps), known)
         if status == 409 or run is None:
             return None
@@ -177,7 +178,8 @@ class Driver:
         with self._lock:
             waiting, self._follow_ups = self._follow_ups, []
         for session in waiting:
-            kind = next(j.agent for j in self.jobs if j.session == session)
+            with self._lock:
+                kind = next(j.agent for j in self.jobs if j.session == session)
             if self.start_job(session=session, kind=kind) is None:
                 with self._lock:
                     self._follow_ups.append(session)  # its run is still active: later
