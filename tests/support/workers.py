@@ -24,6 +24,19 @@ def test_database_url() -> str:
     return f"postgres://{user}@{host}:{port}/{db['NAME']}"
 
 
+def worker_environment(broker_url: str, env: dict[str, str]) -> dict[str, str]:
+    """A worker process's environment: this one's, on the test database and ``broker_url``."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "hango_project.settings",
+        "DATABASE_URL": test_database_url(),
+        "CELERY_BROKER_URL": broker_url,
+        "HANGO_RUN_INLINE": "0",
+        "PYTHONUNBUFFERED": "1",
+        **env,
+    }
+
+
 class WorkerProcess:
     """``celery worker`` as its own process group, logging to a file the test can read."""
 
@@ -36,15 +49,7 @@ class WorkerProcess:
                "--without-mingle", "--without-gossip"]
         if beat:
             cmd += ["--beat", "--schedule", str(log_dir / f"{name}-beat")]
-        full_env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "hango_project.settings",
-            "DATABASE_URL": test_database_url(),
-            "CELERY_BROKER_URL": broker_url,
-            "HANGO_RUN_INLINE": "0",
-            "PYTHONUNBUFFERED": "1",
-            **env,
-        }
+        full_env = worker_environment(broker_url, env)
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
