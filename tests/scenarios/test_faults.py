@@ -107,9 +107,6 @@ def test_a_killed_pool_process_and_a_duplicate_task_lose_and_repeat_nothing(
     assert len(skipped) >= 2  # the duplicates were delivered, and did nothing
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "F1: cancel does not advance the epoch, so the stalled worker's next commit lands on the "
-    "cancelled run; F2: a fenced-out worker's write_file still lands"))
 def test_a_worker_stalled_past_its_lease_writes_nothing_after_a_cancel(
         alice, make_agent, fault_worker):
     plain = make_agent(alice, name="plain", model=MODEL)
