@@ -24,7 +24,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import assert_never
 
-from django.db import connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -162,14 +162,17 @@ class LeaseKeeper:
         interval = hango().run_lease_seconds / 3
         try:
             while not self._stop.wait(interval):
-                renewed = Run.objects.filter(
-                    pk=self.run.pk, epoch=self.run.epoch, status=RunStatus.RUNNING,
-                ).update(lease_expires_at=timezone.now() + _lease())
+                try:
+                    renewed = Run.objects.filter(
+                        pk=self.run.pk, epoch=self.run.epoch, status=RunStatus.RUNNING,
+                    ).update(lease_expires_at=timezone.now() + _lease())
+                except DatabaseError:  # missed once (the database restarting?): try next beat
+                    log.warning("lease renewal for run %s failed", self.run.pk, exc_info=True)
+                    connection.close()
+                    continue
                 if not renewed:  # taken over: the loop stops at its next check
                     self.control.superseded = True
                     return
-        except Exception:  # a missed renewal is survivable; the next turn's commit renews too
-            log.warning("lease renewal for run %s failed", self.run.pk, exc_info=True)
         finally:
             connection.close()  # this thread's own connection
 
@@ -291,6 +294,12 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
     except Superseded:  # a store refused a tool's write: the run is someone else's now
         log.info("run %s was taken over; worker %s stops", run_id, run.lease_owner)
         return Outcome.FENCED
+    except (InterfaceError, OperationalError):
+        # The database went away mid-run: nothing of the turn landed, and failing the run would
+        # need the database too. The task's retry claims the run again under the same owner, or
+        # the lease runs out and the reconciler hands it on; either continues from the last turn.
+        log.warning("run %s lost its database; it continues from its last turn", run_id)
+        raise
     except Exception:
         log.exception("run %s failed in the worker", run_id)
         _fail(run, INTERNAL_ERROR, "The worker hit an unexpected error; the run can be resumed.")

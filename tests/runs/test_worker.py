@@ -6,8 +6,10 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 
+from harness.providers.scripted import named_script
 from runs import tasks, worker
 from runs.checkpoint import Claim
 from runs.execution import build_execution
@@ -105,3 +107,33 @@ def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, han
         time.sleep(0.3)
         assert Run.objects.get(pk=run.pk).lease_expires_at == after  # it stopped renewing
         assert control.superseded and control.cancel_requested()  # and the loop stops
+
+
+class _DatabaseGoneOnce:
+    """A model whose first call finds the database gone (as a PostgreSQL restart mid-call)."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.inner = named_script("demo")
+        self.failed = False
+
+    def complete(self, request):
+        if not self.failed:
+            self.failed = True
+            raise OperationalError("server closed the connection unexpectedly")
+        return self.inner.complete(request)
+
+
+def test_a_run_that_lost_its_database_is_not_failed_and_its_retry_continues(queued_run,
+                                                                            serve_model):
+    serve_model("scripted", _DatabaseGoneOnce())
+    with pytest.raises(OperationalError):  # for the task's retry (autoretry_for)
+        worker.execute_run(str(queued_run.pk), owner="worker-a")
+    run = Run.objects.get(pk=queued_run.pk)
+    assert (run.status, run.error, run.lease_owner) == (RunStatus.RUNNING, None, "worker-a")
+
+    # The retry, in the same worker, claims it again at once; another worker would wait for
+    # the lease (and the reconciler) instead.
+    assert worker.execute_run(str(queued_run.pk), owner="worker-b") is Outcome.SKIPPED
+    assert worker.execute_run(str(queued_run.pk), owner="worker-a") is Outcome.COMPLETED
