@@ -11,6 +11,7 @@ import pytest
 from agents.models import Agent
 from runs.models import Session
 from tests.support.api import AGENT_BODY, error_of
+from tests.support.openapi import body_operations
 
 WRITES = [("post", "/v1/agents"), ("patch", "/v1/agents/{agent}"), ("post", "/v1/sessions")]
 WRITE_IDS = [f"{m.upper()} {u}" for m, u in WRITES]
@@ -94,6 +95,22 @@ def test_unstorable_characters_in_config_are_422(alice, escape):
            f'"description": "d{escape}", "system_prompt": ""}}]}}}}')
     error = error_of(alice.client.post("/v1/agents", raw, content_type="application/json"), 422)
     assert [key.split("/")[0] for key in error["detail"]] == ["config"]
+
+
+@pytest.mark.parametrize("operation", body_operations(), ids=str)
+@pytest.mark.parametrize("raw, where", [
+    ('{"a\\u0000": 1}', "a\\u0000"),            # the object's first key (was a 500)
+    ('{"\\ud800": 1, "z": 2}', "\\ud800"),
+    ('{"ok": 1, "k\\udfff": 2}', "k\\udfff"),   # a later key (was a 500: the key echoed)
+    ('[{"x": {"\\u0000": []}}]', "0/x/\\u0000"),
+    ('{"x": [{"y": "\\ud800"}]}', "x/0/y"),
+])
+def test_unstorable_keys_and_strings_are_422_on_every_json_route(alice, route_ids, operation,
+                                                                 raw, where):
+    response = getattr(alice.client, operation.method)(
+        operation.url(route_ids), raw, content_type="application/json")
+    error = error_of(response, 422, "validation_error")
+    assert list(error["detail"]) == [where]
 
 
 @pytest.mark.parametrize("method, url", WRITES, ids=WRITE_IDS)
