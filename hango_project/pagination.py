@@ -1,5 +1,7 @@
 """List pages: ``{"results", "next", "previous"}`` with a capped ``limit``."""
 
+from datetime import datetime
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework.exceptions import NotFound
@@ -8,6 +10,7 @@ from rest_framework.request import Request
 
 from hango_project.config import hango
 from hango_project.errors import BadQuery
+from hango_project.query import storable_offset
 
 
 class CursorPage(CursorPagination):
@@ -42,9 +45,19 @@ class CursorPage(CursorPagination):
             value = field.to_python(cursor.position)
         except DjangoValidationError:
             value = None
-        if value is None or (hasattr(value, "tzinfo") and timezone.is_naive(value)):
+        if not _queryable(value):
             raise BadQuery("The cursor is invalid.", detail={"cursor": "Invalid cursor"})
         return cursor
+
+
+def _queryable(value: object) -> bool:
+    """Whether PostgreSQL takes ``value`` in a comparison: a time must be aware, with an offset
+    it can store; text must hold no NUL."""
+    if isinstance(value, datetime):
+        return timezone.is_aware(value) and storable_offset(value)
+    if isinstance(value, str):
+        return "\x00" not in value
+    return value is not None
 
 
 class SeqPage(CursorPage):

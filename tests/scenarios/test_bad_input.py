@@ -156,11 +156,30 @@ def b64(text: str) -> str:
 @pytest.mark.parametrize("url", ["/v1/agents", "/v1/sessions", "/v1/sessions/{session}/messages"])
 @pytest.mark.parametrize("cursor", ["garbage", "é", b64("o=abc"), b64("p=abc"),
                                     b64("p=2020-01-01"), b64("p=2020-01-01 00:00:00"),
-                                    b64("p=%00"), b64("p=1.5&r=1")])
+                                    b64("p=%00"), b64("p=1.5&r=1"),
+                                    # offsets PostgreSQL refuses (were 500s)
+                                    b64("p=2020-01-01 00:00:00%2B16:00"),
+                                    b64("p=2020-01-01 00:00:00%2B01:00:00.5")])
 def test_invalid_cursor_is_400(alice, make_session, url, cursor):
     session = make_session(alice)
     response = alice.client.get(url.format(session=session["id"]), {"cursor": cursor})
     error_of(response, 400, "invalid_query")
+
+
+@pytest.mark.parametrize("url", ["/v1/skills", "/v1/agents/{agent}/memory",
+                                 "/v1/sessions/{session}/files"])
+def test_a_cursor_with_a_nul_is_400(alice, make_session, url):
+    # Ordered by a text column: a NUL in the position was a 500 from the query.
+    session = make_session(alice)
+    url = url.format(agent=session["agent"], session=session["id"])
+    error_of(alice.client.get(url, {"cursor": b64("p=a%00b")}), 400, "invalid_query")
+
+
+@pytest.mark.parametrize("url", ["/v1/audit?object_type=a%00", "/v1/agents?x%00=1",
+                                 "/v1/usage?purpose=%00"])
+def test_a_nul_in_a_query_parameter_is_400(owner, url):
+    error = error_of(owner.client.get(url), 400, "invalid_query")
+    assert error["detail"]
 
 
 def test_a_cursor_from_the_api_still_works(alice, make_agent, hango_settings):
