@@ -1,8 +1,47 @@
-"""OpenAPI post-processing: the one error shape, documented on every operation it can answer."""
+"""OpenAPI: the one error shape, documented on every operation it can answer, and the JSON
+Schemas the code validates with, published as OpenAPI 3.0 schema objects."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def openapi_schema(json_schema: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    """A JSON Schema (draft 2020-12, as :mod:`harness.agent` writes them) as an OpenAPI 3.0
+    schema object, so the schema a route validates with is the one it publishes.
+
+    3.0 has no ``propertyNames`` (said in the description instead), a boolean
+    ``exclusiveMinimum``, and ``nullable`` where 2020-12 lists ``null`` among the types."""
+    out = _converted(json_schema)
+    if description:
+        out["description"] = f"{description} {out['description']}".strip() \
+            if "description" in out else description
+    return out
+
+
+def _converted(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_converted(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    types = node.get("type")
+    if isinstance(types, list) and "null" in types and len(types) == 2:
+        (other,) = [t for t in types if t != "null"]
+        return {**_converted({**node, "type": other}), "nullable": True}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$schema":
+            continue
+        if key == "propertyNames":
+            out["description"] = f"Keys match `{value['pattern']}`."
+        elif key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+            out[key.replace("exclusive", "").lower()] = value
+            out[key] = True
+        elif key in ("properties", "patternProperties"):
+            out[key] = {name: _converted(sub) for name, sub in value.items()}
+        else:
+            out[key] = _converted(value)
+    return out
 
 ERROR_SCHEMA = {
     "type": "object",
