@@ -7,11 +7,10 @@ from datetime import datetime
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.views import APIView
 
 from accounts.audit import AuditNotReadable, audit_list
 from accounts.models import AuditAction, AuditEntry
-from hango_project.api import caller, paginated
+from hango_project.api import ListApi, caller, paginated
 from hango_project.errors import BadQuery
 from hango_project.query import query_time
 
@@ -29,7 +28,7 @@ class AuditEntryOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class AuditListApi(APIView):
+class AuditListApi(ListApi):
     @extend_schema(
         operation_id="audit_list",
         parameters=[

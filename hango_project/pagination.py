@@ -23,6 +23,21 @@ class CursorPage(CursorPagination):
         self.page_size = hango().page_size
         self.max_page_size = hango().max_page_size
 
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        # DRF's requires only "results"; every page has all three keys.
+        page = super().get_paginated_response_schema(schema)
+        page["required"] = ["results", "next", "previous"]
+        return page
+
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"]["minimum"] = 1
+                parameter["description"] = (f"Items per page, at most {hango().max_page_size} "
+                                            f"(default {hango().page_size}).")
+        return parameters
+
     def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)

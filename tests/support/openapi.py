@@ -38,10 +38,16 @@ class Operation:
     path: str  # the template: /v1/agents/{agent_id}
     operation_id: str
     body: dict[str, Any] | None  # the JSON request body's schema, resolved; None without one
+    spec: dict[str, Any]  # the operation object as the schema has it (not resolved)
 
     def url(self, ids: Mapping[str, str]) -> str:
         """The path with its parameters filled from ``ids`` (``{"agent_id": …, "path": …}``)."""
         return self.path.format(**ids)
+
+    def response(self, code: str, media_type: str = "application/json") -> dict[str, Any] | None:
+        """The resolved schema of one documented response, or None."""
+        content = self.spec["responses"].get(code, {}).get("content", {})
+        return resolved(content[media_type]["schema"]) if media_type in content else None
 
     def __str__(self) -> str:
         return f"{self.method.upper()} {self.path}"
@@ -54,7 +60,7 @@ def operations() -> list[Operation]:
             content = operation.get("requestBody", {}).get("content", {})
             body = content.get("application/json", {}).get("schema")
             found.append(Operation(method, path, operation["operationId"],
-                                   resolved(body) if body is not None else None))
+                                   resolved(body) if body is not None else None, operation))
     return found
 
 
