@@ -8,12 +8,12 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agents.config import ALLOWED_TOOLS_SCHEMA, allowed_tools_problems, config_problems
+from agents.config import allowed_tools_problems, config_problems
 from agents.models import MODEL_PATTERN, SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
 from hango_project import fields as strict
 from hango_project.config import hango
-from hango_project.schema import openapi_schema
-from harness.agent import CONFIG_SCHEMA
+from hango_project.schema import published
+from harness.agent import CONFIG_SCHEMA, TOOL_LIST_SCHEMA
 from harness.middleware.memory import content_problem, path_problem
 
 _MODEL_RE = re.compile(MODEL_PATTERN)
@@ -26,21 +26,20 @@ def _checked(problems: list[str], value: Any) -> Any:
     return value
 
 
-@extend_schema_field(openapi_schema(ALLOWED_TOOLS_SCHEMA,
-                                    "Tool names this agent may use; null means all."))
+# TOOL_LIST_SCHEMA, not ALLOWED_TOOLS_SCHEMA: the fields allow null, which drf-spectacular adds.
+@extend_schema_field(published(TOOL_LIST_SCHEMA, "Tool names this agent may use; null means all."))
 class AllowedToolsField(serializers.JSONField):
     pass
 
 
-@extend_schema_field(openapi_schema(CONFIG_SCHEMA,
-                                    "Middleware options; unknown keys are refused."))
+@extend_schema_field(published(CONFIG_SCHEMA, "Middleware options; unknown keys are refused."))
 class AgentConfigField(serializers.JSONField):
     pass
 
 
-@extend_schema_field(openapi_schema(ALLOWED_TOOLS_SCHEMA,
-                                    "Tools a loaded skill brings; null or [] brings none. Never "
-                                    "past the agent's allowed_tools."))
+@extend_schema_field(published(TOOL_LIST_SCHEMA,
+                               "Tools a loaded skill brings; null or [] brings none. Never past "
+                               "the agent's allowed_tools."))
 class SkillToolsField(serializers.JSONField):
     pass
 
@@ -80,7 +79,7 @@ class AgentInput(serializers.Serializer):
 
 class AgentOutput(serializers.ModelSerializer):
     owner = serializers.UUIDField(source="owner_id", read_only=True)
-    allowed_tools = AllowedToolsField(read_only=True)
+    allowed_tools = AllowedToolsField(read_only=True, allow_null=True)
     config = AgentConfigField(read_only=True)
 
     class Meta:
@@ -154,7 +153,7 @@ class SkillInput(serializers.Serializer):
 
 
 class SkillOutput(serializers.ModelSerializer):
-    allowed_tools = SkillToolsField(read_only=True)
+    allowed_tools = SkillToolsField(read_only=True, allow_null=True)
 
     class Meta:
         model = Skill

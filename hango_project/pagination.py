@@ -24,8 +24,12 @@ class CursorPage(CursorPagination):
         self.max_page_size = hango().max_page_size
 
     def get_paginated_response_schema(self, schema: dict) -> dict:
-        # DRF's requires only "results"; every page has all three keys.
+        # DRF's requires only "results" and says "nullable" (OpenAPI 3.0); every page has all
+        # three keys, and the schema is OpenAPI 3.1.
         page = super().get_paginated_response_schema(schema)
+        for link in ("next", "previous"):
+            page["properties"][link].pop("nullable")
+            page["properties"][link]["type"] = ["string", "null"]
         page["required"] = ["results", "next", "previous"]
         return page
 

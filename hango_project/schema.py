@@ -1,47 +1,18 @@
-"""OpenAPI: the one error shape, documented on every operation it can answer, and the JSON
-Schemas the code validates with, published as OpenAPI 3.0 schema objects."""
+"""OpenAPI (3.1): the one error shape, documented on every operation it can answer, and the
+JSON Schemas the code validates with, published as they are."""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def openapi_schema(json_schema: dict[str, Any], description: str | None = None) -> dict[str, Any]:
-    """A JSON Schema (draft 2020-12, as :mod:`harness.agent` writes them) as an OpenAPI 3.0
-    schema object, so the schema a route validates with is the one it publishes.
+def published(json_schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """A JSON Schema the code validates with (draft 2020-12, as :mod:`harness.agent` writes
+    them) as the schema of a field: OpenAPI 3.1's schema objects are that dialect, so the route
+    publishes exactly what it checks."""
+    out = {key: value for key, value in json_schema.items() if key != "$schema"}
+    return {**out, "description": description}
 
-    3.0 has no ``propertyNames`` (said in the description instead), a boolean
-    ``exclusiveMinimum``, and ``nullable`` where 2020-12 lists ``null`` among the types."""
-    out = _converted(json_schema)
-    if description:
-        out["description"] = f"{description} {out['description']}".strip() \
-            if "description" in out else description
-    return out
-
-
-def _converted(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_converted(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    types = node.get("type")
-    if isinstance(types, list) and "null" in types and len(types) == 2:
-        (other,) = [t for t in types if t != "null"]
-        return {**_converted({**node, "type": other}), "nullable": True}
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "$schema":
-            continue
-        if key == "propertyNames":
-            out["description"] = f"Keys match `{value['pattern']}`."
-        elif key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
-            out[key.replace("exclusive", "").lower()] = value
-            out[key] = True
-        elif key in ("properties", "patternProperties"):
-            out[key] = {name: _converted(sub) for name, sub in value.items()}
-        else:
-            out[key] = _converted(value)
-    return out
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -81,8 +52,13 @@ _RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"},
 
 # Routes that start model calls: a spent quota answers 402.
 _SPENDING = ("/messages", "/resume", "/approve", "/context/try")
-_SSE_ERROR = {"schema": {"type": "string", "description": "One `event: error` frame whose data is "
-                                                          "the error shape (JSON)."}}
+# An error answered to a client that accepted an event stream: one event, its data the Error.
+_SSE_ERROR = {"schema": {
+    "type": "object", "required": ["event", "data"],
+    "description": "One `event: error` event whose data is the error shape.",
+    "properties": {"event": {"const": "error"},
+                   "data": {"type": "string", "contentMediaType": "application/json",
+                            "contentSchema": {"$ref": "#/components/schemas/Error"}}}}}
 
 
 def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[str]:

@@ -143,6 +143,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "hango API",
     "DESCRIPTION": "The hango agent server: agents, sessions, runs and the context inspector.",
     "VERSION": "1.0.0",
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -141,22 +141,29 @@ def _after(request) -> int:
     return after
 
 
+# One server-sent event, as OpenAPI describes a text/event-stream before 3.2's itemSchema: the
+# schema of each event (its fields as strings), the data a JSON document of its own.
+_EVENT_FRAME = {
+    "type": "object",
+    "required": ["id", "event", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The event's seq."},
+        "event": {"type": "string", "description": "The event's type: run.status, "
+                  "message.created, tool.result, todos.updated, approval.requested, …"},
+        "data": {"type": "string", "contentMediaType": "application/json",
+                 "contentSchema": {"$ref": "#/components/schemas/RunEventOutput"}},
+    },
+}
 EVENT_STREAM = OpenApiResponse(
     response={
-        "type": "string",
+        **_EVENT_FRAME,
         "description": "A server-sent-event stream (`Accept: text/event-stream` or "
-                       "`?format=sse`): one frame per run event, `id: <seq>`, `event: <type>` "
-                       "(run.status, message.created, tool.result, todos.updated, "
-                       "approval.requested, …) and `data: <the event as JSON, a RunEventOutput: "
-                       "{seq, type, data, created_at}>`, each frame ended by a blank line; "
-                       "`: keep-alive` comment lines while nothing happens. The stream ends when "
-                       "the run has finished and its last events are sent (or after "
-                       "HANGO_EVENT_STREAM_MAX_SECONDS). A reconnecting client sends "
-                       "`Last-Event-ID`; an error is one frame, `event: error` with the error "
-                       "shape as data.",
-        "example": 'id: 1\nevent: run.status\ndata: {"seq": 1, "type": "run.status", '
-                   '"data": {"status": "running", "turn": 0}, '
-                   '"created_at": "2026-01-01T00:00:00+00:00"}\n\n',
+                       "`?format=sse`): one event per run event, `id: <seq>`, `event: <type>`, "
+                       "`data: <the run event as JSON>`, each ended by a blank line, with "
+                       "`: keep-alive` comment lines while nothing happens. It ends when the run "
+                       "has finished and its last events are sent (or after "
+                       "HANGO_EVENT_STREAM_MAX_SECONDS); a reconnecting client sends "
+                       "`Last-Event-ID`.",
     },
     description="Events after `after` as JSON (at most 500), or their live stream.")
 

@@ -48,7 +48,7 @@ class MessageOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-_CACHE_CONTROL = {"type": "object", "nullable": True, "required": ["type"],
+_CACHE_CONTROL = {"type": ["object", "null"], "required": ["type"],
                   "properties": {"type": {"type": "string", "enum": ["ephemeral"]}}}
 _TEXT_BLOCK = {"type": "object", "required": ["type", "text"], "properties": {
     "type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"},
@@ -115,7 +115,7 @@ class TodosField(serializers.JSONField):
     pass
 
 
-@extend_schema_field({"type": "object", "nullable": True, "properties": {
+@extend_schema_field({"type": ["object", "null"], "properties": {
     "code": {"type": "string"}, "message": {"type": "string"}}})
 class RunErrorField(serializers.JSONField):
     pass

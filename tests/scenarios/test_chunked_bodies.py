@@ -8,6 +8,7 @@ import json
 import pytest
 
 from agents.models import Agent
+from tests.support import workers
 from tests.support.api import AGENT_BODY
 from tests.support.servers import GunicornProcess, chunked, raw_request
 
@@ -18,7 +19,8 @@ LIMIT = 4096
 
 @pytest.fixture
 def gunicorn(transactional_db, tmp_path):
-    server = GunicornProcess(tmp_path, env={"HANGO_MAX_BODY_BYTES": str(LIMIT)})
+    server = GunicornProcess(tmp_path, database_url=workers.test_database_url(),
+                             env={"HANGO_MAX_BODY_BYTES": str(LIMIT)})
     yield server
     server.stop()
 

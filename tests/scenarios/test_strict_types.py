@@ -76,8 +76,11 @@ def fits(value: Any, kinds: frozenset[str]) -> bool:
 
 
 def kinds_of(schema: dict[str, Any]) -> frozenset[str]:
+    """The JSON types a schema declares (a type list, or a oneOf's branches); null aside."""
     branches = schema.get("oneOf") or schema.get("anyOf") or [schema]
-    return frozenset(b["type"] for b in branches if b.get("type") in NAMES)
+    types = [b.get("type") for b in branches]
+    names = [t for typ in types for t in (typ if isinstance(typ, list) else [typ])]
+    return frozenset(name for name in names if name in NAMES)
 
 
 def branch_for(schema: dict[str, Any], value: Any) -> dict[str, Any]:

@@ -14,8 +14,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.workers import test_database_url
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,17 +24,19 @@ def free_port() -> int:
 
 
 class GunicornProcess:
-    """``gunicorn hango_project.wsgi`` as its own process group on a free port, logging to a
-    file; ``env`` adds to (or overrides) the environment, e.g. ``HANGO_MAX_BODY_BYTES``."""
+    """``gunicorn hango_project.wsgi`` as its own process group on a free port, on the database
+    at ``database_url``, logging to a file; ``env`` adds to (or overrides) the environment, e.g.
+    ``HANGO_MAX_BODY_BYTES``."""
 
-    def __init__(self, log_dir: Path, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, log_dir: Path, *, database_url: str,
+                 env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"gunicorn-{self.port}.log"
         full_env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "hango_project.settings",
-            "DATABASE_URL": test_database_url(),
+            "DATABASE_URL": database_url,
             "CELERY_BROKER_URL": "",
             "HANGO_BROKER_URL": "",
             "PYTHONUNBUFFERED": "1",
