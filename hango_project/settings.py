@@ -131,6 +131,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.IsTenantMember"],
     "DEFAULT_PARSER_CLASSES": ["hango_project.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "hango_project.negotiation.ContentNegotiation",
     "DEFAULT_PAGINATION_CLASS": "hango_project.pagination.CursorPage",
     "EXCEPTION_HANDLER": "hango_project.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
