@@ -3,18 +3,16 @@ other method (POST, PUT, PATCH and DELETE answer 405), so no API route changes o
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.views import APIView
 
 from accounts.audit import AuditNotReadable, audit_list
 from accounts.models import AuditAction, AuditEntry
-from hango_project.api import caller, paginated
+from hango_project.api import ListApi, caller, paginated
 from hango_project.errors import BadQuery
+from hango_project.query import query_time
 
 
 class AuditEntryOutput(serializers.ModelSerializer):
@@ -30,19 +28,7 @@ class AuditEntryOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-def _since(raw: str | None) -> datetime | None:
-    if not raw:
-        return None
-    try:
-        value = parse_datetime(raw.replace(" ", "+"))  # an unencoded "+" arrives as a space
-    except ValueError:
-        value = None
-    if value is None:
-        raise BadQuery("'since' must be an ISO 8601 date-time.", detail={"since": raw})
-    return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)
-
-
-class AuditListApi(APIView):
+class AuditListApi(ListApi):
     @extend_schema(
         operation_id="audit_list",
         parameters=[
@@ -50,7 +36,8 @@ class AuditListApi(APIView):
                              description="Only rows of this action."),
             OpenApiParameter("object_type", str, description="Only rows about this kind of "
                              "object (agent, memory_file, skill, session, run, api_key)."),
-            OpenApiParameter("since", datetime, description="Only rows at or after this time."),
+            OpenApiParameter("since", datetime, description="Only rows at or after this time "
+                             "(ISO 8601; a date means its UTC midnight)."),
         ],
         responses={200: AuditEntryOutput(many=True), 403: OpenApiResponse(
             description="The caller's role (member) may not read the audit log.")},
@@ -65,5 +52,5 @@ class AuditListApi(APIView):
             raise BadQuery(f"Unknown action {action!r}.", detail={"action": AuditAction.values})
         rows = audit_list(member=member, action=action,
                           object_type=request.query_params.get("object_type") or None,
-                          since=_since(request.query_params.get("since")))
+                          since=query_time(request.query_params, "since"))
         return paginated(self, rows, AuditEntryOutput)

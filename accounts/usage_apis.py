@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.views import APIView
@@ -16,6 +15,7 @@ from accounts.usage import PURPOSES, usage_list, usage_totals
 from hango_project.api import caller
 from hango_project.errors import BadQuery
 from hango_project.pagination import CursorPage
+from hango_project.query import query_time
 
 
 class UsageRowOutput(serializers.ModelSerializer):
@@ -46,21 +46,6 @@ class UsagePageOutput(serializers.Serializer):
     previous = serializers.URLField(allow_null=True)
 
 
-def _time(params: Any, name: str) -> datetime | None:
-    raw = params.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = parse_datetime(raw)
-        if value is None and (day := parse_date(raw)) is not None:
-            value = datetime(day.year, day.month, day.day)
-    except ValueError:
-        value = None
-    if value is None:
-        raise BadQuery(f"'{name}' must be an ISO 8601 date or time.", detail={name: raw})
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def _uuid(params: Any, name: str) -> uuid.UUID | None:
     raw = params.get(name)
     if raw is None or raw == "":
@@ -87,7 +72,8 @@ class UsageApi(APIView):
         parameters=[
             OpenApiParameter("since", datetime, description="Rows created at or after this "
                              "time (ISO 8601; a date means its UTC midnight)."),
-            OpenApiParameter("until", datetime, description="Rows created before this time."),
+            OpenApiParameter("until", datetime, description="Rows created before this time (as "
+                             "`since`)."),
             OpenApiParameter("agent", uuid.UUID, description="Only this agent's rows."),
             OpenApiParameter("session", uuid.UUID, description="Only this session's rows (a "
                              "session the caller cannot see matches no rows)."),
@@ -103,7 +89,7 @@ class UsageApi(APIView):
         for owners and admins), newest first, with the totals of every row the filters match
         (not just this page)."""
         params = request.query_params
-        since, until = _time(params, "since"), _time(params, "until")
+        since, until = query_time(params, "since"), query_time(params, "until")
         if since is not None and until is not None and since > until:
             raise BadQuery("'since' is after 'until'.",
                            detail={"since": params["since"], "until": params["until"]})

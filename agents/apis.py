@@ -18,13 +18,13 @@ from agents.serializers import (
     SkillInput,
     SkillOutput,
 )
-from hango_project.api import caller, paginated, validated
+from hango_project.api import ListApi, caller, paginated, validated
 from hango_project.errors import Unprocessable
 from hango_project.pagination import CursorPage
 from harness.middleware.memory import path_problem
 
 
-class AgentListApi(APIView):
+class AgentListApi(ListApi):
     @extend_schema(operation_id="agents_list", responses=AgentOutput(many=True))
     def get(self, request):
         return paginated(self, selectors.agent_list(member=caller(request)), AgentOutput)
@@ -77,13 +77,14 @@ def memory_path(raw: str) -> str:
     return raw if raw.startswith("/") else "/" + raw
 
 
-class MemoryListApi(APIView):
+class MemoryListApi(ListApi):
+    pagination_class = PathPage
+
     @extend_schema(operation_id="agents_memory_list", responses=MemoryFileOutput(many=True))
     def get(self, request, agent_id):
         """The agent's memory files, by path. Whoever may see the agent may see its memory."""
         agent = selectors.agent_get(member=caller(request), agent_id=agent_id)
-        return paginated(self, selectors.memory_file_list(agent=agent), MemoryFileOutput,
-                         PathPage)
+        return paginated(self, selectors.memory_file_list(agent=agent), MemoryFileOutput)
 
     @extend_schema(
         operation_id="agents_memory_create", request=MemoryFileInput,
@@ -148,12 +149,13 @@ class NamePage(CursorPage):
     ordering = ("name",)
 
 
-class SkillListApi(APIView):
+class SkillListApi(ListApi):
+    pagination_class = NamePage
+
     @extend_schema(operation_id="skills_list", responses=SkillOutput(many=True))
     def get(self, request):
         """The tenant's skills, by name."""
-        return paginated(self, selectors.skill_list(member=caller(request)), SkillOutput,
-                         NamePage)
+        return paginated(self, selectors.skill_list(member=caller(request)), SkillOutput)
 
     @extend_schema(operation_id="skills_create", request=SkillInput,
                    responses={201: SkillOutput, 409: NAME_TAKEN})

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
-from harness.agent import TOOL_LIST_SCHEMA, config_problems, schema_problems
+from harness.agent import TOOL_LIST_SCHEMA, JsonValidator, config_problems, schema_problems
 
 __all__ = ["allowed_tools_problems", "config_problems"]
 
-ALLOWED_TOOLS_SCHEMA: dict[str, Any] = {"oneOf": [{"type": "null"}, TOOL_LIST_SCHEMA]}
+# A type list rather than a oneOf: a wrong value's error then names the types ("5 is not of
+# type 'array', 'null'").
+ALLOWED_TOOLS_SCHEMA: dict[str, Any] = {**TOOL_LIST_SCHEMA, "type": ["array", "null"]}
 
-_tools_validator = Draft202012Validator(ALLOWED_TOOLS_SCHEMA)
+_tools_validator = JsonValidator(ALLOWED_TOOLS_SCHEMA)
 
 
 def allowed_tools_problems(allowed_tools: Any) -> list[str]:

@@ -10,7 +10,10 @@ from rest_framework import serializers
 
 from agents.config import allowed_tools_problems, config_problems
 from agents.models import MODEL_PATTERN, SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
+from hango_project import fields as strict
 from hango_project.config import hango
+from hango_project.schema import published
+from harness.agent import CONFIG_SCHEMA, TOOL_LIST_SCHEMA
 from harness.middleware.memory import content_problem, path_problem
 
 _MODEL_RE = re.compile(MODEL_PATTERN)
@@ -23,39 +26,31 @@ def _checked(problems: list[str], value: Any) -> Any:
     return value
 
 
-@extend_schema_field(
-    {"type": "array", "items": {"type": "string"}, "nullable": True,
-     "description": "Tool names this agent may use; null means all."}
-)
+# TOOL_LIST_SCHEMA, not ALLOWED_TOOLS_SCHEMA: the fields allow null, which drf-spectacular adds.
+@extend_schema_field(published(TOOL_LIST_SCHEMA, "Tool names this agent may use; null means all."))
 class AllowedToolsField(serializers.JSONField):
     pass
 
 
-@extend_schema_field(
-    {"type": "object", "additionalProperties": True,
-     "description": "Middleware options: max_turns, interrupt_on, summarization, subagents, "
-                    "memory, skills. Unknown keys are refused."}
-)
+@extend_schema_field(published(CONFIG_SCHEMA, "Middleware options; unknown keys are refused."))
 class AgentConfigField(serializers.JSONField):
     pass
 
 
-@extend_schema_field(
-    {"type": "array", "items": {"type": "string"}, "nullable": True,
-     "description": "Tools a loaded skill brings; null or [] brings none. Never past the "
-                    "agent's allowed_tools."}
-)
+@extend_schema_field(published(TOOL_LIST_SCHEMA,
+                               "Tools a loaded skill brings; null or [] brings none. Never past "
+                               "the agent's allowed_tools."))
 class SkillToolsField(serializers.JSONField):
     pass
 
 
 class AgentInput(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
-    description = serializers.CharField(allow_blank=True, required=False, max_length=10_000)
-    system_prompt = serializers.CharField(
+    name = strict.CharField(max_length=100)
+    description = strict.CharField(allow_blank=True, required=False, max_length=10_000)
+    system_prompt = strict.CharField(
         allow_blank=True, required=False, trim_whitespace=False
     )
-    model = serializers.CharField(
+    model = strict.CharField(
         max_length=210, help_text="`<provider>:<model>`, e.g. `anthropic:claude-sonnet-4-5`, "
         "`openai:gpt-4o-mini`, `scripted:demo`."
     )
@@ -84,7 +79,7 @@ class AgentInput(serializers.Serializer):
 
 class AgentOutput(serializers.ModelSerializer):
     owner = serializers.UUIDField(source="owner_id", read_only=True)
-    allowed_tools = AllowedToolsField(read_only=True)
+    allowed_tools = AllowedToolsField(read_only=True, allow_null=True)
     config = AgentConfigField(read_only=True)
 
     class Meta:
@@ -96,20 +91,7 @@ class AgentOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class StrictCharField(serializers.CharField):
-    """A string, and only a string: a plain CharField would store 5 as "5"."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictRegexField(serializers.RegexField, StrictCharField):
-    pass
-
-
-class MemoryContentField(StrictCharField):
+class MemoryContentField(strict.CharField):
     """A memory file's content: any text up to the memory budget (UTF-8 bytes)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -124,7 +106,7 @@ class MemoryContentField(StrictCharField):
 
 
 class MemoryFileInput(serializers.Serializer):
-    path = StrictCharField(
+    path = strict.CharField(
         trim_whitespace=False,
         help_text='Absolute and normalized, at most 255 characters, e.g. "/memories/AGENTS.md".')
     content = MemoryContentField()
@@ -148,14 +130,14 @@ class MemoryFileOutput(serializers.ModelSerializer):
 
 
 class SkillInput(serializers.Serializer):
-    name = StrictRegexField(
+    name = strict.RegexField(
         SKILL_NAME_PATTERN, max_length=64,
         error_messages={"invalid": "Use lowercase letters, digits and single hyphens, e.g. "
                                    "'pdf-forms'."},
         help_text="Unique in the tenant: lowercase letters, digits and hyphens, at most 64.")
-    description = StrictCharField(
+    description = strict.CharField(
         max_length=1024, help_text="What the skill is for; the agent reads it in its index.")
-    instructions = StrictCharField(
+    instructions = strict.CharField(
         allow_blank=True, required=False, trim_whitespace=False,
         help_text="The full instructions load_skill returns.")
     allowed_tools = SkillToolsField(required=False, allow_null=True)
@@ -171,7 +153,7 @@ class SkillInput(serializers.Serializer):
 
 
 class SkillOutput(serializers.ModelSerializer):
-    allowed_tools = SkillToolsField(read_only=True)
+    allowed_tools = SkillToolsField(read_only=True, allow_null=True)
 
     class Meta:
         model = Skill

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import ListSerializer
@@ -149,7 +149,8 @@ class ContextApi(APIView):
 
 class ContextTryApi(APIView):
     @extend_schema(operation_id="sessions_context_try", request=TryInput,
-                   responses={200: TryOutput},
+                   responses={200: TryOutput, 502: OpenApiResponse(
+                       description="The model provider failed (`detail.code` says how).")},
                    description="One real model call with the session's next request: its "
                                "stored overrides plus `exclude` and `replace` on top, and "
                                "`message` as one more user message (needed when the history "

@@ -7,19 +7,20 @@ from typing import Any
 from rest_framework import serializers
 
 from context.models import OverrideAction
+from hango_project import fields as strict
 from hango_project.config import hango
 
 MAX_OVERRIDES = 1_000
 
 
 class OverrideInput(serializers.Serializer):
-    part = serializers.CharField(max_length=1_100, trim_whitespace=False,
-                                 help_text="A part id: `system:<contributor>`, `tool:<name>`, "
-                                           "`message:<seq>` or `summary`.")
-    action = serializers.ChoiceField(choices=OverrideAction.choices)
-    replacement = serializers.CharField(required=False, allow_null=True, allow_blank=True,
-                                        trim_whitespace=False,
-                                        help_text="replace: the text sent instead of the part's.")
+    part = strict.CharField(max_length=1_100, trim_whitespace=False,
+                            help_text="A part id: `system:<contributor>`, `tool:<name>`, "
+                                      "`message:<seq>` or `summary`.")
+    action = strict.ChoiceField(choices=OverrideAction.choices)
+    replacement = strict.CharField(required=False, allow_null=True, allow_blank=True,
+                                   trim_whitespace=False,
+                                   help_text="replace: the text sent instead of the part's.")
 
     def validate_replacement(self, value: str | None) -> str | None:
         limit = hango().max_system_prompt_chars
@@ -105,13 +106,12 @@ class PartContentOutput(serializers.Serializer):
 
 
 class TryInput(serializers.Serializer):
-    exclude = serializers.ListField(child=serializers.CharField(max_length=1_100), required=False,
-                                    max_length=MAX_OVERRIDES)
-    replace = serializers.DictField(child=serializers.CharField(allow_blank=True,
-                                                                trim_whitespace=False),
-                                    required=False)
-    message = serializers.CharField(required=False, trim_whitespace=False, max_length=200_000,
-                                    help_text="Extra user text after the history.")
+    exclude = strict.ListField(child=strict.CharField(max_length=1_100), required=False,
+                               max_length=MAX_OVERRIDES)
+    replace = strict.DictField(child=strict.CharField(allow_blank=True, trim_whitespace=False),
+                               required=False)
+    message = strict.CharField(required=False, trim_whitespace=False, max_length=200_000,
+                               help_text="Extra user text after the history.")
 
 
 class TryOutput(serializers.Serializer):

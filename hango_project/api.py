@@ -19,13 +19,17 @@ def caller(request: Request) -> Member:
     return api_key.member
 
 
-def paginated(
-    view: APIView,
-    queryset: QuerySet,
-    output: type[serializers.BaseSerializer],
-    page_class: type[CursorPage] = CursorPage,
-) -> Response:
-    paginator = page_class()
+class ListApi(APIView):
+    """A view whose GET answers a page of ``pagination_class``: drf-spectacular reads the same
+    attribute, so the schema documents the ``{"results", "next", "previous"}`` envelope (and the
+    ``cursor`` and ``limit`` parameters) of exactly the pages the view answers."""
+
+    pagination_class: type[CursorPage] = CursorPage
+
+
+def paginated(view: ListApi, queryset: QuerySet,
+              output: type[serializers.BaseSerializer]) -> Response:
+    paginator = view.pagination_class()
     page = paginator.paginate_queryset(queryset, view.request, view=view)
     return paginator.get_paginated_response(output(page, many=True).data)
 

@@ -118,6 +118,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
     elif isinstance(exc, exceptions.ParseError):
         detail = {"reason": str(exc.detail)}
+    elif isinstance(exc, exceptions.NotAcceptable) and exc.available_renderers:
+        detail = {"formats": [renderer.format for renderer in exc.available_renderers]}
     elif isinstance(exc, (exceptions.AuthenticationFailed, exceptions.NotAuthenticated)):
         if str(exc.detail) and exc.detail != type(exc).default_detail:
             message = str(exc.detail)

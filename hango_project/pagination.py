@@ -1,5 +1,7 @@
 """List pages: ``{"results", "next", "previous"}`` with a capped ``limit``."""
 
+from datetime import datetime
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework.exceptions import NotFound
@@ -8,6 +10,7 @@ from rest_framework.request import Request
 
 from hango_project.config import hango
 from hango_project.errors import BadQuery
+from hango_project.query import storable_offset
 
 
 class CursorPage(CursorPagination):
@@ -19,6 +22,25 @@ class CursorPage(CursorPagination):
     def __init__(self) -> None:
         self.page_size = hango().page_size
         self.max_page_size = hango().max_page_size
+
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        # DRF's requires only "results" and says "nullable" (OpenAPI 3.0); every page has all
+        # three keys, and the schema is OpenAPI 3.1.
+        page = super().get_paginated_response_schema(schema)
+        for link in ("next", "previous"):
+            page["properties"][link].pop("nullable")
+            page["properties"][link]["type"] = ["string", "null"]
+        page["required"] = ["results", "next", "previous"]
+        return page
+
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"]["minimum"] = 1
+                parameter["description"] = (f"Items per page, at most {hango().max_page_size} "
+                                            f"(default {hango().page_size}).")
+        return parameters
 
     def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model
@@ -42,9 +64,19 @@ class CursorPage(CursorPagination):
             value = field.to_python(cursor.position)
         except DjangoValidationError:
             value = None
-        if value is None or (hasattr(value, "tzinfo") and timezone.is_naive(value)):
+        if not _queryable(value):
             raise BadQuery("The cursor is invalid.", detail={"cursor": "Invalid cursor"})
         return cursor
+
+
+def _queryable(value: object) -> bool:
+    """Whether PostgreSQL takes ``value`` in a comparison: a time must be aware, with an offset
+    it can store; text must hold no NUL."""
+    if isinstance(value, datetime):
+        return timezone.is_aware(value) and storable_offset(value)
+    if isinstance(value, str):
+        return "\x00" not in value
+    return value is not None
 
 
 class SeqPage(CursorPage):

@@ -1,8 +1,18 @@
-"""OpenAPI post-processing: the one error shape, documented on every operation it can answer."""
+"""OpenAPI (3.1): the one error shape, documented on every operation it can answer, and the
+JSON Schemas the code validates with, published as they are."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def published(json_schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """A JSON Schema the code validates with (draft 2020-12, as :mod:`harness.agent` writes
+    them) as the schema of a field: OpenAPI 3.1's schema objects are that dialect, so the route
+    publishes exactly what it checks."""
+    out = {key: value for key, value in json_schema.items() if key != "$schema"}
+    return {**out, "description": description}
+
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -21,36 +31,71 @@ ERROR_SCHEMA = {
 }
 
 _DESCRIPTIONS = {
-    "400": "The request could not be read (malformed JSON, a bad query parameter).",
+    "400": "The request could not be read (malformed JSON, a bad query parameter or cursor, an "
+           "unreadable Content-Length).",
     "401": "Missing, invalid or revoked API key.",
-    "404": "Not found, or not visible to the caller.",
     "402": "The tenant's token quota for this period is spent.",
+    "403": "The caller's role does not allow this.",
+    "404": "Not found, or not visible to the caller.",
+    "406": "The Accept header asks for a format this route cannot produce.",
+    "409": "The request conflicts with the current state.",
+    "411": "A chunked body the server in front of hango cannot de-chunk: send Content-Length.",
     "413": "The request body is too large.",
+    "415": "The body is not application/json.",
     "422": "The request was read but its content is invalid.",
+    "429": "Too many requests with this key this minute.",
+    "502": "The model provider failed.",
 }
 
+_RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"},
+                                "description": "Seconds until the key may call again."}}
 
 # Routes that start model calls: a spent quota answers 402.
-_SPENDING = ("/messages", "/resume", "/approve")
+_SPENDING = ("/messages", "/resume", "/approve", "/context/try")
+# An error answered to a client that accepted an event stream: one event, its data the Error.
+_SSE_ERROR = {"schema": {
+    "type": "object", "required": ["event", "data"],
+    "description": "One `event: error` event whose data is the error shape.",
+    "properties": {"event": {"const": "error"},
+                   "data": {"type": "string", "contentMediaType": "application/json",
+                            "contentSchema": {"$ref": "#/components/schemas/Error"}}}}}
+
+
+def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[str]:
+    """What an authenticated operation can answer besides its own responses: every route reads
+    a key, a rate limit and the Accept header; a route with an id 404s; a write may carry a
+    body (checked for size before anything else), and one that reads it checks it."""
+    codes = ["400", "401", "406", "429"]
+    if "{" in path:
+        codes.append("404")
+    if method in ("post", "put", "patch"):
+        codes += ["411", "413"]
+        if "requestBody" in operation:
+            codes += ["415", "422"]
+    if method == "post" and path.endswith(_SPENDING):
+        codes.append("402")
+    return codes
 
 
 def add_error_responses(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
-    """drf-spectacular POSTPROCESSING_HOOK: add Error responses to the authenticated routes."""
+    """drf-spectacular POSTPROCESSING_HOOK: the Error shape on every error an authenticated
+    operation can answer, including those a view declares with a description only."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
-    ref = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             if not operation.get("security", [{}]) or path == "/healthz":
                 continue
-            codes = ["400", "401"]
-            if "{" in path:
-                codes.append("404")
-            if method in ("post", "put", "patch"):
-                codes += ["413", "422"]
-            if method == "post" and path.endswith(_SPENDING):
-                codes.append("402")
-            for code in codes:
-                operation["responses"].setdefault(
-                    code, {"description": _DESCRIPTIONS[code], "content": ref}
-                )
+            responses = operation["responses"]
+            for code in _error_codes(path, method, operation):
+                responses.setdefault(code, {"description": _DESCRIPTIONS[code]})
+            streams = any("text/event-stream" in r.get("content", {})
+                          for code, r in responses.items() if code.startswith("2"))
+            for code, response in responses.items():
+                if code >= "400":
+                    content = response.setdefault("content", {})
+                    content.setdefault("application/json",
+                                       {"schema": {"$ref": "#/components/schemas/Error"}})
+                    if streams:  # errors are rendered in the negotiated format
+                        content.setdefault("text/event-stream", _SSE_ERROR)
+            responses["429"].setdefault("headers", _RETRY_AFTER)
     return result

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, TypeChecker, validators
+from jsonschema.protocols import Validator
 
 from harness.approvals import DECISIONS, Decision
 from harness.errors import ConfigurationError
@@ -85,9 +86,25 @@ CONFIG_SCHEMA: dict[str, Any] = {
     },
 }
 
+
+
+def _json_integer(checker: TypeChecker, instance: object) -> bool:
+    # JSON Schema counts 5.0 as an integer; a config's integers are JSON integers (5, never 5.0
+    # or true), as the API's other integer fields are.
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+# Draft 2020-12 with that integer: every validator of a config or tool list is built from it.
+JsonValidator = validators.create(
+    meta_schema=Draft202012Validator.META_SCHEMA,
+    validators=Draft202012Validator.VALIDATORS,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _json_integer),
+    format_checker=Draft202012Validator.FORMAT_CHECKER,
+)
+
 # The API checks formats too (skill ids are UUIDs); the harness needs only the shape.
-_shape = Draft202012Validator(CONFIG_SCHEMA)
-_strict = Draft202012Validator(CONFIG_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
+_shape = JsonValidator(CONFIG_SCHEMA)
+_strict = JsonValidator(CONFIG_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,7 +162,7 @@ class AgentConfig:
         )
 
 
-def schema_problems(validator: Draft202012Validator, value: Any) -> list[str]:
+def schema_problems(validator: Validator, value: Any) -> list[str]:
     """Every way ``value`` fails ``validator``, as ``path: message`` lines in path order."""
     return [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
             for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))]

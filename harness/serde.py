@@ -55,10 +55,18 @@ def _str(data: JSON, key: str, *, allow_empty: bool = True) -> str:
     return value
 
 
+def _cache_control(data: Any) -> CacheControl | None:
+    if data is None:
+        return None
+    if data != {"type": "ephemeral"}:
+        raise InvalidContent("'cache_control' must be {\"type\": \"ephemeral\"} or absent")
+    return CacheControl()
+
+
 def block_from_json(data: Any) -> Block:
     if not isinstance(data, dict):
         raise InvalidContent("a content block must be an object")
-    cache = CacheControl() if data.get("cache_control") else None
+    cache = _cache_control(data.get("cache_control"))
     match data.get("type"):
         case "text":
             return TextBlock(text=_str(data, "text"), cache_control=cache)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.selectors import agent_get
-from hango_project.api import caller, paginated, validated
+from hango_project.api import ListApi, caller, paginated, validated
 from hango_project.errors import BadQuery, NotFound, Unprocessable
 from hango_project.pagination import SeqPage
 from runs import selectors, services
@@ -25,7 +25,7 @@ from runs.serializers import (
 from runs.streaming import EventStreamRenderer, event_stream_response
 
 
-class SessionListApi(APIView):
+class SessionListApi(ListApi):
     @extend_schema(operation_id="sessions_list", responses=SessionOutput(many=True))
     def get(self, request):
         return paginated(self, selectors.session_list(member=caller(request)), SessionOutput)
@@ -53,14 +53,17 @@ class SessionDetailApi(APIView):
         return Response(SessionOutput(session).data)
 
 
-class SessionMessagesApi(APIView):
+class SessionMessagesApi(ListApi):
+    pagination_class = SeqPage
+
     @extend_schema(operation_id="sessions_messages_list", responses=MessageOutput(many=True))
     def get(self, request, session_id):
         session = selectors.session_get(member=caller(request), session_id=session_id)
-        return paginated(self, selectors.message_list(session=session), MessageOutput, SeqPage)
+        return paginated(self, selectors.message_list(session=session), MessageOutput)
 
     @extend_schema(operation_id="sessions_messages_create", request=MessageInput,
-                   responses={202: PostMessageOutput})
+                   responses={202: PostMessageOutput, 409: OpenApiResponse(
+                       description="The session has an active run (`detail.active_run`).")})
     def post(self, request, session_id):
         """Append a user message and start a run for it (409 while a run is active)."""
         member = caller(request)
@@ -73,7 +76,7 @@ class SessionMessagesApi(APIView):
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-class SessionRunsApi(APIView):
+class SessionRunsApi(ListApi):
     @extend_schema(operation_id="sessions_runs_list", responses=RunOutput(many=True))
     def get(self, request, session_id):
         session = selectors.session_get(member=caller(request), session_id=session_id)
@@ -88,7 +91,8 @@ class RunDetailApi(APIView):
 
 
 class RunCancelApi(APIView):
-    @extend_schema(operation_id="runs_cancel", request=None, responses={202: RunOutput})
+    @extend_schema(operation_id="runs_cancel", request=None, responses={
+        202: RunOutput, 409: OpenApiResponse(description="The run has already finished.")})
     def post(self, request, run_id):
         """Stop the run at its next turn boundary or tool call (409 when it already ended)."""
         member = caller(request)
@@ -98,7 +102,10 @@ class RunCancelApi(APIView):
 
 
 class RunResumeApi(APIView):
-    @extend_schema(operation_id="runs_resume", request=None, responses={202: RunOutput})
+    @extend_schema(operation_id="runs_resume", request=None, responses={
+        202: RunOutput, 409: OpenApiResponse(
+            description="The run is not cancelled (nor failed by a crash), or its session has "
+                        "another active run.")})
     def post(self, request, run_id):
         """Continue a cancelled (or crash-failed) run from its last checkpoint, todos included."""
         member = caller(request)
@@ -108,7 +115,8 @@ class RunResumeApi(APIView):
 
 
 class RunApproveApi(APIView):
-    @extend_schema(operation_id="runs_approve", request=ApproveInput, responses={202: RunOutput})
+    @extend_schema(operation_id="runs_approve", request=ApproveInput, responses={
+        202: RunOutput, 409: OpenApiResponse(description="The run is not awaiting approval.")})
     def post(self, request, run_id):
         """Decide every pending tool call of a run awaiting approval (approve, edit, reject,
         respond); the run resumes its batch. 409 when it is not awaiting approval."""
@@ -133,13 +141,43 @@ def _after(request) -> int:
     return after
 
 
+# One server-sent event, as OpenAPI describes a text/event-stream before 3.2's itemSchema: the
+# schema of each event (its fields as strings), the data a JSON document of its own.
+_EVENT_FRAME = {
+    "type": "object",
+    "required": ["id", "event", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The event's seq."},
+        "event": {"type": "string", "description": "The event's type: run.status, "
+                  "message.created, tool.result, todos.updated, approval.requested, …"},
+        "data": {"type": "string", "contentMediaType": "application/json",
+                 "contentSchema": {"$ref": "#/components/schemas/RunEventOutput"}},
+    },
+}
+EVENT_STREAM = OpenApiResponse(
+    response={
+        **_EVENT_FRAME,
+        "description": "A server-sent-event stream (`Accept: text/event-stream` or "
+                       "`?format=sse`): one event per run event, `id: <seq>`, `event: <type>`, "
+                       "`data: <the run event as JSON>`, each ended by a blank line, with "
+                       "`: keep-alive` comment lines while nothing happens. It ends when the run "
+                       "has finished and its last events are sent (or after "
+                       "HANGO_EVENT_STREAM_MAX_SECONDS); a reconnecting client sends "
+                       "`Last-Event-ID`.",
+    },
+    description="Events after `after` as JSON (at most 500), or their live stream.")
+
+
 class RunEventsApi(APIView):
     renderer_classes = [*APIView.renderer_classes, EventStreamRenderer]
 
     @extend_schema(
         operation_id="runs_events",
-        parameters=[OpenApiParameter("after", int, description="Return events after this seq.")],
-        responses={200: RunEventPage},
+        parameters=[OpenApiParameter("after", int, description="Return events after this seq "
+                                     "(0 or more; `Last-Event-ID` wins when both are sent).")],
+        responses={(200, "application/json"): OpenApiResponse(
+                       response=RunEventPage, description=EVENT_STREAM.description),
+                   (200, "text/event-stream"): EVENT_STREAM},
     )
     def get(self, request, run_id):
         """Events after a cursor as JSON, or a live server-sent-event stream with

@@ -10,7 +10,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hango_project.api import caller, paginated
+from hango_project.api import ListApi, caller, paginated
 from hango_project.errors import NotFound
 from hango_project.pagination import CursorPage
 from harness.tools.files import FileError, normalize_path
@@ -24,11 +24,13 @@ class PathPage(CursorPage):
     ordering = ("path",)
 
 
-class SessionFilesApi(APIView):
+class SessionFilesApi(ListApi):
+    pagination_class = PathPage
+
     @extend_schema(operation_id="sessions_files_list", responses=FileOutput(many=True))
     def get(self, request, session_id):
         session = selectors.session_get(member=caller(request), session_id=session_id)
-        return paginated(self, selectors.file_list(session=session), FileOutput, PathPage)
+        return paginated(self, selectors.file_list(session=session), FileOutput)
 
 
 class SessionFileDetailApi(APIView):

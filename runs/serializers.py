@@ -6,13 +6,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.usage_apis import UsageOutput
+from hango_project import fields as strict
 from harness.approvals import DECISIONS
 from runs.models import Message, Run, RunEvent, Session
 
 
 class SessionInput(serializers.Serializer):
-    agent = serializers.UUIDField()
-    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    agent = strict.UUIDField()
+    title = strict.CharField(max_length=200, required=False, allow_blank=True)
 
 
 class SessionOutput(serializers.ModelSerializer):
@@ -47,8 +48,30 @@ class MessageOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+_CACHE_CONTROL = {"type": ["object", "null"], "required": ["type"],
+                  "properties": {"type": {"type": "string", "enum": ["ephemeral"]}}}
+_TEXT_BLOCK = {"type": "object", "required": ["type", "text"], "properties": {
+    "type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"},
+    "cache_control": _CACHE_CONTROL}}
+_TOOL_RESULT_BLOCK = {"type": "object", "required": ["type", "tool_use_id", "content"],
+                      "properties": {
+                          "type": {"type": "string", "enum": ["tool_result"]},
+                          "tool_use_id": {"type": "string", "minLength": 1},
+                          "content": {"type": "string"}, "is_error": {"type": "boolean"},
+                          "cache_control": _CACHE_CONTROL}}
+
+
+@extend_schema_field({"oneOf": [
+    {"type": "string", "description": "The user's text."},
+    {"type": "array", "minItems": 1, "description": "text and tool_result blocks.",
+     "items": {"oneOf": [_TEXT_BLOCK, _TOOL_RESULT_BLOCK]}},
+]})
+class UserContentField(serializers.JSONField):
+    """Checked by :func:`runs.services.user_content`: no blank message, no other block type."""
+
+
 class MessageInput(serializers.Serializer):
-    content = serializers.JSONField(
+    content = UserContentField(
         help_text="The user's text, or a list of text / tool_result blocks."
     )
 
@@ -56,11 +79,11 @@ class MessageInput(serializers.Serializer):
 class DecisionInput(serializers.Serializer):
     """A human's decision on one pending tool call."""
 
-    tool_use_id = serializers.CharField(max_length=200)
-    type = serializers.ChoiceField(choices=DECISIONS)
-    input = serializers.DictField(required=False,
-                                  help_text="edit: the new arguments (checked by the tool).")
-    message = serializers.CharField(
+    tool_use_id = strict.CharField(max_length=200)
+    type = strict.ChoiceField(choices=DECISIONS)
+    input = strict.DictField(required=False,
+                             help_text="edit: the new arguments (checked by the tool).")
+    message = strict.CharField(
         required=False, allow_blank=True,
         help_text="reject: why (the model reads it as an error result); respond: the text that "
                   "becomes the tool result.")
@@ -92,7 +115,7 @@ class TodosField(serializers.JSONField):
     pass
 
 
-@extend_schema_field({"type": "object", "nullable": True, "properties": {
+@extend_schema_field({"type": ["object", "null"], "properties": {
     "code": {"type": "string"}, "message": {"type": "string"}}})
 class RunErrorField(serializers.JSONField):
     pass

@@ -12,6 +12,8 @@ from pathlib import Path
 import yaml
 from django.core.management import call_command
 
+from tests.support.openapi import operations
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -35,6 +37,63 @@ def test_openapi_schema_validates_without_warnings(tmp_path):
         assert path in schema["paths"], path
     assert "Error" in schema["components"]["schemas"]
     assert schema["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
+
+
+LISTS = {"agents_list", "agents_memory_list", "skills_list", "sessions_list",
+         "sessions_messages_list", "sessions_runs_list", "sessions_files_list", "audit_list"}
+
+
+def test_list_routes_are_documented_as_the_pages_they_answer():
+    listed = set()
+    for operation in operations():
+        page = operation.response("200")
+        if operation.method != "get" or page is None:
+            continue
+        assert page.get("type") == "object", operation  # no route answers a bare array
+        if "next" in page["properties"]:
+            listed.add(operation.operation_id)
+            assert {"results", "next", "previous"} <= set(page["required"]), operation
+            assert page["properties"]["results"]["type"] == "array"
+            assert page["properties"]["next"]["type"] == ["string", "null"]
+            names = {p["name"] for p in operation.spec["parameters"]}
+            assert {"cursor", "limit"} <= names, operation
+    assert listed == LISTS | {"usage_list"}
+
+
+def test_the_event_stream_is_documented():
+    (events,) = [op for op in operations() if op.operation_id == "runs_events"]
+    assert events.response("200")["properties"].keys() == {"results", "next_after"}
+    # each event (OpenAPI before 3.2 describes an event stream by one event), its data the JSON
+    # of a run event
+    stream = events.response("200", "text/event-stream")
+    assert set(stream["required"]) == {"id", "event", "data"}
+    data = stream["properties"]["data"]
+    assert data["contentMediaType"] == "application/json"
+    assert set(data["contentSchema"]["properties"]) == {"seq", "type", "data", "created_at"}
+    error = events.response("404", "text/event-stream")["properties"]
+    assert error["event"] == {"const": "error"}
+    assert error["data"]["contentSchema"]["required"] == ["error"]
+
+
+def test_error_responses_are_documented_as_they_are():
+    by_id = {op.operation_id: op for op in operations()}
+    for operation in by_id.values():
+        if not operation.spec.get("security", [{}]) or operation.path == "/healthz":
+            continue
+        codes = set(operation.spec["responses"])
+        assert {"400", "401", "406", "429"} <= codes, operation
+        assert ("415" in codes) == (operation.body is not None), operation
+        for code in codes - {"200", "201", "202", "204"}:
+            assert operation.response(code)["required"] == ["error"], (operation, code)
+        assert "Retry-After" in operation.spec["responses"]["429"]["headers"]
+    for op_id in ("sessions_messages_create", "runs_cancel", "runs_resume", "runs_approve",
+                  "agents_memory_create", "skills_create"):
+        assert "409" in by_id[op_id].spec["responses"], op_id
+    for op_id in ("sessions_messages_create", "runs_resume", "runs_approve",
+                  "sessions_context_try"):
+        assert "402" in by_id[op_id].spec["responses"], op_id
+    assert "502" in by_id["sessions_context_try"].spec["responses"]
+    assert {"403"} <= set(by_id["audit_list"].spec["responses"])
 
 
 def test_schema_and_docs_are_served(client):

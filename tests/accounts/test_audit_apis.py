@@ -116,6 +116,18 @@ def test_filters(owner, alice, make_agent, make_session):
     error_of(owner.client.get("/v1/audit?since=yesterday"), 400, "invalid_query")
 
 
+@pytest.mark.parametrize("since", ["2026-01-01T00:00:00%2B16:00", "2026-01-01T00:00:00-20:00",
+                                   "2026-01-01T00:00:00%2B01:00:00.5"])
+def test_an_offset_the_database_cannot_store_is_400(owner, since):
+    error_of(owner.client.get(f"/v1/audit?since={since}"), 400, "invalid_query")
+
+
+def test_since_reads_a_date_and_an_unencoded_plus(owner, make_agent):
+    make_agent(owner)
+    assert len(walk(owner.client, "/v1/audit?since=2000-01-01")[0]) == AuditEntry.objects.count()
+    assert walk(owner.client, "/v1/audit?since=2999-01-01T00:00:00 15:00")[0] == []
+
+
 @pytest.mark.parametrize("method", WRITE_METHODS)
 def test_no_route_changes_or_deletes_a_row(owner, method):
     row = AuditEntry.objects.first()

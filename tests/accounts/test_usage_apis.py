@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from accounts.models import UsageRecord
 from runs.models import Session
+from tests.support.api import error_of
 
 ZERO = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0,
         "calls": 0}
@@ -113,3 +114,20 @@ def test_bad_filters_answer_400(alice, usage, params):
 
 def test_usage_needs_a_key(anon):
     assert anon.get("/v1/usage").status_code == 401
+
+
+# PostgreSQL refuses UTC offsets of 16 hours or more (and fractions of a second): such a filter
+# was a 500 from the query.
+@pytest.mark.parametrize("name", ["since", "until"])
+@pytest.mark.parametrize("value", ["2026-01-01T00:00:00+16:00", "2026-01-01T00:00:00-16:00",
+                                   "2026-01-01T00:00:00+23:59", "2026-01-01T00:00:00+01:00:00.5",
+                                   "2026-01-01T00:00:00+24:00"])
+def test_an_offset_the_database_cannot_store_is_400(alice, usage, name, value):
+    error = error_of(get(alice, **{name: value}), 400, "invalid_query")
+    assert error["detail"] == {name: value}
+
+
+@pytest.mark.parametrize("value", ["2026-01-01T00:00:00+15:59", "2026-01-01T00:00:00-15:59:59",
+                                   "2026-01-01T00:00:00 05:30"])
+def test_offsets_under_16_hours_are_read(alice, usage, value):
+    assert get(alice, since=value).status_code == 200

@@ -54,6 +54,11 @@ def test_an_empty_document_is_the_defaults_and_the_config_is_frozen():
 @pytest.mark.parametrize(("document", "where"), [
     ({"max_turn": 3}, "max_turn"),
     ({"max_turns": 0}, "max_turns"),
+    # JSON integers only: JSON Schema alone would read 5.0 as an integer (and store it)
+    ({"max_turns": 5.0}, "max_turns"),
+    ({"max_turns": True}, "max_turns"),
+    ({"summarization": {"keep_messages": 4.0}}, "summarization/keep_messages"),
+    ({"memory": {"writable": 1}}, "memory/writable"),
     ({"interrupt_on": {"x": ["maybe"]}}, "interrupt_on/x/0"),
     ({"summarization": {"trigger_tokens": 100, "trigger_fraction": 0.5}}, "summarization"),
     ({"subagents": [{"name": "x"}]}, "subagents/0"),

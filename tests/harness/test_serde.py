@@ -79,6 +79,10 @@ def test_tool_result_is_error_defaults_to_false():
     {"type": "tool_result", "content": "x"},
     {"type": "tool_result", "tool_use_id": "t", "content": None},
     {"type": "tool_result", "tool_use_id": "t", "content": "x", "is_error": "yes"},
+    # a breakpoint is {"type": "ephemeral"}: anything else was read as one
+    {"type": "text", "text": "x", "cache_control": "yes"},
+    {"type": "text", "text": "x", "cache_control": {"type": "forever"}},
+    {"type": "tool_result", "tool_use_id": "t", "content": "x", "cache_control": 1},
 ])
 def test_invalid_block_shapes_raise_invalid_content(data):
     with pytest.raises(InvalidContent):

@@ -11,6 +11,7 @@ import pytest
 from agents.models import Agent
 from runs.models import Session
 from tests.support.api import AGENT_BODY, error_of
+from tests.support.openapi import body_operations
 
 WRITES = [("post", "/v1/agents"), ("patch", "/v1/agents/{agent}"), ("post", "/v1/sessions")]
 WRITE_IDS = [f"{m.upper()} {u}" for m, u in WRITES]
@@ -96,6 +97,22 @@ def test_unstorable_characters_in_config_are_422(alice, escape):
     assert [key.split("/")[0] for key in error["detail"]] == ["config"]
 
 
+@pytest.mark.parametrize("operation", body_operations(), ids=str)
+@pytest.mark.parametrize("raw, where", [
+    ('{"a\\u0000": 1}', "a\\u0000"),            # the object's first key (was a 500)
+    ('{"\\ud800": 1, "z": 2}', "\\ud800"),
+    ('{"ok": 1, "k\\udfff": 2}', "k\\udfff"),   # a later key (was a 500: the key echoed)
+    ('[{"x": {"\\u0000": []}}]', "0/x/\\u0000"),
+    ('{"x": [{"y": "\\ud800"}]}', "x/0/y"),
+])
+def test_unstorable_keys_and_strings_are_422_on_every_json_route(alice, route_ids, operation,
+                                                                 raw, where):
+    response = getattr(alice.client, operation.method)(
+        operation.url(route_ids), raw, content_type="application/json")
+    error = error_of(response, 422, "validation_error")
+    assert list(error["detail"]) == [where]
+
+
 @pytest.mark.parametrize("method, url", WRITES, ids=WRITE_IDS)
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
                                           "application/xml"])
@@ -139,11 +156,30 @@ def b64(text: str) -> str:
 @pytest.mark.parametrize("url", ["/v1/agents", "/v1/sessions", "/v1/sessions/{session}/messages"])
 @pytest.mark.parametrize("cursor", ["garbage", "é", b64("o=abc"), b64("p=abc"),
                                     b64("p=2020-01-01"), b64("p=2020-01-01 00:00:00"),
-                                    b64("p=%00"), b64("p=1.5&r=1")])
+                                    b64("p=%00"), b64("p=1.5&r=1"),
+                                    # offsets PostgreSQL refuses (were 500s)
+                                    b64("p=2020-01-01 00:00:00%2B16:00"),
+                                    b64("p=2020-01-01 00:00:00%2B01:00:00.5")])
 def test_invalid_cursor_is_400(alice, make_session, url, cursor):
     session = make_session(alice)
     response = alice.client.get(url.format(session=session["id"]), {"cursor": cursor})
     error_of(response, 400, "invalid_query")
+
+
+@pytest.mark.parametrize("url", ["/v1/skills", "/v1/agents/{agent}/memory",
+                                 "/v1/sessions/{session}/files"])
+def test_a_cursor_with_a_nul_is_400(alice, make_session, url):
+    # Ordered by a text column: a NUL in the position was a 500 from the query.
+    session = make_session(alice)
+    url = url.format(agent=session["agent"], session=session["id"])
+    error_of(alice.client.get(url, {"cursor": b64("p=a%00b")}), 400, "invalid_query")
+
+
+@pytest.mark.parametrize("url", ["/v1/audit?object_type=a%00", "/v1/agents?x%00=1",
+                                 "/v1/usage?purpose=%00"])
+def test_a_nul_in_a_query_parameter_is_400(owner, url):
+    error = error_of(owner.client.get(url), 400, "invalid_query")
+    assert error["detail"]
 
 
 def test_a_cursor_from_the_api_still_works(alice, make_agent, hango_settings):

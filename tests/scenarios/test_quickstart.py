@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.servers import chunked, raw_request
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
@@ -106,6 +108,13 @@ def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
             agent_ids.append(agent["id"])
             status, session = _get(f"{base}/v1/sessions", key, {"agent": agent["id"]})
             assert status == 201, session
+            # runserver cannot de-chunk a body: refused clearly, not read as empty (a 422)
+            status, refused = raw_request(port, (
+                f"POST /v1/sessions HTTP/1.1\nHost: 127.0.0.1:{port}\n"
+                f"Authorization: Bearer {key}\nContent-Type: application/json\n"
+                "Transfer-Encoding: chunked\nConnection: close"),
+                chunked(json.dumps({"agent": agent["id"]}).encode(), 8))
+            assert (status, refused["error"]["code"]) == (411, "length_required"), refused
             with urllib.request.urlopen(f"{base}/admin/login/", timeout=10) as response:
                 assert response.status == 200
         finally:

@@ -1,0 +1,23 @@
+"""Fixtures of the scenario tests that walk every route."""
+
+from __future__ import annotations
+
+import pytest
+
+from runs.models import Run
+
+
+@pytest.fixture
+def route_ids(alice, queued_run: Run) -> dict[str, str]:
+    """Real objects of ``alice``'s for every path parameter of the API: an agent (with a memory
+    file), a session with a queued run, and a skill."""
+    agent_id = str(queued_run.agent_id)
+    memory = alice.client.post(f"/v1/agents/{agent_id}/memory",
+                               {"path": "/memories/notes.md", "content": "x"}, format="json")
+    assert memory.status_code == 201, memory.content
+    skill = alice.client.post("/v1/skills", {"name": "walker", "description": "d"},
+                              format="json")
+    assert skill.status_code == 201, skill.content
+    return {"agent_id": agent_id, "session_id": str(queued_run.session_id),
+            "run_id": str(queued_run.pk), "skill_id": skill.json()["id"],
+            "path": "memories/notes.md"}

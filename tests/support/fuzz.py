@@ -1,0 +1,141 @@
+"""Schemathesis against a running hango: the live schema, a real key, real ids for the path
+parameters; the server-error and conformance checks; a report of what ran and what failed.
+
+Used by ``tests/scenarios/test_schema_fuzz.py`` (bounded, in ``make test``) and
+``bench/fuzz_api.py`` (longer runs)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import requests
+import schemathesis
+from schemathesis.engine import Status, events
+
+# The checks asked of every response: no 5xx, a documented status, a documented content type,
+# and a body the documented schema accepts.
+CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance",
+          "response_schema_conformance")
+
+
+@dataclass(frozen=True)
+class Failed:
+    check: str
+    operation: str
+    title: str
+    message: str
+    curl: str
+
+
+@dataclass
+class FuzzReport:
+    operations: int = 0
+    examples: int = 0  # requests sent, the examples the checks judged
+    seconds: float = 0.0
+    failures: list[Failed] = field(default_factory=list)
+    # the engine's own errors (an operation it could not test)
+    errors: list[str] = field(default_factory=list)
+    statuses: Counter[str] = field(default_factory=Counter)  # "GET /v1/agents 200": requests
+
+    def by_check(self) -> Counter[str]:
+        return Counter(f.check for f in self.failures)
+
+    def summary(self) -> str:
+        lines = [f"{self.operations} operations, {self.examples} examples, "
+                 f"{len(self.failures)} failures, {len(self.errors)} errors, {self.seconds:.1f} s"]
+        lines += [f"  {check}: {count}" for check, count in sorted(self.by_check().items())]
+        lines += [f"  {f.check} {f.operation}: {f.title}: {f.message}\n    {f.curl}"
+                  for f in self.failures]
+        lines += [f"  error: {e}" for e in self.errors]
+        return "\n".join(lines)
+
+
+def seed_objects(base_url: str, key: str) -> dict[str, str]:
+    """Through the API: an agent with a memory file, a session with a run, a skill; their ids
+    for every path parameter of the API (the server runs the posted message when it runs work
+    inline)."""
+    http = requests.Session()
+    http.headers["Authorization"] = f"Bearer {key}"
+
+    def post(path: str, body: dict) -> dict:
+        response = http.post(f"{base_url}{path}", json=body, timeout=60)
+        assert response.status_code in (201, 202), (path, response.status_code, response.text)
+        return response.json()
+
+    agent = post("/v1/agents", {"name": "fuzz", "model": "scripted:demo",
+                                "system_prompt": "You help."})
+    post(f"/v1/agents/{agent['id']}/memory", {"path": "/memories/notes.md", "content": "x"})
+    session = post("/v1/sessions", {"agent": agent["id"], "title": "fuzz"})
+    run = post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"})["run"]
+    skill = post("/v1/skills", {"name": f"fuzz-{agent['id'][:8]}", "description": "d"})
+    return {"agent_id": agent["id"], "session_id": session["id"], "run_id": run["id"],
+            "skill_id": skill["id"], "path": "memories/notes.md"}
+
+
+# hango under gunicorn for a fuzzer: its pace is not a client's (no rate limit), posted messages
+# run offline before the answer, and an event stream ends soon.
+SERVER_ENV = {"HANGO_RATE_LIMIT_PER_MINUTE": "0", "HANGO_RUN_INLINE": "1",
+              "HANGO_EVENT_STREAM_MAX_SECONDS": "2", "HANGO_EVENT_POLL_SECONDS": "0.1"}
+
+
+PHASES = ("examples", "coverage", "fuzzing", "stateful")
+
+
+def fuzz_config(*, key: str, ids: Mapping[str, str], max_examples: int, seed: int,
+                mode: str = "all", phases: tuple[str, ...] = ("fuzzing",)) -> schemathesis.Config:
+    """Schemathesis's ``phases`` (the fuzzing phase alone by default: random data, positive and
+    negative), derandomized from ``seed``, no example database; path parameters fixed to ``ids``
+    (real objects), so requests reach past the 404 of a random id."""
+    return schemathesis.Config.from_dict({
+        "seed": seed,
+        "headers": {"Authorization": f"Bearer {key}"},
+        "workers": 1,
+        # No state kept between runs (schemathesis would replay what earlier runs observed):
+        # the same seed and code send the same requests.
+        "cache": {"enabled": False},
+        "request-timeout": 30,
+        "generation": {"mode": mode, "max-examples": max_examples, "deterministic": True,
+                       "database": "none", "no-shrink": True},
+        "phases": {phase: {"enabled": phase in phases} for phase in PHASES},
+        "checks": {"enabled": False, **{name: {"enabled": True} for name in CHECKS}},
+        "parameters": {f"path.{name}": value for name, value in ids.items()},
+    })
+
+
+def fuzz(schema_url: str, config: schemathesis.Config) -> FuzzReport:
+    """Load the schema from the running server and run every operation of it."""
+    started = time.monotonic()
+    schema = schemathesis.openapi.from_url(schema_url, config=config)
+    report = FuzzReport(operations=len(list(schema.get_all_operations())))
+    for event in schemathesis.engine.from_schema(schema).execute():
+        if isinstance(event, events.ScenarioFinished):
+            _record(report, event)
+        elif isinstance(event, events.NonFatalError):
+            report.errors.append(f"{event.label}: {event.info.message}")
+        elif isinstance(event, events.FatalError):
+            report.errors.append(f"fatal: {event.exception!r}")
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _record(report: FuzzReport, event: events.ScenarioFinished) -> None:
+    recorder = event.recorder
+    report.examples += len(recorder.interactions)
+    for interaction in recorder.interactions.values():
+        status = interaction.response.status_code if interaction.response else "no answer"
+        report.statuses[f"{recorder.label} {status}"] += 1
+    seen = set()
+    for checks in recorder.checks.values():
+        for check in checks:
+            if check.status != Status.FAILURE or check.failure_info is None:
+                continue
+            failure = check.failure_info.failure
+            signature = (check.name, failure.title, failure.message)
+            if signature in seen:  # the same failure on several examples counts once
+                continue
+            seen.add(signature)
+            report.failures.append(Failed(check.name, recorder.label, failure.title,
+                                          failure.message, check.failure_info.code_sample))

@@ -1,0 +1,95 @@
+"""hango under a real HTTP server process (gunicorn, as `make serve` and docker-compose run it),
+on the test database, and raw HTTP/1.1 requests to it (a chunked body, byte for byte)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class GunicornProcess:
+    """``gunicorn hango_project.wsgi`` as its own process group on a free port, on the database
+    at ``database_url``, logging to a file; ``env`` adds to (or overrides) the environment, e.g.
+    ``HANGO_MAX_BODY_BYTES``."""
+
+    def __init__(self, log_dir: Path, *, database_url: str,
+                 env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_dir / f"gunicorn-{self.port}.log"
+        full_env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "hango_project.settings",
+            "DATABASE_URL": database_url,
+            "CELERY_BROKER_URL": "",
+            "HANGO_BROKER_URL": "",
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        }
+        self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "hango_project.wsgi", "--bind",
+             f"127.0.0.1:{self.port}", "--workers", "1", "--timeout", "60",
+             "--no-control-socket"],  # the default socket is one per user, shared
+            cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        self._wait_ready()
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def _wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"gunicorn exited:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(f"gunicorn did not come up:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()
+
+
+def chunked(body: bytes, size: int) -> bytes:
+    """``body`` in HTTP/1.1 chunked transfer coding, ``size`` bytes a chunk."""
+    out = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + size]), body[i:i + size])
+                   for i in range(0, len(body), size))
+    return out + b"0\r\n\r\n"
+
+
+def raw_request(port: int, head: str, body: bytes = b"", timeout: float = 10) -> tuple[int, dict]:
+    """Send ``head`` (request line and headers, without the blank line) and ``body`` exactly as
+    given, on a connection of its own; the answer's status and JSON body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as conn:
+        conn.sendall(head.replace("\n", "\r\n").encode() + b"\r\n\r\n" + body)
+        response = http.client.HTTPResponse(conn)
+        response.begin()
+        return response.status, json.loads(response.read() or b"{}")
