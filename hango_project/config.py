@@ -93,6 +93,12 @@ class HangoSettings(BaseSettings):
     broker_url: str = Field("", validation_alias=AliasChoices("CELERY_BROKER_URL",
                                                               "HANGO_BROKER_URL"))
     """The Celery broker (Redis); empty, no broker: run work executes in-process."""
+    broker_timeout: float = 3
+    """Seconds connecting to the broker, or one broker command, may take before it counts as
+    failed. A send is retried once, so a request waits at most about twice this when the broker
+    is unreachable or hung (a refused connection fails at once); the run is stored anyway, and
+    the reconciler sends it later. Keep it above one second: a worker's idle poll of Redis
+    answers after one second."""
     visibility_timeout: int = 3600
     """Seconds after which Redis redelivers an unacknowledged task; must exceed the longest task,
     one run slice plus one turn."""

@@ -186,6 +186,15 @@ LOGGING = {
 # exceed the longest task: one run slice plus one turn.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": HANGO.visibility_timeout,
+    # Without these, a send to a broker that is unreachable or hung waits forever; a refused
+    # connection fails at once either way.
+    "socket_connect_timeout": HANGO.broker_timeout,
+    "socket_timeout": HANGO.broker_timeout,
+}
+# One retry (a pooled connection may be stale after the broker restarted), then give up: the
+# run is stored, and the reconciler sends it again (runs/tasks.py::send_run).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2,
 }
 CELERY_TASK_ROUTES = {"runs.*": {"queue": "runs"}}
 CELERY_TASK_DEFAULT_QUEUE = "runs"

@@ -17,17 +17,15 @@ import logging
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, cast
+from urllib.parse import urlsplit
 
 from celery import shared_task
 from django.db import OperationalError, close_old_connections, connection, transaction
+from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
 from runs import worker
 from runs.worker import Outcome
-
-if TYPE_CHECKING:
-    from celery.contrib.django.task import DjangoTask
 
 log = logging.getLogger(__name__)
 _executor: ThreadPoolExecutor | None = None
@@ -40,10 +38,52 @@ def enqueue_run(run_id: uuid.UUID | str) -> None:
     if hango().run_inline:
         transaction.on_commit(lambda: _execute_locally(run_id, close=False))
     elif hango().broker_url:
-        # Celery's Django fixup makes every task a DjangoTask; the stubs type shared_task's Task.
-        cast("DjangoTask[[str], str]", execute_run).delay_on_commit(run_id)
+        transaction.on_commit(lambda: send_run(run_id))
     else:
         transaction.on_commit(lambda: _local_executor().submit(_execute_locally, run_id))
+
+
+def send_run(run_id: str) -> bool:
+    """Publish the run's task; False when the broker would not take it. Never raises: the run is
+    stored whatever the broker does, and the reconciler sends a queued run nobody took once it
+    has waited ``HANGO_RECONCILE_GRACE_SECONDS`` (a crash between commit and send is the same
+    case). The settings bound how long a send may take (``HANGO_BROKER_TIMEOUT``, one retry)."""
+    try:
+        execute_run.apply_async((run_id,))
+    except BrokerError as exc:  # down, refused, timed out: the broker's trouble, not a bug here
+        log.warning("run %s was not sent to the broker (%s: %s); the reconciler will send it",
+                    run_id, type(exc).__name__, _without_password(str(exc)))
+        return False
+    except Exception:
+        log.exception("run %s was not sent to the broker; the reconciler will send it", run_id)
+        return False
+    return True
+
+
+def _without_password(text: str) -> str:
+    password = urlsplit(hango().broker_url).password
+    return text.replace(password, "***") if password else text
+
+
+def reconcile() -> int:
+    """One reconciler pass: send again the active runs nobody is advancing; how many were sent.
+
+    With a broker, the runs are sent before the pass commits, and a failed send undoes it: the
+    runs it picked keep their expired lease or old ``updated_at``, so the next pass picks them
+    again at once instead of a grace period later. (A worker handed one meanwhile waits for its
+    row lock in the claim; one sent twice is skipped by the second claim.)"""
+    if hango().run_inline or not hango().broker_url:
+        stranded = worker.reconcile_runs()
+        for run_id in stranded:
+            enqueue_run(run_id)
+        return len(stranded)
+    with transaction.atomic():
+        stranded = worker.reconcile_runs()
+        for run_id in stranded:
+            if not send_run(str(run_id)):
+                transaction.set_rollback(True)
+                return 0
+    return len(stranded)
 
 
 def advance_run(run_id: str) -> Outcome:
@@ -70,12 +110,10 @@ def execute_run(run_id: str) -> str:
 @shared_task(name="runs.reconcile_runs", acks_late=True)
 def reconcile_runs() -> int:
     """Re-enqueue runs whose worker vanished (lease expired) or whose task was lost."""
-    stranded = worker.reconcile_runs()
-    for run_id in stranded:
-        enqueue_run(run_id)
-    if stranded:
-        log.info("reconciler re-enqueued %d runs", len(stranded))
-    return len(stranded)
+    sent = reconcile()
+    if sent:
+        log.info("reconciler re-enqueued %d runs", sent)
+    return sent
 
 
 def _local_executor() -> ThreadPoolExecutor:

@@ -21,7 +21,7 @@ from harness.messages import Request, Response
 from harness.providers import ProviderFactory, registry
 from harness.providers.base import Provider, ProviderSettings
 from tests.support.api import AGENT_BODY, Caller, make_caller
-from tests.support.broker import broker_url
+from tests.support.broker import RedisServer, broker_url, celery_broker
 from tests.support.otel import span_exporter
 from tests.support.workers import WorkerProcess
 
@@ -211,26 +211,52 @@ def broker(hango_settings):
     url = broker_url()
     redis.Redis.from_url(url).flushdb()
     hango_settings(run_inline=False, broker_url=url)
-    previous = {"broker_url": celery_app.conf.broker_url,
-                "task_always_eager": celery_app.conf.task_always_eager}
-    # Nothing in this process has opened a broker connection yet (eager mode opens none), so
-    # the producer pool is created on first use, with this URL.
-    celery_app.conf.update(broker_url=url, task_always_eager=False)
-    yield url
-    celery_app.conf.update(**previous)
+    with celery_broker(celery_app, url):
+        yield url
 
 
 @pytest.fixture
-def start_worker(broker, tmp_path, transactional_db):
-    """Start real worker processes; every one is stopped at the end of the test."""
+def redis_server(tmp_path) -> Iterator[RedisServer]:
+    """A Redis of this test's own, down until the test starts it (and stopped after the test):
+    for a broker that goes away and comes back without touching the suite's shared one."""
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def private_broker(redis_server, hango_settings) -> Iterator[RedisServer]:
+    """This process's Celery app pointed at :func:`redis_server`, which is down until the test
+    starts it."""
+    hango_settings(run_inline=False, broker_url=redis_server.url)
+    with celery_broker(celery_app, redis_server.url):
+        yield redis_server
+
+
+@pytest.fixture
+def worker_processes(tmp_path, transactional_db):
+    """Start real worker processes on a given broker; every one is stopped at the end of the
+    test. :func:`start_worker` starts them on the suite's Redis."""
     started: list[WorkerProcess] = []
 
-    def _start(name: str = "w1", *, beat: bool = False, **env: str) -> WorkerProcess:
+    def _start(name: str, broker: str, *, pool: str = "solo", beat: bool = False,
+               **env: str) -> WorkerProcess:
         worker = WorkerProcess(name, broker, tmp_path, env={k: str(v) for k, v in env.items()},
-                               beat=beat)
+                               pool=pool, beat=beat)
         started.append(worker)
         return worker
 
     yield _start
     for worker in started:
         worker.stop()
+
+
+@pytest.fixture
+def start_worker(broker, worker_processes):
+    """Start real worker processes on the suite's Redis (``start_worker("w2", HANGO_…=1)``)."""
+
+    def _start(name: str = "w1", *, pool: str = "solo", beat: bool = False,
+               **env: str) -> WorkerProcess:
+        return worker_processes(name, broker, pool=pool, beat=beat, **env)
+
+    return _start

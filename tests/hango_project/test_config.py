@@ -136,7 +136,8 @@ print(json.dumps([s.DATABASES["default"]["NAME"], s.DEBUG, s.ALLOWED_HOSTS, s.CE
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [
         str(tmp_path / "hango.sqlite3"), False, ["127.0.0.1", "localhost", "[::1]", "testserver"],
-        "memory://", True, str(tmp_path / "static"), {"visibility_timeout": 3600}, 30.0,
+        "memory://", True, str(tmp_path / "static"),
+        {"visibility_timeout": 3600, "socket_connect_timeout": 3.0, "socket_timeout": 3.0}, 30.0,
         1024 * 1024, "INFO",
     ]
     assert (tmp_path / "secret_key").exists()

@@ -41,12 +41,12 @@ class WorkerProcess:
     """``celery worker`` as its own process group, logging to a file the test can read."""
 
     def __init__(self, name: str, broker_url: str, log_dir: Path, *, env: dict[str, str],
-                 beat: bool = False) -> None:
+                 pool: str = "solo", beat: bool = False) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         cmd = [sys.executable, "-m", "celery", "-A", "hango_project", "worker",
-               "--pool", "solo", "--loglevel", "INFO", "--hostname", f"{name}@%h",
-               "--without-mingle", "--without-gossip"]
+               "--pool", pool, "--concurrency", "1", "--loglevel", "INFO",
+               "--hostname", f"{name}@%h", "--without-mingle", "--without-gossip"]
         if beat:
             cmd += ["--beat", "--schedule", str(log_dir / f"{name}-beat")]
         full_env = worker_environment(broker_url, env)

@@ -1,0 +1,53 @@
+"""Handing runs to the broker: a send the broker refuses is logged and left to the reconciler,
+never raised; a reconciler pass that cannot send changes nothing (a private Redis, PostgreSQL)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import redis
+from django.core.management import call_command
+from django.utils import timezone
+
+from runs import tasks
+from runs.models import Run, RunStatus
+from runs.worker import Outcome, claim_run
+
+
+def queued_tasks(url: str) -> int:
+    """Task messages waiting in the run queue, whatever their priority."""
+    client = redis.Redis.from_url(url)
+    return sum(client.llen(key) for key in client.scan_iter("runs*"))
+
+
+def test_a_reconciler_pass_that_cannot_send_leaves_the_runs_for_the_next_pass(
+        queued_run, private_broker, hango_settings, caplog):
+    claim_run(queued_run.pk, "worker-gone")
+    expired = timezone.now() - timedelta(seconds=5)
+    Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=expired)
+
+    call_command("hango_reconcile")  # the broker is down
+    run = Run.objects.get(pk=queued_run.pk)
+    # Not marked as handled: the next pass picks it again at once, not a grace period later.
+    assert (run.lease_owner, run.lease_expires_at) == ("worker-gone", expired)
+    assert f"run {queued_run.pk} was not sent" in caplog.text
+    assert private_broker.password not in caplog.text
+
+    private_broker.start()
+    call_command("hango_reconcile")
+    run = Run.objects.get(pk=queued_run.pk)
+    assert run.lease_expires_at is None and run.lease_owner == ""
+    assert queued_tasks(private_broker.url) == 1
+
+
+def test_a_yielded_run_the_broker_will_not_take_is_left_for_the_reconciler(
+        queued_run, private_broker, hango_settings, django_capture_on_commit_callbacks):
+    hango_settings(run_slice_seconds=0, reconcile_grace_seconds=0)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.advance_run(str(queued_run.pk)) == Outcome.YIELDED  # the send fails
+    run = Run.objects.get(pk=queued_run.pk)
+    assert run.status == RunStatus.RUNNING and run.lease_expires_at is None
+
+    private_broker.start()
+    call_command("hango_reconcile")
+    assert queued_tasks(private_broker.url) == 1
