@@ -39,11 +39,10 @@ serve: install
 	$(PY) manage.py migrate --noinput
 	$(PY) -m gunicorn hango_project.wsgi --bind 127.0.0.1:$(PORT) --workers 2
 
-# The worker embeds beat, which schedules the reconciler (re-enqueues runs whose worker died).
+# Every worker also runs the reconciler (re-enqueues runs whose worker died) on a thread of its
+# main process, every HANGO_RECONCILE_SECONDS: no beat to start (runs/reconciler.py says why).
 worker: install
-	@mkdir -p var
-	$(PY) -m celery -A hango_project worker --loglevel INFO --concurrency 2 \
-		--beat --schedule var/celerybeat-schedule
+	$(PY) -m celery -A hango_project worker --loglevel INFO --concurrency 2
 
 test: install
 	$(PY) -m ruff check .

@@ -154,7 +154,8 @@ class HangoSettings(BaseSettings):
     cancel_poll_seconds: float = 0.25
     """How often a worker re-reads a run's cancel flag before tool calls."""
     reconcile_seconds: int = 30
-    """How often the reconciler looks for stranded runs (Celery beat)."""
+    """How often each worker's reconciler looks for stranded runs (a thread of the worker's main
+    process, :mod:`runs.reconciler`)."""
     reconcile_grace_seconds: int = 30
     """How old a queued run without a lease must be before the reconciler re-enqueues it."""
     run_inline: bool = False

@@ -198,9 +198,3 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 }
 CELERY_TASK_ROUTES = {"runs.*": {"queue": "runs"}}
 CELERY_TASK_DEFAULT_QUEUE = "runs"
-CELERY_BEAT_SCHEDULE = {
-    "reconcile-runs": {
-        "task": "runs.reconcile_runs",
-        "schedule": float(HANGO.reconcile_seconds),
-    },
-}

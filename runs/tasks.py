@@ -1,4 +1,6 @@
-"""Getting run work executed: enqueueing a run, and the entry points that execute it.
+"""Getting run work executed: enqueueing a run, the entry points that execute it, and one
+reconciler pass (:func:`reconcile`: each worker's :mod:`runs.reconciler` thread runs it, and so
+does ``manage.py hango_reconcile``).
 
 With a broker, a Celery task carries the run id to a worker process. Without one (the embedded
 quickstart), the same worker service runs on a thread of this process. ``hango().run_inline``
@@ -43,13 +45,22 @@ def enqueue_run(run_id: uuid.UUID | str) -> None:
         transaction.on_commit(lambda: _local_executor().submit(_execute_locally, run_id))
 
 
-def send_run(run_id: str) -> bool:
+# The order a worker takes run tasks in (Redis: a lower number first). A run the reconciler
+# recovers was already under way, or has waited a grace period for a task that never came: it
+# goes ahead of the runs waiting to start and the slices handed back, or it would wait behind
+# all of them again. Recovered runs are few (a worker died, a send failed), so the others do not
+# starve.
+PRIORITY_NORMAL = 3
+PRIORITY_RECOVERED = 0
+
+
+def send_run(run_id: str, *, priority: int = PRIORITY_NORMAL) -> bool:
     """Publish the run's task; False when the broker would not take it. Never raises: the run is
     stored whatever the broker does, and the reconciler sends a queued run nobody took once it
     has waited ``HANGO_RECONCILE_GRACE_SECONDS`` (a crash between commit and send is the same
     case). The settings bound how long a send may take (``HANGO_BROKER_TIMEOUT``, one retry)."""
     try:
-        execute_run.apply_async((run_id,))
+        execute_run.apply_async((run_id,), priority=priority)
     except BrokerError as exc:  # down, refused, timed out: the broker's trouble, not a bug here
         log.warning("run %s was not sent to the broker (%s: %s); the reconciler will send it",
                     run_id, type(exc).__name__, _without_password(str(exc)))
@@ -80,7 +91,7 @@ def reconcile() -> int:
     with transaction.atomic():
         stranded = worker.reconcile_runs()
         for run_id in stranded:
-            if not send_run(str(run_id)):
+            if not send_run(str(run_id), priority=PRIORITY_RECOVERED):
                 transaction.set_rollback(True)
                 return 0
     return len(stranded)
@@ -105,15 +116,6 @@ def advance_run(run_id: str) -> Outcome:
 def execute_run(run_id: str) -> str:
     """Advance a run until it ends or its time slice is used; safe to deliver twice."""
     return advance_run(run_id).value
-
-
-@shared_task(name="runs.reconcile_runs", acks_late=True)
-def reconcile_runs() -> int:
-    """Re-enqueue runs whose worker vanished (lease expired) or whose task was lost."""
-    sent = reconcile()
-    if sent:
-        log.info("reconciler re-enqueued %d runs", sent)
-    return sent
 
 
 def _local_executor() -> ThreadPoolExecutor:

@@ -128,7 +128,6 @@ import json
 from django.conf import settings as s
 print(json.dumps([s.DATABASES["default"]["NAME"], s.DEBUG, s.ALLOWED_HOSTS, s.CELERY_BROKER_URL,
                   s.CELERY_TASK_ALWAYS_EAGER, str(s.STATIC_ROOT), s.CELERY_BROKER_TRANSPORT_OPTIONS,
-                  s.CELERY_BEAT_SCHEDULE["reconcile-runs"]["schedule"],
                   s.DATA_UPLOAD_MAX_MEMORY_SIZE, s.LOGGING["root"]["level"]]))
 """
     result = start([sys.executable, "-c", code],
@@ -137,7 +136,7 @@ print(json.dumps([s.DATABASES["default"]["NAME"], s.DEBUG, s.ALLOWED_HOSTS, s.CE
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [
         str(tmp_path / "hango.sqlite3"), False, ["127.0.0.1", "localhost", "[::1]", "testserver"],
         "memory://", True, str(tmp_path / "static"),
-        {"visibility_timeout": 3600, "socket_connect_timeout": 3.0, "socket_timeout": 3.0}, 30.0,
+        {"visibility_timeout": 3600, "socket_connect_timeout": 3.0, "socket_timeout": 3.0},
         1024 * 1024, "INFO",
     ]
     assert (tmp_path / "secret_key").exists()

@@ -61,16 +61,16 @@ def test_reconciler_reenqueues_only_runs_nobody_advances(queued_run, hango_setti
     hango_settings(reconcile_grace_seconds=0)
     monkeypatch.setattr(tasks, "enqueue_run", calls.append)
     claim_run(queued_run.pk, "worker-a")
-    assert tasks.reconcile_runs() == 0  # leased: somebody is on it
+    assert tasks.reconcile() == 0  # leased: somebody is on it
     Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
     with django_capture_on_commit_callbacks(execute=True):
-        assert tasks.reconcile_runs() == 1
+        assert tasks.reconcile() == 1
     assert calls == [queued_run.pk]
     run = Run.objects.get(pk=queued_run.pk)
     assert run.lease_expires_at is None and run.lease_owner == ""
     # The next pass within the grace period leaves it alone: no pile of duplicate tasks.
     hango_settings(reconcile_grace_seconds=60)
-    assert tasks.reconcile_runs() == 0
+    assert tasks.reconcile() == 0
 
 
 def test_execute_run_finishes_a_claimed_run_and_skips_afterwards(queued_run):

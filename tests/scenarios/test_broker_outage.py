@@ -44,7 +44,7 @@ def test_a_message_posted_while_the_broker_is_down_runs_once_it_is_back(
     assert post_message(alice, session["id"], "count these four words").status_code == 409
 
     private_broker.start()
-    worker_processes("w1", private_broker.url, beat=True, HANGO_RECONCILE_SECONDS=1,
+    worker_processes("w1", private_broker.url, HANGO_RECONCILE_SECONDS=1,
                      HANGO_RECONCILE_GRACE_SECONDS=1)
     run = wait_for_run(run_id)
     assert run.status == "completed", run.error

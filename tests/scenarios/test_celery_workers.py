@@ -85,8 +85,8 @@ def test_kill_9_mid_run_then_a_new_worker_completes_it(alice, make_agent, start_
     killed_at = Run.objects.get(pk=run_id)
     assert killed_at.status == "running"
 
-    # A fresh worker with the reconciler (beat) notices the expired lease and takes over.
-    start_worker("rescuer", beat=True, HANGO_RECONCILE_SECONDS=1,
+    # A fresh worker's reconciler notices the expired lease, and the worker takes over.
+    start_worker("rescuer", HANGO_RECONCILE_SECONDS=1,
                  HANGO_RECONCILE_GRACE_SECONDS=1, **lease)
     run = wait_for_run(run_id, timeout=90)
     assert run.status == "completed", run.error

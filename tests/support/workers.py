@@ -41,14 +41,12 @@ class WorkerProcess:
     """``celery worker`` as its own process group, logging to a file the test can read."""
 
     def __init__(self, name: str, broker_url: str, log_dir: Path, *, env: dict[str, str],
-                 pool: str = "solo", beat: bool = False) -> None:
+                 pool: str = "solo") -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         cmd = [sys.executable, "-m", "celery", "-A", "hango_project", "worker",
                "--pool", pool, "--concurrency", "1", "--loglevel", "INFO",
                "--hostname", f"{name}@%h", "--without-mingle", "--without-gossip"]
-        if beat:
-            cmd += ["--beat", "--schedule", str(log_dir / f"{name}-beat")]
         full_env = worker_environment(broker_url, env)
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=self._log,
@@ -72,6 +70,27 @@ class WorkerProcess:
         """What each finished ``runs.execute_run`` returned, in order."""
         return re.findall(r"runs\.execute_run\[[^\]]+\] succeeded in [\d.]+s: '(\w+)'", self.log())
 
+    def processes(self) -> list[int]:
+        """The live processes of the worker's process group: its main process, pool children
+        and whatever else it started (a zombie is dead, and not counted)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                # pid (comm) state ppid pgrp …; comm may hold spaces, so split after it.
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # gone meanwhile
+                continue
+            if int(fields[2]) == self.proc.pid and fields[0] != "Z":
+                found.append(int(entry.name))
+        return found
+
+    def kill_main(self) -> None:
+        """SIGKILL the worker's main process alone, as the OOM killer or ``kill -9 PID`` does."""
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
     def kill(self) -> None:
         """SIGKILL the whole worker: no cleanup, no ack, as if the machine died."""
         if self.proc.poll() is None:
@@ -80,6 +99,8 @@ class WorkerProcess:
         self._log.close()
 
     def stop(self) -> None:
+        for pid in self.processes() if self.proc.poll() is not None else []:
+            os.kill(pid, signal.SIGKILL)  # what a killed main process left behind
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:

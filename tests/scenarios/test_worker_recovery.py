@@ -1,0 +1,66 @@
+"""A worker killed mid-run, with real worker processes on Redis and PostgreSQL: how soon its run
+is taken over while the others are busy, and what of the killed worker is left running."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from runs.models import Run
+from tests.support.runs import wait_for_run
+
+pytestmark = pytest.mark.slow
+
+LEASE, INTERVAL, SLICE = 2, 1, 1
+# Long runs: 100 turns of 150 ms or more each, far longer than the test.
+LONG_RUN = "scripted:workload-100"
+SHORT_TIMES = {"HANGO_RUN_LEASE_SECONDS": LEASE, "HANGO_RECONCILE_SECONDS": INTERVAL,
+               # No queued run here is old enough to count as lost: only the dead worker's is
+               # stranded.
+               "HANGO_RECONCILE_GRACE_SECONDS": 600,
+               "HANGO_SCRIPTED_DELAY_MS": 150, "HANGO_DEFAULT_MAX_TURNS": 200}
+
+
+def start_run(caller, agent_id: str) -> str:
+    session = caller.client.post("/v1/sessions", {"agent": agent_id}, format="json").json()
+    response = caller.client.post(f"/v1/sessions/{session['id']}/messages",
+                                  {"content": "Run the benchmark task."}, format="json")
+    assert response.status_code == 202, response.content
+    return response.json()["run"]["id"]
+
+
+def held_by(run: Run, pid: int) -> bool:
+    return f":{pid}:" in run.lease_owner
+
+
+def test_a_dead_workers_run_is_taken_over_soon_while_the_queue_is_full(alice, make_agent,
+                                                                        start_worker):
+    agent = make_agent(alice, model=LONG_RUN)["id"]
+    # The doomed worker keeps its run for the whole of a long slice; the busy one hands its runs
+    # back every second, so the run queue always holds a backlog of them.
+    doomed = start_worker("doomed", HANGO_RUN_SLICE_SECONDS=300, **SHORT_TIMES)
+    victim = start_run(alice, agent)
+    wait_for_run(victim, lambda r: held_by(r, doomed.proc.pid) and r.turn >= 1)
+    busy = start_worker("busy", HANGO_RUN_SLICE_SECONDS=SLICE, **SHORT_TIMES)
+    backlog = [start_run(alice, agent) for _ in range(6)]
+    wait_for_run(backlog[-1], lambda r: r.turn >= 1, timeout=30)  # the busy worker cycles them
+
+    doomed.kill()
+    killed_at = time.monotonic()
+    epoch = Run.objects.get(pk=victim).epoch
+    busy.wait_for(lambda log: "reconciler re-enqueued 1 runs" in log, what="a reconciler pass",
+                  timeout=30)
+    reconciled = time.monotonic() - killed_at
+    run = wait_for_run(victim, lambda r: r.epoch > epoch and held_by(r, busy.proc.pid),
+                       timeout=30)
+    taken_over = time.monotonic() - killed_at
+    print(f"lease {LEASE} s, interval {INTERVAL} s, slice {SLICE} s: re-enqueued after "
+          f"{reconciled:.1f} s, taken over after {taken_over:.1f} s")
+
+    # The pass runs on time though every worker is busy and the run queue is long...
+    assert reconciled <= LEASE + INTERVAL + 1.5
+    # ...and the run goes ahead of the backlog: it waits only for the busy worker's slice to end.
+    assert taken_over <= LEASE + INTERVAL + SLICE + 2
+    assert run.status == "running"
+
