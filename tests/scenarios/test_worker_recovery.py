@@ -64,3 +64,25 @@ def test_a_dead_workers_run_is_taken_over_soon_while_the_queue_is_full(alice, ma
     assert taken_over <= LEASE + INTERVAL + SLICE + 2
     assert run.status == "running"
 
+
+def test_kill_9_of_a_workers_main_process_leaves_nothing_of_it_running(alice, make_agent,
+                                                                       start_worker):
+    agent = make_agent(alice, model="scripted:workload-40")["id"]
+    worker = start_worker("prefork", pool="prefork", **SHORT_TIMES)
+    run_id = start_run(alice, agent)
+    run = wait_for_run(run_id, lambda r: r.turn >= 2)
+    assert not held_by(run, worker.proc.pid)  # a pool child runs it, not the main process
+
+    worker.kill_main()
+    deadline = time.monotonic() + 5
+    while worker.processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert worker.processes() == []  # no pool child, no beat: nothing advances the run unseen
+    turn = Run.objects.get(pk=run_id).turn
+    time.sleep(1)
+    assert Run.objects.get(pk=run_id).turn == turn
+
+    # A live worker's reconciler hands it on once its lease runs out; it ends as it should.
+    start_worker("rescuer", **SHORT_TIMES)
+    run = wait_for_run(run_id, timeout=60)
+    assert run.status == "completed", run.error
