@@ -93,7 +93,7 @@ class HangoSettings(BaseSettings):
     broker_url: str = Field("", validation_alias=AliasChoices("CELERY_BROKER_URL",
                                                               "HANGO_BROKER_URL"))
     """The Celery broker (Redis); empty, no broker: run work executes in-process."""
-    broker_timeout: float = 3
+    broker_timeout: float = Field(3, gt=0)
     """Seconds connecting to the broker, or one broker command, may take before it counts as
     failed. A send is retried once, so a request waits at most about twice this when the broker
     is unreachable or hung (a refused connection fails at once); the run is stored anyway, and
@@ -153,7 +153,7 @@ class HangoSettings(BaseSettings):
     """A worker hands a run back (and re-enqueues it) after this long, keeping every task short."""
     cancel_poll_seconds: float = 0.25
     """How often a worker re-reads a run's cancel flag before tool calls."""
-    reconcile_seconds: int = 30
+    reconcile_seconds: int = Field(30, gt=0)
     """How often each worker's reconciler looks for stranded runs (a thread of the worker's main
     process, :mod:`runs.reconciler`)."""
     reconcile_grace_seconds: int = 30

@@ -161,6 +161,8 @@ def test_an_override_changes_only_what_it_names(hango_settings):
     {"page_size": 2.5},
     {"run_inline": "yes"},
     {"broker_url": None},
+    {"reconcile_seconds": 0},  # every worker's reconciler would spin
+    {"broker_timeout": 0},
 ])
 def test_an_override_is_validated(hango_settings, changes):
     before = hango()
