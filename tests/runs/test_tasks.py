@@ -3,21 +3,17 @@ never raised; a reconciler pass that cannot send changes nothing (a private Redi
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
-import redis
 from django.core.management import call_command
 from django.utils import timezone
 
+from hango_project.celery import app as celery_app
 from runs import tasks
 from runs.models import Run, RunStatus
 from runs.worker import Outcome, claim_run
-
-
-def queued_tasks(url: str) -> int:
-    """Task messages waiting in the run queue, whatever their priority."""
-    client = redis.Redis.from_url(url)
-    return sum(client.llen(key) for key in client.scan_iter("runs*"))
+from tests.support.broker import queued_tasks
 
 
 def test_a_reconciler_pass_that_cannot_send_leaves_the_runs_for_the_next_pass(
@@ -51,3 +47,19 @@ def test_a_yielded_run_the_broker_will_not_take_is_left_for_the_reconciler(
     private_broker.start()
     call_command("hango_reconcile")
     assert queued_tasks(private_broker.url) == 1
+
+
+def test_a_run_the_reconciler_recovers_is_taken_before_the_runs_already_queued(
+        queued_run, private_broker, hango_settings):
+    private_broker.start()
+    waiting = [str(uuid.uuid4()) for _ in range(3)]
+    for run_id in waiting:
+        assert tasks.send_run(run_id)
+    claim_run(queued_run.pk, "worker-gone")
+    Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
+    assert tasks.reconcile() == 1
+    # In the order a worker consuming the run queue gets them.
+    with celery_app.connection_for_read() as connection:
+        order = [connection.default_channel.basic_get("runs", no_ack=True).decode()[0][0]
+                 for _ in range(4)]
+    assert order == [str(queued_run.pk), *waiting]

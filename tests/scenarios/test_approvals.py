@@ -20,6 +20,7 @@ from runs.checkpoint import Claim, finish_run
 from runs.execution import build_execution
 from runs.models import Message, Run, RunEvent, RunStatus
 from runs.worker import DbCheckpointer, DbControl, claim_run
+from tests.support.broker import queued_tasks
 from tests.support.history import assert_valid_history
 from tests.support.runs import wait_for_run
 
@@ -315,7 +316,7 @@ def test_cancelling_an_approved_run_before_it_resumes_answers_every_call(
     hango_settings(run_inline=False)
     assert approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"}).json()[
         "status"] == "queued"
-    assert redis.Redis.from_url(broker).llen("runs") == 1  # the resume, waiting for a worker
+    assert queued_tasks(broker) == 1  # the resume, waiting for a worker
     assert alice.client.post(f"/v1/runs/{run_id}/cancel").json()["status"] == "cancelled"
     result = tool_result(hitl_session["id"])
     assert result["is_error"] and "cancelled before this tool call ran" in result["content"]
@@ -373,9 +374,9 @@ def test_a_paused_run_holds_no_broker_message_and_approval_resumes_it_on_the_wor
     run = wait_for_run(run_id, lambda r: r.status not in (RunStatus.QUEUED, RunStatus.RUNNING))
     assert run.status == RunStatus.AWAITING_APPROVAL
     worker.wait_for(lambda log: "'paused'" in log, what="the task to end")
-    client = redis.Redis.from_url(broker)
-    assert client.llen("runs") == 0
-    assert client.hlen("unacked") == 0  # not even delivered-and-held by the worker
+    assert queued_tasks(broker) == 0
+    # Not even delivered and held by the worker.
+    assert redis.Redis.from_url(broker).hlen("unacked") == 0
     assert run.finished_at is None and run.lease_expires_at is None
 
     response = approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "edit",

@@ -18,11 +18,20 @@ from pathlib import Path
 
 import redis
 from celery import Celery
+from kombu.transport.redis import PRIORITY_STEPS, Channel
 
 
 def broker_url() -> str:
     """``HANGO_TEST_BROKER_URL``, else the Makefile's default (database 15)."""
     return os.environ.get("HANGO_TEST_BROKER_URL") or "redis://127.0.0.1:6379/15"
+
+
+def queued_tasks(url: str, queue: str = "runs") -> int:
+    """Task messages waiting in ``queue``, at every priority: kombu keeps one Redis list per
+    priority step (the queue's own name for priority 0)."""
+    client = redis.Redis.from_url(url)
+    keys = [queue] + [f"{queue}{Channel.sep}{step}" for step in PRIORITY_STEPS if step]
+    return sum(client.llen(key) for key in keys)
 
 
 def free_port() -> int:
