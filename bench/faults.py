@@ -4,7 +4,8 @@ non-zero when a target is missed. How to run it and what it checks: README.md.
 
 It starts everything it uses, privately, and tears it all down at the end (also on an error or
 Ctrl-C): PostgreSQL and Redis on free ports in a temporary directory, the web app under
-gunicorn, N Celery workers (prefork, embedded beat), with short lease and reconcile settings.
+gunicorn, N Celery workers (prefork, each running the reconciler), with short lease and reconcile
+settings.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 * ``kill_child`` — SIGKILL the pool process holding a run (its worker's main process forks a
   new one; the task comes back, the run's lease has to expire first).
 * ``kill_main`` — SIGKILL a worker's main process, note which of its processes (pool children,
-  embedded beat) outlive it, and start a replacement worker.
-* ``stall_cancel`` / ``stall_approval`` — SIGSTOP a worker's processes (main, pool, beat) while
+  an embedded beat if one was started) outlive it, and start a replacement worker.
+* ``stall_cancel`` / ``stall_approval`` — SIGSTOP a worker's processes (main, pool) while
   one of its children holds a run; once that run's lease has expired, cancel it through the API
   and post a new message to its session (cancel), or wait until another worker has taken it
   over, paused it for approval and the suite has approved it (approval); SIGCONT the worker

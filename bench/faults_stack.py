@@ -2,11 +2,11 @@
 
 A private PostgreSQL (``initdb`` + ``pg_ctl`` in a temporary directory, on a free port) and a
 private ``redis-server``, so restarting them disturbs nobody else on the machine; the web app
-under gunicorn (as ``make serve`` runs it); Celery workers with the prefork pool and an embedded
-beat (as ``make worker`` runs them) on hango's app with the suite's model (``bench/fault_app.py``).
-Every process runs in a process group of its own, so a worker's pool children and beat can be
-stalled and killed with it. :class:`Worker` also serves the fast scenario test, which brings its
-own database and Redis.
+under gunicorn (as ``make serve`` runs it); Celery workers with the prefork pool (as ``make
+worker`` runs them: the reconciler is a thread of each one's main process, no beat) on hango's
+app with the suite's model (``bench/fault_app.py``). Every process runs in a process group of
+its own, so a worker's pool children can be stalled and killed with it. :class:`Worker` also
+serves the fast scenario test, which brings its own database and Redis.
 """
 
 from __future__ import annotations
@@ -110,10 +110,12 @@ class Process:
 
 
 class Worker(Process):
-    """``celery worker`` with the prefork pool and an embedded beat, as ``make worker`` runs it."""
+    """``celery worker`` with the prefork pool, as ``make worker`` runs it; ``beat=True`` adds
+    the embedded beat workers ran before the reconciler moved into them (it has nothing left to
+    schedule: only to compare what a ``kill -9`` leaves)."""
 
     def __init__(self, name: str, *, env: dict[str, str], log_dir: Path, concurrency: int = 2,
-                 beat: bool = True) -> None:
+                 beat: bool = False) -> None:
         self.schedule = log_dir / f"{name}-beat-schedule"
         cmd = [sys.executable, "-m", "celery", "-A", "bench.fault_app", "worker",
                "--loglevel", "INFO", "--concurrency", str(concurrency),
@@ -143,7 +145,7 @@ class Worker(Process):
         return self
 
     def processes(self) -> list[int]:
-        """The main process's live children: the pool's and the embedded beat."""
+        """The main process's live children: the pool's (and an embedded beat's)."""
         return children(self.pid)
 
     def kill(self, pid: int) -> None:
@@ -152,7 +154,7 @@ class Worker(Process):
         self.killed.add(pid)
 
     def stall(self) -> None:
-        """SIGSTOP the main process, its pool and its beat."""
+        """SIGSTOP the main process (its reconciler thread with it) and its pool."""
         self.signal_group(signal.SIGSTOP)
 
     def resume(self) -> None:

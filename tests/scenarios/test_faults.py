@@ -1,4 +1,4 @@
-"""The fault suite's checks, small and fast: a real prefork worker (with its embedded beat) on
+"""The fault suite's checks, small and fast: a real prefork worker (running the reconciler) on
 the test database and the suite's Redis database, a handful of ``scripted:faults`` jobs, one
 kill -9 of a pool child, one duplicate delivery, one stall past the lease with a cancel and a
 new message in between. The database is then read by the same checker the bench suite uses
@@ -29,7 +29,8 @@ RECOVERY_BOUND = LEASE + RECONCILE + 5  # the bench suite's target
 
 @pytest.fixture
 def fault_worker(broker, tmp_path, transactional_db):
-    """One worker as ``make worker`` runs it (prefork, embedded beat), with a short lease."""
+    """One worker as ``make worker`` runs it (prefork, the reconciler on a thread), with a short
+    lease."""
     env = worker_environment(broker, {
         "HANGO_RUN_LEASE_SECONDS": str(LEASE), "HANGO_RECONCILE_SECONDS": str(RECONCILE),
         "HANGO_RECONCILE_GRACE_SECONDS": "1", "HANGO_SCRIPTED_DELAY_MS": "250"})
