@@ -86,6 +86,10 @@ class HangoSettings(BaseSettings):
     """``postgres://user:pass@host:port/db`` (psycopg2); unset, a SQLite file in ``var_dir``."""
     database_conn_max_age: int = Field(60, validation_alias="DATABASE_CONN_MAX_AGE")
     """Seconds a database connection is kept open for reuse."""
+    database_idle_in_transaction_seconds: float = Field(10, gt=0)
+    """PostgreSQL ends a session that sits this long inside a transaction, releasing its locks:
+    a process stopped mid-transaction (SIGSTOP, a VM pause) cannot hold a run's row and block
+    a cancel or the reconciler for longer."""
     log_level: str = "INFO"
     """The root log level."""
 

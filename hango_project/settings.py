@@ -95,6 +95,10 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    idle_ms = round(HANGO.database_idle_in_transaction_seconds * 1000)
+    DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
+        f"-c idle_in_transaction_session_timeout={idle_ms}")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite: wait for a writer instead of failing at once when the quickstart's threads overlap.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20

@@ -22,7 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from celery import shared_task
-from django.db import OperationalError, close_old_connections, connection, transaction
+from django.db import (
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
@@ -109,7 +115,7 @@ def advance_run(run_id: str) -> Outcome:
     name="runs.execute_run",
     acks_late=True,
     reject_on_worker_lost=True,
-    autoretry_for=(OperationalError,),
+    autoretry_for=(InterfaceError, OperationalError),  # the database went away mid-run
     retry_backoff=True,
     max_retries=5,
 )

@@ -8,10 +8,11 @@ on as if nothing happened: here, a claim whose lease is set in the past, driven 
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from agents.models import MemoryFile
@@ -179,3 +180,49 @@ def test_a_stalled_worker_whose_run_was_cancelled_writes_no_file_and_stops(
     assert Message.objects.filter(session=session).count() == 1
     final = Run.objects.get(pk=run.pk)
     assert (final.status, final.turn) == (RunStatus.CANCELLED, 0)
+
+
+def test_every_connection_is_bounded_in_how_long_it_may_sit_inside_a_transaction(db):
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW idle_in_transaction_session_timeout")
+        assert cursor.fetchone()[0] == "10s"  # HANGO_DATABASE_IDLE_IN_TRANSACTION_SECONDS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_holder_stopped_inside_its_write_blocks_a_cancel_only_until_postgresql_ends_it(
+        alice, make_session, hango_settings, monkeypatch):
+    hango_settings(run_inline=False, broker_url="")
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    session = Session.objects.get(pk=make_session(alice)["id"])
+    _, run = message_post(session=session, content="hi")
+    held = claim_run(run.pk, "worker-a")
+    locked, resumed = threading.Event(), threading.Event()
+    outcome: list[BaseException] = []
+
+    def stalled_write() -> None:
+        try:
+            with connection.cursor() as cursor:  # this thread's own connection, as configured
+                cursor.execute("SET idle_in_transaction_session_timeout = '1s'")  # the test's 10
+            guard = Claim(held.pk, held.epoch).hold
+            with transaction.atomic():
+                guard()  # the row is locked; the process stops before its write
+                locked.set()
+                resumed.wait(10)
+                SessionFile.objects.create(session=session, path="/late.md", content="late")
+        except Exception as exc:  # the server ended the session meanwhile
+            outcome.append(exc)
+        finally:
+            connection.close()
+
+    _stall(held)  # past its lease, inside the write's transaction
+    thread = threading.Thread(target=stalled_write)
+    thread.start()
+    assert locked.wait(10)
+    began = time.monotonic()
+    assert run_cancel(run=held).status == RunStatus.CANCELLED  # waited for the lock
+    waited = time.monotonic() - began
+    resumed.set()
+    thread.join(10)
+    assert 0.5 < waited < 5, waited
+    assert outcome and isinstance(outcome[0], DatabaseError)
+    assert not SessionFile.objects.filter(session=session).exists()
