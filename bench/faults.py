@@ -216,6 +216,8 @@ def figures(args: argparse.Namespace, outcome: dict[str, Any]) -> dict[str, Any]
         "approvals": driver.approvals, "orphans": injector.orphans,
         "server_errors": [(e.method, e.route, e.status) for e in outside],
         "server_errors_in_pg_outage": len(driver.api.errors) - len(outside),
+        # While PostgreSQL is down the API answers 503 database_unavailable, never a 500.
+        "internal_errors": [(e.method, e.route) for e in driver.api.errors if e.status == 500],
         "problems": [vars(p) for p in report.problems], "ended": outcome["ended"],
         "error": repr(injector.error) if injector.error else None,
         "seconds": round(outcome["seconds"], 1),
@@ -235,6 +237,7 @@ def targets(f: dict[str, Any]) -> list[tuple[str, bool]]:
         (f"recovery max <= lease + reconcile + 5 s = {f['recovery_bound']:.0f} s",
          f["recovery_max"] is not None and f["recovery_max"] <= f["recovery_bound"]),
         ("no 5xx answer outside a PostgreSQL outage", not f["server_errors"]),
+        ("no 500 answer, in an outage either (503 there)", not f["internal_errors"]),
         ("no process outlives its killed worker", not f["orphans"]),
         ("every planned fault injected", not f["skipped"] and f["error"] is None),
     ]
@@ -264,6 +267,7 @@ def show(f: dict[str, Any], results: list[tuple[str, bool]]) -> None:
         ("approvals", f["approvals"]),
         ("5xx answers (outside / in PostgreSQL outages)",
          f"{len(f['server_errors'])} / {f['server_errors_in_pg_outage']}"),
+        ("500 answers (anywhere)", len(f["internal_errors"])),
         ("processes outliving their killed worker", len(f["orphans"])),
     ]:
         summary.add_row(name, str(value))

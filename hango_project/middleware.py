@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Callable
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 
 from hango_project.config import hango
 from hango_project.errors import error_json
+
+log = logging.getLogger(__name__)
 
 
 class BodySizeLimitMiddleware:
@@ -82,3 +86,28 @@ class QueryNulMiddleware:
                                   "Query parameters cannot contain NUL characters.",
                                   {"parameter": name})
         return self.get_response(request)
+
+
+class DatabaseUnavailableMiddleware:
+    """Answer 503 (with ``Retry-After``) when a view could not reach the database — PostgreSQL
+    restarting, or its connections exhausted — instead of a 500: nothing is wrong with the
+    request, and trying again shortly will do. Only connection-level errors count; an
+    integrity error or a bug is still a 500, logged."""
+
+    RETRY_AFTER_SECONDS = 5
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        if not isinstance(exc, InterfaceError | OperationalError):
+            return None
+        log.warning("database unavailable for %s %s: %s", request.method, request.path,
+                    type(exc).__name__)
+        response = error_json(503, "database_unavailable",
+                              "The database cannot be reached right now; try again shortly.")
+        response["Retry-After"] = str(self.RETRY_AFTER_SECONDS)
+        return response

@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "hango_project.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "hango_project.urls"

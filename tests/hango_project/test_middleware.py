@@ -51,3 +51,28 @@ def test_any_chunked_transfer_coding_counts(alice, encoding):
                                     CONTENT_LENGTH="", HTTP_TRANSFER_ENCODING=encoding,
                                     **{"wsgi.input": io.BytesIO(b"{}")})
     error_of(response, 411, "length_required")
+
+
+@pytest.fixture
+def database_down(alice):
+    """This process's connection points at a port nothing listens on, as while PostgreSQL
+    restarts; put back afterwards."""
+    from django.db import connection
+
+    from tests.support.servers import free_port
+
+    saved = connection.settings_dict["PORT"]
+    connection.close()
+    connection.settings_dict["PORT"] = free_port()
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = saved
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_while_the_database_is_down_is_503_not_500(alice, database_down):
+    response = alice.client.get("/v1/agents")
+    error_of(response, 503, "database_unavailable")
+    assert response["Retry-After"] == "5"
