@@ -22,15 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from tests.support.servers import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def children(pid: int) -> list[int]:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 from accounts.models import Tenant
-from tests.support.cli import free_port, ok_json
+from tests.support.cli import ok_json
+from tests.support.servers import free_port
 
 GROUPS = ("system", "tools", "messages")
 ROW = re.compile(r"^ (\[x\]|\[ \]) +(\S+) ")

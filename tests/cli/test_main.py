@@ -12,7 +12,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cli.main import cli
-from tests.support.cli import create_agent, free_port, ok_json
+from tests.support.cli import create_agent, ok_json
+from tests.support.servers import free_port
 
 
 def test_agent_and_session_round_trip(hango):

@@ -8,9 +8,11 @@ import io
 import json
 
 import pytest
+from django.db import connection
 
 from agents.models import Agent
 from tests.support.api import AGENT_BODY, error_of
+from tests.support.servers import free_port
 
 
 def post_chunked(caller, raw: bytes, *, terminated: bool, url: str = "/v1/agents"):
@@ -57,10 +59,6 @@ def test_any_chunked_transfer_coding_counts(alice, encoding):
 def database_down(alice):
     """This process's connection points at a port nothing listens on, as while PostgreSQL
     restarts; put back afterwards."""
-    from django.db import connection
-
-    from tests.support.servers import free_port
-
     saved = connection.settings_dict["PORT"]
     connection.close()
     connection.settings_dict["PORT"] = free_port()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -17,16 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.servers import chunked, raw_request
+from tests.support.servers import chunked, free_port, raw_request
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str, key: str | None = None, body: dict | None = None) -> tuple[int, dict]:
@@ -89,7 +82,7 @@ def _stop(proc: subprocess.Popen) -> None:
 def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
     agent_ids = []
     for attempt in range(2):
-        port = _free_port()
+        port = free_port()
         proc, key, lines = _run_quickstart(tmp_path, port)
         try:
             base = f"http://127.0.0.1:{port}"

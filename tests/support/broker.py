@@ -9,7 +9,6 @@ comes back starts its own ``redis-server`` (:class:`RedisServer`) instead.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,6 +18,8 @@ from pathlib import Path
 import redis
 from celery import Celery
 from kombu.transport.redis import PRIORITY_STEPS, Channel
+
+from tests.support.servers import free_port
 
 
 def broker_url() -> str:
@@ -34,11 +35,6 @@ def queued_tasks(url: str, queue: str = "runs") -> int:
     return sum(client.llen(key) for key in keys)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class RedisServer:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from typing import Any
 
 from click.testing import Result
@@ -19,8 +18,3 @@ def create_agent(hango, name: str = "cli-helper") -> dict:
     return ok_json(hango("--json", "agents", "create", "--name", name, "--model", "scripted:demo"))
 
 
-def free_port() -> int:
-    """A port that was free a moment ago: nothing listens there."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
