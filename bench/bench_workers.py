@@ -137,7 +137,8 @@ def fixed_costs(bench: Bench, reps: int) -> list[dict]:
     out = []
     for _ in range(reps):
         _, (r,) = bench.execute(bench.queue(2, 1))
-        out.append({"pre": r["enter"][0] - r["start"], "claim": r["claimed"] - r["start"],
+        out.append({"pre": r["enter"][0] - r["start"], "task": r["claimed_from"] - r["start"],
+                    "claim": r["claimed"] - r["claimed_from"],
                     "build": r["built"] - r["claimed"], "first_call": r["enter"][0] - r["built"]})
     return out
 
@@ -213,7 +214,8 @@ def report(a, results: dict) -> None:
           f"  load {os.getloadavg()[0]:.2f}  prefork concurrency {a.concurrency}")
     print(f"\n== fixed cost before the first model call, {len(fixed)} runs one at a time, in the "
           "worker: ms, median (p10–p90) ==")
-    for key, label in (("pre", "task start -> first model call"), ("claim", "  claim_run"),
+    for key, label in (("pre", "task start -> first model call"),
+                       ("task", "  the task to claim_run"), ("claim", "  claim_run"),
                        ("build", "  build_execution"),
                        ("first_call", "  the loop to its first call")):
         xs = [1e3 * r[key] for r in fixed]

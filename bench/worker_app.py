@@ -50,6 +50,7 @@ def _register() -> None:
 
 def _stamped(name: str, function: Any) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
+        _task[f"{name}_from"] = time.perf_counter()
         result = function(*args, **kwargs)
         _task[name] = time.perf_counter()
         return result
