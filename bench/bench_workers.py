@@ -62,6 +62,7 @@ class Bench:
         django.setup()
         import redis
         from django.core.management import call_command
+        from django.db import connection
 
         from accounts.services import tenant_bootstrap
         from agents.services import agent_create
@@ -71,7 +72,7 @@ class Bench:
         self.redis = redis.Redis.from_url(broker)
         self.redis.delete("runs", STAMPS_KEY, "unacked", "unacked_index")
         tasks.enqueue_run = lambda run_id: None  # queued here, handed over by hand below
-        self.services, self.task = services, tasks.execute_run
+        self.services, self.task, self.connection = services, tasks.execute_run, connection
         self.member = tenant_bootstrap(tenant_name="bench-workers",
                                        email="bench@workers.test").api_key.member
         self.agents = {T: agent_create(member=self.member, data={
@@ -103,6 +104,16 @@ class Bench:
             except subprocess.TimeoutExpired:
                 os.killpg(self.worker.pid, signal.SIGKILL)
                 self.worker.wait()
+
+    def processes(self) -> tuple[list[int], list[int]]:
+        """The worker's processes (the main one and its pool's) and its database backends."""
+        assert self.worker is not None
+        children = Path(f"/proc/{self.worker.pid}/task/{self.worker.pid}/children")
+        workers = [self.worker.pid, *map(int, children.read_text().split())]
+        with self.connection.cursor() as cur:
+            cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND pid <> pg_backend_pid()")
+            return workers, [pid for (pid,) in cur.fetchall()]
 
     def queue(self, turns: int, n: int) -> list[str]:
         """n queued runs of the workload (sessions and user messages made; no task sent)."""
@@ -143,13 +154,30 @@ def fixed_costs(bench: Bench, reps: int) -> list[dict]:
     return out
 
 
+def _cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of the processes (clock ticks of /proc/<pid>/stat)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def throughput(bench: Bench, runs: int, turns: int) -> dict:
-    started, records = bench.execute(bench.queue(turns, runs))
+    queued = bench.queue(turns, runs)
+    workers, backends = bench.processes()
+    cpu = _cpu_seconds(workers), _cpu_seconds(backends)
+    started, records = bench.execute(queued)
+    cpu = _cpu_seconds(workers) - cpu[0], _cpu_seconds(backends) - cpu[1]
     end = max(r["end"] for r in records)
     lat = [r["enter"][k] - r["exit"][k - 1] for r in records for k in range(1, len(r["enter"]))]
     c2c = [r["enter"][k] - r["enter"][k - 1] for r in records for k in range(1, len(r["enter"]))]
     n = sum(len(r["enter"]) - 1 for r in records)
     return {"turns": n, "seconds": end - started, "tps": n / (end - started),
+            "worker_cpu_ms": 1e3 * cpu[0] / n, "db_cpu_ms": 1e3 * cpu[1] / n,
             "p50": med(lat), "p99": pct(lat, 99), "c2c_p50": med(c2c), "c2c_p99": pct(c2c, 99),
             "pre_p50": med([r["enter"][0] - r["start"] for r in records])}
 
@@ -230,6 +258,9 @@ def report(a, results: dict) -> None:
           f"{spread([r['c2c_p50'] for r in rounds], 1e3, '{:.2f}')}, p99 "
           f"{spread([r['c2c_p99'] for r in rounds], 1e3, '{:.2f}')}; pre p50 "
           f"{spread([r['pre_p50'] for r in rounds], 1e3, '{:.2f}')}")
+    worker_cpu = spread([r["worker_cpu_ms"] for r in rounds], fmt="{:.2f}")
+    db_cpu = spread([r["db_cpu_ms"] for r in rounds], fmt="{:.2f}")
+    print(f"       CPU per turn, ms: workers {worker_cpu}, their PostgreSQL backends {db_cpu}")
     tps = med([r["tps"] for r in rounds])
     print(f"target >= {TARGET_TPS:.0f} turns/s: {'yes' if tps >= TARGET_TPS else 'NO'}")
     if peer:
