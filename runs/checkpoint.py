@@ -7,7 +7,8 @@ On PostgreSQL a turn that does not end the run is one statement (data-modifying 
 round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating the
 INSERTs (a fenced turn writes no message, event or usage row). The ORM path does the same in
 one transaction; it serves SQLite and the last turn of a run (which also finishes it — once per
-run, so its cost does not matter).
+run, so its cost does not matter). The claim of a run nobody holds is one statement too
+(:func:`claim_unheld`). Both are prepared once per connection (:class:`_Prepared`).
 
 For a tenant with a token quota the commit also reports the period's spend (read in the same
 statement, plus this turn's tokens), so the worker can stop a run that crossed the quota at the
