@@ -12,8 +12,10 @@ turn's thread and its PostgreSQL backend). Repeated; the median and range over t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics as st
+import subprocess
 import sys
 import threading
 import time
@@ -26,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from bench_turns import DEFAULT_DB, PROMPT, Durable  # noqa: E402
 
 TARGET = 1.1
+PEER_SCRIPT = ROOT.parent / "shared" / "bench" / "peer" / "bench_turns.py"
 PAIRED = 20  # the long run's last turns, each executed in turn with one of the fresh run's
 FRESH = 25  # the fresh run's turns
 
@@ -108,6 +111,8 @@ def main() -> None:
     ap.add_argument("--db", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB))
     ap.add_argument("--turns", type=int, default=300)
     ap.add_argument("--pairs", type=int, default=9)
+    ap.add_argument("--peer", help="the python of a venv with the peer packages: after ours, "
+                    "its growth runs (checkpoint per step), 3 of each agent")
     a = ap.parse_args()
     durable = Durable(a.db, {a.turns, FRESH})
     durable.run(FRESH)  # warm
@@ -127,6 +132,19 @@ def main() -> None:
     for key, xs in ratios.items():
         print(f"{key:<5} {st.median(xs):.3f} ({min(xs):.3f}–{max(xs):.3f})  target <= {TARGET}: "
               f"{'yes' if st.median(xs) <= TARGET else 'NO'}")
+    if a.peer:
+        cmd = [a.peer, str(PEER_SCRIPT), "growth", "--reps", "3", "--turns", str(a.turns),
+               "--modes", "pg-sync"]
+        print(f"\n== peer, same machine, after ours (its own windows, unpaired): "
+              f"{' '.join(cmd)} ==", flush=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"peer run failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+            return
+        for row in json.loads(proc.stdout)["rows"]:
+            print(f"{row['config']:<22} turn10 {row['turn10_ms']:7.2f}  turn300 "
+                  f"{row.get(f'turn{a.turns}_ms', float('nan')):7.2f} ms  ->  "
+                  f"{row.get(f'turn{a.turns}_ms', float('nan')) / row['turn10_ms']:.2f}")
 
 
 if __name__ == "__main__":

@@ -5,10 +5,10 @@ fence the same claim puts around its tools' writes (:class:`Claim`, :func:`take_
 
 On PostgreSQL a turn that does not end the run is one statement (data-modifying CTEs): a single
 round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating the
-INSERTs (a fenced turn writes no message, event or usage row). The ORM path does the same in
-one transaction; it serves SQLite and the last turn of a run (which also finishes it — once per
-run, so its cost does not matter). The claim of a run nobody holds is one statement too
-(:func:`claim_unheld`). Both are prepared once per connection (:class:`_Prepared`).
+INSERTs (a fenced turn writes no message, event or usage row); the last turn of a run also
+finishes it in the same statement. The ORM path does the same in one transaction, for SQLite.
+The claim of a run nobody holds is one statement too (:func:`claim_unheld`). They are prepared
+once per connection (:class:`_Prepared`).
 
 For a tenant with a token quota the commit also reports the period's spend (read in the same
 statement, plus this turn's tokens), so the worker can stop a run that crossed the quota at the
@@ -122,7 +122,7 @@ def _usage_rows(write: TurnWrite) -> list[dict[str, Any]]:
 
 def commit_turn(write: TurnWrite) -> Committed | None:
     """Commit the turn; None when the writer was fenced out (nothing was written)."""
-    if write.finish is None and connection.vendor == "postgresql":
+    if connection.vendor == "postgresql":
         return _commit_one_statement(write)
     return _commit_orm(write)
 
@@ -133,6 +133,13 @@ _RELEASE_HOLDS = f"""
 ), released AS (
     DELETE FROM {QuotaHold._meta.db_table} WHERE run_id IN (SELECT id FROM advanced)"""
 
+# The last turn also finishes the run, as finish_run does: its status and error, the lease given
+# up, a cancel asked for answered (a pause keeps it asked), finished unless paused; the status
+# event comes last among the turn's events, and the run's holds are released.
+_FINISH = """,
+        status = %(finish)s, error = %(error)s, finished_at = %(finished_at)s,
+        lease_owner = '', cancel_requested = cancel_requested AND %(keep_cancel)s"""
+
 _ONE_STATEMENT = f"""
 WITH advanced AS (
     UPDATE {Run._meta.db_table} SET
@@ -141,7 +148,7 @@ WITH advanced AS (
         input_tokens = input_tokens + %(input_tokens)s,
         output_tokens = output_tokens + %(output_tokens)s,
         cache_read_tokens = cache_read_tokens + %(cache_read_tokens)s,
-        cache_write_tokens = cache_write_tokens + %(cache_write_tokens)s
+        cache_write_tokens = cache_write_tokens + %(cache_write_tokens)s{{finish}}
     WHERE id = %(run)s AND epoch = %(epoch)s AND turn = %(expected_turn)s
         AND status = %(running)s
     RETURNING id, session_id, event_seq, cancel_requested
@@ -174,8 +181,8 @@ SELECT cancel_requested,
     ) END
 FROM advanced
 """
-_STATEMENTS = {False: _ONE_STATEMENT.format(release=""),
-               True: _ONE_STATEMENT.format(release=_RELEASE_HOLDS)}
+_STATEMENTS = {False: _ONE_STATEMENT.format(release="", finish=""),
+               True: _ONE_STATEMENT.format(release=_RELEASE_HOLDS, finish="")}
 
 # The statement's parameters in the order PREPARE numbers them, with their types.
 _PARAMETERS = (
@@ -231,26 +238,43 @@ class _Prepared:
 _prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 _TURN = {quota: _Prepared.of(name, _STATEMENTS[quota], _PARAMETERS)
          for quota, name in ((False, "hango_turn"), (True, "hango_turn_release"))}
+_LAST_TURN = _Prepared.of(
+    "hango_last_turn", _ONE_STATEMENT.format(release=_RELEASE_HOLDS, finish=_FINISH),
+    (*_PARAMETERS, ("finish", "text"), ("error", "jsonb"), ("finished_at", "timestamptz"),
+     ("keep_cancel", "boolean")))
 
 
 def _commit_one_statement(write: TurnWrite) -> Committed | None:
+    now = timezone.now()
+    events, finish = write.events, {}
+    if write.finish is not None:  # what finish_run does to the locked run, in the statement
+        status, error = write.finish
+        paused = status == RunStatus.AWAITING_APPROVAL
+        data: dict[str, Any] = {"status": status, "turn": write.turn}
+        if error:
+            data["error"] = error
+        events = [*events, (EVENT_STATUS, data)]
+        finish = {"finish": status, "error": None if error is None else Json(error),
+                  "finished_at": None if paused else now, "keep_cancel": paused}
     params = {
         "run": write.run_id, "epoch": write.epoch, "expected_turn": write.expected_turn,
         "running": RunStatus.RUNNING,
-        "turn": write.turn, "state": Json(write.state_json), "lease": write.lease_expires_at,
-        "now": timezone.now(), "event_count": len(write.events),
+        "turn": write.turn, "state": Json(write.state_json), "now": now,
+        "lease": None if write.finish is not None else write.lease_expires_at,
+        "event_count": len(events),
         "input_tokens": write.usage.input_tokens, "output_tokens": write.usage.output_tokens,
         "cache_read_tokens": write.usage.cache_read_tokens,
         "cache_write_tokens": write.usage.cache_write_tokens,
         "messages": Json([{"id": str(id_), "seq": seq, "role": role, "content": content}
                           for id_, seq, role, content in write.messages]),
         "events": Json([{"n": n, "type": t, "data": d}
-                        for n, (t, d) in enumerate(write.events, start=1)]),
+                        for n, (t, d) in enumerate(events, start=1)]),
         "tenant": write.tenant_id, "agent": write.agent_id, "usage": Json(_usage_rows(write)),
-        "quota": write.quota, "period_start": write.period_start,
+        "quota": write.quota, "period_start": write.period_start, **finish,
     }
+    statement = _LAST_TURN if finish else _TURN[write.quota is not None]
     with connection.cursor() as cursor:  # autocommit: the statement is its own transaction
-        _TURN[write.quota is not None].run(cursor, params)
+        statement.run(cursor, params)
         row = cursor.fetchone()
     if row is None:
         return None

@@ -286,3 +286,40 @@ def test_the_one_statement_claims_only_the_common_case(twin_queued):
     Run.objects.filter(pk=run.pk).update(cancel_requested=True, lease_expires_at=None)
     assert worker.claim_run(run.pk, "worker-b") is None
     assert Run.objects.get(pk=run.pk).status == "cancelled"
+
+
+@pytest.mark.parametrize(("status", "error", "cancel_requested"), [
+    ("completed", None, False),
+    ("failed", {"code": "max_turns", "message": "Stopped after 2 turns."}, False),
+    ("cancelled", None, True),  # a cancel asked for is answered
+    ("awaiting_approval", None, True),  # a pause keeps it asked
+])
+def test_both_paths_finish_a_run_alike(twin_runs, status, error, cancel_requested):
+    sql_run, orm_run = twin_runs
+    Run.objects.filter(pk__in=[sql_run.pk, orm_run.pk]).update(cancel_requested=cancel_requested)
+    last = {run.pk: replace(_turn(run), finish=(status, error)) for run in twin_runs}
+    QuotaHold.objects.create(tenant_id=last[sql_run.pk].tenant_id, run=sql_run, tokens=9,
+                             expires_at=LEASE)
+    QuotaHold.objects.create(tenant_id=last[orm_run.pk].tenant_id, run=orm_run, tokens=9,
+                             expires_at=LEASE)
+
+    by_sql = checkpoint._commit_one_statement(last[sql_run.pk])
+    by_orm = checkpoint._commit_orm(last[orm_run.pk])
+
+    assert by_sql == by_orm
+    assert by_sql is not None and by_sql.cancel_requested == (status == "awaiting_approval")
+
+    def finished(run_id: uuid.UUID) -> dict[str, Any]:
+        rows = _rows(run_id)
+        rows["run"]["finished_at"] = rows["run"]["finished_at"] is not None
+        rows["holds"] = QuotaHold.objects.filter(run_id=run_id).count()
+        return rows
+
+    rows = finished(sql_run.pk)
+    assert rows == finished(orm_run.pk)
+    assert (rows["run"]["status"], rows["run"]["error"], rows["run"]["lease_owner"],
+            rows["run"]["lease_expires_at"], rows["run"]["finished_at"], rows["holds"]) == (
+        status, error, "", None, status != "awaiting_approval", 0)
+    assert rows["events"][-1]["type"] == "run.status"
+    assert rows["events"][-1]["data"] == {"status": status, "turn": 1,
+                                          **({"error": error} if error else {})}
