@@ -13,12 +13,13 @@ from tests.support.runs import wait_for_run
 pytestmark = pytest.mark.slow
 
 
-def _worker_backends() -> set[tuple[int, str]]:
-    """The backends on the test database other than this process's own, with their state."""
+def _run_backends() -> set[int]:
+    """The backends on the test database that executed a run's statements (a turn's commit is
+    the last thing a run's task sends), still open."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pid, state FROM pg_stat_activity WHERE datname = "
-                       "current_database() AND pid <> pg_backend_pid()")
-        return set(cursor.fetchall())
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND query LIKE 'EXECUTE hango%'")
+        return {pid for (pid,) in cursor.fetchall()}
 
 
 def test_a_worker_reuses_its_connection(alice, make_agent, start_worker):
@@ -27,5 +28,5 @@ def test_a_worker_reuses_its_connection(alice, make_agent, start_worker):
     for _ in range(2):
         _, run_id = start_run(alice, make_agent, "scripted:workload-3")
         assert wait_for_run(run_id).status == "completed"
-        seen.append(_worker_backends())
-    assert len(seen[0]) == 1 and seen[0] == seen[1]  # one connection, kept idle between tasks
+        seen.append(_run_backends())
+    assert len(seen[0]) == 1 and seen[0] == seen[1]  # one connection, kept between tasks
