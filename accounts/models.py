@@ -131,7 +131,11 @@ class UsageRecord(TokenCounts):
     tenancy = Tenancy(tenant="tenant", owner="session__member")
 
     id = models.BigAutoField(primary_key=True)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="usage_records")
+    # Indexes: every turn writes a row into each, so only those a read needs. The foreign keys'
+    # own serve deletes (a deleted agent nulls its rows' agent, session and run, and PostgreSQL
+    # checks each deleted row's references); the tenant's is (tenant, created_at)'s prefix.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="usage_records",
+                               db_index=False)
     session = models.ForeignKey("runs.Session", null=True, blank=True,
                                 on_delete=models.SET_NULL, related_name="usage_records")
     run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL,
@@ -141,13 +145,17 @@ class UsageRecord(TokenCounts):
     purpose = models.CharField(max_length=16, choices=UsagePurpose.choices)
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
-    dedupe_key = models.CharField(max_length=120, unique=True)
+    dedupe_key = models.CharField(max_length=120)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         db_table = "usage_records"
+        # The quota's spend (tenant, since) and the usage route (the tenant's rows by time).
         indexes = [models.Index(fields=["tenant", "created_at"])]
         constraints = [
+            # A constraint, not unique=True, which would add a second index for LIKE queries
+            # no one makes. The name is the one unique=True gave it.
+            models.UniqueConstraint(fields=["dedupe_key"], name="usage_records_dedupe_key_key"),
             models.CheckConstraint(condition=Q(purpose__in=UsagePurpose.values),
                                    name="usage_purpose_valid"),
         ]

@@ -37,31 +37,38 @@ from harness.tools import builtin_registry  # noqa: E402
 PEER_SCRIPT = ROOT.parent / "shared" / "bench" / "peer" / "bench_turns.py"
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench"
 MODES = ("inproc", "inproc+json", "durable")
-TARGET_MS = {"inproc": 0.5, "durable": 2.5}
-TARGET_GROWTH = 1.25
+TARGET_MS = {"inproc": 0.5, "durable": 1.0}
+TARGET_GROWTH = 1.1
 PEER_BEST = ("deepagents/pg-sync", 14.3)  # PostgreSQL checkpoint committed each step (README)
 PROMPT = "Run the benchmark task."
 
 
 class Timed:
-    """A provider wrapper stamping entry and exit of every model call."""
+    """A provider wrapper stamping entry and exit of every model call; with ``cpu`` (a clock of
+    CPU seconds), that clock too, outside the wall stamps."""
 
-    def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
-        self.enter, self.exit = [], []
+    def __init__(self, inner, cpu=None):
+        self.inner, self.name, self.cpu = inner, inner.name, cpu
+        self.enter, self.exit, self.cpu_in, self.cpu_out = [], [], [], []
 
     def complete(self, request):
+        if self.cpu:
+            self.cpu_in.append(self.cpu())
         self.enter.append(time.perf_counter())
         response = self.inner.complete(request)
         self.exit.append(time.perf_counter())
+        if self.cpu:
+            self.cpu_out.append(self.cpu())
         return response
 
     def result(self, turns: int, started: float, **extra) -> dict:
-        e, x = self.enter, self.exit
+        e, x, ci, co = self.enter, self.exit, self.cpu_in, self.cpu_out
         assert len(e) == turns + 1, (len(e), turns)
+        cpu = {"cpu": [ci[k] - co[k - 1] for k in range(1, len(e))]} if ci else {}
         return {"turns": [e[k] - x[k - 1] for k in range(1, len(e))],
                 "call_to_call": [e[k] - e[k - 1] for k in range(1, len(e))],
-                "model": [x[k] - e[k] for k in range(len(e))], "pre": e[0] - started, **extra}
+                "model": [x[k] - e[k] for k in range(len(e))], "pre": e[0] - started, **cpu,
+                **extra}
 
 
 class Keep:
@@ -169,8 +176,15 @@ class Durable:
             "config": {"max_turns": T + 1}}) for T in turns}
 
     def wrap(self, provider) -> Timed:
-        self.timed = Timed(provider)
+        self.timed = Timed(provider, cpu=self.cpu)
         return self.timed
+
+    def cpu(self) -> float:
+        """CPU seconds of this thread and of its PostgreSQL backend (the server's schedstat)."""
+        pid = self.connection.connection.info.backend_pid
+        with open(f"/proc/{pid}/schedstat") as f:
+            server = int(f.read().split()[0])
+        return (time.thread_time_ns() + server) / 1e9
 
     def query(self, sql: str, params=()) -> tuple:
         with self.connection.cursor() as cur:
@@ -228,7 +242,7 @@ def report(short, growth, turns, growth_turns, reps) -> None:
     print(f"\n== T={turns}, {reps} reps: ms/turn (per run: mean of its {turns} turns; median, "
           "min, p90 over runs) ==")
     print(f"{'mode':<12} {'median':>7} {'min':>7} {'p90':>7} {'target':>7} {'met':>4} "
-          f"{'call->call':>10} {'model/call':>10} {'pre ms':>7}")
+          f"{'call->call':>10} {'model/call':>10} {'pre ms':>7} {'cpu ms':>7}")
     for mode, runs in short.items():
         xs = [per_turn_ms(r["turns"]) for r in runs]
         p90 = sorted(xs)[min(len(xs) - 1, int(0.9 * len(xs)))]  # nearest rank
@@ -236,7 +250,9 @@ def report(short, growth, turns, growth_turns, reps) -> None:
               f"{verdict(med(xs), TARGET_MS.get(mode))} "
               f"{med([per_turn_ms(r['call_to_call']) for r in runs]):10.3f} "
               f"{1e3 * med([med(r['model']) for r in runs]):10.4f} "
-              f"{1e3 * med([r['pre'] for r in runs]):7.2f}")
+              f"{1e3 * med([r['pre'] for r in runs]):7.2f} "
+              + (f"{med([per_turn_ms(r['cpu']) for r in runs]):7.3f}" if "cpu" in runs[0]
+                 else f"{'':>7}"))
     if growth and growth_turns >= 10:
         ks = [k for k in (10, 100, 300) if k <= growth_turns]
         last = ks[-1]
@@ -251,6 +267,12 @@ def report(short, growth, turns, growth_turns, reps) -> None:
                   + f" {w[last] / w[10]:7.2f} {verdict(w[last] / w[10], TARGET_GROWTH)} "
                   f"{1e3 * med([window(r['call_to_call'], last) for r in runs]):14.3f} "
                   f"{1e3 * med([window(r['model'], last) for r in runs]):10.3f}")
+            if "cpu" in runs[0]:  # CPU (this thread + its backend): less noisy than the clock
+                c = {k: 1e3 * med([window(r["cpu"], k) for r in runs]) for k in ks}
+                ratios = [window(r["cpu"], last) / window(r["cpu"], 10) for r in runs]
+                print(f"{'  cpu':<12} " + " ".join(f"{c[k]:8.3f}" for k in ks)
+                      + f" {c[last] / c[10]:7.2f}  (per run: {min(ratios):.2f}–"
+                      f"{max(ratios):.2f})")
     print()
     for T, data in ((turns, short), (growth_turns, growth)):
         if runs := data.get("inproc+json"):

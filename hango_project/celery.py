@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init
+from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
 
@@ -23,3 +23,16 @@ def _instrument(**kwargs: object) -> None:
 
 worker_init.connect(_instrument, weak=False)
 worker_process_init.connect(_instrument, weak=False)
+
+
+def _close_old_connections(**kwargs: object) -> None:
+    """Django's per-request connection hygiene, per task: a connection that broke or passed
+    CONN_MAX_AGE is closed; the others are kept, with the statements prepared on them
+    (settings.CELERY_DB_REUSE_MAX keeps Celery's fixup from closing them all)."""
+    from django.db import close_old_connections
+
+    close_old_connections()
+
+
+task_prerun.connect(_close_old_connections, weak=False)
+task_postrun.connect(_close_old_connections, weak=False)

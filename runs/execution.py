@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from accounts.usage import quota_hold
 from agents.models import Agent
-from agents.stores import DbMemoryStore, DbSkillStore
+from agents.stores import DbMemoryStore, DbSkillStore, Guard
 from context.stores import DbOverrideStore
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
@@ -32,6 +32,7 @@ from harness.providers.models import context_window
 from harness.serde import content_from_json
 from harness.stack import default_stack
 from harness.state import State, state_from_json
+from harness.stores import Summary
 from harness.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
 from runs.checkpoint import Claim
@@ -89,6 +90,27 @@ class DbBudget:
             raise QuotaReached(exc.message) from None
 
 
+class ReadSummaryStore(DbSummaryStore):
+    """The summary store of a session whose row the caller has just read (a run's claim reads
+    it with the run): the first load answers from that row instead of reading it again. Only
+    this store writes a session's summary, and a save forgets the row."""
+
+    def __init__(self, session: Session, *, guard: Guard | None = None) -> None:
+        super().__init__(session.pk, guard=guard)
+        self._read: Session | None = session
+
+    def load(self) -> Summary | None:
+        session, self._read = self._read, None
+        if session is None:
+            return super().load()
+        return (Summary(text=session.summary, through_seq=session.summary_seq)
+                if session.summary_seq else None)
+
+    def save(self, summary: Summary) -> None:
+        self._read = None
+        super().save(summary)
+
+
 def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
                settings: ProviderSettings | None = None, claim: Claim | None = None,
                budget: Budget | None = None) -> Loop:
@@ -111,20 +133,21 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
     if budget is not None:
         provider = Budgeted(provider, budget, tokenizer)
     guard = claim.hold if claim is not None else None
+    knobs = hango()
     deps = RunDeps(
         memory=DbMemoryStore(agent, guard=guard), skills=DbSkillStore(agent, spec.config.skills),
         files=DbFileStore(session.pk, guard=guard),
-        summaries=DbSummaryStore(session.pk, guard=guard),
+        summaries=ReadSummaryStore(session, guard=guard),
         overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
         context_window=context_window(spec.model), tokenizer=tokenizer,
-        memory_max_bytes=hango().memory_max_bytes,
-        large_tool_result_chars=hango().large_tool_result_chars,
-        subagent_max_depth=hango().subagent_max_depth,
-        subagent_max_turns=hango().subagent_max_turns,
+        memory_max_bytes=knobs.memory_max_bytes,
+        large_tool_result_chars=knobs.large_tool_result_chars,
+        subagent_max_depth=knobs.subagent_max_depth,
+        subagent_max_turns=knobs.subagent_max_turns,
     )
     stack = default_stack(StackConfig(
-        agent=spec, repeat_call_threshold=hango().repeat_call_threshold, deps=deps,
+        agent=spec, repeat_call_threshold=knobs.repeat_call_threshold, deps=deps,
         capture_only=capture_only))
     return Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
                 tools=tool_registry().view(spec.allowed_tools))

@@ -57,7 +57,9 @@ class Run(TokenCounts):
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
+    # No index of its own: (session, -created_at) serves every lookup by session.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs",
+                                db_index=False)
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=32, choices=RunStatus.choices, default=RunStatus.QUEUED)
     # The checkpoint: todos and every middleware's private state, written at each turn boundary.

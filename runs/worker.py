@@ -41,8 +41,10 @@ from runs.checkpoint import (
     Claim,
     TurnWrite,
     cancel_unheld,
+    claim_unheld,
     commit_turn,
     finish_run,
+    message_id,
 )
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
@@ -95,6 +97,10 @@ def _lease() -> timedelta:
 
 def claim_run(run_id: str, owner: str) -> Run | None:
     """Take the run's lease under a new epoch, or None when there is nothing to do."""
+    if connection.vendor == "postgresql":  # the common case in one statement
+        now = timezone.now()
+        if (run := claim_unheld(run_id, owner, now + _lease(), now)) is not None:
+            return run
     with transaction.atomic():
         run = (Run.objects.select_for_update(of=("self",))
                .select_related("agent", "session__tenant").filter(pk=run_id).first())
@@ -219,7 +225,7 @@ class DbCheckpointer:
                              if self.quota is not None else None)
 
     def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
-        messages = [(uuid.uuid4(), self.next_seq + i, m.role, content_to_json(m.content))
+        messages = [(message_id(), self.next_seq + i, m.role, content_to_json(m.content))
                     for i, m in enumerate(result.messages)]
         # Message events say what was stored; clients read the content from the messages route.
         notices = [(EVENT_MESSAGE, {"id": str(id_), "seq": seq, "role": role})

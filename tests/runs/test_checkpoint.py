@@ -4,17 +4,22 @@ directly on one of two runs made alike, and every row the turn touched is compar
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest.mock import patch
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from accounts.models import Tenant, UsageRecord
+from accounts.models import QuotaHold, Tenant, UsageRecord
 from accounts.usage import period_bounds
 from harness.messages import ModelUsage, Usage
-from runs import checkpoint
+from runs import checkpoint, tasks, worker
 from runs.checkpoint import Committed, TurnWrite
 from runs.models import Message, Run, RunEvent, Session
 from runs.services import message_post
@@ -162,3 +167,159 @@ def test_a_duplicate_turn_is_refused_and_writes_nothing(twin_runs, path):
     after_first = _rows(run.pk)
     assert commit(write) is None  # a redelivery: the run's turn is no longer the expected one
     assert _rows(run.pk) == after_first
+
+
+def _prepared_statements() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM pg_prepared_statements")
+        return {name for (name,) in cursor.fetchall()}
+
+
+def test_the_statement_is_prepared_once_per_connection(twin_runs):
+    run, _ = twin_runs
+    write = _turn(run)
+    with CaptureQueriesContext(connection) as first:
+        assert checkpoint._commit_one_statement(write) is not None
+    assert "hango_turn_release" in _prepared_statements()
+    again = replace(_turn(run), expected_turn=1, turn=2, messages=[
+        (uuid.uuid4(), 4, "assistant", ASSISTANT)], calls=CALLS[:1])
+    with CaptureQueriesContext(connection) as second:
+        assert checkpoint._commit_one_statement(again) is not None
+    assert [q["sql"].split()[0] for q in first] == ["PREPARE", "EXECUTE"]
+    assert [q["sql"].split()[0] for q in second] == ["EXECUTE"]
+
+
+@pytest.mark.parametrize("lose", ["deallocate", "reconnect"])
+def test_a_connection_that_lost_the_statement_prepares_it_again(twin_runs, lose):
+    sql_run, orm_run = twin_runs
+    assert checkpoint._commit_one_statement(_turn(sql_run)) is not None
+    assert checkpoint._commit_orm(_turn(orm_run)) is not None
+    if lose == "deallocate":  # the server forgot it, the connection is the same
+        with connection.cursor() as cursor:
+            cursor.execute("DEALLOCATE ALL")
+    else:  # Django closed the connection (max age, an error): the next one is a new session
+        connection.close()
+    assert _prepared_statements() == set()
+    second = {run.pk: replace(_turn(run), expected_turn=1, turn=2, calls=CALLS[1:], messages=[
+        (uuid.uuid4(), 4, "assistant", ASSISTANT)]) for run in (sql_run, orm_run)}
+    assert checkpoint._commit_one_statement(second[sql_run.pk]) is not None
+    assert checkpoint._commit_orm(second[orm_run.pk]) is not None
+    assert _rows(sql_run.pk) == _rows(orm_run.pk)
+    assert "hango_turn_release" in _prepared_statements()
+
+
+def test_message_ids_are_version_7_and_sort_by_time():
+    earlier = checkpoint.message_id()
+    time.sleep(0.002)
+    later = [checkpoint.message_id() for _ in range(100)]
+    assert {i.version for i in [earlier, *later]} == {7}
+    assert all(earlier < i for i in later)
+    assert len(set(later)) == len(later)
+
+
+def _orm_claim(run_id: uuid.UUID, owner: str) -> Run | None:
+    """claim_run by its ORM path alone (as on SQLite)."""
+    with patch.object(worker, "claim_unheld", lambda *args: None):
+        return worker.claim_run(run_id, owner)
+
+
+@pytest.fixture
+def twin_queued(tenant, other_tenant, make_session, hango_settings,
+                monkeypatch) -> tuple[Run, Run]:
+    """Two queued runs made alike, one per tenant, both tenants with a quota and the run's
+    holds left by an earlier claim's call that never committed. Nothing executes them."""
+    hango_settings(run_inline=False, broker_url="")
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    runs = []
+    for owner_tenant, email in ((tenant, "alice@acme.test"), (other_tenant, "carol@globex.test")):
+        Tenant.objects.filter(pk=owner_tenant.pk).update(token_quota=QUOTA)
+        session = Session.objects.get(pk=make_session(make_caller(owner_tenant, email))["id"])
+        _, queued = message_post(session=session, content="hi")
+        QuotaHold.objects.create(tenant=owner_tenant, run=queued, tokens=5,
+                                 expires_at=LEASE)
+        runs.append(queued)
+    return runs[0], runs[1]
+
+
+def _claimed(run: Run) -> dict[str, Any]:
+    rows = _rows(run.pk)
+    rows["run"] = {k: v for k, v in rows["run"].items() if k != "lease_expires_at"}
+    rows["holds"] = QuotaHold.objects.filter(run_id=run.pk).count()
+    rows["returned"] = (run.agent.name, run.session.pk == run.session_id,
+                        run.session.tenant.token_quota, run.epoch, run.status, run.state_json)
+    return rows
+
+
+@pytest.mark.parametrize("status", ["queued", "running"])
+def test_both_claims_write_the_same_rows(twin_queued, status):
+    sql_run, orm_run = twin_queued
+    if status == "running":  # its worker died: the lease expired
+        Run.objects.filter(pk__in=[sql_run.pk, orm_run.pk]).update(
+            status="running", epoch=3, lease_owner="dead", state_json=STATE,
+            lease_expires_at=datetime(2020, 1, 1, tzinfo=UTC))
+    with CaptureQueriesContext(connection) as queries:
+        by_sql = worker.claim_run(sql_run.pk, "worker-a")
+    assert [q["sql"].split()[0] for q in queries][-1:] == ["EXECUTE"]  # nothing else after it
+    by_orm = _orm_claim(orm_run.pk, "worker-a")
+    assert by_sql is not None and by_orm is not None
+    assert _claimed(by_sql) == _claimed(by_orm)
+    claimed = _claimed(by_sql)
+    assert claimed["holds"] == 0
+    assert (claimed["run"]["status"], claimed["run"]["epoch"]) == (
+        "running", 1 if status == "queued" else 4)
+    events = [(e["type"], e["data"]) for e in claimed["events"]]
+    assert events[-1] == ("run.status", {"status": "running", "turn": 0}) or status == "running"
+    assert len(events) == (2 if status == "queued" else 1)
+
+
+def test_the_one_statement_claims_only_the_common_case(twin_queued):
+    run, _ = twin_queued
+    now = timezone.now()
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    assert checkpoint.claim_unheld(run.pk, "worker-a", now, now) is None
+    Run.objects.filter(pk=run.pk).update(cancel_requested=False, lease_owner="other",
+                                         lease_expires_at=now + timedelta(minutes=1))
+    assert checkpoint.claim_unheld(run.pk, "worker-a", now, now) is None
+    assert checkpoint.claim_unheld(run.pk, "other", now, now) is not None  # its own lease
+    assert checkpoint.claim_unheld("not-a-run-id", "worker-a", now, now) is None
+    # What it did not claim, claim_run still decides: a cancel asked for is honoured.
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True, lease_expires_at=None)
+    assert worker.claim_run(run.pk, "worker-b") is None
+    assert Run.objects.get(pk=run.pk).status == "cancelled"
+
+
+@pytest.mark.parametrize(("status", "error", "cancel_requested"), [
+    ("completed", None, False),
+    ("failed", {"code": "max_turns", "message": "Stopped after 2 turns."}, False),
+    ("cancelled", None, True),  # a cancel asked for is answered
+    ("awaiting_approval", None, True),  # a pause keeps it asked
+])
+def test_both_paths_finish_a_run_alike(twin_runs, status, error, cancel_requested):
+    sql_run, orm_run = twin_runs
+    Run.objects.filter(pk__in=[sql_run.pk, orm_run.pk]).update(cancel_requested=cancel_requested)
+    last = {run.pk: replace(_turn(run), finish=(status, error)) for run in twin_runs}
+    QuotaHold.objects.create(tenant_id=last[sql_run.pk].tenant_id, run=sql_run, tokens=9,
+                             expires_at=LEASE)
+    QuotaHold.objects.create(tenant_id=last[orm_run.pk].tenant_id, run=orm_run, tokens=9,
+                             expires_at=LEASE)
+
+    by_sql = checkpoint._commit_one_statement(last[sql_run.pk])
+    by_orm = checkpoint._commit_orm(last[orm_run.pk])
+
+    assert by_sql == by_orm
+    assert by_sql is not None and by_sql.cancel_requested == (status == "awaiting_approval")
+
+    def finished(run_id: uuid.UUID) -> dict[str, Any]:
+        rows = _rows(run_id)
+        rows["run"]["finished_at"] = rows["run"]["finished_at"] is not None
+        rows["holds"] = QuotaHold.objects.filter(run_id=run_id).count()
+        return rows
+
+    rows = finished(sql_run.pk)
+    assert rows == finished(orm_run.pk)
+    assert (rows["run"]["status"], rows["run"]["error"], rows["run"]["lease_owner"],
+            rows["run"]["lease_expires_at"], rows["run"]["finished_at"], rows["holds"]) == (
+        status, error, "", None, status != "awaiting_approval", 0)
+    assert rows["events"][-1]["type"] == "run.status"
+    assert rows["events"][-1]["data"] == {"status": status, "turn": 1,
+                                          **({"error": error} if error else {})}

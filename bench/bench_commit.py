@@ -1,0 +1,100 @@
+"""The turn's commit alone: the one statement prepared once per connection (what runs) against
+the same statement parsed and planned at every call; prints figures only.
+
+A workload run's turn writes are captured (``runs.checkpoint.commit_turn``), then replayed on a
+freshly claimed run, turn after turn — each commit a new turn of that run, with its messages,
+events and usage row — in rounds that alternate the two ways. Per commit: wall time and the
+PostgreSQL backend's CPU (``/proc/<pid>/schedstat``); the first 5 commits of a round (the
+statement being prepared, custom plans) are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import statistics as st
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
+
+from bench_turns import DEFAULT_DB, PROMPT, Durable  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--db", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB))
+    ap.add_argument("--commits", type=int, default=60, help="per round")
+    ap.add_argument("--rounds", type=int, default=6, help="per way, alternating")
+    a = ap.parse_args()
+    durable = Durable(a.db, {20})
+    from django.db import connection
+
+    from runs import checkpoint, worker
+    from runs.worker import claim_run
+
+    writes = []
+    commit = worker.commit_turn
+    worker.commit_turn = lambda write: (writes.append(write), commit(write))[1]
+    durable.run(20)
+    worker.commit_turn = commit
+    template = [w for w in writes if w.finish is None]
+
+    class Plain:  # the same statement, parsed and planned by every call
+        def run(self, cursor, params):
+            cursor.execute(checkpoint._STATEMENTS[False], params)
+
+    ways = {"prepared": checkpoint._TURN[False], "plain": Plain()}
+    results: dict[str, tuple[list[float], list[float]]] = {w: ([], []) for w in ways}
+    for n in range(2 * a.rounds):
+        way = ("prepared", "plain")[n % 2]
+        session = durable.services.session_create(member=durable.member,
+                                                  agent=durable.agents[20])
+        _, queued = durable.services.message_post(session=session, content=PROMPT)
+        run = claim_run(str(queued.pk), "bench")
+        assert run is not None
+        checkpoint._TURN[False] = ways[way]
+        seq, wall, cpu = 2, [], []
+        for i in range(a.commits):
+            w = template[i % len(template)]
+            messages = [(checkpoint.message_id(), seq + j, role, content)
+                        for j, (_, _, role, content) in enumerate(w.messages)]
+            write = dataclasses.replace(w, run_id=run.pk, session_id=run.session_id,
+                                        epoch=run.epoch, expected_turn=i, turn=i + 1,
+                                        messages=messages)
+            pid = connection.connection.info.backend_pid
+            c0, t0 = _schedstat(pid), time.perf_counter()
+            assert checkpoint.commit_turn(write) is not None
+            t1, c1 = time.perf_counter(), _schedstat(pid)
+            seq += len(messages)
+            if i >= 5:
+                wall.append(t1 - t0)
+                cpu.append(c1 - c0)
+        results[way][0].extend(wall)
+        results[way][1].extend(cpu)
+    checkpoint._TURN[False] = ways["prepared"]
+    print(f"hango commit benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  cpus {os.cpu_count()}"
+          f"  load {os.getloadavg()[0]:.2f}")
+    print(f"\n== one turn's commit, {a.rounds} rounds x {a.commits - 5} commits each way: ms, "
+          "median (p10–p90) ==")
+    for way, (wall, cpu) in results.items():
+        print(f"{way:<9} wall {_q(wall)}   backend CPU {_q(cpu)}")
+
+
+def _schedstat(pid: int) -> float:
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9
+
+
+def _q(xs: list[float]) -> str:
+    xs = sorted(xs)
+    return (f"{1e3 * st.median(xs):.3f} ({1e3 * xs[len(xs) // 10]:.3f}–"
+            f"{1e3 * xs[9 * len(xs) // 10]:.3f})")
+
+
+if __name__ == "__main__":
+    main()

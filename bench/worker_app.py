@@ -1,0 +1,101 @@
+"""hango's Celery app with the worker benchmark's stamps: ``celery -A bench.worker_app worker``.
+
+The app object is ``hango_project.celery.app`` itself, so the worker runs hango's tasks with
+hango's settings. Added, before the prefork pool forks its children: an entry in the provider
+registry for each ``scripted:workload-<T>`` the benchmark names (``BENCH_WORKLOAD_TURNS``, comma
+separated) that wraps the real scripted model and stamps ``time.perf_counter()`` (the system's
+monotonic clock, the same in every process) on entry to and exit from each model call; stamps
+when the task starts (``task_prerun``), when the claim and ``build_execution`` return, and when
+the task ends. At ``task_postrun`` — after the last stamp — each task's stamps go as one JSON
+record onto the Redis list ``BENCH_STAMPS_KEY`` of the broker, for :mod:`bench.bench_workers`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import redis
+from celery.signals import task_postrun, task_prerun
+
+from hango_project.celery import app
+from harness.providers import registry
+
+STAMPS_KEY = os.environ.get("BENCH_STAMPS_KEY", "bench:stamps")
+_task: dict[str, Any] = {}  # the stamps of the task this process is executing (one at a time)
+
+
+class Timed:
+    """The real provider, with every call's entry and exit stamped into the current task's."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name = inner, inner.name
+
+    def complete(self, request: Any) -> Any:
+        _task.setdefault("enter", []).append(time.perf_counter())
+        response = self.inner.complete(request)
+        _task.setdefault("exit", []).append(time.perf_counter())
+        return response
+
+
+def _register() -> None:
+    real = registry.factory("scripted")
+    assert real is not None
+    for turns in filter(None, os.environ.get("BENCH_WORKLOAD_TURNS", "").split(",")):
+        registry.add(f"scripted:workload-{int(turns)}",
+                     lambda name, knobs: Timed(real(name, knobs)))
+
+
+def _stamped(name: str, function: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        _task[f"{name}_from"] = time.perf_counter()
+        result = function(*args, **kwargs)
+        _task[name] = time.perf_counter()
+        return result
+    return call
+
+
+_instrumented = False
+
+
+def _instrument_worker() -> None:
+    """Stamp the two phases before the first model call, where execute_run calls them (once
+    per process, at its first task: Django is set up by then)."""
+    global _instrumented
+    from runs import worker
+
+    worker.claim_run = _stamped("claimed", worker.claim_run)
+    worker.build_execution = _stamped("built", worker.build_execution)
+    _instrumented = True
+
+
+@task_prerun.connect
+def _started(task_id: str, task: Any, args: tuple = (), **_: Any) -> None:
+    if not _instrumented:
+        _instrument_worker()
+    _task.clear()
+    _task.update(start=time.perf_counter(), task=task.name, args=list(args), pid=os.getpid())
+
+
+@task_postrun.connect
+def _finished(task_id: str, task: Any, retval: Any = None, **_: Any) -> None:
+    _task.update(end=time.perf_counter(), result=retval if isinstance(retval, str) else None)
+    if task.name == "runs.execute_run":
+        _redis().rpush(STAMPS_KEY, json.dumps(_task))
+
+
+_client: redis.Redis | None = None
+
+
+def _redis() -> redis.Redis:
+    global _client
+    if _client is None:  # one per process, made after the fork
+        _client = redis.Redis.from_url(app.conf.broker_url)
+    return _client
+
+
+_register()
+
+__all__ = ["app"]
