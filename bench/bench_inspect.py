@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.databases import ensure_database  # noqa: E402
+
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench"
 SIZES = (100, 1_000, 10_000)
 MODELS = ("scripted:demo", "openai:gpt-4o", "anthropic:claude-sonnet-4-6")
@@ -54,16 +56,7 @@ def history(n: int) -> list[tuple[str, list[dict]]]:
 
 
 def setup(url: str) -> None:
-    import psycopg2
-
-    name = url.rsplit("/", 1)[1]
-    admin = psycopg2.connect(url.rsplit("/", 1)[0] + "/postgres")
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute("select 1 from pg_database where datname = %s", [name])
-        if cur.fetchone() is None:
-            cur.execute(f'create database "{name}"')
-    admin.close()
+    ensure_database(url)
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
     os.environ["HANGO_RATE_LIMIT_PER_MINUTE"] = "0"  # the bench's own requests are not limited

@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.databases import ensure_database  # noqa: E402
 from harness.agent import AgentConfig, AgentSpec  # noqa: E402
 from harness.chain import Chain  # noqa: E402
 from harness.deps import RunDeps, StackConfig  # noqa: E402
@@ -136,16 +137,7 @@ class Durable:
     """The worker service on PostgreSQL; message_post only creates the queued run."""
 
     def __init__(self, url: str, turns: set[int]) -> None:
-        import psycopg2
-
-        server, name = url.split("?")[0].rsplit("/", 1)
-        admin = psycopg2.connect(f"{server}/postgres")
-        admin.autocommit = True
-        with admin.cursor() as cur:  # create the bench database once
-            cur.execute("select 1 from pg_database where datname = %s", (name,))
-            if cur.fetchone() is None:
-                cur.execute(f'create database "{name}"')
-        admin.close()
+        ensure_database(url)
         os.environ["DATABASE_URL"] = url
         # No broker, not inline, and no enqueue at all: this process executes the run itself.
         os.environ["HANGO_RUN_INLINE"] = "0"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics as st
 import subprocess
 import sys
@@ -22,6 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.databases import ensure_database  # noqa: E402
+from tests.support.servers import stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_workers"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/10"
@@ -42,16 +44,7 @@ def pct(xs, p):
 
 class Bench:
     def __init__(self, db: str, broker: str, turns: set[int]) -> None:
-        import psycopg2
-
-        server, name = db.split("?")[0].rsplit("/", 1)
-        admin = psycopg2.connect(f"{server}/postgres")
-        admin.autocommit = True
-        with admin.cursor() as cur:
-            cur.execute("select 1 from pg_database where datname = %s", (name,))
-            if cur.fetchone() is None:
-                cur.execute(f'create database "{name}"')
-        admin.close()
+        ensure_database(db)
         self.env = {"DATABASE_URL": db, "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0",
                     "BENCH_WORKLOAD_TURNS": ",".join(map(str, sorted(turns))),
                     "BENCH_STAMPS_KEY": STAMPS_KEY}
@@ -97,13 +90,8 @@ class Bench:
             time.sleep(0.1)
 
     def stop(self) -> None:
-        if self.worker is not None and self.worker.poll() is None:
-            os.killpg(self.worker.pid, signal.SIGTERM)
-            try:
-                self.worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.worker.pid, signal.SIGKILL)
-                self.worker.wait()
+        if self.worker is not None:
+            stop_group(self.worker, timeout=30)
 
     def processes(self) -> tuple[list[int], list[int]]:
         """The worker's processes (the main one and its pool's) and its database backends."""

@@ -17,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.databases import ensure_database  # noqa: E402
 from tests.support.fuzz import PHASES, SERVER_ENV, fuzz, fuzz_config, seed_objects  # noqa: E402
 from tests.support.servers import GunicornProcess  # noqa: E402
 
@@ -25,16 +26,7 @@ DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_fuzz"
 
 def prepare(url: str) -> str:
     """Create the database if missing, migrate it, bootstrap a tenant; the owner's key."""
-    import psycopg2
-
-    name = url.rsplit("/", 1)[1]
-    admin = psycopg2.connect(url.rsplit("/", 1)[0] + "/postgres")
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute("select 1 from pg_database where datname = %s", [name])
-        if cur.fetchone() is None:
-            cur.execute(f'create database "{name}"')
-    admin.close()
+    ensure_database(url)
     env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "hango_project.settings"}
 
     def manage(*args: str) -> str:

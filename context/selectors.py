@@ -23,14 +23,20 @@ def overrides_list(*, target: Agent | Session) -> list[Override]:
     return overrides_of(list(rows))
 
 
+def with_agent_and_tenant(session: Session) -> Session:
+    """``session`` with its agent and tenant loaded (read again only when they are not)."""
+    if Session.agent.is_cached(session) and Session.tenant.is_cached(session):
+        return session
+    return Session.objects.select_related("agent", "tenant").get(pk=session.pk)
+
+
 def context_snapshot(*, session: Session, extra: Sequence[Override] = (),
                      provider_count: bool = False) -> Snapshot:
     """The inspector's snapshot of ``session``'s next model request: the loop a new run would
     build (the one factory, ``capture_only``), over a fresh state from the stored history, with
     the stored overrides (and ``extra`` on top). Reads only; calls no model unless
     ``provider_count`` asks the provider's counter for the totals."""
-    if not (Session.agent.is_cached(session) and Session.tenant.is_cached(session)):
-        session = Session.objects.select_related("agent", "tenant").get(pk=session.pk)
+    session = with_agent_and_tenant(session)
     with gc_paused():
         loop = build_loop(session.agent, session, capture_only=True)
         state = new_state(session, session_history(session.pk, reuse_decoded=True))

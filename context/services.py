@@ -30,6 +30,7 @@ from accounts.models import AuditAction, Member, UsagePurpose, UsageRecord
 from accounts.usage import quota_admit, quota_release
 from agents.models import Agent
 from context.models import ContextOverride
+from context.selectors import with_agent_and_tenant
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded, Unprocessable
 from harness import context, history, telemetry
@@ -175,7 +176,7 @@ def context_try(*, session: Session, extra: Sequence[Override], message: str | N
     The call is a ``context_try`` usage row of the tenant (402 when its quota is spent, or
     cannot cover the call's worst case, held as a run's calls are) and a ``context.try`` audit
     row (part ids and the model, never text)."""
-    session = Session.objects.select_related("agent", "tenant").get(pk=session.pk)
+    session = with_agent_and_tenant(session)
     history = session_history(session.pk, reuse_decoded=True)
     if message is not None:
         history.append(HMessage.user(message))

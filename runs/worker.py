@@ -338,10 +338,9 @@ def reconcile_runs() -> list[uuid.UUID]:
     a queued run whose task never arrived (older than the grace period).
 
     Each one's lease is cleared, its epoch advanced (a stalled holder is fenced out) and its
-    ``updated_at`` set to now, so the next pass leaves it
-    alone for another grace period: a backlog of queued runs is not flooded with duplicate
-    tasks every pass. (A duplicate would be harmless — a claim is exclusive — but it costs a
-    broker message and a worker's time.)"""
+    ``updated_at`` set to now, so the next pass leaves it alone for another grace period: a
+    backlog of queued runs is not flooded with duplicate tasks every pass. (A duplicate would be
+    harmless — a claim is exclusive — but it costs a broker message and a worker's time.)"""
     now = timezone.now()
     grace = timedelta(seconds=hango().reconcile_grace_seconds)
     with transaction.atomic():

@@ -67,6 +67,28 @@ def assert_rows_match_run(run_id) -> list[UsageRecord]:
     return found
 
 
+def at_once(call, items, *, threads: int) -> list[bool]:
+    """``call(item)`` for every item on ``threads`` threads started together (a barrier), each
+    on its own connection: whether each got past the quota (False: QuotaExceeded)."""
+    gate = threading.Barrier(threads)
+
+    def one(item) -> bool:
+        try:
+            try:
+                gate.wait(timeout=10)
+            except threading.BrokenBarrierError:
+                pass
+            call(item)
+            return True
+        except QuotaExceeded:
+            return False
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(one, items))
+
+
 def set_quota(tenant: Tenant, quota: int | None, period: str = QuotaPeriod.MONTH) -> None:
     Tenant.objects.filter(pk=tenant.pk).update(token_quota=quota, quota_period=period)
 
@@ -252,26 +274,11 @@ def test_concurrent_starts_against_a_nearly_spent_quota_never_overspend(
     quota, used = 10_000, 9_000
     set_quota(tenant, quota)
     spend(tenant, sessions[0].pk, used)
-    gate = threading.Barrier(25)
-    outcomes: list[str] = []
-
-    def start(session: Session) -> str:
-        try:
-            try:
-                gate.wait(timeout=10)
-            except threading.BrokenBarrierError:
-                pass
-            message_post(session=session, content="go")
-            return "accepted"
-        except QuotaExceeded:
-            return "refused"
-        finally:
-            connection.close()
-
     began = time.monotonic()
-    with ThreadPoolExecutor(max_workers=25) as pool:
-        outcomes = list(pool.map(start, sessions))
+    admitted = at_once(lambda session: message_post(session=session, content="go"), sessions,
+                       threads=25)
     elapsed = time.monotonic() - began
+    outcomes = ["accepted" if ok else "refused" for ok in admitted]
     accepted = outcomes.count("accepted")
     active = Run.objects.filter(session__tenant=tenant,
                                 status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).count()
@@ -290,23 +297,7 @@ def test_concurrent_holds_never_pass_the_quota(alice, tenant, make_session, tran
     session = make_session(alice)
     set_quota(tenant, 10_000)
     spend(tenant, session["id"], 9_000)
-    gate = threading.Barrier(20)
-
-    def hold(_: int) -> bool:
-        try:
-            try:
-                gate.wait(timeout=10)
-            except threading.BrokenBarrierError:
-                pass
-            quota_hold(tenant.pk, 100)
-            return True
-        except QuotaExceeded:
-            return False
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=20) as pool:
-        held = list(pool.map(hold, range(60)))
+    held = at_once(lambda _: quota_hold(tenant.pk, 100), range(60), threads=20)
     assert held.count(True) == 10
     start = period_bounds(QuotaPeriod.MONTH)[0]
     assert committed_spend(tenant.pk, start) == 10_000 == tenant_spend(tenant.pk, start) + 1_000

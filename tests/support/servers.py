@@ -25,6 +25,19 @@ def free_port() -> int:
         return port
 
 
+def stop_group(proc: subprocess.Popen, *, timeout: float = 20) -> None:
+    """SIGTERM a process started in a session of its own, and its group; SIGKILL what is still
+    there after ``timeout`` seconds."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 class GunicornProcess:
     """``gunicorn hango_project.wsgi`` as its own process group on a free port, on the database
     at ``database_url``, logging to a file; ``env`` adds to (or overrides) the environment, e.g.
@@ -70,13 +83,7 @@ class GunicornProcess:
         raise AssertionError(f"gunicorn did not come up:\n{self.log()}")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc)
         self._log.close()
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from django.db import connection
 
+from tests.support.servers import stop_group
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -101,11 +103,5 @@ class WorkerProcess:
     def stop(self) -> None:
         for pid in self.processes() if self.proc.poll() is not None else []:
             os.kill(pid, signal.SIGKILL)  # what a killed main process left behind
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc)
         self._log.close()
