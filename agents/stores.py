@@ -16,6 +16,7 @@ from agents import services
 from agents.models import Agent, MemoryFile, Skill
 from hango_project.config import hango
 from hango_project.errors import ApplicationError
+from hango_project.sql import fetch, uuid_param
 from harness.stores import MemoryFile as HMemoryFile
 from harness.stores import SkillSpec
 
@@ -62,8 +63,7 @@ class DbMemoryStore:
 
     def load(self) -> list[HMemoryFile]:
         with bounded_read():
-            rows = list(MemoryFile.objects.filter(agent=self.agent).order_by("path")
-                        .values_list("path", "content"))
+            rows = fetch(_MEMORY, [uuid_param(self.agent.pk)])
         return [HMemoryFile(path=p, content=c) for p, c in rows]
 
     def write(self, path: str, content: str) -> None:
@@ -73,6 +73,11 @@ class DbMemoryStore:
                 services.memory_file_put(agent=self.agent, path=path, content=content)
         except ApplicationError as exc:
             raise ValueError(exc.message) from None
+
+
+# Every run of a memory agent reads its files before its first model call: one plain query.
+_MEMORY = (f"SELECT path, content FROM {MemoryFile._meta.db_table} WHERE agent_id = %s "
+           "ORDER BY path")
 
 
 class DbSkillStore:

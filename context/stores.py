@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import Q
-
 from context.models import ContextOverride
+from hango_project.sql import fetch, uuid_param
 from harness.context import Override
 
 
@@ -24,6 +23,12 @@ class DbOverrideStore:
         self.tenant_id, self.agent_id, self.session_id = tenant_id, agent_id, session_id
 
     def load(self) -> list[Override]:
-        rows = ContextOverride.objects.filter(
-            Q(agent_id=self.agent_id) | Q(session_id=self.session_id), tenant_id=self.tenant_id)
-        return overrides_of(list(rows.order_by("created_at", "part")))
+        rows = fetch(_LOAD, [uuid_param(self.tenant_id), uuid_param(self.agent_id),
+                             uuid_param(self.session_id)])
+        return [Override(part=part, action=action,  # the database checks the action
+                         replacement=replacement) for part, action, replacement in rows]
+
+
+# Every run reads its overrides before its first model call: one plain query.
+_LOAD = (f"SELECT part, action, replacement FROM {ContextOverride._meta.db_table} "
+         "WHERE tenant_id = %s AND (agent_id = %s OR session_id = %s) ORDER BY created_at, part")

@@ -9,7 +9,6 @@ import uuid
 from functools import cache, lru_cache
 from typing import cast
 
-from django.db import connection
 from pydantic import SecretStr
 
 from accounts.usage import quota_hold
@@ -18,6 +17,7 @@ from agents.stores import DbMemoryStore, DbSkillStore, Guard
 from context.stores import DbOverrideStore
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
+from hango_project.sql import fetch, uuid_param
 from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain
 from harness.deps import RunDeps, StackConfig
@@ -160,13 +160,8 @@ def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False) -> li
     ORM's per-row conversion was a third of the time at 10,000 messages. ``reuse_decoded``
     takes each message from :func:`_shared_message` — for the context inspector's reads, which
     never run a tool, so no one mutates a shared tool call's input."""
-    table = Message._meta.db_table
-    # The id as the database stores it (a uuid in PostgreSQL, hex text in SQLite).
-    key = Session._meta.pk.get_db_prep_value(session_id, connection)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT seq, role, content FROM {table} WHERE session_id = %s "
-                       "ORDER BY seq", [key])
-        rows = cursor.fetchall()
+    rows = fetch(f"SELECT seq, role, content FROM {Message._meta.db_table} "
+                 "WHERE session_id = %s ORDER BY seq", [uuid_param(session_id)])
     decode = _shared_message if reuse_decoded else _message
     return [decode(seq, role, content) for seq, role, content in rows]
 

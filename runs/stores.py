@@ -8,9 +8,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.db import connection
 from django.db.models import Func, IntegerField
 
 from agents.stores import Guard, guarded
+from hango_project.sql import fetch, uuid_param
 from harness.stores import FileInfo, Summary
 from runs.models import Session, SessionFile
 
@@ -43,8 +45,10 @@ class DbFileStore:
 
     def list(self) -> list[FileInfo]:
         if self._listing is None:
-            rows = (SessionFile.objects.filter(session_id=self.session_id).order_by("path")
-                    .annotate(size=OctetLength("content")).values_list("path", "size"))
+            size = ("LENGTH(CAST(content AS BLOB))" if connection.vendor == "sqlite"
+                    else "OCTET_LENGTH(content)")  # see OctetLength
+            rows = fetch(f"SELECT path, {size} FROM {SessionFile._meta.db_table} "
+                         "WHERE session_id = %s ORDER BY path", [uuid_param(self.session_id)])
             self._listing = [FileInfo(path=path, size=size) for path, size in rows]
         return list(self._listing)
 
