@@ -7,8 +7,8 @@ On PostgreSQL a turn that does not end the run is one statement (data-modifying 
 round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating the
 INSERTs (a fenced turn writes no message, event or usage row); the last turn of a run also
 finishes it in the same statement. The ORM path does the same in one transaction, for SQLite.
-The claim of a run nobody holds is one statement too (:func:`claim_unheld`). They are prepared
-once per connection (:class:`_Prepared`).
+The claim of a run nobody holds is one statement too (:mod:`runs.claims`). They are prepared
+once per connection (:class:`runs.prepared.Prepared`).
 
 For a tenant with a token quota the commit also reports the period's spend (read in the same
 statement, plus this turn's tokens), so the worker can stop a run that crossed the quota at the
@@ -18,28 +18,25 @@ turn boundary without another round trip.
 from __future__ import annotations
 
 import os
-import re
 import time
 import uuid
-import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
-from psycopg2.errors import InvalidSqlStatementName
 from psycopg2.extras import Json
 
-from accounts.models import QuotaHold, Tenant, UsageRecord
+from accounts.models import QuotaHold, UsageRecord
 from accounts.usage import quota_release, tenant_spend
-from agents.models import Agent
 from harness import approvals
 from harness.errors import Superseded
 from harness.messages import ModelUsage, Role, ToolUseBlock, Usage
 from harness.serde import content_from_json, content_to_json
 from runs.events import EVENT_MESSAGE, EVENT_STATUS, append_events, status_event
-from runs.models import Message, Run, RunEvent, RunStatus, Session
+from runs.models import Message, Run, RunEvent, RunStatus
+from runs.prepared import Prepared
 
 Event = tuple[str, dict[str, Any]]
 INTERNAL_ERROR = "internal_error"  # a run's error code when its worker crashed: resumable
@@ -195,50 +192,9 @@ _PARAMETERS = (
 )
 
 
-@dataclass(frozen=True)
-class _Prepared:
-    """A statement PREPAREd once per connection, then EXECUTEd with positional values: parsing
-    and planning the turn's statement took a third of a turn."""
-
-    name: str
-    parameters: tuple[tuple[str, str], ...]  # (name, type) in PREPARE's order
-    prepare: str
-    execute: str
-
-    @classmethod
-    def of(cls, name: str, sql: str, parameters: tuple[tuple[str, str], ...]) -> _Prepared:
-        """``sql`` with ``%(name)s`` parameters, as PREPARE's ``$n``."""
-        position = {key: n for n, (key, _) in enumerate(parameters, start=1)}
-        body = re.sub(r"%\((\w+)\)s", lambda m: f"${position[m[1]]}", sql)
-        types = ", ".join(kind for _, kind in parameters)
-        return cls(name, parameters, f"PREPARE {name} ({types}) AS {body}",
-                   f"EXECUTE {name} ({', '.join(['%s'] * len(parameters))})")
-
-    def run(self, cursor: Any, params: dict[str, Any]) -> None:
-        """EXECUTE it, preparing it first on a connection that has not. A server that lost it
-        (``DEALLOCATE``, ``DISCARD ALL``) gets it prepared again; in autocommit the failed
-        EXECUTE changed nothing (in a transaction the error is the caller's)."""
-        values = [params[key] for key, _ in self.parameters]
-        prepared = _prepared.setdefault(connection.connection, set())
-        if self.name not in prepared:
-            cursor.execute(self.prepare)
-            prepared.add(self.name)
-        try:
-            cursor.execute(self.execute, values)
-        except DatabaseError as exc:
-            if (not isinstance(exc.__cause__, InvalidSqlStatementName)
-                    or connection.in_atomic_block):
-                raise
-            cursor.execute(self.prepare)
-            cursor.execute(self.execute, values)
-
-
-# The statements each open DB-API connection has prepared. One lives as long as its server
-# session: a connection Django re-opens is a new object, found here with none.
-_prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-_TURN = {quota: _Prepared.of(name, _STATEMENTS[quota], _PARAMETERS)
+_TURN = {quota: Prepared.of(name, _STATEMENTS[quota], _PARAMETERS)
          for quota, name in ((False, "hango_turn"), (True, "hango_turn_release"))}
-_LAST_TURN = _Prepared.of(
+_LAST_TURN = Prepared.of(
     "hango_last_turn", _ONE_STATEMENT.format(release=_RELEASE_HOLDS, finish=_FINISH),
     (*_PARAMETERS, ("finish", "text"), ("error", "jsonb"), ("finished_at", "timestamptz"),
      ("keep_cancel", "boolean")))
@@ -281,83 +237,6 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
     # The statement's snapshot does not see its own inserts: add this turn's tokens.
     used = None if row[1] is None else int(row[1]) + write.usage.total
     return Committed(cancel_requested=bool(row[0]), quota_used=used)
-
-
-# The claim of a run nobody holds, in one statement: lock it, take its lease under a new epoch
-# (a queued run starts running, with its status event), release what an earlier claim's calls
-# held, and read the run with its agent, session and tenant. Only the common case: a run whose
-# cancel was asked for, or that has an error (its status event would carry it), is not
-# claimed here, nor one another worker holds; the caller's ORM path decides those.
-_CLAIM_SQL = """
-WITH locked AS (
-    SELECT r.id, r.status AS was, t.token_quota IS NOT NULL AS quota
-    FROM {runs} r JOIN {sessions} s ON s.id = r.session_id JOIN {tenants} t ON t.id = s.tenant_id
-    WHERE r.id = %(run)s AND r.status IN (%(queued)s, %(running)s) AND NOT r.cancel_requested
-        AND r.error IS NULL AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= %(now)s
-                                 OR r.lease_owner = %(owner)s)
-    FOR UPDATE OF r
-), claimed AS (
-    UPDATE {runs} r SET epoch = r.epoch + 1, lease_owner = %(owner)s,
-        lease_expires_at = %(lease)s, status = %(running)s, updated_at = %(now)s,
-        started_at = CASE WHEN locked.was = %(queued)s THEN coalesce(r.started_at, %(now)s)
-                          ELSE r.started_at END,
-        event_seq = r.event_seq + (locked.was = %(queued)s)::integer
-    FROM locked WHERE r.id = locked.id
-    RETURNING r.*, locked.was, locked.quota
-), status_event AS (
-    INSERT INTO {events} (run_id, seq, type, data, created_at)
-    SELECT id, event_seq, %(event)s, jsonb_build_object('status', status, 'turn', turn), %(now)s
-    FROM claimed WHERE was = %(queued)s
-), released AS (
-    DELETE FROM {holds} WHERE run_id IN (SELECT id FROM claimed WHERE quota)
-)
-SELECT {columns}
-FROM claimed JOIN {agents} a ON a.id = claimed.agent_id
-    JOIN {sessions} s ON s.id = claimed.session_id JOIN {tenants} t ON t.id = s.tenant_id
-"""
-_CLAIMED = ((Run, "claimed"), (Agent, "a"), (Session, "s"), (Tenant, "t"))
-_CLAIM = _Prepared.of("hango_claim", _CLAIM_SQL.format(
-    runs=Run._meta.db_table, sessions=Session._meta.db_table, tenants=Tenant._meta.db_table,
-    agents=Agent._meta.db_table, events=RunEvent._meta.db_table,
-    holds=QuotaHold._meta.db_table,
-    columns=", ".join(f"{alias}.{f.column}" for model, alias in _CLAIMED
-                      for f in model._meta.concrete_fields)),
-    (("run", "uuid"), ("owner", "text"), ("lease", "timestamptz"), ("now", "timestamptz"),
-     ("queued", "text"), ("running", "text"), ("event", "text")))
-
-
-def claim_unheld(run_id: uuid.UUID | str, owner: str, lease_expires_at: datetime,
-                 now: datetime) -> Run | None:
-    """On PostgreSQL, claim a queued or running run no live lease holds (or ``owner``'s) in one
-    statement, as :func:`runs.worker.claim_run` would; the run, with its agent, session and
-    tenant, or None when it is not that common case."""
-    try:
-        run_id = uuid.UUID(str(run_id))
-    except ValueError:
-        return None
-    params = {"run": run_id, "owner": owner, "lease": lease_expires_at, "now": now,
-              "queued": RunStatus.QUEUED, "running": RunStatus.RUNNING, "event": EVENT_STATUS}
-    with connection.cursor() as cursor:
-        _CLAIM.run(cursor, params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    values = iter(row)
-    run, agent, session, tenant = (_loaded(model, values) for model, _ in _CLAIMED)
-    session.tenant = tenant
-    run.agent, run.session = agent, session
-    return run
-
-
-def _loaded(model: type[Any], values: Any) -> Any:
-    """The model instance of the next columns of a row, as a queryset would make it."""
-    fields = model._meta.concrete_fields
-    row = []
-    for f, value in zip(fields, values, strict=False):  # values: the whole row, consumed
-        if hasattr(f, "from_db_value"):  # JSON columns arrive as text
-            value = f.from_db_value(value, None, connection)
-        row.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], row)
 
 
 def _commit_orm(write: TurnWrite) -> Committed | None:

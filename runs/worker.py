@@ -41,11 +41,11 @@ from runs.checkpoint import (
     Claim,
     TurnWrite,
     cancel_unheld,
-    claim_unheld,
     commit_turn,
     finish_run,
     message_id,
 )
+from runs.claims import claim_unheld
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
 from runs.models import Run, RunStatus

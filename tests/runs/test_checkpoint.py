@@ -19,7 +19,7 @@ from django.utils import timezone
 from accounts.models import QuotaHold, Tenant, UsageRecord
 from accounts.usage import period_bounds
 from harness.messages import ModelUsage, Usage
-from runs import checkpoint, tasks, worker
+from runs import checkpoint, claims, tasks, worker
 from runs.checkpoint import Committed, TurnWrite
 from runs.models import Message, Run, RunEvent, Session
 from runs.services import message_post
@@ -276,12 +276,12 @@ def test_the_one_statement_claims_only_the_common_case(twin_queued):
     run, _ = twin_queued
     now = timezone.now()
     Run.objects.filter(pk=run.pk).update(cancel_requested=True)
-    assert checkpoint.claim_unheld(run.pk, "worker-a", now, now) is None
+    assert claims.claim_unheld(run.pk, "worker-a", now, now) is None
     Run.objects.filter(pk=run.pk).update(cancel_requested=False, lease_owner="other",
                                          lease_expires_at=now + timedelta(minutes=1))
-    assert checkpoint.claim_unheld(run.pk, "worker-a", now, now) is None
-    assert checkpoint.claim_unheld(run.pk, "other", now, now) is not None  # its own lease
-    assert checkpoint.claim_unheld("not-a-run-id", "worker-a", now, now) is None
+    assert claims.claim_unheld(run.pk, "worker-a", now, now) is None
+    assert claims.claim_unheld(run.pk, "other", now, now) is not None  # its own lease
+    assert claims.claim_unheld("not-a-run-id", "worker-a", now, now) is None
     # What it did not claim, claim_run still decides: a cancel asked for is honoured.
     Run.objects.filter(pk=run.pk).update(cancel_requested=True, lease_expires_at=None)
     assert worker.claim_run(run.pk, "worker-b") is None
