@@ -25,16 +25,18 @@ history: they shape the outgoing request, like compaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from harness.errors import InvalidContent
 from harness.history import tool_pairs
 from harness.messages import Block, Message, TextBlock
 from harness.state import State
 from harness.tools.base import Tool
+
+T = TypeVar("T")
 
 PartID = str
 AGENT_PART: PartID = "system:agent"
@@ -209,18 +211,9 @@ def replace_text(message: Message, text: str) -> Message:
 def apply_system(blocks: Sequence[SourcedBlock],
                  overrides: OverrideSet) -> tuple[list[SourcedBlock], list[SourcedBlock]]:
     """The system blocks with the system overrides applied, and the blocks excluded."""
-    kept, excluded = [], []
-    for sourced in blocks:
-        override = overrides.get(sourced.part)
-        if override is None:
-            kept.append(sourced)
-        elif override.action == "exclude":
-            excluded.append(sourced)
-        else:
-            assert override.replacement is not None
-            kept.append(SourcedBlock(part=sourced.part,
-                                     block=TextBlock(text=override.replacement)))
-    return kept, excluded
+    return _applied(blocks, overrides, lambda sourced: sourced.part,
+                    lambda sourced, text: SourcedBlock(part=sourced.part,
+                                                       block=TextBlock(text=text)))
 
 
 def part_ids(system: Iterable[SourcedBlock], tools: Iterable[Tool],
@@ -234,16 +227,26 @@ def part_ids(system: Iterable[SourcedBlock], tools: Iterable[Tool],
 def apply_messages(messages: Sequence[Message],
                    overrides: OverrideSet) -> tuple[list[Message], list[Message]]:
     """The history with the message overrides applied, and the messages excluded."""
-    kept, excluded = [], []
-    for message in messages:
-        override = overrides.get(message_part(message.seq)) if message.seq is not None else None
+    return _applied(messages, overrides,
+                    lambda m: message_part(m.seq) if m.seq is not None else None, replace_text)
+
+
+def _applied(items: Sequence[T], overrides: OverrideSet, part: Callable[[T], str | None],
+             replaced: Callable[[T, str], T]) -> tuple[list[T], list[T]]:
+    """``items`` kept (a replaced one as ``replaced`` makes it) and excluded, by the override of
+    each one's part (an item without a part id is kept)."""
+    kept: list[T] = []
+    excluded: list[T] = []
+    for item in items:
+        part_id = part(item)
+        override = overrides.get(part_id) if part_id is not None else None
         if override is None:
-            kept.append(message)
+            kept.append(item)
         elif override.action == "exclude":
-            excluded.append(message)
+            excluded.append(item)
         else:
             assert override.replacement is not None
-            kept.append(replace_text(message, override.replacement))
+            kept.append(replaced(item, override.replacement))
     return kept, excluded
 
 
