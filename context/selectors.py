@@ -20,7 +20,7 @@ from runs.models import Session
 def overrides_list(*, target: Agent | Session) -> list[Override]:
     field = "agent" if isinstance(target, Agent) else "session"
     rows = ContextOverride.objects.filter(**{field: target}).order_by("created_at", "part")
-    return overrides_of(list(rows))
+    return overrides_of(rows.values_list("part", "action", "replacement"))
 
 
 def with_agent_and_tenant(session: Session) -> Session:

@@ -4,15 +4,18 @@ session (:class:`harness.stores.OverrideStore`)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from typing import Any
 
 from context.models import ContextOverride
 from hango_project.sql import fetch, uuid_param
 from harness.context import Override
 
 
-def overrides_of(rows: list[ContextOverride]) -> list[Override]:
-    return [Override(part=r.part, action=r.action,  # type: ignore[arg-type]  # the DB checks it
-                     replacement=r.replacement) for r in rows]
+def overrides_of(rows: Iterable[tuple[Any, ...]]) -> list[Override]:
+    """Overrides of (part, action, replacement) rows (the database checks the action)."""
+    return [Override(part=part, action=action, replacement=replacement)
+            for part, action, replacement in rows]
 
 
 class DbOverrideStore:
@@ -25,8 +28,7 @@ class DbOverrideStore:
     def load(self) -> list[Override]:
         rows = fetch(_LOAD, [uuid_param(self.tenant_id), uuid_param(self.agent_id),
                              uuid_param(self.session_id)])
-        return [Override(part=part, action=action,  # the database checks the action
-                         replacement=replacement) for part, action, replacement in rows]
+        return overrides_of(rows)
 
 
 # Every run reads its overrides before its first model call: one plain query.
