@@ -57,13 +57,19 @@ def guarded(guard: Guard | None) -> Iterator[None]:
 
 
 class DbMemoryStore:
-    def __init__(self, agent: Agent, *, guard: Guard | None = None) -> None:
+    """``preloaded``: the (path, content) rows of a run's preload, the first load's answer."""
+
+    def __init__(self, agent: Agent, *, guard: Guard | None = None,
+                 preloaded: list[tuple[str, str]] | None = None) -> None:
         self.agent = agent
         self.guard = guard
+        self._preloaded = preloaded
 
     def load(self) -> list[HMemoryFile]:
-        with bounded_read():
-            rows = fetch(_MEMORY, [uuid_param(self.agent.pk)])
+        rows, self._preloaded = self._preloaded, None
+        if rows is None:
+            with bounded_read():
+                rows = fetch(_MEMORY, [uuid_param(self.agent.pk)])
         return [HMemoryFile(path=p, content=c) for p, c in rows]
 
     def write(self, path: str, content: str) -> None:

@@ -20,14 +20,19 @@ def overrides_of(rows: Iterable[tuple[Any, ...]]) -> list[Override]:
 
 class DbOverrideStore:
     """The agent's overrides (system and tool parts) and the session's (message parts and the
-    summary): what one run of that session applies."""
+    summary): what one run of that session applies. ``preloaded``: the rows of a run's
+    preload (:mod:`runs.preload`), the first load's answer."""
 
-    def __init__(self, tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID) -> None:
+    def __init__(self, tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID, *,
+                 preloaded: list[tuple[str, str, str | None]] | None = None) -> None:
         self.tenant_id, self.agent_id, self.session_id = tenant_id, agent_id, session_id
+        self._preloaded = preloaded
 
     def load(self) -> list[Override]:
-        rows = fetch(_LOAD, [uuid_param(self.tenant_id), uuid_param(self.agent_id),
-                             uuid_param(self.session_id)])
+        rows, self._preloaded = self._preloaded, None
+        if rows is None:
+            rows = fetch(_LOAD, [uuid_param(self.tenant_id), uuid_param(self.agent_id),
+                                 uuid_param(self.session_id)])
         return overrides_of(rows)
 
 

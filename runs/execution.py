@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
+from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import cast
 
@@ -37,6 +38,7 @@ from harness.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
 from runs.checkpoint import Claim
 from runs.models import Message, Run, Session
+from runs.preload import NOTHING_PRELOADED, Preloaded, preload
 from runs.stores import DbFileStore, DbSummaryStore
 
 
@@ -113,9 +115,10 @@ class ReadSummaryStore(DbSummaryStore):
 
 def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
                settings: ProviderSettings | None = None, claim: Claim | None = None,
-               budget: Budget | None = None) -> Loop:
+               budget: Budget | None = None, preloaded: Preloaded | None = None) -> Loop:
     """The loop a run of ``agent`` in ``session`` executes: the agent's chain over the run's
-    stores, which write under the run's ``claim``, its model calls held against ``budget``.
+    stores, which write under the run's ``claim`` and first answer with what was
+    ``preloaded``, its model calls held against ``budget``.
     The one factory for runs and for the context inspector (``capture_only``: assemble
     requests, never call a model from a middleware), so what the inspector shows is what a run
     sends."""
@@ -133,12 +136,15 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
     if budget is not None:
         provider = Budgeted(provider, budget, tokenizer)
     guard = claim.hold if claim is not None else None
+    reads = preloaded or NOTHING_PRELOADED
     knobs = hango()
     deps = RunDeps(
-        memory=DbMemoryStore(agent, guard=guard), skills=DbSkillStore(agent, spec.config.skills),
-        files=DbFileStore(session.pk, guard=guard),
+        memory=DbMemoryStore(agent, guard=guard, preloaded=reads.memory),
+        skills=DbSkillStore(agent, spec.config.skills),
+        files=DbFileStore(session.pk, guard=guard, listing=reads.files),
         summaries=ReadSummaryStore(session, guard=guard),
-        overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk),
+        overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk,
+                                  preloaded=reads.overrides),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
         context_window=context_window(spec.model), tokenizer=tokenizer,
         memory_max_bytes=knobs.memory_max_bytes,
@@ -162,6 +168,12 @@ def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False) -> li
     never run a tool, so no one mutates a shared tool call's input."""
     rows = fetch(f"SELECT seq, role, content FROM {Message._meta.db_table} "
                  "WHERE session_id = %s ORDER BY seq", [uuid_param(session_id)])
+    return history_of(rows, reuse_decoded=reuse_decoded)
+
+
+def history_of(rows: Iterable[tuple[int, str, str | list[object]]], *,
+               reuse_decoded: bool = False) -> list[HMessage]:
+    """Messages of (seq, role, content) rows, as :func:`session_history` decodes them."""
     decode = _shared_message if reuse_decoded else _message
     return [decode(seq, role, content) for seq, role, content in rows]
 
@@ -219,8 +231,11 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
     from its last checkpoint, and the next message seq."""
     tenant = run.session.tenant
     budget = DbBudget(tenant.pk, run.pk) if tenant.token_quota is not None else None
-    loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch), budget=budget)
-    history = session_history(run.session_id)
+    reads = preload(tenant.pk, run.agent_id, run.session_id)
+    loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch), budget=budget,
+                      preloaded=reads)
+    history = (session_history(run.session_id) if reads.history is None
+               else history_of(reads.history))
     state = state_from_json(
         run.state_json,
         run_id=str(run.id), session_id=str(run.session_id), agent_id=str(run.agent_id),

@@ -36,12 +36,15 @@ class DbFileStore:
 
     The listing is read once and kept until this store writes: the filesystem's system part
     lists the files on every model call, and within a run every write goes through this object
-    (a subagent shares its parent's store)."""
+    (a subagent shares its parent's store). ``listing``: the (path, size) rows of a run's
+    preload (:mod:`runs.preload`), the listing until the first write."""
 
-    def __init__(self, session_id: uuid.UUID, *, guard: Guard | None = None) -> None:
+    def __init__(self, session_id: uuid.UUID, *, guard: Guard | None = None,
+                 listing: list[tuple[str, int]] | None = None) -> None:
         self.session_id = session_id
         self.guard = guard
-        self._listing: list[FileInfo] | None = None
+        self._listing: list[FileInfo] | None = (
+            None if listing is None else [FileInfo(path=p, size=s) for p, s in listing])
 
     def list(self) -> list[FileInfo]:
         if self._listing is None:
