@@ -1,17 +1,13 @@
 from django.contrib import admin, messages
+from django.utils.safestring import SafeString
 
 from hango_project.admin import AppWrittenAdmin
 from hango_project.errors import ApplicationError
-from runs import services
+from runs import admin_display, services
 from runs.models import Message, Run, RunEvent, Session, SessionFile
 
-
-class MessageInline(AppWrittenAdmin, admin.TabularInline):
-    model = Message
-    extra = 0
-    fields = readonly_fields = ("seq", "role", "content", "run", "created_at")
-    may_change = True  # the session page's permission (every field is read-only regardless)
-    ordering = ["seq"]
+# The transcript's styles.
+READABLE_CSS = {"all": ["runs/admin.css"]}
 
 
 class RunInline(AppWrittenAdmin, admin.TabularInline):
@@ -27,8 +23,16 @@ class SessionAdmin(admin.ModelAdmin):
     list_display = ["__str__", "agent", "member", "tenant", "updated_at"]
     list_filter = ["tenant"]
     search_fields = ["title", "id"]
-    readonly_fields = ["id", "tenant", "agent", "member", "created_at", "updated_at"]
-    inlines = [RunInline, MessageInline]
+    readonly_fields = ["id", "tenant", "agent", "member", "created_at", "updated_at",
+                       "transcript"]
+    inlines = [RunInline]
+
+    class Media:
+        css = READABLE_CSS
+
+    @admin.display(description="transcript")
+    def transcript(self, session: Session) -> SafeString:
+        return admin_display.transcript(session)
 
 
 @admin.register(Run)
@@ -95,7 +99,14 @@ class MessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
 
     list_display = ["session", "seq", "role", "run", "created_at"]
     search_fields = ["session__id"]
-    readonly_fields = ["id", "session", "seq", "role", "content", "run", "created_at"]
+    readonly_fields = ["id", "session", "seq", "role", "readable", "content", "run", "created_at"]
+
+    class Media:
+        css = READABLE_CSS
+
+    @admin.display(description="as a transcript")
+    def readable(self, message: Message) -> SafeString:
+        return admin_display.one_message(message)
 
 
 @admin.register(SessionFile)
