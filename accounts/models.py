@@ -89,6 +89,7 @@ class ApiKey(models.Model):
 
     class Meta:
         db_table = "api_keys"
+        verbose_name = "API key"
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name or 'unnamed'})"
@@ -226,6 +227,7 @@ class AuditEntry(models.Model):
 
     class Meta:
         db_table = "audit_log"
+        verbose_name_plural = "audit entries"
         indexes = [models.Index(fields=["tenant", "-created_at"])]
         constraints = [
             models.CheckConstraint(condition=Q(action__in=AuditAction.values),

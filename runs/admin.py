@@ -1,17 +1,14 @@
 from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets
+from django.utils.safestring import SafeString
 
 from hango_project.admin import AppWrittenAdmin
 from hango_project.errors import ApplicationError
-from runs import services
+from runs import admin_display, services
 from runs.models import Message, Run, RunEvent, Session, SessionFile
 
-
-class MessageInline(AppWrittenAdmin, admin.TabularInline):
-    model = Message
-    extra = 0
-    fields = readonly_fields = ("seq", "role", "content", "run", "created_at")
-    may_change = True  # the session page's permission (every field is read-only regardless)
-    ordering = ["seq"]
+# The transcript's, the todos' and the event log's styles.
+READABLE_CSS = {"all": ["runs/admin.css"]}
 
 
 class RunInline(AppWrittenAdmin, admin.TabularInline):
@@ -27,8 +24,16 @@ class SessionAdmin(admin.ModelAdmin):
     list_display = ["__str__", "agent", "member", "tenant", "updated_at"]
     list_filter = ["tenant"]
     search_fields = ["title", "id"]
-    readonly_fields = ["id", "tenant", "agent", "member", "created_at", "updated_at"]
-    inlines = [RunInline, MessageInline]
+    readonly_fields = ["id", "tenant", "agent", "member", "created_at", "updated_at",
+                       "transcript"]
+    inlines = [RunInline]
+
+    class Media:
+        css = READABLE_CSS
+
+    @admin.display(description="transcript")
+    def transcript(self, session: Session) -> SafeString:
+        return admin_display.transcript(session)
 
 
 @admin.register(Run)
@@ -41,20 +46,46 @@ class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
                     "finished_at"]
     list_filter = ["status"]
     search_fields = ["id", "session__id"]
-    readonly_fields = [
-        "id", "session", "agent", "status", "turn", "todo_progress", "state_json", "error",
-        "cancel_requested", "lease_owner", "lease_expires_at", "epoch", "input_tokens",
-        "output_tokens", "cache_read_tokens", "cache_write_tokens",
-        "created_at", "updated_at", "started_at", "finished_at",
+    fieldsets = [
+        (None, {"fields": ["id", "session", "agent", "status", "turn", "error_line",
+                           "cancel_requested", "created_at", "started_at", "finished_at"]}),
+        ("Todos", {"fields": ["todos"]}),
+        ("Usage", {"fields": ["usage"]}),
+        ("Events", {"fields": ["event_log"]}),
+        ("Lease and checkpoint", {"classes": ["collapse"], "fields": [
+            "lease_owner", "lease_expires_at", "epoch", "updated_at", "checkpoint"]}),
     ]
-    exclude = ["event_seq"]
+    readonly_fields = flatten_fieldsets(fieldsets)
     actions = ["cancel_runs", "resume_runs"]
+
+    class Media:
+        css = READABLE_CSS
 
     @admin.display(description="todos")
     def todo_progress(self, run: Run) -> str:
         todos = (run.state_json or {}).get("todos", [])
         done = sum(t.get("status") == "completed" for t in todos)
         return f"{done}/{len(todos)} done" if todos else "—"
+
+    @admin.display(description="todos")
+    def todos(self, run: Run) -> SafeString:
+        return admin_display.todo_list(run)
+
+    @admin.display(description="tokens")
+    def usage(self, run: Run) -> SafeString:
+        return admin_display.usage(run)
+
+    @admin.display(description="events")
+    def event_log(self, run: Run) -> SafeString:
+        return admin_display.event_log(run)
+
+    @admin.display(description="error")
+    def error_line(self, run: Run) -> str:
+        return admin_display.error_line(run.error)
+
+    @admin.display(description="checkpoint")
+    def checkpoint(self, run: Run) -> SafeString:
+        return admin_display.checkpoint(run)
 
     def _apply(self, request, queryset, service, verb: str) -> None:
         done, refused = 0, []
@@ -81,10 +112,14 @@ class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
 class RunEventAdmin(AppWrittenAdmin, admin.ModelAdmin):
     may_delete = True  # deleting a run or a session deletes its events
 
-    list_display = ["run", "seq", "type", "created_at"]
+    list_display = ["run", "seq", "type", "summary", "created_at"]
     list_filter = ["type"]
     search_fields = ["run__id"]
-    readonly_fields = ["run", "seq", "type", "data", "created_at"]
+    readonly_fields = ["run", "seq", "type", "summary", "data", "created_at"]
+
+    @admin.display(description="what")
+    def summary(self, event: RunEvent) -> str:
+        return admin_display.event_summary(event)
 
 
 @admin.register(Message)
@@ -95,7 +130,14 @@ class MessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
 
     list_display = ["session", "seq", "role", "run", "created_at"]
     search_fields = ["session__id"]
-    readonly_fields = ["id", "session", "seq", "role", "content", "run", "created_at"]
+    readonly_fields = ["id", "session", "seq", "role", "readable", "content", "run", "created_at"]
+
+    class Media:
+        css = READABLE_CSS
+
+    @admin.display(description="as a transcript")
+    def readable(self, message: Message) -> SafeString:
+        return admin_display.one_message(message)
 
 
 @admin.register(SessionFile)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.apps import apps
 from django.contrib import admin
 from django.urls import reverse
@@ -39,3 +41,12 @@ def test_admin_pages_render(staff_client, alice, make_session, hango_settings):
     assert response.status_code == 302
     run.refresh_from_db()
     assert run.status == "cancelled"
+
+
+def test_the_admin_index_names_every_model_in_english(staff_client):
+    page = staff_client.get(reverse("admin:index")).content.decode()
+    assert "Audit entries" in page and "API keys" in page
+    assert "entrys" not in page and "Api keys" not in page
+    for model in admin.site._registry:
+        plural = str(model._meta.verbose_name_plural)
+        assert not re.search(r"[^aeiou]ys$", plural), model  # "entrys", not "keys"

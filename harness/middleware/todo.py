@@ -21,6 +21,7 @@ from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
 NAME = "todo"
 TOOL_NAME = "write_todos"
 PART = "system:todo"
+EVENT_UPDATED = "todos.updated"  # the run event each write emits, with the whole list
 
 DESCRIPTION = """Write the plan for the current task as a todo list. Each call REPLACES the whole \
 list, so always send every item with its current status.
@@ -101,7 +102,7 @@ class TodoMiddleware:
             telemetry.ATTR_LANGFUSE_TODOS_TOTAL: len(todos),
             telemetry.ATTR_LANGFUSE_TODOS_COMPLETED: counts["completed"],
         })
-        ctx.state.emit("todos.updated", {
+        ctx.state.emit(EVENT_UPDATED, {
             "todos": [{"content": t.content, "status": t.status} for t in todos]
         })
         done = counts["completed"]
