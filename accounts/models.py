@@ -132,17 +132,21 @@ class UsageRecord(TokenCounts):
     tenancy = Tenancy(tenant="tenant", owner="session__member")
 
     id = models.BigAutoField(primary_key=True)
-    # Indexes: every turn writes a row into each, so only those a read needs. The foreign keys'
-    # own serve deletes (a deleted agent nulls its rows' agent, session and run, and PostgreSQL
-    # checks each deleted row's references); the tenant's is (tenant, created_at)'s prefix.
+    # A ledger: a row keeps the ids of the session, run and agent it was spent on after they are
+    # deleted (a deleted tenant's rows go with it, through the ORM). Every turn writes a row, so
+    # it has only the indexes a read needs, and no foreign-key constraints: each would make the
+    # write lock its parent row — the tenant's and the agent's are shared by every run at once —
+    # and the agent, session and run would each need an index for their deletes to check it.
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="usage_records",
-                               db_index=False)
+                               db_index=False, db_constraint=False)
     session = models.ForeignKey("runs.Session", null=True, blank=True,
-                                on_delete=models.SET_NULL, related_name="usage_records")
-    run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="usage_records")
-    agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="usage_records")
+                                on_delete=models.DO_NOTHING, related_name="usage_records",
+                                db_index=False, db_constraint=False)
+    run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.DO_NOTHING,
+                            related_name="usage_records", db_index=False, db_constraint=False)
+    agent = models.ForeignKey("agents.Agent", null=True, blank=True,
+                              on_delete=models.DO_NOTHING, related_name="usage_records",
+                              db_index=False, db_constraint=False)
     purpose = models.CharField(max_length=16, choices=UsagePurpose.choices)
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)

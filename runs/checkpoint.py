@@ -184,7 +184,7 @@ _STATEMENTS = {False: _ONE_STATEMENT.format(release="", finish=""),
 # The statement's parameters in the order PREPARE numbers them, with their types.
 _PARAMETERS = (
     ("run", "uuid"), ("epoch", "bigint"), ("expected_turn", "integer"), ("running", "text"),
-    ("turn", "integer"), ("state", "jsonb"), ("lease", "timestamptz"), ("now", "timestamptz"),
+    ("turn", "integer"), ("state", "json"), ("lease", "timestamptz"), ("now", "timestamptz"),
     ("event_count", "integer"), ("input_tokens", "bigint"), ("output_tokens", "bigint"),
     ("cache_read_tokens", "bigint"), ("cache_write_tokens", "bigint"), ("messages", "jsonb"),
     ("events", "jsonb"), ("tenant", "uuid"), ("agent", "uuid"), ("usage", "jsonb"),

@@ -10,6 +10,7 @@ from django.db.models import Q
 from accounts.models import Member, Tenant, TokenCounts
 from accounts.scoping import Tenancy
 from agents.models import Agent, PathFile
+from hango_project.models import TextJSONField
 
 
 class Session(models.Model):
@@ -63,7 +64,7 @@ class Run(TokenCounts):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=32, choices=RunStatus.choices, default=RunStatus.QUEUED)
     # The checkpoint: todos and every middleware's private state, written at each turn boundary.
-    state_json = models.JSONField(default=dict, db_default=models.Value({}, models.JSONField()))
+    state_json = TextJSONField(default=dict, db_default=models.Value({}, TextJSONField()))
     turn = models.PositiveIntegerField(default=0)
     error = models.JSONField(null=True, blank=True, help_text='{"code", "message"} when failed.')
     # Set by the API; the worker honours it at the next turn boundary or tool call.
