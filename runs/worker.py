@@ -24,7 +24,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import assert_never
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -48,6 +48,7 @@ from runs.checkpoint import (
 from runs.claims import claim_unheld
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
+from runs.leases import LeaseKeeper, lease_length
 from runs.models import Run, RunStatus
 
 log = logging.getLogger(__name__)
@@ -91,15 +92,11 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
 
 
-def _lease() -> timedelta:
-    return timedelta(seconds=hango().run_lease_seconds)
-
-
 def claim_run(run_id: str, owner: str) -> Run | None:
     """Take the run's lease under a new epoch, or None when there is nothing to do."""
     if connection.vendor == "postgresql":  # the common case in one statement
         now = timezone.now()
-        if (run := claim_unheld(run_id, owner, now + _lease(), now)) is not None:
+        if (run := claim_unheld(run_id, owner, now + lease_length(), now)) is not None:
             return run
     with transaction.atomic():
         run = (Run.objects.select_for_update(of=("self",))
@@ -116,7 +113,7 @@ def claim_run(run_id: str, owner: str) -> Run | None:
         if run.session.tenant.token_quota is not None:
             quota_release(run_id=run.pk)  # held by an earlier claim's calls that did not land
         run.epoch += 1
-        run.lease_owner, run.lease_expires_at = owner, now + _lease()
+        run.lease_owner, run.lease_expires_at = owner, now + lease_length()
         if run.status == RunStatus.QUEUED:
             run.status = RunStatus.RUNNING
             run.started_at = run.started_at or now
@@ -143,44 +140,6 @@ def _fail(run: Run, code: str, message: str) -> None:
 
 def _release(run: Run) -> None:
     run.lease_owner, run.lease_expires_at = "", None
-
-
-class LeaseKeeper:
-    """Renews the claim's lease in the background while the worker advances the run, so a
-    lease can be short (a dead worker's run is picked up again quickly) and still outlast a
-    model call that takes minutes. It stops by itself once the claim is fenced out."""
-
-    def __init__(self, run: Run, control: DbControl) -> None:
-        self.run = run
-        self.control = control
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"lease-{run.pk}", daemon=True)
-
-    def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        interval = hango().run_lease_seconds / 3
-        try:
-            while not self._stop.wait(interval):
-                try:
-                    renewed = Run.objects.filter(
-                        pk=self.run.pk, epoch=self.run.epoch, status=RunStatus.RUNNING,
-                    ).update(lease_expires_at=timezone.now() + _lease())
-                except DatabaseError:  # missed once (the database restarting?): try next beat
-                    log.warning("lease renewal for run %s failed", self.run.pk, exc_info=True)
-                    connection.close()
-                    continue
-                if not renewed:  # taken over: the loop stops at its next check
-                    self.control.superseded = True
-                    return
-        finally:
-            connection.close()  # this thread's own connection
 
 
 class DbControl:
@@ -234,7 +193,7 @@ class DbCheckpointer:
         write = TurnWrite(
             run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,
             expected_turn=self.committed_turn, turn=state.turn, state_json=state_to_json(state),
-            lease_expires_at=timezone.now() + _lease(), messages=messages,
+            lease_expires_at=timezone.now() + lease_length(), messages=messages,
             # The assistant message, what its tools did, then the message holding the results.
             events=[*notices[:1], *result.events, *notices[1:]],
             usage=sum((record.usage for record in result.usage), Usage()),

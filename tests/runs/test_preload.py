@@ -63,7 +63,7 @@ def test_the_preload_reads_what_the_stores_read_one_by_one(world):
     assert [o.part for o in overrides] == ["system:memory", "message:2"]
     assert overrides[1].replacement == "mine instead"
     assert [f.path for f in memory] == ["/memories/AGENTS.md", "/memories/z.md"]
-    assert [(f.path, f.size) for f in files] == [("/a.md", 4), ("/b.md", 7)]  # UTF-8 bytes: ü is two
+    assert [(f.path, f.size) for f in files] == [("/a.md", 4), ("/b.md", 7)]  # ü: 2 bytes
 
 
 def test_a_preloaded_store_reads_afresh_after_its_first_answer(world):

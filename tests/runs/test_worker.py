@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 
 import pytest
-from django.db import OperationalError
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from harness.providers.scripted import named_script
 from runs import tasks, worker
 from runs.checkpoint import Claim
 from runs.execution import build_execution
+from runs.leases import LeaseKeeper
 from runs.models import Message, Run, RunStatus, Session
 from runs.services import message_post
-from runs.worker import DbCheckpointer, DbControl, Fenced, LeaseKeeper, Outcome, claim_run
+from runs.worker import DbCheckpointer, DbControl, Fenced, Outcome, claim_run
 from tests.support.runs import one_turn
 
 
@@ -107,6 +109,34 @@ def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, han
         time.sleep(0.3)
         assert Run.objects.get(pk=run.pk).lease_expires_at == after  # it stopped renewing
         assert control.superseded and control.cancel_requested()  # and the loop stops
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_thread_renews_every_lease_of_the_process(alice, make_session, hango_settings):
+    hango_settings(run_inline=False, broker_url="", run_lease_seconds=0.3)
+    claimed = []
+    for _ in range(3):
+        _, run = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
+                              content="hi")
+        claimed.append(claim_run(run.pk, "worker-a"))
+    controls = [DbControl(Claim(c.pk, c.epoch)) for c in claimed]
+    first = {c.pk: c.lease_expires_at for c in claimed}
+    with LeaseKeeper(claimed[0], controls[0]):
+        threads = threading.active_count()
+        with LeaseKeeper(claimed[1], controls[1]), LeaseKeeper(claimed[2], controls[2]):
+            assert threading.active_count() == threads  # no thread per run
+            Run.objects.filter(pk=claimed[1].pk).update(epoch=claimed[1].epoch + 1)
+            time.sleep(0.5)
+            leases = dict(Run.objects.values_list("pk", "lease_expires_at"))
+            assert leases[claimed[0].pk] > first[claimed[0].pk]
+            assert leases[claimed[2].pk] > first[claimed[2].pk]
+            assert leases[claimed[1].pk] == first[claimed[1].pk]  # taken over: not renewed
+            assert [c.superseded for c in controls] == [False, True, False]
+    time.sleep(0.2)
+    with connection.cursor() as cursor:  # idle, the renewing thread holds no connection
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                       " AND pid <> pg_backend_pid()")
+        assert cursor.fetchone()[0] == 0
 
 
 class _DatabaseGoneOnce:
