@@ -131,3 +131,22 @@ def test_an_offset_the_database_cannot_store_is_400(alice, usage, name, value):
                                    "2026-01-01T00:00:00 05:30"])
 def test_offsets_under_16_hours_are_read(alice, usage, value):
     assert get(alice, since=value).status_code == 200
+
+
+def test_usage_is_a_ledger_that_keeps_the_ids_of_what_was_deleted(alice, owner, usage,
+                                                                   staff_client):
+    agent, session = usage["alice"]["agent"], usage["alice"]["id"]
+    assert alice.client.delete(f"/v1/agents/{agent}").status_code == 204  # and its sessions
+    assert not Session.objects.filter(pk=session).exists()
+    rows = UsageRecord.objects.filter(agent_id=agent)
+    assert rows.count() == 3 and {str(r.session_id) for r in rows} == {session}
+    # The tenant's spend still counts them; the owner sees them under the ids they were spent
+    # on; alice's own view goes through her sessions, and that one is gone.
+    body = get(owner, agent=agent).json()
+    assert body["totals"]["calls"] == 3
+    assert {(r["agent"], r["session"]) for r in body["results"]} == {(agent, session)}
+    assert get(alice).json()["totals"]["calls"] == 0
+    for row in rows:  # the admin shows a row whose agent, session and run are gone
+        page = staff_client.get(f"/admin/accounts/usagerecord/{row.pk}/change/")
+        assert page.status_code == 200
+    assert staff_client.get("/admin/accounts/usagerecord/").status_code == 200
