@@ -99,9 +99,9 @@ class SnapshotOutput(serializers.Serializer):
 
 
 class PreviewInput(serializers.Serializer):
-    overrides = OverrideInput(many=True, max_length=MAX_OVERRIDES,
-                              help_text="The agent's and the session's overrides together, as "
-                                        "the two PUTs would take them.")
+    overrides = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES,
+                                 help_text="The agent's and the session's overrides together, "
+                                           "as the two PUTs would take them.")
 
 
 class PartContentOutput(serializers.Serializer):

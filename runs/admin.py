@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 
+from context.panel import ContextPanelAdmin
 from hango_project.admin import AppWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import services
@@ -23,7 +24,7 @@ class RunInline(AppWrittenAdmin, admin.TabularInline):
 
 
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(ContextPanelAdmin, admin.ModelAdmin):
     list_display = ["__str__", "agent", "member", "tenant", "updated_at"]
     list_filter = ["tenant"]
     search_fields = ["title", "id"]
