@@ -139,6 +139,8 @@ def test_uncheck_save_and_try_in_the_panel(page, web, session, alice, tenant, mo
     expect(page.locator("#cp-saved")).to_contain_text("Saved the agent's overrides (1) and the "
                                                       "session's overrides (2).")
     settled(page)
+    expect(page.locator("#cp-detail-content")).to_have_text("You count words, tersely.")
+    expect(page.locator("#cp-detail-original pre")).to_have_text("You count words.")
 
     # (a) the session's overrides leave the message and its pair out
     saved = alice.client.get(f"/v1/sessions/{session.pk}/context-overrides").json()
@@ -192,3 +194,18 @@ def test_a_staff_user_who_is_not_a_member_is_told_so(page, web, session):
     expect(refusal).to_contain_text("You are not a member of the tenant “acme”")
     expect(page.locator("#context-panel")).to_have_count(0)
     assert errors == []
+
+
+def test_a_selection_the_api_would_refuse_cannot_be_saved(page, web, session, tenant):
+    errors = watch_errors(page)
+    open_panel(page, web, staff("kim@acme.test", tenant), session)
+    settled(page)
+    page.locator('tr[data-part="message:1"] input[type=checkbox]').uncheck()
+    expect(page.locator("#context-panel")).to_have_attribute("data-state", "refused")
+    expect(page.locator("#cp-status")).to_contain_text("starts with an assistant message")
+    expect(page.get_by_role("button", name="Save", exact=True)).to_be_disabled()
+    page.get_by_role("button", name="Revert to saved").click()
+    settled(page)
+    expect(page.locator('tr[data-part="message:1"] input[type=checkbox]')).to_be_checked()
+    # The one error logged is the browser's note of the preview's 422, which the panel shows.
+    assert [e for e in errors if "422" not in e] == [] and len(errors) == 1

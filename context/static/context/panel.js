@@ -156,14 +156,16 @@
       if (seq !== state.previewSeq) return;
       state.invalid = null;
       show(snapshot);
+      root.dataset.state = "settled";
       status(dirty() ? "Unsaved selection: the totals are the server's for it." : "");
     } catch (err) {
       if (seq !== state.previewSeq) return;
+      // The totals stay the panel's own estimate: the server has none for this selection.
       state.invalid = err.status === 422 ? reasons(err) : null;
+      root.dataset.state = state.invalid ? "refused" : "failed";
       status(state.invalid ? "This selection would be refused: " + state.invalid
                            : "Could not check the selection: " + err.message, "error");
     }
-    root.dataset.state = "settled";
     update();
   }
 
@@ -387,6 +389,11 @@
     }
   }
 
+  function closePart() {
+    $("cp-detail").hidden = true;
+    state.detail = null;
+  }
+
   function startEdit() {
     const {id, text} = state.detail;
     $("cp-editor").hidden = false;
@@ -399,6 +406,8 @@
     if (keep) state.sel.replaced.delete(id); else state.sel.replaced.set(id, $("cp-edit-text").value);
     include(id);
     $("cp-editor").hidden = true;
+    $("cp-detail-note").textContent = keep ? "The replacement is taken out of the selection."
+      : "The replacement is in the selection: Save stores it.";
     changed();
   }
 
@@ -494,6 +503,9 @@
       show(await api("GET", `sessions/${SESSION}/context`));
       root.dataset.state = "settled";
       update();
+      if (state.detail) {  // what it showed may have changed with the save
+        if (state.parts.has(state.detail.id)) openPart(state.detail.id); else closePart();
+      }
     } else {
       changed();
     }
@@ -505,10 +517,7 @@
   $("cp-edit").addEventListener("click", startEdit);
   $("cp-edit-apply").addEventListener("click", () => applyEdit(false));
   $("cp-edit-drop").addEventListener("click", () => applyEdit(true));
-  $("cp-detail-close").addEventListener("click", () => {
-    $("cp-detail").hidden = true;
-    state.detail = null;
-  });
+  $("cp-detail-close").addEventListener("click", closePart);
 
   reload().then(() => status(""), (err) => {
     root.dataset.state = "failed";
