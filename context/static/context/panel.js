@@ -218,7 +218,7 @@
     const box = el("input", {type: "checkbox", "aria-label": "Send " + part.id});
     box.addEventListener("change", () => {
       if (!box.checked) state.sel.excluded.add(part.id);
-      else if (part.stale) drop(part.id);  // a stale override: checking it drops it
+      else if (state.parts.get(part.id).stale) drop(part.id);  // checking a stale one drops it
       else include(part.id);
       changed();
     });
