@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 from rest_framework.permissions import BasePermission
 
+from accounts.authentication import StaffSession
 from accounts.models import ApiKey
 
 if TYPE_CHECKING:
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
 
 
 class IsTenantMember(BasePermission):
-    """Every API route needs a valid key; what the caller may see is decided by scoping."""
+    """Every API route needs a valid key or a staff user's login session acting as a member;
+    what the caller may see is decided by scoping."""
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        return isinstance(request.auth, ApiKey)
+        return isinstance(request.auth, ApiKey | StaffSession)

@@ -1,13 +1,16 @@
-"""Per-API-key rate limits: requests per minute, counted in Redis so they hold across processes.
+"""Per-caller rate limits: requests per minute, counted in Redis so they hold across processes.
 
-The limit of a key is its own ``rate_limit_per_minute``, else its tenant's, else
-``hango().rate_limit_per_minute``; 0 at whichever level decides means no limit. Requests without
-an API key (healthz, the schema, the docs) are not throttled.
+A caller is an API key, or — for a staff user's login session (the admin's screens) — the member
+it acts as. The limit of a key is its own ``rate_limit_per_minute``, else its tenant's, else
+``hango().rate_limit_per_minute``; a member's is its tenant's, else the server's. 0 at whichever
+level decides means no limit. Requests without a caller (healthz, the schema, the docs) are not
+throttled.
 
 Design choices:
 
-- **Fixed 60-second window.** One counter per key and window, ``hango:rl:<prefix>:<window>``
-  (``window`` = Unix time // 60), bumped with INCR and given a TTL with EXPIRE in one MULTI/EXEC
+- **Fixed 60-second window.** One counter per caller and window, ``hango:rl:<prefix>:<window>``
+  for a key, ``hango:rl:member:<member id>:<window>`` for a login session (``window`` = Unix
+  time // 60), bumped with INCR and given a TTL with EXPIRE in one MULTI/EXEC
   pipeline: one round trip and O(1) memory per key. The trade-off against a sliding window (a
   sorted set of request times) is burstiness at the edge: a client can spend its limit at the end
   of one window and again at the start of the next, so up to twice the limit in a short span. A
@@ -36,7 +39,8 @@ from typing import Any
 import redis
 from rest_framework.throttling import BaseThrottle
 
-from accounts.models import ApiKey
+from accounts.authentication import StaffSession
+from accounts.models import ApiKey, Member
 from hango_project.config import hango
 
 logger = logging.getLogger(__name__)
@@ -127,12 +131,29 @@ def limit_for(api_key: ApiKey) -> int:
     return hango().rate_limit_per_minute
 
 
+def member_limit(member: Member) -> int:
+    """Requests per minute for a login session acting as ``member``: its tenant's, else the
+    server's (a session has no limit of its own, as a key may)."""
+    tenant_limit = member.tenant.rate_limit_per_minute
+    return tenant_limit if tenant_limit is not None else hango().rate_limit_per_minute
+
+
+def _bucket(credential: object) -> tuple[str, int] | None:
+    """The counter's name and the limit of the request's caller; None without a caller."""
+    if isinstance(credential, ApiKey):
+        return credential.prefix, limit_for(credential)
+    if isinstance(credential, StaffSession):
+        return f"member:{credential.member.pk}", member_limit(credential.member)
+    return None
+
+
 def redis_key(prefix: str, window: int) -> str:
     return f"{KEY_PREFIX}:{prefix}:{window}"
 
 
 class ApiKeyRateThrottle(BaseThrottle):
-    """DRF throttle: a fixed one-minute window per API key (see the module docstring)."""
+    """DRF throttle: a fixed one-minute window per API key, or per member for a login session
+    (see the module docstring)."""
 
     # The wall clock (windows are shared across processes, so not a monotonic one); tests pin it.
     clock = staticmethod(time.time)
@@ -141,15 +162,15 @@ class ApiKeyRateThrottle(BaseThrottle):
         self._wait: float | None = None
 
     def allow_request(self, request: Any, view: Any) -> bool:
-        api_key = getattr(request, "auth", None)
-        if not isinstance(api_key, ApiKey):
+        bucket = _bucket(getattr(request, "auth", None))
+        if bucket is None:
             return True  # unauthenticated: healthz, the schema, the docs
-        limit = limit_for(api_key)
+        name, limit = bucket
         if limit <= 0:
             return True
         now = self.clock()
         window = int(now // WINDOW_SECONDS)
-        count = self._count(api_key.prefix, window)
+        count = self._count(name, window)
         if count is None or count <= limit:
             return True
         # DRF's Throttled rounds ``wait`` up, so Retry-After is the seconds until the window

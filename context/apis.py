@@ -25,6 +25,7 @@ from context.serializers import (
     OverrideInput,
     OverridesOutput,
     PartContentOutput,
+    PreviewInput,
     SnapshotOutput,
     TryInput,
     TryOutput,
@@ -102,7 +103,7 @@ def part_json(part: Part) -> dict[str, Any]:
             "cached_prefix": part.cached_prefix}
 
 
-def snapshot_json(snapshot: Snapshot, tokenizer: str) -> dict[str, Any]:
+def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, Any]:
     """The snapshot in the shape :class:`SnapshotOutput` declares, built by hand: a serializer
     field per value of 10,000 parts took longer than building the snapshot."""
     return {
@@ -113,7 +114,18 @@ def snapshot_json(snapshot: Snapshot, tokenizer: str) -> dict[str, Any]:
         "counted": snapshot.counted, "tokenizer": tokenizer, "framing": snapshot.framing,
         "would_compact": snapshot.would_compact, "cache_breakpoint": snapshot.cache_breakpoint,
         "overrides": {"active": snapshot.overrides_active, "stale": list(snapshot.stale)},
+        "context_window": window,
     }
+
+
+def _snapshot_response(session: Session, **options: Any) -> HttpResponse:
+    with selectors.gc_paused():  # the parts' JSON, like the snapshot, is many objects
+        snapshot = selectors.context_snapshot(session=session, **options)
+        body = json.dumps(snapshot_json(snapshot, selectors.tokenizer_name(session),
+                                        selectors.window_of(session)),
+                          ensure_ascii=False, separators=(",", ":"))
+    # Rendered here, the way DRF's JSON renderer would, to stay inside the pause.
+    return HttpResponse(body, content_type="application/json")
 
 
 class ContextApi(APIView):
@@ -130,13 +142,7 @@ class ContextApi(APIView):
             raise BadQuery("counted is 'provider' or absent.", detail={"counted": counted})
         full = request.query_params.get("full")
         if full is None:
-            with selectors.gc_paused():  # the parts' JSON, like the snapshot, is many objects
-                snapshot = selectors.context_snapshot(session=session,
-                                                      provider_count=bool(counted))
-                body = json.dumps(snapshot_json(snapshot, selectors.tokenizer_name(session)),
-                                  ensure_ascii=False, separators=(",", ":"))
-            # Rendered here, the way DRF's JSON renderer would, to stay inside the pause.
-            return HttpResponse(body, content_type="application/json")
+            return _snapshot_response(session, provider_count=bool(counted))
         snapshot = selectors.context_snapshot(session=session, provider_count=bool(counted))
         part = snapshot.part(full)
         if part is None or part.stale:
@@ -145,6 +151,21 @@ class ContextApi(APIView):
         if part.original is not None:
             out["original"] = part.original
         return Response(PartContentOutput(out).data)
+
+    @extend_schema(operation_id="sessions_context_preview", request=PreviewInput,
+                   responses={200: SnapshotOutput},
+                   description="The snapshot with `overrides` in place of the agent's and the "
+                               "session's stored ones: what the next call would send once the "
+                               "two PUTs of this set are made (a selection previewed before it "
+                               "is saved). The same assembly as the GET, and the same checks "
+                               "as the PUTs (their 422s; a message's pair is excluded with it). "
+                               "Nothing is written and no model is called.")
+    def post(self, request, session_id):
+        session = session_get(member=caller(request), session_id=session_id)
+        data = validated(PreviewInput, request)
+        overrides = services.overrides_preview(
+            session=session, overrides=[Override(**item) for item in data["overrides"]])
+        return _snapshot_response(session, extra=overrides, stored=False)
 
 
 class ContextTryApi(APIView):

@@ -12,6 +12,7 @@ from context.models import ContextOverride
 from context.stores import overrides_of
 from harness.context import Override
 from harness.inspect import Snapshot, inspect
+from harness.providers.models import context_window
 from harness.tokenizers import tokenizer_for
 from runs.execution import build_loop, new_state, session_history
 from runs.models import Session
@@ -30,18 +31,20 @@ def with_agent_and_tenant(session: Session) -> Session:
     return Session.objects.select_related("agent", "tenant").get(pk=session.pk)
 
 
-def context_snapshot(*, session: Session, extra: Sequence[Override] = (),
+def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored: bool = True,
                      provider_count: bool = False) -> Snapshot:
     """The inspector's snapshot of ``session``'s next model request: the loop a new run would
     build (the one factory, ``capture_only``), over a fresh state from the stored history, with
-    the stored overrides (and ``extra`` on top). Reads only; calls no model unless
+    the stored overrides and ``extra`` on top — or, not ``stored``, ``extra`` in their place (a
+    selection previewed before it is saved). Reads only; calls no model unless
     ``provider_count`` asks the provider's counter for the totals."""
     session = with_agent_and_tenant(session)
     with gc_paused():
         loop = build_loop(session.agent, session, capture_only=True)
         state = new_state(session, session_history(session.pk, reuse_decoded=True))
         return inspect(loop, state, tokenizer_for(session.agent.model), extra=extra,
-                       summary_stored=session.summary_seq > 0, provider_count=provider_count)
+                       stored=stored, summary_stored=session.summary_seq > 0,
+                       provider_count=provider_count)
 
 
 @contextmanager
@@ -61,3 +64,8 @@ def gc_paused() -> Iterator[None]:
 
 def tokenizer_name(session: Session) -> str:
     return tokenizer_for(session.agent.model).name
+
+
+def window_of(session: Session) -> int:
+    """The context window of the session's model, in tokens: what a request's budget is."""
+    return context_window(session.agent.model)

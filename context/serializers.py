@@ -94,6 +94,14 @@ class SnapshotOutput(serializers.Serializer):
         help_text="The next call would be summarized; the messages are shown as they are now.")
     cache_breakpoint = serializers.IntegerField(allow_null=True)
     overrides = OverrideSummaryOutput(source="*")
+    context_window = serializers.IntegerField(help_text="The model's context window in tokens: "
+                                                        "the budget the request spends.")
+
+
+class PreviewInput(serializers.Serializer):
+    overrides = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES,
+                                 help_text="The agent's and the session's overrides together, "
+                                           "as the two PUTs would take them.")
 
 
 class PartContentOutput(serializers.Serializer):

@@ -142,6 +142,19 @@ def overrides_replace(*, target: Agent | Session, overrides: list[Override],
     return Saved(overrides=list(overrides), added=added)
 
 
+def overrides_preview(*, session: Session, overrides: list[Override]) -> list[Override]:
+    """The agent's and the session's sets together as the two PUTs of ``overrides`` would save
+    them (its message parts' pairs added; 422 where either PUT would refuse), saving nothing:
+    the set a selection is previewed with, in place of the stored ones."""
+    _checked_kinds(overrides, AGENT_KINDS + SESSION_KINDS, "a request", "")
+    agent_set = [o for o in overrides if part_kind(o.part) in AGENT_KINDS]
+    session_set = [o for o in overrides if part_kind(o.part) in SESSION_KINDS]
+    messages = session_history(session.pk, reuse_decoded=True)
+    session_set, _ = _with_pairs(session_set, messages)
+    _check_history(session_set, messages)
+    return agent_set + session_set
+
+
 # -- try ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)

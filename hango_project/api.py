@@ -8,15 +8,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import StaffSession
 from accounts.models import ApiKey, Member
 from hango_project.pagination import CursorPage
 
 
 def caller(request: Request) -> Member:
-    """The member behind the request's API key (authentication guarantees there is one)."""
-    api_key = request.auth
-    assert isinstance(api_key, ApiKey)
-    return api_key.member
+    """The member behind the request: its API key's, or a staff user's member of the tenant
+    the login session acts in (authentication guarantees there is one)."""
+    credential = request.auth
+    assert isinstance(credential, ApiKey | StaffSession)
+    return credential.member
 
 
 class ListApi(APIView):

@@ -15,7 +15,6 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
-from rest_framework.views import set_rollback
 
 
 class ApplicationError(Exception):
@@ -95,6 +94,10 @@ _DRF_ERRORS: dict[type[exceptions.APIException], tuple[int, str, str]] = {
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's EXCEPTION_HANDLER: every error leaves the API in the one shape."""
+    # Imported here: importing rest_framework.views loads the authentication classes, and one
+    # of them (accounts.authentication) raises this module's errors.
+    from rest_framework.views import set_rollback
+
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

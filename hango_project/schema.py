@@ -33,9 +33,10 @@ ERROR_SCHEMA = {
 _DESCRIPTIONS = {
     "400": "The request could not be read (malformed JSON, a bad query parameter or cursor, an "
            "unreadable Content-Length).",
-    "401": "Missing, invalid or revoked API key.",
+    "401": "Missing, invalid or revoked API key (and no login session).",
     "402": "The tenant's token quota for this period is spent.",
-    "403": "The caller's role does not allow this.",
+    "403": "The caller's role does not allow this; or a login session the API does not take: "
+           "not a staff user's, a failed CSRF check, or a tenant the user is not a member of.",
     "404": "Not found, or not visible to the caller.",
     "406": "The Accept header asks for a format this route cannot produce.",
     "409": "The request conflicts with the current state.",
@@ -43,12 +44,12 @@ _DESCRIPTIONS = {
     "413": "The request body is too large.",
     "415": "The body is not application/json.",
     "422": "The request was read but its content is invalid.",
-    "429": "Too many requests with this key this minute.",
+    "429": "Too many requests with this key (or login session) this minute.",
     "502": "The model provider failed.",
 }
 
 _RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"},
-                                "description": "Seconds until the key may call again."}}
+                                "description": "Seconds until the caller may call again."}}
 
 # Routes that start model calls: a spent quota answers 402.
 _SPENDING = ("/messages", "/resume", "/approve", "/context/try")
@@ -63,9 +64,10 @@ _SSE_ERROR = {"schema": {
 
 def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[str]:
     """What an authenticated operation can answer besides its own responses: every route reads
-    a key, a rate limit and the Accept header; a route with an id 404s; a write may carry a
+    a key or a login session (which may be refused), a rate limit and the Accept header; a
+    route with an id 404s; a write may carry a
     body (checked for size before anything else), and one that reads it checks it."""
-    codes = ["400", "401", "406", "429"]
+    codes = ["400", "401", "403", "406", "429"]
     if "{" in path:
         codes.append("404")
     if method in ("post", "put", "patch"):

@@ -132,7 +132,10 @@ WHITENOISE_USE_FINDERS = True
 DATA_UPLOAD_MAX_MEMORY_SIZE = HANGO.max_body_bytes
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
+    # A key first: its scheme is the one a 401 names (WWW-Authenticate), and a request with a
+    # key is the key's even from a browser with a login session.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication",
+                                       "accounts.authentication.StaffSessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.IsTenantMember"],
     "DEFAULT_PARSER_CLASSES": ["hango_project.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -141,7 +144,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "hango_project.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
-    # Per-API-key requests per minute (``HANGO.rate_limit_*``); requests without a key pass.
+    # Requests per minute per API key, or per member for a staff login session
+    # (``HANGO.rate_limit_*``); requests without a caller pass.
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiKeyRateThrottle"],
 }
 

@@ -117,13 +117,15 @@ def _capture(loop: Loop, state: State) -> ModelRequest:
     return captured[0]
 
 
-def assemble(loop: Loop, state: State,
-             extra: Sequence[Override] = ()) -> tuple[ModelRequest, ModelRequest, OverrideSet]:
+def assemble(loop: Loop, state: State, extra: Sequence[Override] = (), *,
+             stored: bool = True) -> tuple[ModelRequest, ModelRequest, OverrideSet]:
     """The next request without and with the run's overrides (``extra`` on top of the stored
-    ones), after ``before_run`` as a new run does it; and the overrides applied."""
+    ones; ``extra`` alone when not ``stored``: a set previewed in place of the saved one), after
+    ``before_run`` as a new run does it; and the overrides applied."""
     loop.chain.before_run(state)
-    overrides = context.active(state).merged(extra)
+    overrides = (context.active(state) if stored else context.NONE).merged(extra)
     if not overrides:  # nothing to take out: the request sent is the whole request
+        context.set_active(state, overrides)
         after = _capture(loop, state)
         return after, after, overrides
     context.set_active(state, context.NONE)
@@ -142,11 +144,13 @@ def left_out(before: ModelRequest, after: ModelRequest) -> list[str]:
 
 
 def inspect(loop: Loop, state: State, tokenizer: Tokenizer, *, extra: Sequence[Override] = (),
-            summary_stored: bool = False, provider_count: bool = False) -> Snapshot:
-    """The snapshot of the request the next call of ``state``'s session would send."""
+            stored: bool = True, summary_stored: bool = False,
+            provider_count: bool = False) -> Snapshot:
+    """The snapshot of the request the next call of ``state``'s session would send (with
+    ``extra`` in place of the stored overrides when not ``stored``)."""
     started = time.perf_counter()
     with telemetry.span(telemetry.SPAN_CONTEXT_INSPECT) as span:
-        before, after, overrides = assemble(loop, state, extra)
+        before, after, overrides = assemble(loop, state, extra, stored=stored)
         snapshot = _snapshot(before, after, overrides, state, tokenizer,
                              summary_stored=summary_stored,
                              counter=loop.provider if provider_count else None)

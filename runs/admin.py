@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets
 from django.utils.safestring import SafeString
 
+from context.panel import ContextPanelAdmin
 from hango_project.admin import AppWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
@@ -20,7 +21,7 @@ class RunInline(AppWrittenAdmin, admin.TabularInline):
 
 
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(ContextPanelAdmin, admin.ModelAdmin):
     list_display = ["__str__", "agent", "member", "tenant", "updated_at"]
     list_filter = ["tenant"]
     search_fields = ["title", "id"]

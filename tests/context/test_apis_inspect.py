@@ -36,7 +36,8 @@ def snapshot(caller, session, query: str = "") -> dict:
 def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
     body = snapshot(alice, demo)
     assert set(body) == {"system", "tools", "messages", "totals", "counted", "tokenizer",
-                         "framing", "would_compact", "cache_breakpoint", "overrides"}
+                         "framing", "would_compact", "cache_breakpoint", "overrides",
+                         "context_window"}
     assert [p["id"] for p in body["system"]] == ["system:agent", "system:filesystem",
                                                  "system:todo"]
     assert [p["id"] for p in body["messages"]] == [f"message:{i}" for i in range(1, 11)]
@@ -50,6 +51,7 @@ def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
     assert body["overrides"] == {"active": 0, "stale": []}
     assert body["messages"][2]["paired_with"] == ["message:2"]
     assert body["messages"][0]["label"] == "#1 user"
+    assert body["context_window"] == 32_000  # scripted:demo's, what the budget is drawn against
 
 
 def test_overrides_show_in_the_snapshot(alice, demo):

@@ -1,10 +1,11 @@
-"""Fixtures of the scenario tests that walk every route."""
+"""Fixtures of the scenario tests: real objects for every route, and a real browser."""
 
 from __future__ import annotations
 
 import pytest
 
 from runs.models import Run
+from tests.support.browser import chromium
 
 
 @pytest.fixture
@@ -21,3 +22,10 @@ def route_ids(alice, queued_run: Run) -> dict[str, str]:
     return {"agent_id": agent_id, "session_id": str(queued_run.session_id),
             "run_id": str(queued_run.pk), "skill_id": skill.json()["id"],
             "path": "memories/notes.md"}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless real Chromium, shared by a module's tests (each opens its own context)."""
+    with chromium() as launched:
+        yield launched

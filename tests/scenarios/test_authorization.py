@@ -21,6 +21,8 @@ OBJECT_ROUTES = [
     ("get", "/v1/agents/{agent}/context-overrides", None),
     ("put", "/v1/agents/{agent}/context-overrides", [{"part": "tool:echo", "action": "exclude"}]),
     ("get", "/v1/sessions/{session}/context", None),
+    ("post", "/v1/sessions/{session}/context",
+     {"overrides": [{"part": "system:todo", "action": "exclude"}]}),
     ("post", "/v1/sessions/{session}/context/try", {"message": "Hello?"}),
     ("get", "/v1/sessions/{session}/context-overrides", None),
     ("put", "/v1/sessions/{session}/context-overrides",

@@ -44,6 +44,8 @@ VALID: dict[str, Any] = {
                                             "replacement": "x"}],
     "sessions_context_try": {"exclude": ["system:todo"], "replace": {"system:agent": "x"},
                              "message": "m"},
+    "sessions_context_preview": {"overrides": [{"part": "system:agent", "action": "replace",
+                                                "replacement": "x"}]},
 }
 
 # One value of each JSON type, and those a lax parser would coerce: "5" to 5, 5.0 to 5, 1 to

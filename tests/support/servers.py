@@ -64,7 +64,11 @@ class GunicornProcess:
              "--no-control-socket"],  # the default socket is one per user, shared
             cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True)
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:  # never left running by a test that could not use it
+            self.stop()
+            raise
 
     def log(self) -> str:
         return self.log_path.read_text()

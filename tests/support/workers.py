@@ -53,7 +53,11 @@ class WorkerProcess:
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
-        self.wait_for(lambda log: " ready." in log, what="worker ready")
+        try:
+            self.wait_for(lambda log: " ready." in log, what="worker ready")
+        except BaseException:  # never left running by a test that could not use it
+            self.stop()
+            raise
 
     def log(self) -> str:
         return self.log_path.read_text()

@@ -1,0 +1,211 @@
+"""The admin's Context panel in real Chromium, against hango under gunicorn: a staff member logs
+in through the admin's form, opens a session's panel from its page, sees every part of the
+inspect response with its tokens, unchecks a message and saves — the session's overrides then
+leave it and its pair out, the panel's totals are the inspect response's, and the next run's
+model request (executed by a real Celery worker, recorded by a local OpenAI-compatible server)
+no longer carries it. Try shows the model's answer and adds nothing to the session; no
+JavaScript error is logged on the way. A staff user who is not a member of the session's tenant
+is told so, plainly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import Page, expect
+
+from accounts.models import Member, Role
+from runs.models import Message, Session
+from tests.support import workers
+from tests.support.browser import log_in, screenshot, watch_errors
+from tests.support.replay import ReplayServer, wire_json
+from tests.support.runs import wait_for_run
+from tests.support.servers import GunicornProcess
+
+pytestmark = pytest.mark.slow
+
+PASSWORD = "a long enough pass phrase"
+HISTORY = [
+    ("user", [{"type": "text", "text": "Echo 'alpha', then tell me how many words it has."}]),
+    ("assistant", [{"type": "text", "text": "Echoing."},
+                   {"type": "tool_use", "id": "call_1", "name": "echo",
+                    "input": {"text": "alpha"}}]),
+    ("user", [{"type": "tool_result", "tool_use_id": "call_1", "content": "alpha <b>&amp;</b>",
+               "is_error": False}]),
+    ("assistant", [{"type": "text", "text": "It said alpha: one word. <script>x()</script>"}]),
+]
+
+
+@pytest.fixture
+def model_server():
+    server = ReplayServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def model_env(model_server) -> dict[str, str]:
+    """The agent's model, openai:gpt-4o, is the local server, for the web and the worker."""
+    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model_server.url,
+            "HANGO_PROVIDER_MAX_RETRIES": "0"}
+
+
+@pytest.fixture
+def web(transactional_db, tmp_path, model_env):
+    server = GunicornProcess(tmp_path, database_url=workers.test_database_url(), env=model_env)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(browser, web) -> Page:
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture
+def session(alice, make_agent) -> Session:
+    """Alice's session with a tool call and its result in the history."""
+    agent = make_agent(alice, model="openai:gpt-4o", system_prompt="You count words.")
+    session = Session.objects.create(tenant_id=alice.member.tenant_id, agent_id=agent["id"],
+                                     member=alice.member, title="counting words")
+    for seq, (role, content) in enumerate(HISTORY, start=1):
+        Message.objects.create(session=session, seq=seq, role=role, content=content)
+    return session
+
+
+def staff(email: str, tenant=None, role: str = Role.OWNER):
+    user = get_user_model().objects.create_superuser(email, email, PASSWORD)
+    if tenant is not None:
+        Member.objects.create(tenant=tenant, user=user, role=role)
+    return user
+
+
+def open_panel(page: Page, web: GunicornProcess, user, session: Session) -> None:
+    """Log in, then from the admin's home to the session's page and its Context button."""
+    log_in(page, web.url, user.username, PASSWORD)
+    page.get_by_role("link", name="Sessions", exact=True).click()
+    page.get_by_role("link", name=str(session)).first.click()
+    page.get_by_role("link", name="Context", exact=True).click()
+
+
+def tokens(page: Page, selector: str) -> int:
+    return int(page.locator(selector).get_attribute("data-tokens") or "-1")
+
+
+def settled(page: Page) -> None:
+    expect(page.locator("#context-panel")).to_have_attribute("data-state", "settled")
+
+
+def test_uncheck_save_and_try_in_the_panel(page, web, session, alice, tenant, model_server,
+                                           start_worker, model_env):
+    worker = start_worker(**model_env)
+    errors = watch_errors(page)
+    open_panel(page, web, staff("kim@acme.test", tenant), session)
+    settled(page)
+    url = f"/v1/sessions/{session.pk}/context"
+    inspected = alice.client.get(url).json()
+    for group in ("system", "tools", "messages"):
+        for part in inspected[group]:
+            row = page.locator(f'[data-group="{group}"] tr[data-part="{part["id"]}"]')
+            expect(row).to_be_visible()
+            assert tokens(page, f'tr[data-part="{part["id"]}"] .cp-tokens') == part["tokens"]
+            expect(row.locator(".cp-label")).to_have_text(part["label"])
+    expect(page.locator("tr[data-part]")).to_have_count(
+        sum(len(inspected[g]) for g in ("system", "tools", "messages")))
+    # Session content is text on the page, never markup.
+    expect(page.locator('tr[data-part="message:4"] .cp-preview')).to_contain_text("<script>")
+    assert tokens(page, "#cp-total-after") == inspected["totals"]["after"]
+
+    page.locator('tr[data-part="message:3"] input[type=checkbox]').uncheck()
+    # At once, before the server's totals: the pair goes too, and the totals drop.
+    expect(page.locator('tr[data-part="message:2"] input[type=checkbox]')).not_to_be_checked()
+    expect(page.locator('tr[data-part="message:2"] .cp-notes')).to_contain_text(
+        "left out with message:3")
+    assert tokens(page, "#cp-total-after") < inspected["totals"]["after"]
+    settled(page)
+    # A part in full, and edited: the agent's prompt replaced.
+    page.locator('tr[data-part="system:agent"] .cp-open').click()
+    expect(page.locator("#cp-detail-content")).to_have_text("You count words.")
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.fill("#cp-edit-text", "You count words, tersely.")
+    page.get_by_role("button", name="Use this text").click()
+    expect(page.locator('tr[data-part="system:agent"] .cp-notes')).to_contain_text("replaced")
+    settled(page)
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator('#cp-added li[data-part="message:2"]')).to_be_visible()
+    expect(page.locator("#cp-saved")).to_contain_text("Saved the agent's overrides (1) and the "
+                                                      "session's overrides (2).")
+    settled(page)
+    expect(page.locator("#cp-detail-content")).to_have_text("You count words, tersely.")
+    expect(page.locator("#cp-detail-original pre")).to_have_text("You count words.")
+
+    # (a) the session's overrides leave the message and its pair out
+    saved = alice.client.get(f"/v1/sessions/{session.pk}/context-overrides").json()
+    assert sorted(o["part"] for o in saved["overrides"]) == ["message:2", "message:3"]
+    assert {o["action"] for o in saved["overrides"]} == {"exclude"}
+    assert alice.client.get(f"/v1/agents/{session.agent_id}/context-overrides").json()[
+        "overrides"] == [{"part": "system:agent", "action": "replace",
+                          "replacement": "You count words, tersely."}]
+    # (b) the panel's totals are the inspect response's
+    inspected = alice.client.get(url).json()
+    assert tokens(page, "#cp-total-before") == inspected["totals"]["before"]
+    assert tokens(page, "#cp-total-after") == inspected["totals"]["after"]
+    assert inspected["totals"]["after"] < inspected["totals"]["before"]
+    for key, group in (("system", "system"), ("tools", "tools"), ("messages", "messages")):
+        sent = sum(p["tokens"] for p in inspected[group] if p["included"])
+        assert tokens(page, f'[data-group="{group}"] .cp-group-total') == sent, key
+    assert tokens(page, "#cp-sum-framing") == inspected["framing"]
+
+    # (d) Try: the answer beside the panel, nothing added to the session
+    messages = Message.objects.filter(session=session).count()
+    model_server.reply(200, wire_json("openai_completion_text.json"))
+    page.fill("#cp-try-message", "Now count 'alpha beta'.")
+    page.get_by_role("button", name="Try", exact=True).click()
+    expect(page.locator("#cp-answer .cp-answer-text")).to_have_text("It has 3 words.")
+    expect(page.locator("#cp-usage")).to_contain_text("input tokens")
+    assert Message.objects.filter(session=session).count() == messages
+    tried = json.dumps(model_server.bodies[-1]["messages"])
+    assert "call_1" not in tried and "Now count 'alpha beta'." in tried
+    page.locator("#toggle-nav-sidebar").click()  # the admin's menu folded: room for the panel
+    screenshot(page, "context-panel.png")
+
+    # (c) the next run's model request no longer carries the message (nor its pair)
+    model_server.reply(200, wire_json("openai_completion_text.json"))
+    posted = alice.client.post(f"/v1/sessions/{session.pk}/messages",
+                               {"content": "And 'alpha beta gamma'?"}, format="json")
+    assert posted.status_code == 202, posted.content
+    run = wait_for_run(posted.json()["run"]["id"])
+    assert run.status == "completed", (run.error, worker.log())
+    sent = json.dumps(model_server.bodies[-1]["messages"])
+    assert "call_1" not in sent and "alpha <b>&amp;</b>" not in sent
+    assert "And 'alpha beta gamma'?" in sent and "Echo 'alpha'" in sent
+    assert "You count words, tersely." in json.dumps(model_server.bodies[-1])
+    # (e) no JavaScript error on the way
+    assert errors == []
+
+
+def test_a_staff_user_who_is_not_a_member_is_told_so(page, web, session):
+    errors = watch_errors(page)
+    open_panel(page, web, staff("root@example.com"), session)
+    refusal = page.locator("#context-refusal")
+    expect(refusal).to_contain_text("You are not a member of the tenant “acme”")
+    expect(page.locator("#context-panel")).to_have_count(0)
+    assert errors == []
+
+
+def test_a_selection_the_api_would_refuse_cannot_be_saved(page, web, session, tenant):
+    errors = watch_errors(page)
+    open_panel(page, web, staff("kim@acme.test", tenant), session)
+    settled(page)
+    page.locator('tr[data-part="message:1"] input[type=checkbox]').uncheck()
+    expect(page.locator("#context-panel")).to_have_attribute("data-state", "refused")
+    expect(page.locator("#cp-status")).to_contain_text("starts with an assistant message")
+    expect(page.get_by_role("button", name="Save", exact=True)).to_be_disabled()
+    page.get_by_role("button", name="Revert to saved").click()
+    settled(page)
+    expect(page.locator('tr[data-part="message:1"] input[type=checkbox]')).to_be_checked()
+    # The one error logged is the browser's note of the preview's 422, which the panel shows.
+    assert [e for e in errors if "422" not in e] == [] and len(errors) == 1
