@@ -13,7 +13,7 @@ TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
 # The embedded defaults: whatever the shell exports, the quickstart uses none of it.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u HANGO_BROKER_URL DJANGO_DEBUG=1
 
-.PHONY: install quickstart serve worker test lint clean
+.PHONY: install quickstart serve worker browser test lint clean
 
 # requirements-nodeps.txt holds packages that declare a newer Python than 3.11 but run on it (ctok):
 # pip would refuse them in the resolver, so they go in a step of their own.
@@ -44,7 +44,21 @@ serve: install
 worker: install
 	$(PY) -m celery -A hango_project worker --loglevel INFO --concurrency 2
 
-test: install
+# The admin's browser tests drive Debian's Chromium through Playwright (tests/support/browser.py),
+# which never downloads a browser of its own: install the package when it is missing.
+browser:
+	@if [ -n "$(HANGO_TEST_CHROMIUM)" ]; then \
+	  test -x "$(HANGO_TEST_CHROMIUM)" \
+	    || { echo "HANGO_TEST_CHROMIUM=$(HANGO_TEST_CHROMIUM) is not a program" >&2; exit 1; }; \
+	elif [ ! -x /usr/bin/chromium ]; then \
+	  echo "installing Debian's chromium package"; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+	    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	    || { echo "could not install Debian's chromium package, which the browser tests need" >&2; \
+	         exit 1; }; \
+	fi
+
+test: install browser
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	DATABASE_URL=$(TEST_DATABASE_URL) HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest

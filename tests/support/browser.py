@@ -1,6 +1,6 @@
 """Real Chromium for the admin's screens: Debian's ``chromium`` package driven by Playwright for
 Python. Playwright never downloads a browser here: it is pointed at the system's binary
-(``HANGO_TEST_CHROMIUM``, default ``/usr/bin/chromium``; ``.ci/run`` installs it)."""
+(``HANGO_TEST_CHROMIUM``, default ``/usr/bin/chromium``; ``make test`` installs it)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def chromium() -> Iterator[Browser]:
     """A headless Chromium for the block's tests."""
     if not CHROMIUM.exists():
         pytest.fail(f"No Chromium at {CHROMIUM}: install Debian's package (`apt-get install "
-                    "chromium`, as .ci/run does) or set HANGO_TEST_CHROMIUM.")
+                    "chromium`, as `make test` does) or set HANGO_TEST_CHROMIUM.")
     # Playwright's synchronous API keeps an asyncio loop running on this thread between its
     # calls; the test's own ORM calls are synchronous all the same, so Django's guard against
     # calling the ORM from a coroutine does not apply.
