@@ -15,6 +15,7 @@ from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
 from harness import approvals
 from harness.errors import InvalidContent, retryable_codes
+from harness.messages import Message as HMessage
 from harness.messages import TextBlock, ToolResultBlock
 from harness.serde import content_from_json, content_to_json
 from runs import tasks
@@ -152,7 +153,8 @@ def run_resume(*, run: Run, actor: Member | None = None) -> Run:
 
 def run_approve(*, run: Run, decisions: list[dict[str, Any]],
                 actor: Member | None = None) -> Run:
-    """Record one decision per pending tool call and queue the paused run to finish its batch.
+    """Record one decision per pending tool call and queue the paused run to finish its batch;
+    an edited call's stored arguments become the edited ones (:func:`_rewrite_edited_calls`).
 
     Under the run's row lock: a second approve (or one racing it) finds the run no longer
     awaiting approval and answers 409, so a batch is resumed exactly once."""
@@ -169,9 +171,10 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
             raise Unprocessable(str(exc), detail={"decisions": exc.problems,
                                                   "pending": exc.pending}) from None
         run.state_json = {**run.state_json, "pending_batch": approvals.batch_to_json(batch)}
+        _rewrite_edited_calls(run, batch)
         take_over(run)
         run.status = RunStatus.QUEUED
-        append_events(run, [status_event(run)])
+        append_events(run, [approvals.decided_event(batch), status_event(run)])
         run.save()
         # Per call its decision type and tool name only: never an edited input or a message.
         _audit_run(actor, AuditAction.RUN_APPROVE, run, decisions=[
@@ -179,3 +182,25 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
              "type": batch.decisions[p.tool_use_id].type} for p in batch.pending])
         tasks.enqueue_run(run.id)
     return run
+
+
+def _rewrite_edited_calls(run: Run, batch: approvals.PendingBatch) -> None:
+    """The one rewrite of a stored message: the paused batch's assistant message takes each
+    edited call's new arguments, so the history (and the context inspector) show what runs; the
+    model's arguments stay in the ``approval.decided`` event.
+
+    Fenced by the caller's lock on the paused run, which no worker holds: only the session's
+    last message, written by this run and holding exactly this batch's calls, is changed. Any
+    other (a history that no longer matches) is left alone; the resumed turn then fails the run
+    with ``invalid_state`` as it would have."""
+    last = (Message.objects.filter(session_id=run.session_id).order_by("-seq")
+            .only("pk", "role", "run_id", "content").first())
+    if last is None or last.run_id != run.pk or last.role != "assistant":
+        return
+    stored = HMessage(role="assistant", content=content_from_json(last.content))
+    if approvals.waiting_calls(batch, stored.tool_uses) is None:
+        return
+    edited = approvals.apply_edits(stored, batch)
+    if edited is not stored:
+        Message.objects.filter(pk=last.pk, run_id=run.pk).update(
+            content=content_to_json(edited.content))
