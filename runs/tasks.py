@@ -104,10 +104,13 @@ def reconcile() -> int:
 
 
 def advance_run(run_id: str) -> Outcome:
-    """Advance the run for one time slice; a run whose slice ran out goes back in the queue."""
+    """Advance the run for one time slice; a run whose slice ran out goes back in the queue, and
+    one that ended hands its session on to the next message waiting there."""
     outcome = worker.execute_run(run_id)
     if outcome is Outcome.YIELDED:
         enqueue_run(run_id)
+    elif outcome in worker.MAY_HAVE_ENDED and (started := worker.start_queued(run_id)):
+        enqueue_run(started)
     return outcome
 
 
