@@ -35,6 +35,7 @@ from django.db import connection
 from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
+from hango_project.sql import fetch, uuid_param
 from runs.checkpoint import finish_run
 from runs.events import append_events, status_event
 from runs.models import (
@@ -170,10 +171,8 @@ LIMIT 1
 def waiting_after(run_id: uuid.UUID | str) -> uuid.UUID | None:
     """The session of ``run`` when messages wait in its queue (one indexed read), else None: what
     the worker asks once a run's end has committed, before it starts the next one."""
-    with connection.cursor() as cursor:
-        cursor.execute(_WAITING_AFTER, [str(run_id)])
-        row = cursor.fetchone()
-    return None if row is None else uuid.UUID(str(row[0]))
+    found = fetch(_WAITING_AFTER, [uuid_param(run_id)])
+    return uuid.UUID(str(found[0][0])) if found else None
 
 
 def start_stalled(limit: int = 100) -> list[uuid.UUID]:
