@@ -100,7 +100,9 @@ class RunCancelApi(APIView):
     @extend_schema(operation_id="runs_cancel", request=None, responses={
         202: RunOutput, 409: OpenApiResponse(description="The run has already finished.")})
     def post(self, request, run_id):
-        """Stop the run at its next turn boundary or tool call (409 when it already ended)."""
+        """Stop the run at its next turn boundary or tool call (409 when it already ended). A
+        `pending` run (queued behind the session's active one) is skipped when its turn comes;
+        its message still joins the history."""
         member = caller(request)
         run = services.run_cancel(run=selectors.run_get(member=member, run_id=run_id),
                                   actor=member)

@@ -83,7 +83,8 @@ def _without_password(text: str) -> str:
 
 
 def reconcile() -> int:
-    """One reconciler pass: send again the active runs nobody is advancing; how many were sent.
+    """One reconciler pass: send again the active runs nobody is advancing, and start the
+    sessions' queues whose start was lost (:func:`runs.queue.start_stalled`); how many were sent.
 
     With a broker, the runs are sent before the pass commits, and a failed send undoes it: the
     runs it picked keep their expired lease or old ``updated_at``, so the next pass picks them

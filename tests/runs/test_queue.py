@@ -4,6 +4,7 @@ cancels them first. Runs are driven by hand here (nothing executes them on its o
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -19,6 +20,7 @@ from runs.worker import DbCheckpointer, DbControl, claim_run
 from tests.support.api import HITL, error_of
 from tests.support.history import assert_valid_history
 from tests.support.multitask import user_texts
+from tests.support.openapi import api_schema, resolved
 
 
 @pytest.fixture
@@ -137,6 +139,17 @@ def test_a_message_waits_while_the_active_run_awaits_approval(alice, make_agent,
     assert_valid_history(session["id"])
 
 
+def test_a_pending_runs_event_stream_stays_open_while_it_waits(alice, session, hango_settings):
+    hango_settings(event_poll_seconds=0.05, event_stream_max_seconds=1)
+    posted(alice, session, "first")
+    _, waiting = posted(alice, session, "second", "enqueue")
+    started = time.monotonic()
+    stream = alice.client.get(f"/v1/runs/{waiting['id']}/events", HTTP_ACCEPT="text/event-stream")
+    frames = b"".join(stream.streaming_content).decode()
+    assert time.monotonic() - started >= 0.9  # open until its time was up, not ended at once
+    assert frames.startswith("id: 1\nevent: run.status\n") and '"pending"' in frames
+
+
 def test_cancelling_a_pending_run_keeps_its_message_and_skips_the_run(alice, session):
     _, first = posted(alice, session, "first")
     _, second = posted(alice, session, "second", "enqueue")
@@ -249,3 +262,14 @@ def test_a_post_finding_the_queue_stalled_starts_it_first(alice, session, multit
     else:
         assert response.json()["run"]["status"] == "pending"
     assert user_texts(session["id"]) == ["first", "second"]
+
+
+def test_the_schema_describes_multitask_the_pending_status_and_a_waiting_message(db):
+    operation = api_schema()["paths"]["/v1/sessions/{session_id}/messages"]["post"]
+    body = resolved(operation["requestBody"]["content"]["application/json"]["schema"])
+    multitask = body["properties"]["multitask"]
+    assert multitask["allOf"][0]["enum"] == ["reject", "enqueue", "interrupt"]
+    assert multitask["default"] == "reject" and body["required"] == ["content"]
+    answer = resolved(operation["responses"]["202"]["content"]["application/json"]["schema"])
+    assert answer["properties"]["message"]["properties"]["seq"]["type"] == ["integer", "null"]
+    assert "pending" in json.dumps(answer["properties"]["run"])
