@@ -6,7 +6,9 @@ no tool call without its result."""
 from __future__ import annotations
 
 import pytest
+import redis
 
+from runs import worker
 from runs.models import Run, RunStatus
 from tests.support.history import assert_valid_history
 from tests.support.multitask import (
@@ -38,8 +40,8 @@ def answers_after_each_user_text(session_id: str) -> dict[str, str]:
 
 def assert_clean(workers) -> None:
     """No task of the workers failed or hit an error (a deadlock would show here)."""
-    for worker in workers:
-        log = worker.log()
+    for process in workers:
+        log = process.log()
         assert "Traceback" not in log and " ERROR/" not in log, log[-3000:]
 
 
@@ -134,3 +136,24 @@ def test_a_mixed_burst_loses_no_message_and_the_last_one_is_answered(alice, make
             if run.status == RunStatus.COMPLETED:
                 assert answered[text].startswith(f'You said: "{text}"'), (text, answered[text])
     assert_clean(workers)
+
+
+@pytest.mark.slow
+def test_a_queue_stranded_by_a_crash_after_a_runs_end_is_started_by_a_workers_reconciler(
+        alice, make_session, broker, worker_processes):
+    session = make_session(alice)
+    first = alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "first"},
+                              format="json").json()["run"]["id"]
+    waiting = alice.client.post(f"/v1/sessions/{session['id']}/messages",
+                                {"content": "second", "multitask": "enqueue"},
+                                format="json").json()["run"]["id"]
+    # A worker ends the first run and dies before it starts the second (its task is lost too).
+    assert worker.execute_run(first) == worker.Outcome.COMPLETED
+    redis.Redis.from_url(broker).flushdb()
+    assert Run.objects.get(pk=waiting).status == RunStatus.PENDING
+    started = worker_processes("rescuer", broker, HANGO_RECONCILE_SECONDS=1)
+    runs = wait_until_settled(session["id"])
+    assert [r.status for r in runs] == [RunStatus.COMPLETED, RunStatus.COMPLETED]
+    assert answers_after_each_user_text(session["id"])["second"].startswith('You said: "second"')
+    assert "reconciler re-enqueued 1 runs" in started.log()
+    assert_clean([started])
