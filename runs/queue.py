@@ -110,7 +110,7 @@ def has_waiting(session_id: uuid.UUID) -> bool:
 
 
 def enqueue(session: Session, content: list[dict[str, Any]]) -> tuple[Message, Run]:
-    """Queue a message behind the session's runs (the caller holds its row lock): its run is
+    """Queue a message behind the session's runs (the caller holds its lock): its run is
     pending; the message, unsaved, has no seq until it joins the history."""
     run = Run.objects.create(session=session, agent_id=session.agent_id,
                              status=RunStatus.PENDING)
