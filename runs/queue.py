@@ -35,7 +35,7 @@ from django.db import connection
 from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
-from hango_project.sql import fetch, uuid_param
+from hango_project.sql import uuid_param
 from runs.checkpoint import finish_run
 from runs.events import append_events, status_event
 from runs.models import (
@@ -47,6 +47,7 @@ from runs.models import (
     RunStatus,
     Session,
 )
+from runs.prepared import Prepared
 
 
 class Multitask(StrEnum):
@@ -161,18 +162,25 @@ def start_next(session_id: uuid.UUID) -> Started | None:
     return started
 
 
-_WAITING_AFTER = f"""
+_WAITING_AFTER_SQL = f"""
 SELECT q.session_id FROM {PendingMessage._meta.db_table} q
-WHERE q.session_id = (SELECT r.session_id FROM {Run._meta.db_table} r WHERE r.id = %s)
+WHERE q.session_id = (SELECT r.session_id FROM {Run._meta.db_table} r WHERE r.id = %(run)s)
 LIMIT 1
 """
+# Prepared like the run's other statements (the last thing a run's task sends to PostgreSQL).
+_WAITING_AFTER = Prepared.of("hango_waiting_after", _WAITING_AFTER_SQL, (("run", "uuid"),))
 
 
 def waiting_after(run_id: uuid.UUID | str) -> uuid.UUID | None:
     """The session of ``run`` when messages wait in its queue (one indexed read), else None: what
     the worker asks once a run's end has committed, before it starts the next one."""
-    found = fetch(_WAITING_AFTER, [uuid_param(run_id)])
-    return uuid.UUID(str(found[0][0])) if found else None
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            _WAITING_AFTER.run(cursor, {"run": uuid.UUID(str(run_id))})
+        else:
+            cursor.execute(_WAITING_AFTER_SQL, {"run": uuid_param(run_id)})
+        row = cursor.fetchone()
+    return None if row is None else uuid.UUID(str(row[0]))
 
 
 def start_stalled(limit: int = 100) -> list[uuid.UUID]:
