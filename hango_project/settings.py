@@ -101,8 +101,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
         f"-c idle_in_transaction_session_timeout={idle_ms}")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # SQLite: wait for a writer instead of failing at once when the quickstart's threads overlap.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # SQLite: wait for a writer instead of failing at once when the quickstart's threads overlap;
+    # a transaction takes the write lock as it begins (IMMEDIATE), or one that read first and then
+    # writes while another writes fails at once ("database is locked": a post queueing behind a
+    # run while the run commits its turn).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -7,7 +7,10 @@ The lifecycle, and who does what:
    and what waits as a :class:`PendingBatch` on ``State.pending_batch`` (persisted with the run).
    No result message is written, so the assistant message holding the calls stays last.
 2. **Decide.** ``POST /v1/runs/{id}/approve`` turns the human's answers into exactly one allowed
-   decision per waiting call with :func:`decide` (or :class:`InvalidDecisions`, a 422).
+   decision per waiting call with :func:`decide` (or :class:`InvalidDecisions`, a 422). An edit
+   also rewrites the stored assistant message's call to the edited arguments
+   (:func:`apply_edits`: the one rewrite of a stored message, so the history shows what ran); the
+   model's own arguments stay in the run's ``approval.decided`` event (:func:`decided_event`).
 3. **Finish.** The resumed loop sends the waiting calls (:func:`waiting_calls`) through the chain
    again; the middleware turns each decision into what happens with :func:`resolve`, and
    :func:`results_message` answers every call of the batch in call order.
@@ -32,6 +35,7 @@ from harness.messages import Message, ToolResultBlock, ToolUseBlock
 Decision = Literal["approve", "edit", "reject", "respond"]
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
 EVENT_REQUESTED = "approval.requested"
+EVENT_DECIDED = "approval.decided"
 
 REJECTED = "The user rejected this tool call."
 NO_EDIT = "The user chose to edit this call but gave no arguments."
@@ -130,6 +134,35 @@ def decide(batch: PendingBatch, decisions: Sequence[Mapping[str, Any]]) -> Pendi
     if problems:
         raise InvalidDecisions(problems, batch)
     return replace(batch, decisions=seen)
+
+
+def apply_edits(message: Message, batch: PendingBatch) -> Message:
+    """The assistant message holding a decided batch's calls, each call a human edited carrying
+    the edited arguments (the same message when nothing was edited)."""
+    edits = {i: d.input for i, d in batch.decisions.items()
+             if d.type == "edit" and d.input is not None}
+    if not edits:
+        return message
+    return replace(message, content=tuple(
+        replace(b, input=edits[b.id]) if isinstance(b, ToolUseBlock) and b.id in edits else b
+        for b in message.content))
+
+
+def decided_event(batch: PendingBatch) -> tuple[str, dict[str, Any]]:
+    """The run event an approval emits: each waiting call's decision; an edit with the arguments
+    the model gave (``original_input``, which the stored message no longer shows) and the ones
+    that run (``input``); a reject or respond with its ``message``."""
+    decided = []
+    for call in batch.pending:
+        d = batch.decisions[call.tool_use_id]
+        item: dict[str, Any] = {"tool_use_id": call.tool_use_id, "name": call.name,
+                                "type": d.type}
+        if d.type == "edit":
+            item |= {"original_input": call.input, "input": d.input}
+        if d.message is not None:
+            item["message"] = d.message
+        decided.append(item)
+    return EVENT_DECIDED, {"decisions": decided}
 
 
 # -- finish -----------------------------------------------------------------------------------

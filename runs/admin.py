@@ -6,7 +6,7 @@ from context.panel import ContextPanelAdmin
 from hango_project.admin import AppWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
-from runs.models import Message, Run, RunEvent, Session, SessionFile
+from runs.models import Message, PendingMessage, Run, RunEvent, Session, SessionFile
 
 # The transcript's, the todos' and the event log's styles.
 READABLE_CSS = {"all": ["runs/admin.css"]}
@@ -139,6 +139,18 @@ class MessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
     @admin.display(description="as a transcript")
     def readable(self, message: Message) -> SafeString:
         return admin_display.one_message(message)
+
+
+@admin.register(PendingMessage)
+class PendingMessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
+    """Messages waiting in their session's queue for the runs before them to end; read-only:
+    cancelling the waiting run (on its page) keeps the message and skips the run."""
+
+    may_delete = True  # deleting a session or a run deletes its waiting message
+
+    list_display = ["position", "session", "run", "created_at"]
+    search_fields = ["session__id", "run__id"]
+    readonly_fields = ["position", "message_id", "session", "run", "content", "created_at"]
 
 
 @admin.register(SessionFile)

@@ -16,6 +16,7 @@ from runs.serializers import (
     ApproveInput,
     MessageInput,
     MessageOutput,
+    PostedMessageOutput,
     PostMessageOutput,
     RunEventPage,
     RunOutput,
@@ -63,16 +64,21 @@ class SessionMessagesApi(ListApi):
 
     @extend_schema(operation_id="sessions_messages_create", request=MessageInput,
                    responses={202: PostMessageOutput, 409: OpenApiResponse(
-                       description="The session has an active run (`detail.active_run`).")})
+                       description="The session has an active run (`detail.active_run`) and "
+                                   "`multitask` is `reject`.")})
     def post(self, request, session_id):
-        """Append a user message and start a run for it (409 while a run is active)."""
+        """Append a user message and start a run for it. While a run is active, `multitask`
+        decides: 409 (`reject`, the default), wait for it (`enqueue`), or cancel it and then
+        run (`interrupt`)."""
         member = caller(request)
         session = selectors.session_get(member=member, session_id=session_id)
         data = validated(MessageInput, request)
         message, run = services.message_post(session=session, content=data["content"],
-                                             actor=member)
+                                             multitask=data["multitask"], actor=member)
         run.refresh_from_db()
-        body = {"message": MessageOutput(message).data, "run": RunOutput(run).data}
+        if message.seq is None:  # it waited: it may have joined the history meanwhile
+            message = selectors.message_posted(message)
+        body = {"message": PostedMessageOutput(message).data, "run": RunOutput(run).data}
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
@@ -94,7 +100,9 @@ class RunCancelApi(APIView):
     @extend_schema(operation_id="runs_cancel", request=None, responses={
         202: RunOutput, 409: OpenApiResponse(description="The run has already finished.")})
     def post(self, request, run_id):
-        """Stop the run at its next turn boundary or tool call (409 when it already ended)."""
+        """Stop the run at its next turn boundary or tool call (409 when it already ended). A
+        `pending` run (queued behind the session's active one) is skipped when its turn comes;
+        its message still joins the history."""
         member = caller(request)
         run = services.run_cancel(run=selectors.run_get(member=member, run_id=run_id),
                                   actor=member)

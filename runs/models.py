@@ -6,6 +6,7 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from accounts.models import Member, Tenant, TokenCounts
 from accounts.scoping import Tenancy
@@ -42,6 +43,9 @@ class Role(models.TextChoices):
 
 
 class RunStatus(models.TextChoices):
+    # Waiting for the session's runs before it to end (a message posted with multitask enqueue
+    # or interrupt while a run was active): its message is not in the history yet.
+    PENDING = "pending"
     QUEUED = "queued"
     RUNNING = "running"
     AWAITING_APPROVAL = "awaiting_approval"
@@ -52,6 +56,8 @@ class RunStatus(models.TextChoices):
 
 # A session has at most one run in these states (a database constraint enforces it).
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL)
+# Not finished yet: active, or pending behind the active one.
+UNFINISHED_RUN_STATUSES = (RunStatus.PENDING, *ACTIVE_RUN_STATUSES)
 
 
 class Run(TokenCounts):
@@ -116,7 +122,8 @@ class Message(models.Model):
     run = models.ForeignKey(
         Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    # When it was posted: a message that waited in its session's queue keeps its post time.
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         db_table = "messages"
@@ -129,6 +136,38 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.role}"
+
+
+class PendingMessage(models.Model):
+    """A user message posted while its session had an active run (``multitask`` ``enqueue`` or
+    ``interrupt``). It waits here, out of the history, until every run before it has ended; it
+    then joins the history as the message ``message_id`` with the session's next seq, and its
+    run (``pending`` meanwhile) starts (:mod:`runs.queue`)."""
+
+    tenancy = Tenancy(tenant="session__tenant", owner="session__member")
+
+    # The queue's order: assigned under the session's row lock, so it is the order of the posts.
+    position = models.BigAutoField(primary_key=True)
+    # No index of its own: the (session, position) index serves every lookup by session.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE,
+                                related_name="pending_messages", db_index=False)
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="pending_message")
+    message_id = models.UUIDField(default=uuid.uuid4, unique=True,
+                                  help_text="The id the message has once it joins the history.")
+    content = models.JSONField(help_text="A list of content blocks.")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        db_table = "pending_messages"
+        indexes = [models.Index(fields=["session", "position"])]
+
+    def __str__(self) -> str:
+        return f"pending {self.message_id}"
+
+    def as_message(self) -> Message:
+        """The message it will be, unsaved: no seq (None) until it joins the history."""
+        return Message(id=self.message_id, session_id=self.session_id, role=Role.USER,
+                       content=self.content, run_id=self.run_id, created_at=self.created_at)
 
 
 class RunEvent(models.Model):

@@ -33,6 +33,11 @@ def message_list(*, session: Session) -> QuerySet[Message]:
     return Message.objects.filter(session=session)
 
 
+def message_posted(message: Message) -> Message:
+    """A message as posted, stored since if it has joined the history (else as it was)."""
+    return Message.objects.filter(pk=message.pk).first() or message
+
+
 def run_list(*, session: Session) -> QuerySet[Run]:
     return Run.objects.filter(session=session)
 

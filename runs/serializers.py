@@ -9,6 +9,7 @@ from accounts.usage_apis import UsageOutput
 from hango_project import fields as strict
 from harness.approvals import DECISIONS
 from runs.models import Message, Run, RunEvent, Session
+from runs.queue import Multitask
 
 
 class SessionInput(serializers.Serializer):
@@ -74,6 +75,16 @@ class MessageInput(serializers.Serializer):
     content = UserContentField(
         help_text="The user's text, or a list of text / tool_result blocks."
     )
+    multitask = strict.ChoiceField(
+        choices=[m.value for m in Multitask], required=False, default=Multitask.REJECT.value,
+        help_text="What happens while the session has an active run. `reject` (the default): "
+                  "409 naming it. `enqueue`: the message waits, its run `pending`, until the "
+                  "runs before it end (completed, failed or cancelled; a run awaiting approval "
+                  "is still active, so it waits for the decision); then it joins the history "
+                  "and its run starts. `interrupt`: the same, and the runs before it are "
+                  "cancelled — the active one at its next boundary (its tool calls answered), "
+                  "the pending ones as their turn comes (their messages still join the "
+                  "history, in order).")
 
 
 class DecisionInput(serializers.Serializer):
@@ -146,9 +157,17 @@ class RunOutput(serializers.ModelSerializer):
         return ((run.state_json or {}).get("pending_batch") or {}).get("pending", [])
 
 
+class PostedMessageOutput(MessageOutput):
+    seq = serializers.IntegerField(
+        read_only=True, allow_null=True,
+        help_text="null while the message waits in the session's queue (multitask enqueue or "
+                  "interrupt): it joins the history, with its seq, when its run starts.")
+
+
 class PostMessageOutput(serializers.Serializer):
-    message = MessageOutput()
-    run = RunOutput()
+    message = PostedMessageOutput()
+    run = RunOutput(help_text="The message's run: `queued` when it starts now, `pending` while "
+                              "it waits for the session's runs before it.")
 
 
 class RunEventOutput(serializers.ModelSerializer):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -15,12 +16,14 @@ from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
 from harness import approvals
 from harness.errors import InvalidContent, retryable_codes
+from harness.messages import Message as HMessage
 from harness.messages import TextBlock, ToolResultBlock
 from harness.serde import content_from_json, content_to_json
-from runs import tasks
+from runs import queue, tasks
 from runs.checkpoint import INTERNAL_ERROR, cancel_unheld, take_over
 from runs.events import append_events, status_event
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
+from runs.queue import Multitask
 
 # Failures a resume may retry: the provider was unavailable (a retryable provider error), the
 # worker crashed, or the run stopped at the quota (resumable once the quota allows: a resume is
@@ -59,59 +62,120 @@ def user_content(content: Any) -> list[dict[str, Any]]:
     return content_to_json(blocks)
 
 
-def _active_run_id(session: Session) -> str | None:
-    active = session.runs.filter(status__in=ACTIVE_RUN_STATUSES).values_list("id", flat=True)
-    found = active.first()
-    return str(found) if found else None
+def _conflict_active(session_id: uuid.UUID, active: uuid.UUID | None = None) -> Conflict:
+    if active is None:
+        active = (Run.objects.filter(session_id=session_id, status__in=ACTIVE_RUN_STATUSES)
+                  .values_list("id", flat=True).first())
+    return Conflict("The session already has an active run.",
+                    detail={"active_run": str(active) if active else None})
 
 
-def _conflict_active(session: Session) -> Conflict:
-    active = _active_run_id(session)
-    return Conflict("The session already has an active run.", detail={"active_run": active})
-
-
-def message_post(*, session: Session, content: Any,
+def message_post(*, session: Session, content: Any, multitask: str = Multitask.REJECT,
                  actor: Member | None = None) -> tuple[Message, Run]:
-    """Store a user message and start a run for it, or answer 409 while a run is active."""
+    """Store a user message and start a run for it. While the session has an active run,
+    ``multitask`` decides (:mod:`runs.queue`): ``reject`` answers 409 naming it; ``enqueue``
+    queues the message, its run ``pending`` until the runs before it have ended; ``interrupt``
+    queues it too and cancels the runs before it — the active one at its next boundary (at once
+    when no worker holds it: paused, queued, or stalled), the pending ones as their turn comes.
+
+    A queued message is returned unsaved, with no seq: it joins the history when its run
+    starts."""
     blocks = user_content(content)
+    strategy = Multitask(multitask)
     try:
         with transaction.atomic():
-            locked = Session.objects.select_for_update().get(pk=session.pk)
-            if _active_run_id(locked):
-                raise _conflict_active(locked)
-            quota_admit(locked.tenant_id)  # 402 when spent; holds the tenant lock until commit
-            run = Run.objects.create(session=locked, agent_id=locked.agent_id)
-            last = locked.messages.aggregate(m=Max("seq"))["m"] or 0
-            message = Message.objects.create(
-                session=locked, seq=last + 1, role="user", content=blocks, run=run
-            )
-            append_events(run, [status_event(run)])
-            run.save(update_fields=["event_seq"])
-            Session.objects.filter(pk=locked.pk).update(updated_at=timezone.now())
-            audit_record(actor=actor, tenant=locked.tenant_id, action=AuditAction.RUN_CREATE,
-                         obj_type="run", obj_id=run.pk,
-                         detail={"session": str(locked.pk), "message_id": str(message.pk)})
-            tasks.enqueue_run(run.id)
+            queue.lock_session(session.pk)
+            active = queue.active_run(session.pk)
+            if active is None and queue.has_waiting(session.pk):  # their start was lost
+                active = _started(queue.start_next(session.pk))
+            if active is not None and strategy is Multitask.REJECT:
+                conflict = _conflict_active(session.pk, active.pk)  # raised once this commits
+            else:
+                conflict = None
+                message, run = _post(session, blocks, strategy, active, actor)
     except IntegrityError:  # the one-active-run constraint, if two requests raced past the lock
-        raise _conflict_active(session) from None
+        raise _conflict_active(session.pk) from None
+    if conflict is not None:
+        raise conflict
     return message, run
 
 
+def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
+          active: Run | None, actor: Member | None) -> tuple[Message, Run]:
+    """:func:`message_post` past the conflict check, in its transaction."""
+    quota_admit(session.tenant_id)  # 402 when spent; holds the tenant lock until commit
+    detail: dict[str, Any] = {"session": str(session.pk)}
+    if active is None:
+        message, run = _start_now(session, blocks)
+    else:
+        detail["multitask"] = strategy.value
+        ended = False
+        if strategy is Multitask.INTERRUPT:
+            queue.cancel_waiting(session.pk)
+            ended = _stop(active)
+            detail["interrupted"] = str(active.pk)
+        message, run = queue.enqueue(session, blocks)
+        if ended and (started := queue.start_next(session.pk)) is not None:
+            message, run = started.message, started.run
+            _started(started)
+    audit_record(actor=actor, tenant=session.tenant_id, action=AuditAction.RUN_CREATE,
+                 obj_type="run", obj_id=run.pk, detail={**detail, "message_id": str(message.pk)})
+    return message, run
+
+
+def _start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, Run]:
+    """The message joins the history and its run is queued (nothing active, nothing waiting)."""
+    run = Run.objects.create(session=session, agent_id=session.agent_id)
+    last = session.messages.aggregate(m=Max("seq"))["m"] or 0
+    message = Message.objects.create(session=session, seq=last + 1, role="user",
+                                     content=blocks, run=run)
+    append_events(run, [status_event(run)])
+    run.save(update_fields=["event_seq"])
+    Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+    tasks.enqueue_run(run.id)
+    return message, run
+
+
+def _started(started: queue.Started | None) -> Run | None:
+    """The run a waiting message started with, enqueued once the transaction commits."""
+    if started is None:
+        return None
+    tasks.enqueue_run(started.run.pk)
+    return started.run
+
+
+def _stop(run: Run) -> bool:
+    """Cancel a locked active run: at once when no live worker holds it (see
+    :func:`runs.checkpoint.cancel_unheld`: a paused run's calls get their results, a stalled
+    holder is fenced out), else by asking its worker to stop at its next boundary. True when
+    it ended here. The caller saves nothing: this does."""
+    held = run.lease_expires_at is not None and run.lease_expires_at > timezone.now()
+    if run.status == RunStatus.RUNNING and held:
+        run.cancel_requested = True
+        run.save(update_fields=["cancel_requested", "updated_at"])
+        return False
+    cancel_unheld(run)  # queued, paused, or its holder's lease ran out (stalled or dead)
+    run.save()
+    return True
+
+
 def run_cancel(*, run: Run, actor: Member | None = None) -> Run:
-    """Cancel at once if no live worker holds the run (see :func:`runs.checkpoint.cancel_unheld`:
-    a paused run's calls get their results, a stalled holder is fenced out); otherwise ask the
-    worker to stop at its next boundary."""
+    """Cancel an active run (:func:`_stop`) and start the session's next waiting message if it
+    ended here; a pending run is asked to cancel, which it does when its turn comes (its message
+    still joins the history then, in order)."""
     with transaction.atomic():
+        queue.lock_session(run.session_id)  # before the run's row, as every such writer
         run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status == RunStatus.PENDING:
+            if not run.cancel_requested:
+                run.cancel_requested = True
+                run.save(update_fields=["cancel_requested", "updated_at"])
+            _audit_run(actor, AuditAction.RUN_CANCEL, run, outcome="cancel_requested")
+            return run
         if not run.is_active:
             raise Conflict(f"The run is already {run.status}.", detail={"status": run.status})
-        held = run.lease_expires_at is not None and run.lease_expires_at > timezone.now()
-        if run.status == RunStatus.RUNNING and held:
-            run.cancel_requested = True
-            run.save(update_fields=["cancel_requested", "updated_at"])
-        else:  # queued, paused, or its holder's lease ran out (stalled or dead): fence it out
-            cancel_unheld(run)
-            run.save()
+        if _stop(run):
+            _started(queue.start_next(run.session_id))
         _audit_run(actor, AuditAction.RUN_CANCEL, run,
                    outcome="cancel_requested" if run.cancel_requested else "cancelled")
     return run
@@ -128,6 +192,7 @@ def run_resume(*, run: Run, actor: Member | None = None) -> Run:
     """A cancelled run (or one failed by a crash) continues from its last checkpoint."""
     try:
         with transaction.atomic():
+            queue.lock_session(run.session_id)  # a run becomes active under it
             run = Run.objects.select_for_update().get(pk=run.pk)
             resumable = run.status == RunStatus.CANCELLED or (
                 run.status == RunStatus.FAILED and (run.error or {}).get("code") in RESUMABLE_ERRORS
@@ -146,13 +211,14 @@ def run_resume(*, run: Run, actor: Member | None = None) -> Run:
             _audit_run(actor, AuditAction.RUN_RESUME, run)
             tasks.enqueue_run(run.id)
     except IntegrityError:
-        raise _conflict_active(run.session) from None
+        raise _conflict_active(run.session_id) from None
     return run
 
 
 def run_approve(*, run: Run, decisions: list[dict[str, Any]],
                 actor: Member | None = None) -> Run:
-    """Record one decision per pending tool call and queue the paused run to finish its batch.
+    """Record one decision per pending tool call and queue the paused run to finish its batch;
+    an edited call's stored arguments become the edited ones (:func:`_rewrite_edited_calls`).
 
     Under the run's row lock: a second approve (or one racing it) finds the run no longer
     awaiting approval and answers 409, so a batch is resumed exactly once."""
@@ -169,9 +235,10 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
             raise Unprocessable(str(exc), detail={"decisions": exc.problems,
                                                   "pending": exc.pending}) from None
         run.state_json = {**run.state_json, "pending_batch": approvals.batch_to_json(batch)}
+        _rewrite_edited_calls(run, batch)
         take_over(run)
         run.status = RunStatus.QUEUED
-        append_events(run, [status_event(run)])
+        append_events(run, [approvals.decided_event(batch), status_event(run)])
         run.save()
         # Per call its decision type and tool name only: never an edited input or a message.
         _audit_run(actor, AuditAction.RUN_APPROVE, run, decisions=[
@@ -179,3 +246,25 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
              "type": batch.decisions[p.tool_use_id].type} for p in batch.pending])
         tasks.enqueue_run(run.id)
     return run
+
+
+def _rewrite_edited_calls(run: Run, batch: approvals.PendingBatch) -> None:
+    """The one rewrite of a stored message: the paused batch's assistant message takes each
+    edited call's new arguments, so the history (and the context inspector) show what runs; the
+    model's arguments stay in the ``approval.decided`` event.
+
+    Fenced by the caller's lock on the paused run, which no worker holds: only the session's
+    last message, written by this run and holding exactly this batch's calls, is changed. Any
+    other (a history that no longer matches) is left alone; the resumed turn then fails the run
+    with ``invalid_state`` as it would have."""
+    last = (Message.objects.filter(session_id=run.session_id).order_by("-seq")
+            .only("pk", "role", "run_id", "content").first())
+    if last is None or last.run_id != run.pk or last.role != "assistant":
+        return
+    stored = HMessage(role="assistant", content=content_from_json(last.content))
+    if approvals.waiting_calls(batch, stored.tool_uses) is None:
+        return
+    edited = approvals.apply_edits(stored, batch)
+    if edited is not stored:
+        Message.objects.filter(pk=last.pk, run_id=run.pk).update(
+            content=content_to_json(edited.content))

@@ -12,7 +12,7 @@ from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
 from hango_project.config import hango
-from runs.models import ACTIVE_RUN_STATUSES, Run, RunEvent
+from runs.models import UNFINISHED_RUN_STATUSES, Run, RunEvent
 
 
 class EventStreamRenderer(BaseRenderer):
@@ -43,7 +43,7 @@ def _frames(run_id: uuid.UUID, after: int) -> Iterator[str]:
         if events:
             idle_since = time.monotonic()
             continue
-        if status not in ACTIVE_RUN_STATUSES:
+        if status not in UNFINISHED_RUN_STATUSES:
             return
         if time.monotonic() - idle_since > 15:
             yield ": keep-alive\n\n"

@@ -83,7 +83,8 @@ def _without_password(text: str) -> str:
 
 
 def reconcile() -> int:
-    """One reconciler pass: send again the active runs nobody is advancing; how many were sent.
+    """One reconciler pass: send again the active runs nobody is advancing, and start the
+    sessions' queues whose start was lost (:func:`runs.queue.start_stalled`); how many were sent.
 
     With a broker, the runs are sent before the pass commits, and a failed send undoes it: the
     runs it picked keep their expired lease or old ``updated_at``, so the next pass picks them
@@ -104,10 +105,13 @@ def reconcile() -> int:
 
 
 def advance_run(run_id: str) -> Outcome:
-    """Advance the run for one time slice; a run whose slice ran out goes back in the queue."""
+    """Advance the run for one time slice; a run whose slice ran out goes back in the queue, and
+    one that ended hands its session on to the next message waiting there."""
     outcome = worker.execute_run(run_id)
     if outcome is Outcome.YIELDED:
         enqueue_run(run_id)
+    elif outcome in worker.MAY_HAVE_ENDED and (started := worker.start_queued(run_id)):
+        enqueue_run(started)
     return outcome
 
 

@@ -50,6 +50,7 @@ from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
 from runs.leases import LeaseKeeper, lease_length
 from runs.models import Run, RunStatus
+from runs.queue import start_next, start_stalled, waiting_after
 
 log = logging.getLogger(__name__)
 
@@ -292,9 +293,29 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
             assert_never(unreachable)
 
 
+# The outcomes after which the run may have ended (SKIPPED: a claim may find a cancel asked for
+# and end the run, or a redelivered task find it ended by a worker that died before the next
+# one started); the session's next waiting message then starts (:func:`start_queued`).
+MAY_HAVE_ENDED = frozenset({Outcome.COMPLETED, Outcome.FAILED, Outcome.CANCELLED,
+                            Outcome.SKIPPED})
+
+
+def start_queued(run_id: str) -> uuid.UUID | None:
+    """After a run's end committed: start the next message waiting in its session's queue, if
+    any (:mod:`runs.queue`); the run started, for the caller to enqueue. One indexed read when
+    nothing waits. A crash before this is the reconciler's (:func:`reconcile_runs`)."""
+    session_id = waiting_after(run_id)
+    if session_id is None:
+        return None
+    with transaction.atomic():
+        started = start_next(session_id)
+    return None if started is None else started.run.pk
+
+
 def reconcile_runs() -> list[uuid.UUID]:
     """The active runs nobody is advancing, for the caller to re-enqueue: an expired lease, or
-    a queued run whose task never arrived (older than the grace period).
+    a queued run whose task never arrived (older than the grace period); and the runs started
+    for sessions whose queue waited with no active run (:func:`runs.queue.start_stalled`).
 
     Each one's lease is cleared, its epoch advanced (a stalled holder is fenced out) and its
     ``updated_at`` set to now, so the next pass leaves it alone for another grace period: a
@@ -311,4 +332,5 @@ def reconcile_runs() -> list[uuid.UUID]:
         # A stranded run's holder may only be stalled: fence it out (take_over's update).
         Run.objects.filter(pk__in=ids).update(lease_owner="", lease_expires_at=None,
                                               epoch=F("epoch") + 1, updated_at=now)
+        ids += start_stalled()
     return ids

@@ -24,7 +24,9 @@ def test_admin_pages_render(staff_client, alice, make_session, hango_settings):
     hango_settings(run_inline=False, broker_url="")
     session = make_session(alice)
     alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"}, format="json")
-    run = Run.objects.get()
+    alice.client.post(f"/v1/sessions/{session['id']}/messages",
+                      {"content": "and then", "multitask": "enqueue"}, format="json")  # it waits
+    run = Run.objects.get(status="queued")
     for model in (m for m in apps.get_models() if m._meta.app_label in HANGO_APPS):
         opts = model._meta
         prefix = f"admin:{opts.app_label}_{opts.model_name}"
@@ -41,6 +43,7 @@ def test_admin_pages_render(staff_client, alice, make_session, hango_settings):
     assert response.status_code == 302
     run.refresh_from_db()
     assert run.status == "cancelled"
+    assert Run.objects.get(status="queued").pk != run.pk  # the waiting message's run started
 
 
 def test_the_admin_index_names_every_model_in_english(staff_client):

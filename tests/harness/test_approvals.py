@@ -19,7 +19,7 @@ from harness.approvals import (
     RunCall,
 )
 from harness.errors import InvalidContent
-from harness.messages import ToolUseBlock
+from harness.messages import Message, TextBlock, ToolUseBlock
 
 CALLS = (ToolUseBlock(id="a", name="echo", input={"text": "x"}),
          ToolUseBlock(id="b", name="delete", input={"path": "/b"}),
@@ -80,6 +80,26 @@ def test_decide_says_what_is_wrong(decisions, problem):
 ])
 def test_resolve_says_what_each_decision_does(decision, outcome):
     assert approvals.resolve(decision) == outcome
+
+
+def test_an_edit_rewrites_only_its_own_call_and_the_event_keeps_the_models_arguments():
+    batch = approvals.decide(approvals.pause({"a": ("x", False)}, waiting(
+        "b", "c", allowed=("approve", "edit", "reject"))), [
+        {"tool_use_id": "b", "type": "edit", "input": {"path": "/archive/b"}},
+        {"tool_use_id": "c", "type": "reject", "message": "keep it"}])
+    stored = Message(role="assistant", content=(TextBlock(text="Deleting."), *CALLS), seq=4)
+    edited = approvals.apply_edits(stored, batch)
+    assert edited.content == (TextBlock(text="Deleting."), CALLS[0],
+                              ToolUseBlock(id="b", name="delete", input={"path": "/archive/b"}),
+                              CALLS[2])
+    assert edited.seq == 4 and stored.content[2].input == {"path": "/b"}  # a new value
+    assert approvals.decided_event(batch) == ("approval.decided", {"decisions": [
+        {"tool_use_id": "b", "name": "delete", "type": "edit", "original_input": {"path": "/b"},
+         "input": {"path": "/archive/b"}},
+        {"tool_use_id": "c", "name": "delete", "type": "reject", "message": "keep it"}]})
+    unedited = approvals.decide(paused(), [{"tool_use_id": "b", "type": "approve"},
+                                           {"tool_use_id": "c", "type": "approve"}])
+    assert approvals.apply_edits(stored, unedited) is stored
 
 
 def test_waiting_calls_are_the_undone_calls_in_order_and_only_for_the_same_batch():

@@ -132,6 +132,59 @@ def test_each_decision_resumes_the_run_to_completion(alice, hitl_session, inline
                                 "completed"]
 
 
+def stored_call(session_id, call_id=CALL_ID) -> tuple[int, dict]:
+    """The seq of the stored message holding the call, and the call."""
+    for message in Message.objects.filter(session_id=session_id).order_by("seq"):
+        for block in message.content:
+            if block["type"] == "tool_use" and block["id"] == call_id:
+                return message.seq, block
+    raise AssertionError(f"no call {call_id}")
+
+
+def decided_events(caller, run_id) -> list[dict]:
+    events = caller.client.get(f"/v1/runs/{run_id}/events").json()["results"]
+    return [e["data"] for e in events if e["type"] == "approval.decided"]
+
+
+def test_an_edit_rewrites_the_stored_call_and_its_event_keeps_the_original(
+        alice, hitl_session, inline_runs):
+    run_id = paused_run(alice, hitl_session)["id"]
+    edited = {"text": "just two"}
+    response = approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "edit", "input": edited})
+    assert response.status_code == 202 and response.json()["status"] == "completed"
+    # The history shows what ran: the stored call, the message list and the inspector.
+    seq, call = stored_call(hitl_session["id"])
+    assert call["input"] == edited and tool_result(hitl_session["id"])["content"] == "2"
+    listed = alice.client.get(f"/v1/sessions/{hitl_session['id']}/messages").json()["results"]
+    [shown] = [b for m in listed if m["seq"] == seq for b in m["content"]
+               if b["type"] == "tool_use"]
+    assert shown["input"] == edited
+    inspected = alice.client.get(f"/v1/sessions/{hitl_session['id']}/context").json()
+    [part] = [p for p in inspected["messages"] if p["id"] == f"message:{seq}"]
+    assert "just two" in part["preview"] and TEXT not in part["preview"]
+    full = alice.client.get(f"/v1/sessions/{hitl_session['id']}/context?full=message:{seq}")
+    assert json.loads(full.json()["content"])[-1]["input"] == edited
+    # The model's own arguments are kept in the run's events.
+    assert decided_events(alice, run_id) == [{"decisions": [{
+        "tool_use_id": CALL_ID, "name": "word_count", "type": "edit",
+        "original_input": {"text": TEXT}, "input": edited}]}]
+    assert_valid_history(hitl_session["id"])
+
+
+@pytest.mark.parametrize(("decision", "recorded"), [
+    ({"type": "approve"}, {}),
+    ({"type": "reject", "message": "not this one"}, {"message": "not this one"}),
+    ({"type": "respond", "message": "nine"}, {"message": "nine"}),
+])
+def test_other_decisions_leave_the_stored_call_as_the_model_made_it(
+        alice, hitl_session, inline_runs, decision, recorded):
+    run_id = paused_run(alice, hitl_session)["id"]
+    assert approve(alice, run_id, {"tool_use_id": CALL_ID, **decision}).status_code == 202
+    assert stored_call(hitl_session["id"])[1]["input"] == {"text": TEXT}
+    assert decided_events(alice, run_id) == [{"decisions": [{
+        "tool_use_id": CALL_ID, "name": "word_count", "type": decision["type"], **recorded}]}]
+
+
 def test_an_invalid_edit_becomes_an_error_result_and_the_run_goes_on(alice, hitl_session,
                                                                      inline_runs):
     run_id = paused_run(alice, hitl_session)["id"]
@@ -386,5 +439,6 @@ def test_a_paused_run_holds_no_broker_message_and_approval_resumes_it_on_the_wor
     assert run.status == RunStatus.COMPLETED, run.error
     assert worker.task_results() == ["paused", "completed"]
     assert tool_result(hitl_session["id"])["content"] == "3"
+    assert stored_call(hitl_session["id"])[1]["input"] == {"text": "one two three"}
     messages = assert_valid_history(hitl_session["id"])
     assert "It has 3 words." in messages[-1].content[0]["text"]

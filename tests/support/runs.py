@@ -9,7 +9,7 @@ from django.db import close_old_connections
 from harness.loop import Loop
 from runs.checkpoint import Claim
 from runs.execution import build_execution
-from runs.models import ACTIVE_RUN_STATUSES, Run
+from runs.models import UNFINISHED_RUN_STATUSES, Run
 from runs.worker import DbCheckpointer, DbControl, Halt
 
 
@@ -23,7 +23,7 @@ def one_turn(run: Run) -> tuple[DbCheckpointer, Halt | None]:
     return checkpointer, checkpointer.checkpoint(state, result)
 
 
-def wait_for_run(run_id, predicate=lambda r: r.status not in ACTIVE_RUN_STATUSES,
+def wait_for_run(run_id, predicate=lambda r: r.status not in UNFINISHED_RUN_STATUSES,
                  timeout: float = 60) -> Run:
     deadline = time.monotonic() + timeout
     while True:
