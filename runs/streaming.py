@@ -25,6 +25,7 @@ from rest_framework.renderers import BaseRenderer
 from hango_project.config import hango
 from runs import live, selectors
 from runs.models import ACTIVE_RUN_STATUSES, Run, RunEvent
+from runs.serializers import RunEventOutput
 
 EVENT_DELTA = "message.delta"  # live only: never stored, no id
 BATCH = 200  # durable events per poll
@@ -44,9 +45,9 @@ class EventStreamRenderer(BaseRenderer):
 
 
 def durable_frame(event: RunEvent) -> str:
-    payload = {"seq": event.seq, "type": event.type, "data": event.data,
-               "created_at": event.created_at.isoformat()}
-    return f"id: {event.seq}\nevent: {event.type}\ndata: {json.dumps(payload)}\n\n"
+    """A run event's frame, its data the event as the JSON page has it."""
+    payload = json.dumps(RunEventOutput(event).data)
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {payload}\n\n"
 
 
 def delta_frame(payload: str) -> str:
