@@ -179,9 +179,10 @@ class HangoSettings(BaseSettings):
     worker's; by default the broker's if it is Redis. Empty: in-process, seen only by followers
     the process running the model serves (the embedded quickstart is one process)."""
     live_publish_timeout: float = Field(0.25, gt=0)
-    """Seconds publishing one delta may take. A publish is never retried: after a failure the
-    process drops deltas for five seconds, so a Redis outage costs a run at most this long every
-    five seconds, and the run itself goes on."""
+    """Seconds connecting to the deltas' Redis, or a write that blocks, may take (a delta is
+    written without waiting for its reply). Nothing is retried: after a failure the process
+    drops deltas for five seconds, so a Redis outage costs a run at most this long every five
+    seconds, and the run itself goes on."""
 
     # -- Model providers ----------------------------------------------------------------------
     provider_timeout_seconds: float = Field(120, validation_alias="HANGO_PROVIDER_TIMEOUT")

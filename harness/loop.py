@@ -93,11 +93,18 @@ class Checkpointer(Protocol[StopT]):
 
 
 class DeltaSink(Protocol):
+    """Where the text a model streams goes as it arrives. Called on the run's thread between
+    two events of the stream: neither method may raise or block for long (a publisher drops
+    what it cannot send)."""
+
     def delta(self, turn: int, index: int, text: str) -> None:
         """A text delta of the model call of turn ``turn`` (``index`` counts the call's deltas
-        from 0), as the model writes it. Called on the run's thread between two events of the
-        stream: it must neither raise nor block for long (a publisher drops what it cannot
-        send)."""
+        from 0), as the model writes it."""
+        ...
+
+    def end(self, turn: int, count: int) -> None:
+        """The stream of turn ``turn``'s model call is over, after ``count`` deltas (at least
+        one), whether it ended with a response or an error."""
         ...
 
 
@@ -338,16 +345,20 @@ class Loop:
 def _collect(events: Iterator[StreamEvent], sink: DeltaSink, turn: int) -> Response:
     """The final response of a stream, each text delta passed to ``sink`` as it arrives."""
     index = 0
-    for event in events:
-        match event:
-            case TextDelta(text=text):
-                sink.delta(turn, index, text)
-                index += 1
-            case StreamDone(response=response):
-                return response
-            case unreachable:
-                assert_never(unreachable)
-    raise ProviderError("the model's stream ended without its final response")
+    try:
+        for event in events:
+            match event:
+                case TextDelta(text=text):
+                    sink.delta(turn, index, text)
+                    index += 1
+                case StreamDone(response=response):
+                    return response
+                case unreachable:
+                    assert_never(unreachable)
+        raise ProviderError("the model's stream ended without its final response")
+    finally:
+        if index:
+            sink.end(turn, index)
 
 
 def _last_calls(state: State) -> tuple[ToolUseBlock, ...]:

@@ -10,16 +10,19 @@ runs apart.) Without it — the embedded quickstart, where runs execute on a thr
 process — the channel lives in this process (:class:`LocalHub`), and only followers served by
 the process running the model see the deltas.
 
-Publishing is fire and forget. A delta is one PUBLISH under ``HANGO_LIVE_PUBLISH_TIMEOUT``,
-never retried; after a failure this process drops every delta for :data:`PAUSE_SECONDS`, so a
-Redis outage slows a run by at most one timeout per pause and never fails it. A follower whose
-subscription fails, or breaks, goes on with the durable events alone.
+Publishing is fire and forget: a delta is one PUBLISH written to the publishing thread's own
+connection, its reply not waited for, never retried. Connecting (or a write that blocks) is
+bounded by ``HANGO_LIVE_PUBLISH_TIMEOUT``; after a failure this process drops every delta for
+:data:`PAUSE_SECONDS`, so a Redis outage slows a run by at most one timeout per pause and never
+fails it. A follower whose subscription fails, or breaks, goes on with the durable events
+alone.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import threading
 import time
@@ -37,6 +40,8 @@ from hango_project.config import hango
 log = logging.getLogger(__name__)
 
 PAUSE_SECONDS = 5.0  # how long a process drops deltas after a failed publish
+READ_REPLIES_EVERY = 32  # a publisher reads the replies that have arrived every so many sends
+MAX_UNANSWERED = 4_096  # publishes without a reply after which Redis counts as hung
 FOLLOWER_BACKLOG = 10_000  # deltas an in-process follower may fall behind before losing some
 
 
@@ -64,7 +69,9 @@ class Hub(Protocol):
 
 class RunDeltas:
     """The loop's :class:`~harness.loop.DeltaSink` for one run: each delta published on the
-    run's channel as the JSON the event stream forwards."""
+    run's channel as the JSON the event stream forwards, and after a stream's last delta an end
+    marker, ``{"run", "turn", "end": <deltas>}``, which the stream does not forward: it tells a
+    follower it has the turn's whole text, so it may send the turn's events."""
 
     def __init__(self, run_id: uuid.UUID | str, hub: Hub) -> None:
         self.channel = channel(run_id)
@@ -74,6 +81,9 @@ class RunDeltas:
     def delta(self, turn: int, index: int, text: str) -> None:
         self._publish(self.channel,
                       f'{self._head}{turn}, "index": {index}, "text": {json.dumps(text)}}}')
+
+    def end(self, turn: int, count: int) -> None:
+        self._publish(self.channel, f'{self._head}{turn}, "end": {count}}}')
 
 
 def hub() -> Hub:
@@ -144,24 +154,39 @@ LOCAL = LocalHub()
 
 
 class RedisHub:
-    """Channels in Redis pub/sub; publishes share one client (thread-safe, per process)."""
+    """Channels in Redis pub/sub. Each thread that publishes has a connection of its own, on
+    which a PUBLISH is written and not waited for (:class:`_Publisher`): the run's thread pays
+    one socket write per delta, no round trip, and no other thread competes with it."""
 
     def __init__(self, url: str, timeout: float) -> None:
         self.timeout = timeout
-        self._client = redis.Redis.from_url(
+        self._pool = redis.ConnectionPool.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 0), health_check_interval=0)
-        self._where = urlsplit(url).hostname or url.split("?")[0].rsplit("@", 1)[-1]
+        self._client = redis.Redis(connection_pool=self._pool)
+        parts = urlsplit(url)
+        self._where = f"{parts.hostname}:{parts.port or 6379}" if parts.hostname else parts.path
         self._paused_until = 0.0
+        self._mine = threading.local()
+
+    @property
+    def paused(self) -> bool:
+        return time.monotonic() < self._paused_until
 
     def publish(self, channel: str, payload: str) -> None:
         if self._paused_until:
             if time.monotonic() < self._paused_until:
                 return
             self._paused_until = 0.0
+        publisher: _Publisher | None = getattr(self._mine, "publisher", None)
         try:
-            self._client.publish(channel, payload)
+            if publisher is None or publisher.pid != os.getpid():  # a forked child: its own
+                publisher = self._mine.publisher = _Publisher(self._pool.get_connection())
+            publisher.send(channel, payload)
         except redis.RedisError as exc:
+            self._mine.publisher = None
+            if publisher is not None:
+                publisher.connection.disconnect()
             self._paused_until = time.monotonic() + PAUSE_SECONDS
             log.warning("live deltas are dropped for %.0f s: publishing to Redis at %s failed "
                         "(%s)", PAUSE_SECONDS, self._where, type(exc).__name__)
@@ -182,6 +207,26 @@ class RedisHub:
                         "%s failed (%s)", self._where, type(exc).__name__)
             return Silent()
         return _RedisSubscription(pubsub, self._where)
+
+
+class _Publisher:
+    """One thread's connection, pipelining: each PUBLISH is written at once and its reply (the
+    number of followers, of no use here) read later, when it has arrived — every
+    :data:`READ_REPLIES_EVERY` sends, without waiting. A Redis that leaves
+    :data:`MAX_UNANSWERED` of them unanswered counts as hung."""
+
+    def __init__(self, connection: redis.connection.AbstractConnection) -> None:
+        self.connection, self.pid, self.unanswered = connection, os.getpid(), 0
+
+    def send(self, channel: str, payload: str) -> None:
+        self.connection.send_command("PUBLISH", channel, payload, check_health=False)
+        self.unanswered += 1
+        if self.unanswered % READ_REPLIES_EVERY == 0:
+            while self.unanswered and self.connection.can_read(timeout=0):
+                self.connection.read_response()
+                self.unanswered -= 1
+            if self.unanswered >= MAX_UNANSWERED:
+                raise redis.TimeoutError(f"{self.unanswered} publishes unanswered")
 
 
 class _RedisSubscription:

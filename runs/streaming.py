@@ -6,9 +6,12 @@ so an EventSource's last event id stays the last durable seq and a reconnect wit
 ``Last-Event-ID`` resumes the durable events exactly where they stopped (the deltas sent while
 the follower was away are gone: the ``message.created`` events it then receives hold the whole
 text). The stream subscribes before its first poll, so once it is open nothing of the run is
-missed. A delta of a turn whose ``message.created`` was already sent is dropped (it can arrive
-late: the worker publishes a turn's deltas before it commits the turn, but through another
-connection), so on one stream a turn's deltas always come before its message.
+missed.
+
+On one stream a turn's deltas come before its events. Deltas travel apart from the commit
+(Redis, sent by a thread of the worker), so one may arrive after its turn is committed: a
+stream about to send the events of a turn it has sent deltas of first waits for that turn's end
+marker (at most :data:`SETTLE_SECONDS`), and drops a delta of a turn whose events it has sent.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from runs.serializers import RunEventOutput
 EVENT_DELTA = "message.delta"  # live only: never stored, no id
 BATCH = 200  # durable events per poll
 KEEP_ALIVE_SECONDS = 15
+# How long a stream waits for the rest of a committed turn's deltas (until their end marker)
+# before it sends the turn's events anyway (and drops whatever of that turn comes later).
+SETTLE_SECONDS = 1.0
 
 
 class EventStreamRenderer(BaseRenderer):
@@ -54,20 +60,14 @@ def delta_frame(payload: str) -> str:
     return f"event: {EVENT_DELTA}\ndata: {payload}\n\n"
 
 
-def _turn_of(payload: str) -> int | None:
-    try:
-        turn = json.loads(payload)["turn"]
-    except (ValueError, TypeError, KeyError):
-        return None  # not a delta of ours: nothing to forward
-    return turn if isinstance(turn, int) else None
-
-
 class _Follower:
-    """One open stream: where it is in the durable events, and which turns' deltas are stale."""
+    """One open stream: where it is in the durable events, and which turns' deltas it still
+    waits for the end of (``open``) or takes as stale."""
 
     def __init__(self, run_id: uuid.UUID, after: int, deltas: live.Subscription) -> None:
         self.run_id, self.after, self.deltas = run_id, after, deltas
         self.shown_turn = -1  # every event of the turns up to this one has been sent
+        self.open: set[int] = set()  # turns with deltas sent and no end marker yet
         self.idle_since = time.monotonic()
 
     def frames(self) -> Iterator[str]:
@@ -80,9 +80,7 @@ class _Follower:
                             .first() or (None, 0))
             events = selectors.run_events_after(run_id=self.run_id, after=self.after,
                                                 limit=BATCH)
-            # A turn's deltas were published before it committed: those still unread go
-            # before its events, a later turn's after them.
-            early, later = self.drained(turn)
+            early, later = self.settled(turn)
             yield from early
             for event in events:
                 yield durable_frame(event)
@@ -105,23 +103,48 @@ class _Follower:
         until = time.monotonic() + seconds
         while (left := until - time.monotonic()) > 0:
             payload = self.deltas.get(left)
-            if payload is not None and self.fresh(payload) is not None:
+            if payload is not None and (taken := self.take(payload)) is not None:
                 self.idle_since = time.monotonic()
-                yield delta_frame(payload)
+                yield taken[1]
 
-    def drained(self, turn: int) -> tuple[list[str], list[str]]:
-        """The deltas already received, split: of turns up to ``turn``, and of later ones."""
+    def settled(self, turn: int) -> tuple[list[str], list[str]]:
+        """Before the events of the turns up to ``turn`` (committed) are sent: the deltas
+        received meanwhile, and — while one of those turns has deltas but no end marker yet —
+        those arriving within :data:`SETTLE_SECONDS`; split into the frames of turns up to
+        ``turn`` (sent before the events) and of later ones (after them)."""
         early: list[str] = []
         later: list[str] = []
-        while (payload := self.deltas.get(0)) is not None:
-            if (of := self.fresh(payload)) is not None:
-                (early if of <= turn else later).append(delta_frame(payload))
+        until = time.monotonic() + SETTLE_SECONDS
+        while True:
+            waiting = any(t <= turn for t in self.open)
+            left = until - time.monotonic() if waiting else 0.0
+            payload = self.deltas.get(max(left, 0.0))
+            if payload is None:
+                if left <= 0:
+                    break
+                continue
+            if (taken := self.take(payload)) is not None:
+                (early if taken[0] <= turn else later).append(taken[1])
+        self.open = {t for t in self.open if t > turn}  # an end that never came: given up
         return early, later
 
-    def fresh(self, payload: str) -> int | None:
-        """The turn of a delta to forward; None for a stale one (its message was sent)."""
-        turn = _turn_of(payload)
-        return turn if turn is not None and turn > self.shown_turn else None
+    def take(self, payload: str) -> tuple[int, str] | None:
+        """A delta to forward, with its turn; None for an end marker, or for a delta that is
+        stale (its turn's events were sent) or not one of ours."""
+        try:
+            data = json.loads(payload)
+            turn = data["turn"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        if not isinstance(turn, int):
+            return None
+        if "end" in data:
+            self.open.discard(turn)
+            return None
+        if turn <= self.shown_turn or "text" not in data:
+            return None
+        self.open.add(turn)
+        return turn, delta_frame(payload)
 
 
 def _frames(run_id: uuid.UUID, after: int) -> Iterator[str]:

@@ -30,6 +30,8 @@ def test_each_turn_streams_its_text_and_the_deltas_join_to_the_stored_message():
         indexes = [i for t, i, _ in deltas.seen if t == turn]
         assert indexes == list(range(len(indexes)))
     assert len([i for t, i, _ in deltas.seen if t == 5]) > 5  # word by word
+    # Each stream's end is told, after its deltas.
+    assert deltas.ends == [(t, len([1 for s, _, _ in deltas.seen if s == t])) for t in (1, 5)]
 
 
 def test_the_chain_wraps_one_model_call_however_many_deltas_it_streams():
@@ -126,7 +128,7 @@ def test_a_stream_that_fails_midway_fails_the_run_readably():
         Broken(ProviderUnavailable("Anthropic API error (mid-stream): overloaded")),
         deltas=deltas))
     assert step == Failed("provider_unavailable", "Anthropic API error (mid-stream): overloaded")
-    assert deltas.seen == [(1, 0, "Half a ")]
+    assert deltas.seen == [(1, 0, "Half a ")] and deltas.ends == [(1, 1)]
     assert recorder.results[-1].messages == ()  # nothing of the half answer is stored
 
 
@@ -134,3 +136,9 @@ def test_a_stream_without_its_final_response_fails_the_run():
     step, _, _ = run(make_loop(Broken(None), deltas=Deltas()))
     assert isinstance(step, Failed) and step.code == "provider_error"
     assert "without its final response" in step.message
+
+
+def test_a_stream_without_text_tells_no_end():
+    deltas = Deltas()
+    run(make_loop(ScriptedModel([tool_call("echo", {"text": "x"}), text("")]), deltas=deltas))
+    assert deltas.seen == [] and deltas.ends == []

@@ -4,12 +4,13 @@ between them (in this process: no Redis, as in the quickstart), stale deltas dro
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runs import live
+from runs import live, streaming
 from runs.events import append_events, status_event
 from runs.models import Message, Run, Session
 from runs.services import message_post
@@ -135,24 +136,60 @@ def delta(run_id, turn: int, index: int, text: str) -> None:
     live.RunDeltas(run_id, live.LOCAL).delta(turn, index, text)
 
 
-def test_a_delta_of_a_turn_already_committed_is_dropped(alice, waiting_run, in_process):
-    frames = open_stream(alice, waiting_run.pk)
-    assert next(frames).event == "run.status"
-    delta(waiting_run.pk, 1, 0, "live ")
-    assert next(frames) == Frame(event="message.delta", data={
-        "run": str(waiting_run.pk), "turn": 1, "index": 0, "text": "live "})
-    # Turn 1 commits (the turn counter, an event the stream then sends); a delta of it that
-    # comes after is not forwarded.
-    run = Run.objects.get(pk=waiting_run.pk)
-    run.turn = 1
+def end(run_id, turn: int, count: int) -> None:
+    live.RunDeltas(run_id, live.LOCAL).end(turn, count)
+
+
+def commit_turn(run_id, turn: int) -> None:
+    """What a turn's commit shows a stream: the run's turn counter, and an event."""
+    run = Run.objects.get(pk=run_id)
+    run.turn = turn
     append_events(run, [status_event(run)])
     run.save()
+
+
+def later(seconds: float, *sends) -> threading.Timer:
+    timer = threading.Timer(seconds, lambda: [send() for send in sends])
+    timer.start()
+    return timer
+
+
+def test_a_committed_turn_s_events_wait_for_its_last_deltas(alice, waiting_run, in_process):
+    run_id = waiting_run.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    delta(run_id, 1, 0, "live ")
+    assert next(frames) == Frame(event="message.delta", data={
+        "run": str(run_id), "turn": 1, "index": 0, "text": "live "})
+    # Turn 1 commits before the rest of its deltas arrive: its event waits for them.
+    commit_turn(run_id, 1)
+    # (The stream polls meanwhile, sees the commit, and waits.)
+    later(0.3, lambda: delta(run_id, 1, 1, "late"), lambda: delta(run_id, 2, 0, "next"),
+          lambda: end(run_id, 1, 2))
+    got = [next(frames) for _ in range(3)]
+    assert [(f.event, f.id, f.data.get("text")) for f in got] == [
+        ("message.delta", None, "late"), ("run.status", "2", None),
+        ("message.delta", None, "next")]  # a later turn's delta after the events
+    # A delta of a turn whose events were sent is dropped.
+    delta(run_id, 1, 2, "stale")
+    delta(run_id, 2, 1, "more")
+    assert next(frames).data["text"] == "more"
+    Run.objects.filter(pk=run_id).update(status="cancelled")
+    assert [f.data["data"]["status"] for f in frames] == []  # no more events: the stream ends
+
+
+def test_an_end_that_never_comes_holds_the_events_only_briefly(alice, waiting_run, in_process,
+                                                                monkeypatch):
+    monkeypatch.setattr(streaming, "SETTLE_SECONDS", 0.2)
+    run_id = waiting_run.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    delta(run_id, 1, 0, "the worker died after this")
+    assert next(frames).event == "message.delta"
+    commit_turn(run_id, 1)
+    started = time.monotonic()
     assert next(frames).id == "2"
-    delta(waiting_run.pk, 1, 1, "late")
-    delta(waiting_run.pk, 2, 0, "next")
-    assert next(frames).data["text"] == "next"
-    Run.objects.filter(pk=waiting_run.pk).update(status="cancelled")
-    assert list(frames) == []  # no more events: the stream ends
+    assert 0.2 <= time.monotonic() - started < 2
 
 
 def test_with_stream_deltas_off_runs_are_answered_whole_and_nothing_is_published(

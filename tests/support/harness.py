@@ -122,12 +122,17 @@ def run(loop: Loop, state: State | None = None, *, control: Any = None,
 
 @dataclass
 class Deltas:
-    """A DeltaSink keeping every delta as ``(turn, index, text)``."""
+    """A DeltaSink keeping every delta as ``(turn, index, text)``, and each stream's end as
+    ``(turn, count)``."""
 
     seen: list[tuple[int, int, str]] = field(default_factory=list)
+    ends: list[tuple[int, int]] = field(default_factory=list)
 
     def delta(self, turn: int, index: int, text: str) -> None:
         self.seen.append((turn, index, text))
+
+    def end(self, turn: int, count: int) -> None:
+        self.ends.append((turn, count))
 
     def text_of(self, turn: int) -> str:
         return "".join(text for t, _, text in self.seen if t == turn)
