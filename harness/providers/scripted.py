@@ -61,15 +61,14 @@ _WORD = re.compile(r"\S+\s*|\s+")
 
 def stream_words(response: Response, *, word_delay_ms: int = 0) -> Iterator[StreamEvent]:
     """``response`` as a model streams it: the text of each text block word by word (a word
-    with the whitespace after it, ``word_delay_ms`` apart), then the whole response."""
-    first = True
+    with the whitespace after it), each ``word_delay_ms`` after the one before (the first after
+    the call began: a model takes a moment for its first token too), then the whole response."""
     for block in response.message.content:
         if not isinstance(block, TextBlock):
             continue
         for match in _WORD.finditer(block.text):
-            if word_delay_ms and not first:
+            if word_delay_ms:
                 time.sleep(word_delay_ms / 1000)
-            first = False
             yield TextDelta(text=match.group())
     yield StreamDone(response=response)
 

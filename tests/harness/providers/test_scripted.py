@@ -140,6 +140,6 @@ def test_word_delay_paces_the_words(monkeypatch):
     slept: list[float] = []
     monkeypatch.setattr("harness.providers.scripted.time.sleep", slept.append)
     list(ScriptedModel([text("one two three")], word_delay_ms=40).stream(request()))
-    assert slept == [0.04, 0.04]  # between words, not before the first
+    assert slept == [0.04, 0.04, 0.04]  # before each word, the first too
     provider, _ = resolve_provider("scripted:demo", ProviderSettings(scripted_word_delay_ms=7))
     assert isinstance(provider, ConversationScript) and provider.word_delay_ms == 7
