@@ -183,7 +183,7 @@ class RedisHub:
             if publisher is None or publisher.pid != os.getpid():  # a forked child: its own
                 publisher = self._mine.publisher = _Publisher(self._pool.get_connection())
             publisher.send(channel, payload)
-        except redis.RedisError as exc:
+        except (redis.RedisError, OSError) as exc:  # whatever Redis does, the run goes on
             self._mine.publisher = None
             if publisher is not None:
                 publisher.connection.disconnect()

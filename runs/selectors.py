@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from accounts.models import Member
 from accounts.scoping import get_visible, visible_to
@@ -42,11 +42,16 @@ def run_get(*, member: Member, run_id: uuid.UUID | str) -> Run:
     return get_visible(Run.objects.select_related("session"), member, run_id, what="Run")
 
 
-def run_events_after(*, run_id: uuid.UUID, after: int, limit: int) -> list[RunEvent]:
+def run_events_after(*, run_id: uuid.UUID, after: int, limit: int,
+                     with_run: bool = False) -> list[RunEvent]:
     """The run's events after ``after`` in seq order, each ``message.created`` with its
-    message's ``content`` added (:func:`with_message_content`); the caller may see the run."""
-    return with_message_content(
-        list(RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:limit]))
+    message's ``content`` added (:func:`with_message_content`); the caller may see the run.
+    ``with_run``: each also carries its run's ``run_status`` and ``run_turn``, read in the same
+    statement, so they are the run as of exactly these events."""
+    events = RunEvent.objects.filter(run_id=run_id, seq__gt=after)
+    if with_run:
+        events = events.annotate(run_status=F("run__status"), run_turn=F("run__turn"))
+    return with_message_content(list(events.order_by("seq")[:limit]))
 
 
 def with_message_content(events: list[RunEvent]) -> list[RunEvent]:

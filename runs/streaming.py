@@ -74,12 +74,7 @@ class _Follower:
         knobs = hango()
         deadline = time.monotonic() + knobs.event_stream_max_seconds
         while time.monotonic() < deadline:
-            # Read the status first: a finished run's last events were committed with its
-            # status, and a turn read here is wholly in the events read next.
-            status, turn = (Run.objects.filter(pk=self.run_id).values_list("status", "turn")
-                            .first() or (None, 0))
-            events = selectors.run_events_after(run_id=self.run_id, after=self.after,
-                                                limit=BATCH)
+            events, status, turn = self.poll()
             early, later = self.settled(turn)
             yield from early
             for event in events:
@@ -97,6 +92,22 @@ class _Follower:
                 yield ": keep-alive\n\n"
                 self.idle_since = time.monotonic()
             yield from self.live(knobs.event_poll_seconds)
+
+    def poll(self) -> tuple[list[RunEvent], str | None, int]:
+        """The next events, and the run's status and turn as of them (one statement: every
+        event of the turns up to that one is in the batch, unless it is full, and none of a
+        later turn). Without new events, the run's status, the turn as it was."""
+        if events := self.events():
+            return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
+        status = Run.objects.filter(pk=self.run_id).values_list("status", flat=True).first()
+        # Finished since the read above? Its last events were committed with its status.
+        if status not in ACTIVE_RUN_STATUSES and (events := self.events()):
+            return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
+        return [], status, self.shown_turn
+
+    def events(self) -> list[RunEvent]:
+        return selectors.run_events_after(run_id=self.run_id, after=self.after, limit=BATCH,
+                                          with_run=True)
 
     def live(self, seconds: float) -> Iterator[str]:
         """The deltas that arrive within ``seconds`` (the wait until the next poll)."""
