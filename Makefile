@@ -10,8 +10,10 @@ PORT   ?= 8000
 # The suite runs on PostgreSQL; pytest-django creates and drops its own test_<name> database.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hango
 TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
-# The embedded defaults: whatever the shell exports, the quickstart uses none of it.
-EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u HANGO_BROKER_URL DJANGO_DEBUG=1
+# The embedded defaults: whatever the shell exports, the quickstart uses none of it. The demo
+# model streams its words 50 ms apart, so a follower of a run sees the answer being written.
+EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u HANGO_BROKER_URL DJANGO_DEBUG=1 \
+	HANGO_SCRIPTED_WORD_DELAY_MS=50
 
 .PHONY: install quickstart serve worker browser test lint clean
 

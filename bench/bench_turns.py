@@ -28,7 +28,7 @@ from harness.deps import RunDeps, StackConfig  # noqa: E402
 from harness.loop import FinalOutput, Loop, NeverCancel  # noqa: E402
 from harness.messages import Message  # noqa: E402
 from harness.providers import resolve_provider  # noqa: E402
-from harness.providers.base import ProviderSettings  # noqa: E402
+from harness.providers.base import ProviderSettings, StreamDone  # noqa: E402
 from harness.serde import message_to_json  # noqa: E402
 from harness.stack import default_stack  # noqa: E402
 from harness.state import State, state_to_json  # noqa: E402
@@ -61,6 +61,19 @@ class Timed:
         if self.cpu:
             self.cpu_out.append(self.cpu())
         return response
+
+    def stream(self, request):
+        """The inner provider's stream, stamped: entry at the call, exit at its last event
+        (when the loop has taken every delta), so a turn stays exit -> entry."""
+        if self.cpu:
+            self.cpu_in.append(self.cpu())
+        self.enter.append(time.perf_counter())
+        for event in self.inner.stream(request):
+            if isinstance(event, StreamDone):
+                self.exit.append(time.perf_counter())
+                if self.cpu:
+                    self.cpu_out.append(self.cpu())
+            yield event
 
     def result(self, turns: int, started: float, **extra) -> dict:
         e, x, ci, co = self.enter, self.exit, self.cpu_in, self.cpu_out

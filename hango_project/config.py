@@ -169,6 +169,21 @@ class HangoSettings(BaseSettings):
     event_stream_max_seconds: int = 300
     """How long one event stream lasts (clients reconnect with Last-Event-ID)."""
 
+    # -- Live deltas ----------------------------------------------------------------------------
+    stream_deltas: bool = True
+    """Runs ask a model that can stream for its stream and send its text deltas to the run's
+    followers as they arrive (``message.delta`` on the event stream, never stored); off, each
+    model call is answered whole."""
+    live_redis_url: str = Field(default_factory=_redis_or_none)
+    """The Redis the deltas travel through (pub/sub), so a follower on any web process sees any
+    worker's; by default the broker's if it is Redis. Empty: in-process, seen only by followers
+    the process running the model serves (the embedded quickstart is one process)."""
+    live_publish_timeout: float = Field(0.25, gt=0)
+    """Seconds connecting to the deltas' Redis, or a write that blocks, may take (a delta is
+    written without waiting for its reply). Nothing is retried: after a failure the process
+    drops deltas for five seconds, so a Redis outage costs a run at most this long every five
+    seconds, and the run itself goes on."""
+
     # -- Model providers ----------------------------------------------------------------------
     provider_timeout_seconds: float = Field(120, validation_alias="HANGO_PROVIDER_TIMEOUT")
     """Seconds one model call may take."""
@@ -178,6 +193,9 @@ class HangoSettings(BaseSettings):
     """Seconds a context-inspector try call may take."""
     scripted_delay_ms: int = 0
     """Slows the offline scripted models down, so a demo (or a test) can watch a run progress."""
+    scripted_word_delay_ms: int = 0
+    """Milliseconds between the words the offline scripted models stream (the quickstart sets
+    it, so a follower sees the answer being written)."""
     anthropic_api_key: SecretStr | None = Field(None, validation_alias="ANTHROPIC_API_KEY")
     """The Anthropic adapter's key."""
     anthropic_base_url: str | None = Field(None, validation_alias="ANTHROPIC_BASE_URL")
@@ -187,7 +205,7 @@ class HangoSettings(BaseSettings):
     openai_base_url: str | None = Field(None, validation_alias="OPENAI_BASE_URL")
     """The OpenAI-compatible adapter's endpoint: any OpenAI-compatible server (vLLM, Ollama, …)."""
 
-    @field_validator("debug", "run_inline", mode="before")
+    @field_validator("debug", "run_inline", "stream_deltas", mode="before")
     @classmethod
     def _strip_flag(cls, value: object) -> object:
         return value.strip() if isinstance(value, str) else value

@@ -5,6 +5,11 @@ run its tool calls through the chain → keep the results → clear per-batch sc
 :class:`Checkpointer` then persists the turn (messages, state, usage, events) before the next
 one starts, so a run can stop after any turn and resume from there.
 
+Given a :class:`DeltaSink`, the loop asks a provider that streams for its stream and hands each
+text delta to the sink as it arrives; the stream is consumed inside the innermost model handler,
+so the chain's wrappers see one model call and one response, as without streaming, and the
+turn is still committed whole.
+
 Every phase takes what it needs as arguments (the state, the run's control, the tools the model
 was offered): no phase leaves anything on the loop object for a later one, so each can be
 called, and tested, alone.
@@ -13,9 +18,9 @@ called, and tested, alone.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, assert_never
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
@@ -24,9 +29,9 @@ from harness import approvals, telemetry
 from harness.agent import AgentSpec
 from harness.approvals import AwaitingApproval, PendingCall, Result
 from harness.chain import Chain, ModelHandler, ModelRequest, ToolCallRequest, ToolOutcome
-from harness.errors import HarnessError
+from harness.errors import HarnessError, ProviderError
 from harness.messages import Message, ModelUsage, Request, Response, StopReason, ToolUseBlock
-from harness.providers.base import Provider
+from harness.providers.base import Provider, StreamDone, StreamEvent, Streaming, TextDelta
 from harness.serde import message_to_json
 from harness.state import State
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
@@ -87,6 +92,22 @@ class Checkpointer(Protocol[StopT]):
         ...
 
 
+class DeltaSink(Protocol):
+    """Where the text a model streams goes as it arrives. Called on the run's thread between
+    two events of the stream: neither method may raise or block for long (a publisher drops
+    what it cannot send)."""
+
+    def delta(self, turn: int, index: int, text: str) -> None:
+        """A text delta of the model call of turn ``turn`` (``index`` counts the call's deltas
+        from 0), as the model writes it."""
+        ...
+
+    def end(self, turn: int, count: int) -> None:
+        """The stream of turn ``turn``'s model call is over, after ``count`` deltas (at least
+        one), whether it ended with a response or an error."""
+        ...
+
+
 class NeverCancel:
     def cancel_requested(self) -> bool:
         return False
@@ -96,13 +117,18 @@ class Loop:
     """Runs one agent's turns over a chain built once for the run."""
 
     def __init__(self, *, agent: AgentSpec, chain: Chain, provider: Provider, model: str,
-                 tools: Sequence[Tool], purpose: str = "run") -> None:
+                 tools: Sequence[Tool], purpose: str = "run",
+                 deltas: DeltaSink | None = None) -> None:
         self.agent = agent
         self.chain = chain
         self.provider = provider
         self.model = model
         self.base_tools = tuple(tools)
         self.purpose = purpose
+        self.deltas = deltas
+        # Decided once per run, not per call: the provider's stream when someone takes deltas.
+        self._stream: Callable[[Request], Iterator[StreamEvent]] | None = (
+            provider.stream if deltas is not None and isinstance(provider, Streaming) else None)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -247,12 +273,19 @@ class Loop:
                 trace.get_current_span().set_attributes(telemetry.content_attributes(
                     True, telemetry.ATTR_GEN_AI_INPUT_MESSAGES,
                     [message_to_json(m) for m in request.messages]))
-            response = self.provider.complete(request)
+            response = self._complete(request, turn=req.state.turn + 1)
             req.state.record_usage(ModelUsage(purpose=self.purpose, provider=self.provider.name,
                                               model=self.model, usage=response.usage))
             return response
 
         return call
+
+    def _complete(self, request: Request, *, turn: int) -> Response:
+        """The provider's response: its stream's last event when the loop streams (each text
+        delta handed to the sink on the way), else its whole answer."""
+        if self._stream is None or self.deltas is None:
+            return self.provider.complete(request)
+        return _collect(self._stream(request), self.deltas, turn)
 
     def run_batch(self, calls: Sequence[ToolUseBlock], to_run: Sequence[ToolUseBlock],
                   state: State, control: Control, offered: Mapping[str, Tool], *,
@@ -307,6 +340,25 @@ class Loop:
             state.emit(EVENT_TOOL_RESULT, {"tool_use_id": call.id, "name": call.name,
                                            "is_error": outcome.is_error})
         return results, pending, False
+
+
+def _collect(events: Iterator[StreamEvent], sink: DeltaSink, turn: int) -> Response:
+    """The final response of a stream, each text delta passed to ``sink`` as it arrives."""
+    index = 0
+    try:
+        for event in events:
+            match event:
+                case TextDelta(text=text):
+                    sink.delta(turn, index, text)
+                    index += 1
+                case StreamDone(response=response):
+                    return response
+                case unreachable:
+                    assert_never(unreachable)
+        raise ProviderError("the model's stream ended without its final response")
+    finally:
+        if index:
+            sink.end(turn, index)
 
 
 def _last_calls(state: State) -> tuple[ToolUseBlock, ...]:

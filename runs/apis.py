@@ -150,9 +150,11 @@ def _after(request) -> int:
 
 
 # One server-sent event, as OpenAPI describes a text/event-stream before 3.2's itemSchema: the
-# schema of each event (its fields as strings), the data a JSON document of its own.
+# schema of each event (its fields as strings), the data a JSON document of its own. Two kinds:
+# a run event (durable, with its seq as id) and a live text delta (no id).
 _EVENT_FRAME = {
     "type": "object",
+    "title": "Run event frame",
     "required": ["id", "event", "data"],
     "properties": {
         "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The event's seq."},
@@ -162,16 +164,41 @@ _EVENT_FRAME = {
                  "contentSchema": {"$ref": "#/components/schemas/RunEventOutput"}},
     },
 }
+_DELTA_FRAME = {
+    "type": "object",
+    "title": "Live delta frame",
+    "required": ["event", "data"],
+    "properties": {
+        "id": {"not": {}, "description": "None: a reconnect's Last-Event-ID stays the last run "
+               "event's seq."},
+        "event": {"const": "message.delta"},
+        "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": {
+            "type": "object", "required": ["run", "turn", "index", "text"],
+            "properties": {
+                "run": {"type": "string", "format": "uuid"},
+                "turn": {"type": "integer", "minimum": 1,
+                         "description": "The turn whose model call writes the text."},
+                "index": {"type": "integer", "minimum": 0,
+                          "description": "The delta's place in its model call, from 0. A turn "
+                          "executed again (its worker died) starts again at 0: replace what "
+                          "you had of that turn."},
+                "text": {"type": "string", "description": "The next piece of the text."}}}},
+    },
+}
 EVENT_STREAM = OpenApiResponse(
     response={
-        **_EVENT_FRAME,
+        "oneOf": [_EVENT_FRAME, _DELTA_FRAME],
         "description": "A server-sent-event stream (`Accept: text/event-stream` or "
                        "`?format=sse`): one event per run event, `id: <seq>`, `event: <type>`, "
-                       "`data: <the run event as JSON>`, each ended by a blank line, with "
-                       "`: keep-alive` comment lines while nothing happens. It ends when the run "
-                       "has finished and its last events are sent (or after "
-                       "HANGO_EVENT_STREAM_MAX_SECONDS); a reconnecting client sends "
-                       "`Last-Event-ID`.",
+                       "`data: <the run event as JSON>`, each ended by a blank line; between "
+                       "them, while a model writes, live `message.delta` events "
+                       "`{run, turn, index, text}` with no `id:` (never stored, not replayed: "
+                       "a turn's deltas join to the text of its assistant message, whose "
+                       "`message.created` follows them with the whole content); `: keep-alive` "
+                       "comment lines while nothing happens. It ends when the run has finished "
+                       "and its last events are sent (or after HANGO_EVENT_STREAM_MAX_SECONDS); "
+                       "a reconnecting client sends `Last-Event-ID` and receives the run events "
+                       "after it, then live deltas again.",
     },
     description="Events after `after` as JSON (at most 500), or their live stream.")
 
@@ -194,6 +221,6 @@ class RunEventsApi(APIView):
         after = _after(request)
         if isinstance(request.accepted_renderer, EventStreamRenderer):
             return event_stream_response(run.pk, after)
-        events = selectors.run_events_after(run=run, after=after, limit=500)
+        events = selectors.run_events_after(run_id=run.pk, after=after, limit=500)
         next_after = events[-1].seq if events else after
         return Response(RunEventPage({"results": events, "next_after": next_after}).data)

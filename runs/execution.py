@@ -23,7 +23,7 @@ from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain
 from harness.deps import RunDeps, StackConfig
 from harness.errors import ProviderAuthError, QuotaReached
-from harness.loop import Loop
+from harness.loop import DeltaSink, Loop
 from harness.messages import Message as HMessage
 from harness.messages import Role
 from harness.providers import resolve_provider, split_model
@@ -36,6 +36,7 @@ from harness.state import State, state_from_json
 from harness.stores import Summary
 from harness.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
+from runs import live
 from runs.checkpoint import Claim
 from runs.models import Message, Run, Session
 from runs.preload import NOTHING_PRELOADED, Preloaded, preload
@@ -59,6 +60,7 @@ def provider_settings(*, timeout_seconds: float | None = None) -> ProviderSettin
         timeout_seconds=timeout_seconds or knobs.provider_timeout_seconds,
         max_retries=knobs.provider_max_retries,
         scripted_delay_ms=knobs.scripted_delay_ms,
+        scripted_word_delay_ms=knobs.scripted_word_delay_ms,
     )
 
 
@@ -115,10 +117,12 @@ class ReadSummaryStore(DbSummaryStore):
 
 def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
                settings: ProviderSettings | None = None, claim: Claim | None = None,
-               budget: Budget | None = None, preloaded: Preloaded | None = None) -> Loop:
+               budget: Budget | None = None, preloaded: Preloaded | None = None,
+               deltas: DeltaSink | None = None) -> Loop:
     """The loop a run of ``agent`` in ``session`` executes: the agent's chain over the run's
     stores, which write under the run's ``claim`` and first answer with what was
-    ``preloaded``, its model calls held against ``budget``.
+    ``preloaded``, its model calls held against ``budget``, the text they stream sent to
+    ``deltas``.
     The one factory for runs and for the context inspector (``capture_only``: assemble
     requests, never call a model from a middleware), so what the inspector shows is what a run
     sends."""
@@ -156,7 +160,7 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         agent=spec, repeat_call_threshold=knobs.repeat_call_threshold, deps=deps,
         capture_only=capture_only))
     return Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
-                tools=tool_registry().view(spec.allowed_tools))
+                tools=tool_registry().view(spec.allowed_tools), deltas=deltas)
 
 
 def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False) -> list[HMessage]:
@@ -233,7 +237,7 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
     budget = DbBudget(tenant.pk, run.pk) if tenant.token_quota is not None else None
     reads = preload(tenant.pk, run.agent_id, run.session_id)
     loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch), budget=budget,
-                      preloaded=reads)
+                      preloaded=reads, deltas=live.run_deltas(run.pk))
     history = (session_history(run.session_id) if reads.history is None
                else history_of(reads.history))
     state = state_from_json(

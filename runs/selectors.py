@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from accounts.models import Member
 from accounts.scoping import get_visible, visible_to
 from hango_project.errors import NotFound
+from runs.events import EVENT_MESSAGE
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunEvent, Session, SessionFile
 from runs.stores import OctetLength
 
@@ -46,8 +47,32 @@ def run_get(*, member: Member, run_id: uuid.UUID | str) -> Run:
     return get_visible(Run.objects.select_related("session"), member, run_id, what="Run")
 
 
-def run_events_after(*, run: Run, after: int, limit: int) -> list[RunEvent]:
-    return list(RunEvent.objects.filter(run=run, seq__gt=after).order_by("seq")[:limit])
+def run_events_after(*, run_id: uuid.UUID, after: int, limit: int,
+                     with_run: bool = False) -> list[RunEvent]:
+    """The run's events after ``after`` in seq order, each ``message.created`` with its
+    message's ``content`` added (:func:`with_message_content`); the caller may see the run.
+    ``with_run``: each also carries its run's ``run_status`` and ``run_turn``, read in the same
+    statement, so they are the run as of exactly these events."""
+    events = RunEvent.objects.filter(run_id=run_id, seq__gt=after)
+    if with_run:
+        events = events.annotate(run_status=F("run__status"), run_turn=F("run__turn"))
+    return with_message_content(list(events.order_by("seq")[:limit]))
+
+
+def with_message_content(events: list[RunEvent]) -> list[RunEvent]:
+    """``events`` with the content of each ``message.created`` event's message in its data
+    (unsaved), as the messages route answers it: read now, in one query for the whole page,
+    because a message's content is stored once, in ``messages`` (an event keeps its id, seq
+    and role), and read fresh, so an edit of the message shows in its event too."""
+    ids = [event.data["id"] for event in events if event.type == EVENT_MESSAGE]
+    if not ids:
+        return events
+    contents = {str(id_): content for id_, content in
+                Message.objects.filter(pk__in=ids).values_list("id", "content")}
+    for event in events:
+        if event.type == EVENT_MESSAGE:
+            event.data = {**event.data, "content": contents.get(event.data["id"])}
+    return events
 
 
 def file_list(*, session: Session) -> QuerySet[SessionFile]:

@@ -170,9 +170,19 @@ class PostMessageOutput(serializers.Serializer):
                               "it waits for the session's runs before it.")
 
 
+@extend_schema_field({
+    "type": "object", "additionalProperties": True,
+    "description": "By type: run.status `{status, turn, error?}`; message.created `{id, seq, "
+                   "role, content}` (`content` as the messages route answers it); tool.result "
+                   "`{tool_use_id, name, is_error}`; todos.updated `{todos}`; approval.requested "
+                   "`{pending}`."})
+class EventDataField(serializers.JSONField):
+    pass
+
+
 class RunEventOutput(serializers.ModelSerializer):
     # A declared field, which DRF's metaclass takes off the class: ``.data`` stays the property.
-    data = serializers.JSONField(read_only=True)  # type: ignore[assignment]
+    data = EventDataField(read_only=True)  # type: ignore[assignment]
 
     class Meta:
         model = RunEvent

@@ -187,7 +187,8 @@ class DbCheckpointer:
     def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
         messages = [(message_id(), self.next_seq + i, m.role, content_to_json(m.content))
                     for i, m in enumerate(result.messages)]
-        # Message events say what was stored; clients read the content from the messages route.
+        # Message events say what was stored; their content is added when they are read
+        # (runs.selectors.with_message_content): it is stored once, in messages.
         notices = [(EVENT_MESSAGE, {"id": str(id_), "seq": seq, "role": role})
                    for id_, seq, role, _ in messages]
         terminal = _terminal_status(result.next)

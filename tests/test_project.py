@@ -65,11 +65,16 @@ def test_the_event_stream_is_documented():
     assert events.response("200")["properties"].keys() == {"results", "next_after"}
     # each event (OpenAPI before 3.2 describes an event stream by one event), its data the JSON
     # of a run event
-    stream = events.response("200", "text/event-stream")
-    assert set(stream["required"]) == {"id", "event", "data"}
-    data = stream["properties"]["data"]
+    durable, delta = events.response("200", "text/event-stream")["oneOf"]
+    assert set(durable["required"]) == {"id", "event", "data"}
+    data = durable["properties"]["data"]
     assert data["contentMediaType"] == "application/json"
     assert set(data["contentSchema"]["properties"]) == {"seq", "type", "data", "created_at"}
+    # a live delta: no id, so Last-Event-ID resumes the run events
+    assert set(delta["required"]) == {"event", "data"} and delta["properties"]["id"]["not"] == {}
+    assert delta["properties"]["event"] == {"const": "message.delta"}
+    assert set(delta["properties"]["data"]["contentSchema"]["required"]) == {
+        "run", "turn", "index", "text"}
     error = events.response("404", "text/event-stream")["properties"]
     assert error["event"] == {"const": "error"}
     assert error["data"]["contentSchema"]["required"] == ["error"]

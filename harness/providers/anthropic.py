@@ -84,8 +84,14 @@ class AnthropicProvider:
         with self._errors_mapped():
             with self._client.messages.stream(
                     **_map_request(request), max_tokens=request.max_tokens) as stream:
-                for text in stream.text_stream:
-                    yield TextDelta(text=text)
+                started = False
+                for event in stream:
+                    started = started or event.type == "message_start"
+                    if event.type == "text":
+                        yield TextDelta(text=event.text)
+                if not started:  # a body that is no event stream (a proxy that ignored it)
+                    raise ProviderError("Anthropic API error (mid-stream): the stream held no "
+                                        "message", provider=PROVIDER)
                 final = stream.get_final_message()
         yield StreamDone(response=_map_response(final))
 

@@ -21,6 +21,7 @@ class ProviderSettings:
     timeout_seconds: float = 120.0
     max_retries: int = 3
     scripted_delay_ms: int = 0
+    scripted_word_delay_ms: int = 0
 
 
 @runtime_checkable

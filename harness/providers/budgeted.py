@@ -1,12 +1,18 @@
 """A provider whose every call first holds its worst case against a budget (a tenant's quota),
-so the calls in flight can never take the budget past its end."""
+so the calls in flight can never take the budget past its end.
+
+It passes streaming through: its :meth:`Budgeted.stream` holds the budget once per call and
+yields what the wrapped provider streams, or, for one that does not stream, its whole answer as
+the stream's one event; so a loop may stream over any provider it wraps.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from harness.messages import Request, Response
-from harness.providers.base import Provider
+from harness.providers.base import Provider, StreamDone, StreamEvent, Streaming
 from harness.tokens import Tokenizer
 
 
@@ -30,7 +36,16 @@ class Budgeted:
     def __init__(self, inner: Provider, budget: Budget, tokenizer: Tokenizer) -> None:
         self.inner, self.budget, self.tokenizer = inner, budget, tokenizer
         self.name = inner.name
+        self._inner_stream: Callable[[Request], Iterator[StreamEvent]] | None = (
+            inner.stream if isinstance(inner, Streaming) else None)
 
     def complete(self, request: Request) -> Response:
         self.budget.reserve(worst_case(request, self.tokenizer))
         return self.inner.complete(request)
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        self.budget.reserve(worst_case(request, self.tokenizer))
+        if self._inner_stream is None:
+            yield StreamDone(response=self.inner.complete(request))
+        else:
+            yield from self._inner_stream(request)

@@ -90,6 +90,9 @@ class OpenAICompatProvider:
                 for chunk in chunks:
                     if text := acc.add(chunk):
                         yield TextDelta(text=text)
+        if not acc.chunks:  # a body that is no event stream (a server that ignored stream)
+            raise ProviderError("OpenAI API error (mid-stream): the stream held no completion",
+                                provider=PROVIDER)
         yield StreamDone(response=acc.response())
 
     @contextmanager
@@ -224,9 +227,11 @@ class _StreamAccumulator:
     calls: dict[int, _ToolCallParts] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: CompletionUsage | None = None
+    chunks: int = 0
 
     def add(self, chunk: ChatCompletionChunk) -> str:
         """Takes one chunk in; returns its text delta ("" when it has none)."""
+        self.chunks += 1
         self.model = chunk.model or self.model
         if chunk.usage is not None:  # the last chunk, with choices=[] (include_usage)
             self.usage = chunk.usage

@@ -69,7 +69,8 @@ class ProviderRegistry:
 def _scripted(name: str, settings: ProviderSettings) -> Provider:
     from harness.providers.scripted import named_script
 
-    return named_script(name, delay_ms=settings.scripted_delay_ms)
+    return named_script(name, delay_ms=settings.scripted_delay_ms,
+                        word_delay_ms=settings.scripted_word_delay_ms)
 
 
 # The SDK adapters hold an HTTP client whose TLS setup takes tens of milliseconds; a client is

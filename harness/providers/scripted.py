@@ -7,6 +7,10 @@
   (plans with write_todos, calls a tool, marks items done, answers) and ``workload-<T>`` is the
   benchmark workload of T tool-calling turns. Both answer a summarizer call (compaction) and
   carry on after one: the summary names what the user said, the calls' ids tell the step.
+
+Both stream (:func:`stream_words`): each text block word by word, then the whole response, so
+a run followed live shows the answer being written, offline; ``word_delay_ms`` paces the words
+for a person watching (the quickstart's).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +34,7 @@ from harness.messages import (
     ToolUseBlock,
     Usage,
 )
+from harness.providers.base import StreamDone, StreamEvent, TextDelta
 
 Step = Response | Exception | Callable[[Request], Response]
 
@@ -50,6 +55,24 @@ def tool_call(name: str, args: dict[str, Any], *, call_id: str | None = None,
                     stop_reason="tool_use")
 
 
+# A word and the whitespace after it, or whitespace a text starts with: the pieces join to the text.
+_WORD = re.compile(r"\S+\s*|\s+")
+
+
+def stream_words(response: Response, *, word_delay_ms: int = 0) -> Iterator[StreamEvent]:
+    """``response`` as a model streams it: the text of each text block word by word (a word
+    with the whitespace after it), each ``word_delay_ms`` after the one before (the first after
+    the call began: a model takes a moment for its first token too), then the whole response."""
+    for block in response.message.content:
+        if not isinstance(block, TextBlock):
+            continue
+        for match in _WORD.finditer(block.text):
+            if word_delay_ms:
+                time.sleep(word_delay_ms / 1000)
+            yield TextDelta(text=match.group())
+    yield StreamDone(response=response)
+
+
 def _estimate_usage(request: Request, response: Response) -> Usage:
     """A rough, deterministic token count (4 characters a token) so usage is never zero."""
     chars_in = sum(len(b.text) for b in request.system) + sum(
@@ -67,6 +90,7 @@ class ScriptedModel:
     delay_ms: int = 0
     name: str = "scripted"
     calls: list[Request] = field(default_factory=list)
+    word_delay_ms: int = 0
 
     def __post_init__(self) -> None:
         self.steps = list(self.steps)
@@ -94,6 +118,11 @@ class ScriptedModel:
                                 usage=_estimate_usage(request, response), model=self.model)
         return response
 
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        """The next step, streamed word by word (an exception step raises as :meth:`complete`
+        does, before any delta)."""
+        return stream_words(self.complete(request), word_delay_ms=self.word_delay_ms)
+
 
 @dataclass(eq=False)
 class ConversationScript:
@@ -103,6 +132,7 @@ class ConversationScript:
     model: str
     delay_ms: int = 0
     name: str = "scripted"
+    word_delay_ms: int = 0
 
     def complete(self, request: Request) -> Response:
         if self.delay_ms:
@@ -112,6 +142,9 @@ class ConversationScript:
         response = summary_script(request) if summarizing else self.script(request)
         return Response(message=response.message, stop_reason=response.stop_reason,
                         usage=_estimate_usage(request, response), model=self.model)
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        return stream_words(self.complete(request), word_delay_ms=self.word_delay_ms)
 
 
 _SAID = re.compile(r'^user: (.*)$|The user said: "(.*?)"\.', re.MULTILINE)
@@ -230,12 +263,14 @@ def workload_script(turns: int) -> Callable[[Request], Response]:
     return script
 
 
-def named_script(name: str, *, delay_ms: int = 0) -> ConversationScript:
+def named_script(name: str, *, delay_ms: int = 0, word_delay_ms: int = 0) -> ConversationScript:
     """The provider behind ``scripted:<name>``."""
     if name == "demo":
-        return ConversationScript(script=demo_script, model=name, delay_ms=delay_ms)
+        return ConversationScript(script=demo_script, model=name, delay_ms=delay_ms,
+                                  word_delay_ms=word_delay_ms)
     if name.startswith("workload-") and name.removeprefix("workload-").isdigit():
         turns = int(name.removeprefix("workload-"))
-        return ConversationScript(script=workload_script(turns), model=name, delay_ms=delay_ms)
+        return ConversationScript(script=workload_script(turns), model=name, delay_ms=delay_ms,
+                                  word_delay_ms=word_delay_ms)
     raise UnknownModel(
         f"no scripted model named {name!r}; use scripted:demo or scripted:workload-<turns>")

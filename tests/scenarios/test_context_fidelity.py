@@ -16,12 +16,13 @@ from harness.serde import content_from_json
 from runs import tasks
 from runs.models import Message as StoredMessage
 from runs.models import Run, Session
-from tests.support.replay import ReplayServer, wire_json
+from tests.support.replay import ReplayServer, wire
 
+# Runs stream (HANGO_STREAM_DELTAS): the server answers in each API's streaming wire format.
 MODELS = {
-    "openai": ("openai:gpt-4o", "openai_completion_text.json", openai_compat._map_request,
+    "openai": ("openai:gpt-4o", "openai_stream_text.sse", openai_compat._map_request,
                ("messages", "tools")),
-    "anthropic": ("anthropic:claude-sonnet-4-6", "anthropic_message_text.json",
+    "anthropic": ("anthropic:claude-sonnet-4-6", "anthropic_stream_text.sse",
                   anthropic._map_request, ("system", "messages", "tools")),
 }
 HISTORY = [
@@ -73,7 +74,7 @@ def next_run_sends(caller, session_id: str, server: ReplayServer, adapter: str) 
     seen = len(server.requests)
     expected = snapshot_request(caller, session_id)
     assert len(server.requests) == seen  # inspecting called no model (nor counted tokens)
-    server.reply(200, wire_json(canned))
+    server.reply_sse(wire(canned))
     tasks.advance_run(response.json()["run"]["id"])
     assert Run.objects.get(pk=response.json()["run"]["id"]).status == "completed"
     return {"expected": expected, "sent": server.requests[seen].body}

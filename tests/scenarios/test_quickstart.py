@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.servers import chunked, free_port, raw_request
+from tests.support.sse import durable, follow, live_text, text_of
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -79,6 +80,19 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+def _follow_a_run(base: str, key: str, session_id: str) -> None:
+    """Offline and without Redis, a follower sees the demo model write (in-process deltas)."""
+    status, posted = _get(f"{base}/v1/sessions/{session_id}/messages", key,
+                          {"content": "Count the words of this message please"})
+    assert status == 202, posted
+    frames = follow(base, posted["run"]["id"], key)
+    assert durable(frames)[-1].data["data"]["status"] == "completed"
+    status, listed = _get(f"{base}/v1/sessions/{session_id}/messages", key)
+    final = text_of(listed["results"][-1]["content"])
+    # The run started before the follower connected: the answer, at least, came word by word.
+    assert live_text(frames)[5] == final and final.startswith("You said:")
+
+
 def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
     agent_ids = []
     for attempt in range(2):
@@ -101,6 +115,8 @@ def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
             agent_ids.append(agent["id"])
             status, session = _get(f"{base}/v1/sessions", key, {"agent": agent["id"]})
             assert status == 201, session
+            if attempt == 0:
+                _follow_a_run(base, key, session["id"])
             # runserver cannot de-chunk a body: refused clearly, not read as empty (a 422)
             status, refused = raw_request(port, (
                 f"POST /v1/sessions HTTP/1.1\nHost: 127.0.0.1:{port}\n"

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain, Middleware
 from harness.deps import StackConfig
-from harness.loop import Loop, NeverCancel, NextStep, TurnResult
+from harness.loop import DeltaSink, Loop, NeverCancel, NextStep, TurnResult
 from harness.messages import Message, Request, ToolUseBlock
 from harness.providers.base import Provider
 from harness.stack import default_stack
@@ -99,15 +99,16 @@ class CancelAfter:
 
 def make_loop(provider: Provider, *, agent: AgentSpec | None = None,
               middlewares: Sequence[Middleware] | None = None,
-              tools: Sequence[Tool] | None = None) -> Loop:
-    """A loop over ``default_stack`` (or ``middlewares``) and the agent's built-in tools."""
+              tools: Sequence[Tool] | None = None, deltas: DeltaSink | None = None) -> Loop:
+    """A loop over ``default_stack`` (or ``middlewares``) and the agent's built-in tools;
+    ``deltas`` takes the text deltas of a provider that streams."""
     agent = agent or make_agent()
     if middlewares is None:
         middlewares = default_stack(StackConfig(agent=agent))
     if tools is None:
         tools = builtin_registry().view(agent.allowed_tools)
     return Loop(agent=agent, chain=Chain.build(middlewares), provider=provider,
-                model="script", tools=tools)
+                model="script", tools=tools, deltas=deltas)
 
 
 def run(loop: Loop, state: State | None = None, *, control: Any = None,
@@ -117,6 +118,27 @@ def run(loop: Loop, state: State | None = None, *, control: Any = None,
     checkpointer = checkpointer or Recorder()
     step = loop.run(state, control=control or NeverCancel(), checkpointer=checkpointer)
     return step, state, checkpointer
+
+
+@dataclass
+class Deltas:
+    """A DeltaSink keeping every delta as ``(turn, index, text)``, and each stream's end as
+    ``(turn, count)``."""
+
+    seen: list[tuple[int, int, str]] = field(default_factory=list)
+    ends: list[tuple[int, int]] = field(default_factory=list)
+
+    def delta(self, turn: int, index: int, text: str) -> None:
+        self.seen.append((turn, index, text))
+
+    def end(self, turn: int, count: int) -> None:
+        self.ends.append((turn, count))
+
+    def text_of(self, turn: int) -> str:
+        return "".join(text for t, _, text in self.seen if t == turn)
+
+    def turns(self) -> list[int]:
+        return sorted({t for t, _, _ in self.seen})
 
 
 class Counting:

@@ -7,6 +7,7 @@ import pytest
 from harness.errors import (
     ProviderAuthError,
     ProviderBadRequest,
+    ProviderError,
     ProviderOverloaded,
     ProviderRateLimited,
     ProviderUnavailable,
@@ -192,6 +193,15 @@ def test_stream_yields_text_deltas_then_the_whole_response(server):
         model=MODEL,
     ))
     assert server.bodies[0]["stream"] is True
+
+
+def test_a_stream_answered_with_a_whole_message_is_a_readable_error(server):
+    server.reply(200, wire_json("anthropic_message_text.json"))  # a proxy that ignored stream: true
+
+    with pytest.raises(ProviderError) as caught:
+        list(provider_for(server).stream(CONVERSATION))
+
+    assert "the stream held no" in str(caught.value) and caught.value.provider == "anthropic"
 
 
 def test_an_overloaded_error_event_mid_stream(server):

@@ -7,6 +7,7 @@ import pytest
 from harness.errors import (
     ProviderAuthError,
     ProviderBadRequest,
+    ProviderError,
     ProviderOverloaded,
     ProviderRateLimited,
     ProviderUnavailable,
@@ -192,6 +193,15 @@ def test_stream_accumulates_text_and_tool_call_fragments(server):
     body = server.bodies[0]
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
+
+
+def test_a_stream_answered_with_a_whole_message_is_a_readable_error(server):
+    server.reply(200, wire_json("openai_completion_text.json"))  # a proxy that ignored stream: true
+
+    with pytest.raises(ProviderError) as caught:
+        list(provider_for(server).stream(CONVERSATION))
+
+    assert "the stream held no" in str(caught.value) and caught.value.provider == "openai"
 
 
 def test_a_stream_cut_by_max_tokens_still_ends_with_a_response(server):

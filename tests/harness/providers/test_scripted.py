@@ -8,7 +8,7 @@ from harness.errors import ScriptExhausted, UnknownModel
 from harness.loop import FinalOutput
 from harness.messages import Message, Request, TextBlock, ToolUseBlock, Usage
 from harness.providers import resolve_provider, split_model
-from harness.providers.base import Provider, ProviderSettings
+from harness.providers.base import Provider, ProviderSettings, StreamDone, Streaming
 from harness.providers.scripted import (
     ConversationScript,
     ScriptedModel,
@@ -117,3 +117,29 @@ def test_resolve_provider_scripted():
     assert isinstance(provider, ConversationScript)
     assert (provider.name, provider.model, provider.delay_ms) == ("scripted", "workload-3", 5)
     assert split_model("anthropic:claude-x") == ("anthropic", "claude-x")
+
+
+def test_the_scripted_models_stream_word_by_word_then_the_whole_response():
+    answer = text("You said:  \"hi\".\nAll done. ")
+    events = list(ScriptedModel([answer]).stream(request()))
+    *words, done = events
+    assert [w.text for w in words] == ["You ", "said:  ", "\"hi\".\n", "All ", "done. "]
+    assert done == StreamDone(response=ScriptedModel([answer]).complete(request()))
+    assert isinstance(named_script("demo"), Streaming)
+    *deltas, last = named_script("demo").stream(request("count these four words"))
+    said = last.response.message.text  # no tool offered: the demo answers at once
+    assert said.startswith("You said:") and "".join(d.text for d in deltas) == said
+
+
+def test_a_tool_call_without_text_streams_only_its_response():
+    events = list(ScriptedModel([tool_call("echo", {"text": "x"})]).stream(request()))
+    assert [type(e) for e in events] == [StreamDone]
+
+
+def test_word_delay_paces_the_words(monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr("harness.providers.scripted.time.sleep", slept.append)
+    list(ScriptedModel([text("one two three")], word_delay_ms=40).stream(request()))
+    assert slept == [0.04, 0.04, 0.04]  # before each word, the first too
+    provider, _ = resolve_provider("scripted:demo", ProviderSettings(scripted_word_delay_ms=7))
+    assert isinstance(provider, ConversationScript) and provider.word_delay_ms == 7

@@ -1,0 +1,273 @@
+"""A run's live text deltas: published by the worker as the model writes, read by the run's
+event streams, never stored.
+
+Each run has one channel, ``hango:run:<run id>:deltas``; a message on it is the JSON of one
+``message.delta`` event, ``{"run", "turn", "index", "text"}``, which the event stream forwards
+as it is. With ``HANGO_LIVE_REDIS_URL`` (the broker's Redis by default) the channel is a Redis
+pub/sub channel, so a follower on any web process sees any worker's deltas. (Pub/sub channels
+belong to the whole Redis server, not to its numbered database: the run id in the name keeps
+runs apart.) Without it — the embedded quickstart, where runs execute on a thread of the web
+process — the channel lives in this process (:class:`LocalHub`), and only followers served by
+the process running the model see the deltas.
+
+Publishing is fire and forget: a delta is one PUBLISH written to the publishing thread's own
+connection, its reply not waited for, never retried. Connecting (or a write that blocks) is
+bounded by ``HANGO_LIVE_PUBLISH_TIMEOUT``; after a failure this process drops every delta for
+:data:`PAUSE_SECONDS`, so a Redis outage slows a run by at most one timeout per pause and never
+fails it. A follower whose subscription fails, or breaks, goes on with the durable events
+alone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import threading
+import time
+import uuid
+from functools import lru_cache
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from hango_project.config import hango
+
+log = logging.getLogger(__name__)
+
+PAUSE_SECONDS = 5.0  # how long a process drops deltas after a failed publish
+READ_REPLIES_EVERY = 32  # a publisher reads the replies that have arrived every so many sends
+MAX_UNANSWERED = 4_096  # publishes without a reply after which Redis counts as hung
+FOLLOWER_BACKLOG = 10_000  # deltas an in-process follower may fall behind before losing some
+
+
+def channel(run_id: uuid.UUID | str) -> str:
+    return f"hango:run:{run_id}:deltas"
+
+
+class Subscription(Protocol):
+    def get(self, timeout: float) -> str | None:
+        """The next delta's JSON, waiting up to ``timeout`` seconds; None if none came."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Hub(Protocol):
+    def publish(self, channel: str, payload: str) -> None:
+        """Send ``payload`` to the channel's followers now, or drop it; never raises."""
+        ...
+
+    def subscribe(self, channel: str) -> Subscription:
+        """Follow ``channel``: deltas published from the moment this returns are received."""
+        ...
+
+
+class RunDeltas:
+    """The loop's :class:`~harness.loop.DeltaSink` for one run: each delta published on the
+    run's channel as the JSON the event stream forwards, and after a stream's last delta an end
+    marker, ``{"run", "turn", "end": <deltas>}``, which the stream does not forward: it tells a
+    follower it has the turn's whole text, so it may send the turn's events."""
+
+    def __init__(self, run_id: uuid.UUID | str, hub: Hub) -> None:
+        self.channel = channel(run_id)
+        self._head = f'{{"run": "{run_id}", "turn": '
+        self._publish = hub.publish
+
+    def delta(self, turn: int, index: int, text: str) -> None:
+        self._publish(self.channel,
+                      f'{self._head}{turn}, "index": {index}, "text": {json.dumps(text)}}}')
+
+    def end(self, turn: int, count: int) -> None:
+        self._publish(self.channel, f'{self._head}{turn}, "end": {count}}}')
+
+
+def hub() -> Hub:
+    """The hub of this process's settings: Redis, or the in-process one."""
+    knobs = hango()
+    if knobs.live_redis_url:
+        return _redis_hub(knobs.live_redis_url, knobs.live_publish_timeout)
+    return LOCAL
+
+
+def run_deltas(run_id: uuid.UUID | str) -> RunDeltas | None:
+    """The delta sink of a run about to execute; None when runs do not stream."""
+    return RunDeltas(run_id, hub()) if hango().stream_deltas else None
+
+
+# -- in this process ------------------------------------------------------------------------
+
+
+class LocalHub:
+    """Channels within this process: each follower a bounded queue (a follower that falls
+    :data:`FOLLOWER_BACKLOG` deltas behind loses the newer ones, never blocks the run)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._followers: dict[str, tuple[queue.Queue[str], ...]] = {}
+
+    def publish(self, channel: str, payload: str) -> None:
+        for follower in self._followers.get(channel, ()):
+            try:
+                follower.put_nowait(payload)
+            except queue.Full:
+                pass
+
+    def subscribe(self, channel: str) -> Subscription:
+        follower: queue.Queue[str] = queue.Queue(maxsize=FOLLOWER_BACKLOG)
+        with self._lock:
+            self._followers[channel] = (*self._followers.get(channel, ()), follower)
+        return _LocalSubscription(self, channel, follower)
+
+    def leave(self, channel: str, follower: queue.Queue[str]) -> None:
+        with self._lock:
+            left = tuple(f for f in self._followers.get(channel, ()) if f is not follower)
+            if left:
+                self._followers[channel] = left
+            else:
+                self._followers.pop(channel, None)
+
+
+class _LocalSubscription:
+    def __init__(self, hub: LocalHub, channel: str, follower: queue.Queue[str]) -> None:
+        self._hub, self._channel, self._follower = hub, channel, follower
+
+    def get(self, timeout: float) -> str | None:
+        try:
+            return self._follower.get(timeout=timeout) if timeout > 0 else \
+                self._follower.get_nowait()
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        self._hub.leave(self._channel, self._follower)
+
+
+LOCAL = LocalHub()
+
+
+# -- through Redis --------------------------------------------------------------------------
+
+
+class RedisHub:
+    """Channels in Redis pub/sub. Each thread that publishes has a connection of its own, on
+    which a PUBLISH is written and not waited for (:class:`_Publisher`): the run's thread pays
+    one socket write per delta, no round trip, and no other thread competes with it."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.timeout = timeout
+        self._pool = redis.ConnectionPool.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0), health_check_interval=0)
+        self._client = redis.Redis(connection_pool=self._pool)
+        parts = urlsplit(url)
+        self._where = f"{parts.hostname}:{parts.port or 6379}" if parts.hostname else parts.path
+        self._paused_until = 0.0
+        self._mine = threading.local()
+
+    @property
+    def paused(self) -> bool:
+        return time.monotonic() < self._paused_until
+
+    def publish(self, channel: str, payload: str) -> None:
+        if self._paused_until:
+            if time.monotonic() < self._paused_until:
+                return
+            self._paused_until = 0.0
+        publisher: _Publisher | None = getattr(self._mine, "publisher", None)
+        try:
+            if publisher is None or publisher.pid != os.getpid():  # a forked child: its own
+                publisher = self._mine.publisher = _Publisher(self._pool.get_connection())
+            publisher.send(channel, payload)
+        except (redis.RedisError, OSError) as exc:  # whatever Redis does, the run goes on
+            self._mine.publisher = None
+            if publisher is not None:
+                publisher.connection.disconnect()
+            self._paused_until = time.monotonic() + PAUSE_SECONDS
+            log.warning("live deltas are dropped for %.0f s: publishing to Redis at %s failed "
+                        "(%s)", PAUSE_SECONDS, self._where, type(exc).__name__)
+
+    def subscribe(self, channel: str) -> Subscription:
+        pubsub = self._client.pubsub()
+        try:
+            pubsub.subscribe(channel)
+            # Wait for Redis to confirm: from then on nothing published is missed.
+            deadline = time.monotonic() + self.timeout
+            while (confirmed := pubsub.get_message(timeout=self.timeout)) is None \
+                    or confirmed["type"] != "subscribe":
+                if time.monotonic() > deadline:
+                    raise redis.TimeoutError("no subscribe confirmation")
+        except redis.RedisError as exc:
+            pubsub.close()
+            log.warning("a run's event stream follows no live deltas: subscribing in Redis at "
+                        "%s failed (%s)", self._where, type(exc).__name__)
+            return Silent()
+        return _RedisSubscription(pubsub, self._where)
+
+
+class _Publisher:
+    """One thread's connection, pipelining: each PUBLISH is written at once and its reply (the
+    number of followers, of no use here) read later, when it has arrived — every
+    :data:`READ_REPLIES_EVERY` sends, without waiting. A Redis that leaves
+    :data:`MAX_UNANSWERED` of them unanswered counts as hung."""
+
+    def __init__(self, connection: redis.connection.AbstractConnection) -> None:
+        self.connection, self.pid, self.unanswered = connection, os.getpid(), 0
+
+    def send(self, channel: str, payload: str) -> None:
+        self.connection.send_command("PUBLISH", channel, payload, check_health=False)
+        self.unanswered += 1
+        if self.unanswered % READ_REPLIES_EVERY == 0:
+            while self.unanswered and self.connection.can_read(timeout=0):
+                self.connection.read_response()
+                self.unanswered -= 1
+            if self.unanswered >= MAX_UNANSWERED:
+                raise redis.TimeoutError(f"{self.unanswered} publishes unanswered")
+
+
+class _RedisSubscription:
+    def __init__(self, pubsub: redis.client.PubSub, where: str) -> None:
+        self._pubsub: redis.client.PubSub | None = pubsub
+        self._where = where
+        self._silent = Silent()
+
+    def get(self, timeout: float) -> str | None:
+        if self._pubsub is None:
+            return self._silent.get(timeout)
+        try:
+            message = self._pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
+        except redis.RedisError as exc:
+            log.warning("a run's event stream lost its live deltas: Redis at %s failed (%s)",
+                        self._where, type(exc).__name__)
+            self.close()
+            return None
+        if message is None or message["type"] != "message":
+            return None
+        data: bytes = message["data"]
+        return data.decode()
+
+    def close(self) -> None:
+        if self._pubsub is not None:
+            self._pubsub.close()
+            self._pubsub = None
+
+
+class Silent:
+    """No deltas: waiting on it is sleeping (a stream whose subscription failed)."""
+
+    def get(self, timeout: float) -> str | None:
+        if timeout > 0:
+            time.sleep(timeout)
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+@lru_cache(maxsize=4)
+def _redis_hub(url: str, timeout: float) -> RedisHub:
+    return RedisHub(url, timeout)

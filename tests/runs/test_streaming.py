@@ -1,0 +1,205 @@
+"""runs.streaming and the events route: durable events with their messages' content, live deltas
+between them (in this process: no Redis, as in the quickstart), stale deltas dropped."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from runs import live, streaming
+from runs.events import append_events, status_event
+from runs.models import Message, Run, Session
+from runs.services import message_post
+from runs.worker import execute_run
+from tests.support.sse import Frame, chunks_to_lines, durable, frames_of, live_text, text_of
+
+POLL = 0.05
+
+
+@pytest.fixture
+def in_process(broker, hango_settings, transactional_db):
+    """Deltas through this process (the quickstart's way); runs are sent to the suite's Redis,
+    where no worker takes them: each test executes its run itself."""
+    hango_settings(live_redis_url="", event_poll_seconds=POLL)
+
+
+@pytest.fixture
+def waiting_run(alice, make_session, in_process) -> Run:
+    """A queued run nobody takes (its task waits in Redis): the test executes it."""
+    session = make_session(alice)
+    _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi there")
+    return run
+
+
+def open_stream(caller, run_id, **headers):
+    response = caller.client.get(f"/v1/runs/{run_id}/events", HTTP_ACCEPT="text/event-stream",
+                                 **headers)
+    assert response.status_code == 200
+    return frames_of(chunks_to_lines(response.streaming_content))
+
+
+def execute_in_thread(run_id) -> threading.Thread:
+    def work() -> None:
+        try:
+            execute_run(str(run_id))
+        finally:
+            connection.close()  # this thread's own
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    return thread
+
+
+def messages_of(caller, session_id) -> dict[str, dict]:
+    listed = caller.client.get(f"/v1/sessions/{session_id}/messages?limit=200").json()
+    return {m["id"]: m for m in listed["results"]}
+
+
+def test_a_follower_in_this_process_gets_every_word_and_every_event(alice, waiting_run,
+                                                                     in_process):
+    frames = open_stream(alice, waiting_run.pk)
+    first = next(frames)  # the stream has subscribed before it sent this
+    assert (first.event, first.data["data"]["status"]) == ("run.status", "queued")
+    thread = execute_in_thread(waiting_run.pk)
+    got = [first, *frames]
+    thread.join()
+
+    events = durable(got)
+    assert [int(f.id or 0) for f in events] == list(range(1, len(events) + 1))
+    assert events[-1].data["data"]["status"] == "completed"
+    deltas = [f for f in got if f.event == "message.delta"]
+    assert deltas and all(f.id is None for f in deltas)
+    assert {f.data["run"] for f in deltas} == {str(waiting_run.pk)}
+    # Each turn's deltas join to the text of the assistant message it stored.
+    stored = Message.objects.filter(run=waiting_run, role="assistant").order_by("seq")
+    expected = {turn: text_of(m.content) for turn, m in enumerate(stored, 1) if text_of(m.content)}
+    assert live_text(got) == expected and len(expected) == 2
+    # ... and they come before that message's event.
+    created = [i for i, f in enumerate(got) if f.event == "message.created"
+               and f.data["data"]["role"] == "assistant"]
+    for turn in expected:
+        last_delta = max(i for i, f in enumerate(got)
+                         if f.event == "message.delta" and f.data["turn"] == turn)
+        assert last_delta < created[turn - 1]
+    # message.created carries the content the messages route answers.
+    listed = messages_of(alice, waiting_run.session_id)
+    for f in events:
+        if f.event == "message.created":
+            data = f.data["data"]
+            assert data["content"] == listed[data["id"]]["content"]
+            assert set(data) == {"id", "seq", "role", "content"}
+
+
+def test_stored_events_keep_only_the_message_s_id_seq_and_role(alice, waiting_run, in_process):
+    execute_run(str(waiting_run.pk))
+    stored = [e.data for e in waiting_run.events.filter(type="message.created")]
+    assert stored and all(set(data) == {"id", "seq", "role"} for data in stored)
+
+
+def test_the_events_page_adds_the_contents_in_one_query(alice, waiting_run, in_process):
+    execute_run(str(waiting_run.pk))
+    url = f"/v1/runs/{waiting_run.pk}/events"
+    listed = messages_of(alice, waiting_run.session_id)  # (and the key's last use is written)
+    with CaptureQueriesContext(connection) as whole:
+        page = alice.client.get(url).json()["results"]
+    created = [e for e in page if e["type"] == "message.created"]
+    assert len(created) == 9  # 5 assistant messages and 4 of tool results
+    for event in created:
+        assert event["data"]["content"] == listed[event["data"]["id"]]["content"]
+    with CaptureQueriesContext(connection) as without:  # the last page: run.status alone
+        tail = alice.client.get(f"{url}?after={created[-1]['seq']}").json()["results"]
+    assert [e["type"] for e in tail] == ["run.status"]
+    # One more query for the contents, however many message events the page has.
+    assert len(whole) == len(without) + 1
+    messages = [q["sql"] for q in whole.captured_queries if '"messages"' in q["sql"]]
+    assert len(messages) == 1 and " IN (" in messages[0]
+
+
+def test_a_message_rewritten_after_its_event_shows_its_current_content(alice, waiting_run,
+                                                                        in_process):
+    execute_run(str(waiting_run.pk))
+    message = Message.objects.filter(run=waiting_run, role="assistant").order_by("seq").first()
+    assert message is not None
+    edited = [{"type": "text", "text": "edited"}]
+    Message.objects.filter(pk=message.pk).update(content=edited)
+    page = alice.client.get(f"/v1/runs/{waiting_run.pk}/events").json()["results"]
+    [event] = [e for e in page if e["type"] == "message.created"
+               and e["data"]["id"] == str(message.pk)]
+    assert event["data"]["content"] == edited
+
+
+def delta(run_id, turn: int, index: int, text: str) -> None:
+    live.RunDeltas(run_id, live.LOCAL).delta(turn, index, text)
+
+
+def end(run_id, turn: int, count: int) -> None:
+    live.RunDeltas(run_id, live.LOCAL).end(turn, count)
+
+
+def commit_turn(run_id, turn: int) -> None:
+    """What a turn's commit shows a stream: the run's turn counter, and an event."""
+    run = Run.objects.get(pk=run_id)
+    run.turn = turn
+    append_events(run, [status_event(run)])
+    run.save()
+
+
+def later(seconds: float, *sends) -> threading.Timer:
+    timer = threading.Timer(seconds, lambda: [send() for send in sends])
+    timer.start()
+    return timer
+
+
+def test_a_committed_turn_s_events_wait_for_its_last_deltas(alice, waiting_run, in_process):
+    run_id = waiting_run.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    delta(run_id, 1, 0, "live ")
+    assert next(frames) == Frame(event="message.delta", data={
+        "run": str(run_id), "turn": 1, "index": 0, "text": "live "})
+    # Turn 1 commits before the rest of its deltas arrive: its event waits for them.
+    commit_turn(run_id, 1)
+    # (The stream polls meanwhile, sees the commit, and waits.)
+    later(0.3, lambda: delta(run_id, 1, 1, "late"), lambda: delta(run_id, 2, 0, "next"),
+          lambda: end(run_id, 1, 2))
+    got = [next(frames) for _ in range(3)]
+    assert [(f.event, f.id, f.data.get("text")) for f in got] == [
+        ("message.delta", None, "late"), ("run.status", "2", None),
+        ("message.delta", None, "next")]  # a later turn's delta after the events
+    # A delta of a turn whose events were sent is dropped.
+    delta(run_id, 1, 2, "stale")
+    delta(run_id, 2, 1, "more")
+    assert next(frames).data["text"] == "more"
+    Run.objects.filter(pk=run_id).update(status="cancelled")
+    assert [f.data["data"]["status"] for f in frames] == []  # no more events: the stream ends
+
+
+def test_an_end_that_never_comes_holds_the_events_only_briefly(alice, waiting_run, in_process,
+                                                                monkeypatch):
+    monkeypatch.setattr(streaming, "SETTLE_SECONDS", 0.2)
+    run_id = waiting_run.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    delta(run_id, 1, 0, "the worker died after this")
+    assert next(frames).event == "message.delta"
+    commit_turn(run_id, 1)
+    started = time.monotonic()
+    assert next(frames).id == "2"
+    assert 0.2 <= time.monotonic() - started < 2
+
+
+def test_with_stream_deltas_off_runs_are_answered_whole_and_nothing_is_published(
+        alice, waiting_run, in_process, hango_settings):
+    hango_settings(stream_deltas=False)
+    frames = open_stream(alice, waiting_run.pk)
+    assert next(frames).event == "run.status"
+    thread = execute_in_thread(waiting_run.pk)
+    got = list(frames)
+    thread.join()
+    assert [f for f in got if f.event == "message.delta"] == []
+    assert got[-1].data["data"]["status"] == "completed"
+    assert live.LOCAL._followers == {}
