@@ -19,7 +19,7 @@ from accounts.models import Member, Role
 from runs.models import Message, Session
 from tests.support import workers
 from tests.support.browser import log_in, screenshot, watch_errors
-from tests.support.replay import ReplayServer, wire_json
+from tests.support.replay import ReplayServer, wire, wire_json
 from tests.support.runs import wait_for_run
 from tests.support.servers import GunicornProcess
 
@@ -172,8 +172,9 @@ def test_uncheck_save_and_try_in_the_panel(page, web, session, alice, tenant, mo
     page.locator("#toggle-nav-sidebar").click()  # the admin's menu folded: room for the panel
     screenshot(page, "context-panel.png")
 
-    # (c) the next run's model request no longer carries the message (nor its pair)
-    model_server.reply(200, wire_json("openai_completion_text.json"))
+    # (c) the next run's model request no longer carries the message (nor its pair); a run
+    # streams its model call
+    model_server.reply_sse(wire("openai_stream_text.sse"))
     posted = alice.client.post(f"/v1/sessions/{session.pk}/messages",
                                {"content": "And 'alpha beta gamma'?"}, format="json")
     assert posted.status_code == 202, posted.content
