@@ -60,9 +60,9 @@ def parse_frame(frame: ServerSentEvent) -> Event | None:
         raw = document
     else:
         raw = {"type": frame.event, "data": document}
+    # The seq is the document's: a frame's id is no guide, since an SSE parser keeps the last
+    # id it saw for every later frame (the spec's "last event ID"), live ones included.
     seq = raw.get("seq")
-    if not isinstance(seq, int) and frame.id.isdigit():
-        seq = int(frame.id)
     return Event(type=raw["type"], data=raw["data"], seq=seq if isinstance(seq, int) else None,
                  raw=raw)
 
