@@ -88,6 +88,11 @@ class Renderer:
         text = data.get("text")
         if isinstance(text, str):
             turn = data.get("turn")
+            if data.get("index") == 0 and self._streamed.get(turn):
+                # ``index`` counts a model call's deltas: a turn's call streaming from its first
+                # delta again was tried again, and what it writes now is what will be stored.
+                self.line("[the model call was tried again]", style={"dim": True})
+                self._streamed[turn] = ""
             self._streamed[turn] = self._streamed.get(turn, "") + text
             self._write(text)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from cli.follow import Event
 from cli.render import Renderer
 
@@ -13,7 +15,18 @@ def event(kind: str, at: int | None = None, **data: Any) -> Event:
     return Event(type=kind, data=data, seq=at, raw={"type": kind, "data": data})
 
 
-def delta(text: str, turn: int = 1, index: int = 0) -> Event:
+_counts: dict[int, int] = {}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counts():
+    _counts.clear()
+
+
+def delta(text: str, turn: int = 1, index: int | None = None) -> Event:
+    """A live delta; ``index`` counts the turn's deltas from 0 unless given."""
+    if index is None:
+        index = _counts[turn] = _counts.get(turn, -1) + 1
     return event("message.delta", run="r", turn=turn, index=index, text=text)
 
 
@@ -107,3 +120,11 @@ def test_todos_write_todos_and_errors(capsys):
                          "  [ ] Answer"]
     assert lines[5].startswith("← write_todos failed: xxx") and lines[5].endswith("…")
     assert len(lines) == 6
+
+
+def test_a_model_call_streaming_again_from_its_first_delta_is_compared_anew(capsys):
+    render([delta("Counting your", index=0), delta(" wor", index=1),
+            delta("Counting ", index=0), delta("your words now.", index=1),
+            created("assistant", TEXT)])
+    assert capsys.readouterr().out.splitlines() == [
+        "Counting your wor", "[the model call was tried again]", "Counting your words now."]
