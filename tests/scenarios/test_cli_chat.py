@@ -31,11 +31,10 @@ def server(alice, broker, start_worker, tmp_path) -> Iterator[GunicornProcess]:
     """gunicorn on the test database and the suite's Redis, and one worker whose demo model
     takes 0.4 s a call (time to press Ctrl-C mid-run)."""
     start_worker(HANGO_SCRIPTED_DELAY_MS="400")
-    served = GunicornProcess(tmp_path, database_url=workers.test_database_url(), env={
-        "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0", "HANGO_EVENT_POLL_SECONDS": "0.1",
-        # Threads: a follower's stream and the chat's other requests at once, as `make serve`'s
-        # two workers (or runserver's threads) allow.
-        "GUNICORN_CMD_ARGS": "--threads 4"})
+    # Threads: a follower's stream and the chat's other requests at once, as `make serve`'s two
+    # workers (or runserver's threads) allow.
+    served = GunicornProcess(tmp_path, database_url=workers.test_database_url(), threads=4, env={
+        "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0", "HANGO_EVENT_POLL_SECONDS": "0.1"})
     yield served
     served.stop()
 

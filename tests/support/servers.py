@@ -41,10 +41,11 @@ def stop_group(proc: subprocess.Popen, *, timeout: float = 20) -> None:
 class GunicornProcess:
     """``gunicorn hango_project.wsgi`` as its own process group on a free port, on the database
     at ``database_url``, logging to a file; ``env`` adds to (or overrides) the environment, e.g.
-    ``HANGO_MAX_BODY_BYTES``."""
+    ``HANGO_MAX_BODY_BYTES``; ``threads`` above 1 serves that many requests at once (gthread),
+    e.g. several event streams."""
 
     def __init__(self, log_dir: Path, *, database_url: str,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, threads: int = 1) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"gunicorn-{self.port}.log"
@@ -60,7 +61,8 @@ class GunicornProcess:
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "hango_project.wsgi", "--bind",
-             f"127.0.0.1:{self.port}", "--workers", "1", "--timeout", "60",
+             f"127.0.0.1:{self.port}", "--workers", "1", "--threads", str(threads),
+             "--timeout", "60",
              "--no-control-socket"],  # the default socket is one per user, shared
             cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True)
