@@ -24,8 +24,10 @@ def durable(at: int, kind: str, **data: Any) -> bytes:
     return f"id: {at}\nevent: {kind}\ndata: {json.dumps(document)}\n\n".encode()
 
 
-def live_delta(text: str, turn: int = 1) -> bytes:
-    payload = {"run": RUN, "turn": turn, "index": 0, "text": text}
+def live_delta(text: str, index: int = 0, turn: int = 1) -> bytes:
+    """A live delta's frame: no id, its data the bare delta (``index`` counts a model call's
+    deltas from 0)."""
+    payload = {"run": RUN, "turn": turn, "index": index, "text": text}
     return f"event: message.delta\ndata: {json.dumps(payload)}\n\n".encode()
 
 
@@ -55,7 +57,7 @@ def test_a_stream_that_ends_early_is_followed_on_from_the_last_seq(replay):
     replay.reply_sse(durable(1, "run.status", status="running") + b": keep-alive\n\n"
                      + live_delta("Hel") + durable(2, "todos.updated", todos=[]))
     replay.reply(200, run_body("running"))  # the stream ended, the run did not
-    replay.reply_sse(durable(2, "todos.updated", todos=[]) + live_delta("lo")
+    replay.reply_sse(durable(2, "todos.updated", todos=[]) + live_delta("lo", 1)
                      + durable(3, "run.status", status="completed"))
     replay.reply(200, run_body("completed"))
     follower = Follower(Client(url=replay.url, key="hk_test"), RUN)
@@ -82,7 +84,7 @@ def test_an_error_frame_is_the_api_error(replay):
 def test_hango_follow_prints_streamed_text_once(replay):
     content = [{"type": "text", "text": "Hello there."}]
     replay.reply(200, run_body("running"))
-    replay.reply_sse(live_delta("Hello ") + live_delta("there")
+    replay.reply_sse(live_delta("Hello ") + live_delta("there", 1)
                      + durable(1, "message.created", id="m1", seq=2, role="assistant",
                                content=content)
                      + durable(2, "run.status", status="completed", turn=1))
