@@ -51,6 +51,7 @@ class Renderer:
         self._streamed: dict[Any, str] = {}  # turn -> text its deltas printed, not yet stored
         self._tools: dict[str, str] = {}  # tool_use_id -> tool name
         self._mid_line = False
+        self._delta_turn: Any = None  # the turn of the last delta printed
 
     def event(self, event: Event) -> None:
         match event.type:
@@ -93,22 +94,31 @@ class Renderer:
                 # delta again was tried again, and what it writes now is what will be stored.
                 self.line("[the model call was tried again]", style={"dim": True})
                 self._streamed[turn] = ""
+            if turn != self._delta_turn:  # another turn's text starts on a line of its own
+                self.end_line()
+                self._delta_turn = turn
             self._streamed[turn] = self._streamed.get(turn, "") + text
             self._write(text)
 
-    def _take_streamed(self, turn: Any) -> str:
-        """The streamed text of the message a ``message.created`` stores: its turn's, or, when
-        the event names no turn, the oldest turn's still waiting for its message."""
+    def _take_streamed(self, turn: Any, stored: str) -> tuple[Any, str]:
+        """The turn and streamed text of the message a ``message.created`` stores (``stored``
+        its text): its turn's when the event names it. Else a later turn's deltas may have come
+        before this message's event, so it is the oldest turn's whose text the stored text goes
+        on from; a message without text took none, and one that goes on from none, the oldest
+        (a call tried again)."""
         if turn in self._streamed:
-            return self._streamed.pop(turn)
-        if turn is None and self._streamed:
-            return self._streamed.pop(next(iter(self._streamed)))
-        return ""
+            return turn, self._streamed.pop(turn)
+        if turn is not None or not stored or not self._streamed:
+            return None, ""
+        waiting = next((t for t, text in self._streamed.items() if stored.startswith(text)),
+                       next(iter(self._streamed)))
+        return waiting, self._streamed.pop(waiting)
 
     def _drop_streamed(self) -> None:
         # The run stopped (or paused): deltas whose turn was never stored stay on the screen,
         # but no later message is compared with them.
         self._streamed.clear()
+        self._delta_turn = None
         self.end_line()
 
     def _message(self, data: dict[str, Any]) -> None:
@@ -116,13 +126,16 @@ class Renderer:
         if not isinstance(content, list):
             content = self._lookup(str(data.get("id"))) or []
         if data.get("role") == "assistant":
-            self._assistant(content, self._take_streamed(data.get("turn")))
+            self._assistant(content, data.get("turn"))
         else:
             self._results(content)
 
-    def _assistant(self, content: list[dict[str, Any]], streamed: str) -> None:
+    def _assistant(self, content: list[dict[str, Any]], turn: Any) -> None:
         texts = _texts(content)
         stored = "".join(texts)
+        turn, streamed = self._take_streamed(turn, stored)
+        if not streamed or turn != self._delta_turn:  # the open line is not this message's
+            self.end_line()
         if not streamed:
             self._write("\n".join(texts))
         elif stored.startswith(streamed):
@@ -132,6 +145,7 @@ class Renderer:
                       style={"dim": True})
             self._write(stored)
         self.end_line()
+        self._delta_turn = None
         for block in content:
             if block.get("type") == "tool_use":
                 self._tools[str(block.get("id"))] = name = str(block.get("name"))

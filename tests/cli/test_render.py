@@ -79,10 +79,10 @@ def test_deltas_are_matched_to_their_turns_message(capsys):
     # Turn 2's deltas arrive before turn 1's message is committed and sent.
     render([delta("Let me ", turn=1), delta("Count", turn=2), created("assistant", CALL, turn=1),
             delta("ing your words now.", turn=2), created("assistant", TEXT, seq=5, turn=2)])
-    # Interleaved as they came, but each turn's text printed once: "Let me " + "count." and
-    # "Count" + "ing your words now.".
+    # Interleaved as they came (a turn's text on a line of its own), but each turn's text
+    # printed once: "Let me " + "count." and "Count" + "ing your words now.".
     assert capsys.readouterr().out == (
-        'Let me Countcount.\n→ word_count {"text": "a b"}\ning your words now.\n')
+        'Let me \nCount\ncount.\n→ word_count {"text": "a b"}\ning your words now.\n')
 
 
 def test_a_message_naming_no_turn_takes_the_oldest_streamed_text(capsys):
@@ -128,3 +128,17 @@ def test_a_model_call_streaming_again_from_its_first_delta_is_compared_anew(caps
             created("assistant", TEXT)])
     assert capsys.readouterr().out.splitlines() == [
         "Counting your wor", "[the model call was tried again]", "Counting your words now."]
+
+
+def test_a_later_turns_deltas_before_earlier_messages_are_kept_for_their_own(capsys):
+    # As a stream may send them: turn 5's answer starts streaming before the events of the
+    # turns before it (which name no turn, and turn 2's has no text) reach the follower.
+    answer = [{"type": "text", "text": "It has 3 words."}]
+    render([delta("Let me ", turn=1), delta("count.", turn=1), delta("It has ", turn=5),
+            created("assistant", CALL, seq=2), created("user", RESULT, seq=3),
+            created("assistant", [{"type": "tool_use", "id": "w", "name": "write_todos",
+                                   "input": {}}], seq=4),
+            delta("3 words.", turn=5), created("assistant", answer, seq=6)])
+    assert capsys.readouterr().out.splitlines() == [
+        "Let me count.", "It has ", '→ word_count {"text": "a b"}', "← word_count: 2",
+        "→ write_todos", "3 words."]
