@@ -5,6 +5,11 @@ live ``message.delta`` events that have no seq and are never stored. The stream 
 finishes, or after the server's longest stream (HANGO_EVENT_STREAM_MAX_SECONDS): then, or when
 the connection breaks, the follower asks for the run and, while it is still active, reconnects
 after the last seq it saw, so no durable event is missed or repeated.
+
+A run that is not moving (finished, or paused for approval) has all its events stored: they are
+read from the route's JSON pages instead. A stream a client leaves holds a synchronous server's
+worker until the server next writes to it (its keep-alive, after 15 s without events); reading a
+paused run's history that way leaves none behind.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from httpx_sse import ServerSentEvent
 from cli.client import Client, StreamInterrupted, Unreachable, path_id
 
 ACTIVE_STATUSES = frozenset({"queued", "running", "awaiting_approval"})
+MOVING_STATUSES = frozenset({"queued", "running"})  # a run whose events are still to come
 DELTA = "message.delta"
 MESSAGE = "message.created"
 STATUS = "run.status"
@@ -57,14 +63,18 @@ def parse_frame(frame: ServerSentEvent) -> Event | None:
     if not isinstance(document, dict):
         return None
     if isinstance(document.get("type"), str) and isinstance(document.get("data"), dict):
-        raw = document
-    else:
-        raw = {"type": frame.event, "data": document}
-    # The seq is the document's: a frame's id is no guide, since an SSE parser keeps the last
-    # id it saw for every later frame (the spec's "last event ID"), live ones included.
+        return stored_event(document)
+    return stored_event({"type": frame.event, "data": document})
+
+
+def stored_event(raw: dict[str, Any]) -> Event:
+    """A run event document (``{seq, type, data, created_at}``) as an Event.
+
+    The seq is the document's: a stream frame's id is no guide, since an SSE parser keeps the
+    last id it saw for every later frame (the spec's "last event ID"), live ones included."""
     seq = raw.get("seq")
-    return Event(type=raw["type"], data=raw["data"], seq=seq if isinstance(seq, int) else None,
-                 raw=raw)
+    return Event(type=str(raw["type"]), data=raw["data"],
+                 seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None, raw=raw)
 
 
 class Follower:
@@ -90,6 +100,11 @@ class Follower:
         answer an approval, say) and call it again to go on from the last seq seen."""
         broken = 0
         while True:
+            if self.run is not None and self.run["status"] not in MOVING_STATUSES:
+                yield from self._stored()
+                if self.read_run()["status"] not in ACTIVE_STATUSES:
+                    return
+                # Moving again, or paused with the caller going on: wait on the stream.
             received = False
             try:
                 with self.client.sse(f"{self.path}/events", params={"after": self.after}) as frames:
@@ -113,3 +128,15 @@ class Follower:
                 return
             if not received:  # an active run's stream that ended at once: do not spin
                 time.sleep(_BACKOFF_SECONDS[1])
+
+    def _stored(self) -> Generator[Event, None, None]:
+        """The events stored after ``after``, from the route's JSON pages."""
+        while True:
+            page = self.client.get(f"{self.path}/events", params={"after": self.after})
+            events = [stored_event(raw) for raw in page.get("results") or []]
+            for event in events:
+                if event.seq is not None and event.seq > self.after:
+                    self.after = event.seq
+                    yield event
+            if not events:
+                return

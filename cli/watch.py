@@ -99,8 +99,8 @@ class Watch:
     def _decide(self, pending: Sequence[dict[str, Any]], answer: Answer) -> None:
         while True:
             try:
-                self.run = self.client.post(f"{self.follower.path}/approve",
-                                            {"decisions": answer(pending)})
+                self.run = self.follower.run = self.client.post(
+                    f"{self.follower.path}/approve", {"decisions": answer(pending)})
                 return
             except ApiError as exc:
                 if exc.status not in (409, 422):

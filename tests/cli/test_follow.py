@@ -112,3 +112,28 @@ def test_hango_follow_json_prints_every_event_as_a_line(replay):
                         "data": {"run": RUN, "turn": 1, "index": 0, "text": "Hi"}}
     assert lines[1]["seq"] == 1 and lines[1]["data"]["status"] == "failed"
     assert len(lines) == 2
+
+
+def test_a_paused_runs_history_is_read_from_the_json_pages_leaving_no_stream(replay):
+    # A stream the client leaves would hold a synchronous server's worker until its next
+    # keep-alive: a run that is not moving is read from the stored events instead.
+    pending = [{"tool_use_id": "t1", "name": "word_count", "input": {"text": "a b"},
+                "allowed_decisions": ["approve", "reject"]}]
+    paused = {**run_body("awaiting_approval"), "pending_approvals": pending}
+    events = [{"seq": 1, "type": "run.status", "data": {"status": "running"}},
+              {"seq": 2, "type": "approval.requested", "data": {"pending": [
+                  {"tool_use_id": "t1", "name": "word_count",
+                   "allowed_decisions": ["approve", "reject"]}]}},
+              {"seq": 3, "type": "run.status", "data": {"status": "awaiting_approval"}}]
+    replay.reply(200, paused)
+    replay.reply(200, {"results": events, "next_after": 3})
+    replay.reply(200, paused)
+    env = {"HANGO_API_URL": replay.url, "HANGO_API_KEY": "hk_test"}
+    result = CliRunner().invoke(cli, ["follow", RUN, "--json"], env=env)
+    assert result.exit_code == 3, result.output
+    assert [json.loads(line)["seq"] for line in result.stdout.splitlines()] == [1, 2]
+    assert "t1: word_count" in result.stderr
+    assert [(r.path, r.headers.get("accept")) for r in replay.requests] == [
+        (f"/v1/runs/{RUN}", "application/json"),
+        (f"/v1/runs/{RUN}/events?after=0", "application/json"),
+        (f"/v1/runs/{RUN}", "application/json")]
