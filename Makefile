@@ -17,24 +17,31 @@ EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u HANGO_BROKER_URL DJANGO_
 
 .PHONY: install quickstart serve worker browser test lint clean
 
+PIP    := $(PY) -m pip --quiet --disable-pip-version-check
+# pip's own output (its warnings, a root-user notice) goes here, and to the screen only on failure.
+INSTALL_LOG := $(VENV)/install.log
+
 # requirements-nodeps.txt holds packages that declare a newer Python than 3.11 but run on it (ctok):
 # pip would refuse them in the resolver, so they go in a step of their own.
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps --ignore-requires-python -r requirements-nodeps.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	@echo "Installing the pinned requirements into $(VENV) (pip's output: $(INSTALL_LOG))..."
+	@{ $(PIP) install --upgrade pip \
+	   && $(PIP) install -r requirements.txt \
+	   && $(PIP) install --no-deps --ignore-requires-python -r requirements-nodeps.txt \
+	   && $(PIP) install --no-deps -e . ; } > $(INSTALL_LOG) 2>&1 \
+	 || { tail -n 25 $(INSTALL_LOG); echo "Installing failed: pip's whole output is in $(INSTALL_LOG)." >&2; exit 1; }
 	@touch $(STAMP)
 
 install: $(STAMP)
 
 quickstart: install
-	$(EMBEDDED) $(PY) manage.py migrate --noinput
-	$(EMBEDDED) $(PY) manage.py hango_reconcile
-	$(EMBEDDED) $(PY) manage.py hango_quickstart --url http://127.0.0.1:$(PORT)
+	@echo "Migrating the embedded database..."
+	@$(EMBEDDED) $(PY) manage.py migrate --noinput --verbosity 0
+	@$(EMBEDDED) $(PY) manage.py hango_reconcile --verbosity 0
+	@$(EMBEDDED) $(PY) manage.py hango_quickstart --url http://127.0.0.1:$(PORT)
 	@echo "Serving on http://127.0.0.1:$(PORT) (Ctrl-C stops)."
-	$(EMBEDDED) $(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload
+	@$(EMBEDDED) $(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload
 
 # The full stack without Docker: PostgreSQL + Redis from the environment.
 serve: install

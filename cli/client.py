@@ -6,14 +6,20 @@ API answered with an error, 2 when the command could not talk to the API at all.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from httpx_sse import ServerSentEvent, SSEError, connect_sse
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 BOOTSTRAP_COMMAND = "python manage.py hango_bootstrap --tenant NAME --email EMAIL"
+# A live event stream sends a keep-alive comment after 15 s without events: a read that waits
+# far longer than that means the connection is gone.
+STREAM_TIMEOUT = httpx.Timeout(30.0, read=60.0)
 
 
 class CliError(Exception):
@@ -46,6 +52,14 @@ class SetupError(CliError):
     """The command cannot talk to the API: no key, a bad URL, no server there."""
 
     exit_code = 2
+
+
+class Unreachable(SetupError):
+    """Nothing answers at the API's address (a follower tries again: a server restarts)."""
+
+
+class StreamInterrupted(SetupError):
+    """An event stream broke off before the server ended it (a follower reconnects)."""
 
 
 def path_id(value: str) -> str:
@@ -108,6 +122,28 @@ class Client:
             page = self.get(url)
             yield page
 
+    @contextmanager
+    def sse(self, path: str, *, params: dict[str, Any] | None = None,
+            ) -> Iterator[Iterator[ServerSentEvent]]:
+        """A server-sent-event stream of ``path``: its events, parsed by httpx-sse (the SSE
+        line rules, multi-line data, comments) as they arrive."""
+        try:
+            with connect_sse(self._http, "GET", path, params=params, headers=self._headers(),
+                             timeout=STREAM_TIMEOUT) as source:
+                if not source.response.is_success:
+                    source.response.read()
+                    raise _api_error(source.response)
+                yield source.iter_sse()
+        except httpx.ConnectError as exc:
+            raise self._unreachable(exc) from exc
+        except SSEError as exc:  # a 200 that is no event stream: not hango's event route
+            raise SetupError(f"error: {self.url}{path} did not answer an event stream ({exc})",
+                             hint="Is HANGO_API_URL / --url the address of a hango server?",
+                             ) from exc
+        except httpx.TransportError as exc:
+            raise StreamInterrupted(f"error: the event stream from {self.url} broke off: "
+                                    f"{exc!r}") from exc
+
     def _same_origin(self, url: str) -> bool:
         target, base = httpx.URL(url), self._http.base_url
         return (target.scheme, target.host, target.port) == (base.scheme, base.host, base.port)
@@ -116,27 +152,31 @@ class Client:
         self, method: str, path: str, *, auth: bool = True, also_ok: tuple[int, ...] = (),
         **kwargs: Any,
     ) -> httpx.Response:
-        headers = {}
-        if auth:
-            if self._key is None:
-                raise SetupError(
-                    "error: no API key. Pass --key or set HANGO_API_KEY.",
-                    hint=f"To make one, run on the server: {BOOTSTRAP_COMMAND}",
-                )
-            headers["Authorization"] = f"Bearer {self._key}"
+        headers = self._headers() if auth else {}
         try:
             response = self._http.request(method, path, headers=headers, **kwargs)
         except httpx.ConnectError as exc:
-            raise SetupError(
-                f"error: cannot connect to the hango server at {self.url} ({exc})",
-                hint="Is it running? Start one with `make quickstart`, or point HANGO_API_URL "
-                "or --url at it.",
-            ) from exc
+            raise self._unreachable(exc) from exc
         except httpx.TransportError as exc:
             raise SetupError(f"error: talking to {self.url} failed: {exc!r}") from exc
         if response.is_success or response.status_code in also_ok:
             return response
         raise _api_error(response)
+
+    def _headers(self) -> dict[str, str]:
+        if self._key is None:
+            raise SetupError(
+                "error: no API key. Pass --key or set HANGO_API_KEY.",
+                hint=f"To make one, run on the server: {BOOTSTRAP_COMMAND}",
+            )
+        return {"Authorization": f"Bearer {self._key}"}
+
+    def _unreachable(self, exc: Exception) -> Unreachable:
+        return Unreachable(
+            f"error: cannot connect to the hango server at {self.url} ({exc})",
+            hint="Is it running? Start one with `make quickstart`, or point HANGO_API_URL "
+            "or --url at it.",
+        )
 
 
 def _json(response: httpx.Response) -> Any:
@@ -150,9 +190,18 @@ def _json(response: httpx.Response) -> Any:
         ) from None
 
 
+def _error_document(response: httpx.Response) -> Any:
+    """The error body: JSON, or on the event route one ``event: error`` frame holding it."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in response.text.splitlines()
+                if line.startswith("data:")]
+        return json.loads("\n".join(data))
+    return response.json()
+
+
 def _api_error(response: httpx.Response) -> ApiError:
     try:
-        error = response.json()["error"]
+        error = _error_document(response)["error"]
         code, message, detail = str(error["code"]), str(error["message"]), error.get("detail")
     except (ValueError, KeyError, TypeError):
         # Not hango's error shape: a proxy's error page, or not a hango server at all.

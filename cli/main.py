@@ -1,54 +1,32 @@
 """``hango``: commands over the public API, printed as tables or, with ``--json``, as raw JSON.
 
-Exit codes: 0 done, 1 the API answered with an error (or the server is unhealthy), 2 the command
-could not talk to the API (no key, bad URL, no server) or its arguments are wrong (click's usage
-errors, found before any request).
+Exit codes: 0 done, 1 the API answered with an error (or the server is unhealthy, or a followed
+run failed or was cancelled), 2 the command could not talk to the API (no key, bad URL, no server)
+or its arguments are wrong (click's usage errors, found before any request), 3 a followed run
+waits for an approval.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
 
+from cli.chat import chat
 from cli.client import DEFAULT_URL, path_id
 from cli.context import context
-from cli.options import CliGroup, State, as_json, json_option, list_options
-from cli.output import (
-    AGENT_COLUMNS,
-    MESSAGE_COLUMNS,
-    SESSION_COLUMNS,
-    Column,
-    print_json,
-    print_record,
-    print_table,
+from cli.options import (
+    CliGroup,
+    State,
+    as_json,
+    json_option,
+    list_options,
+    list_rows,
+    show_record,
 )
-
-
-def _show(record: Any) -> None:
-    if as_json():
-        print_json(record)
-    else:
-        print_record(record)
-
-
-def _list(state: State, path: str, columns: list[Column], *, noun: str,
-          fetch_all: bool, limit: int | None) -> None:
-    params = {"limit": limit} if limit else None
-    pages = list(state.client().pages(path, params=params, follow=fetch_all))
-    rows = [row for page in pages for row in page.get("results", [])]
-    more = pages[-1].get("next")
-    if as_json():
-        # Without --all, the page as the API sent it; with it, one page holding every row.
-        print_json(pages[0] if not fetch_all else {"results": rows, "next": None, "previous": None})
-        return
-    if rows:
-        print_table(rows, columns)
-    else:
-        click.echo(f"No {noun}.")
-    if more:
-        click.echo(f"More {noun} exist: pass --all to list them all.", err=True)
-
+from cli.output import AGENT_COLUMNS, MESSAGE_COLUMNS, SESSION_COLUMNS, print_json
+from cli.runs import follow_command, runs, send
 
 # --- commands -------------------------------------------------------------------------------
 
@@ -60,8 +38,14 @@ def _list(state: State, path: str, columns: list[Column], *, noun: str,
 @click.version_option(package_name="hango", prog_name="hango")
 @click.pass_context
 def cli(ctx: click.Context, url: str, key: str | None) -> None:
-    """hango: agents, sessions, their messages and their context, over the HTTP API."""
+    """hango: agents, sessions, their runs and their context, over the HTTP API.
+
+    \b
+    Start with:  hango chat --agent ID     (hango agents list shows the ids)
+    """
     ctx.obj = State(url=url, key=key)
+    if os.environ.get("NO_COLOR"):  # https://no-color.org
+        ctx.color = False
 
 
 @cli.command()
@@ -95,18 +79,18 @@ def agents() -> None:
 @list_options
 @json_option
 @click.pass_obj
-def agents_list(state: State, fetch_all: bool, limit: int | None) -> None:
+def agentslist_rows(state: State, fetch_all: bool, limit: int | None) -> None:
     """The agents you can see, newest first."""
-    _list(state, "/v1/agents", AGENT_COLUMNS, noun="agents", fetch_all=fetch_all, limit=limit)
+    list_rows(state, "/v1/agents", AGENT_COLUMNS, noun="agents", fetch_all=fetch_all, limit=limit)
 
 
 @agents.command("show")
 @click.argument("agent_id")
 @json_option
 @click.pass_obj
-def agents_show(state: State, agent_id: str) -> None:
+def agentsshow_record(state: State, agent_id: str) -> None:
     """One agent, every field."""
-    _show(state.client().get(f"/v1/agents/{path_id(agent_id)}"))
+    show_record(state.client().get(f"/v1/agents/{path_id(agent_id)}"))
 
 
 @agents.command("create")
@@ -125,7 +109,7 @@ def agents_create(state: State, name: str, model: str, system_prompt: str | None
         body["system_prompt"] = system_prompt
     if description is not None:
         body["description"] = description
-    _show(state.client().post("/v1/agents", body))
+    show_record(state.client().post("/v1/agents", body))
 
 
 @agents.command("delete")
@@ -150,9 +134,9 @@ def sessions() -> None:
 @list_options
 @json_option
 @click.pass_obj
-def sessions_list(state: State, fetch_all: bool, limit: int | None) -> None:
+def sessionslist_rows(state: State, fetch_all: bool, limit: int | None) -> None:
     """The sessions you can see, newest first."""
-    _list(state, "/v1/sessions", SESSION_COLUMNS, noun="sessions", fetch_all=fetch_all,
+    list_rows(state, "/v1/sessions", SESSION_COLUMNS, noun="sessions", fetch_all=fetch_all,
           limit=limit)
 
 
@@ -160,9 +144,9 @@ def sessions_list(state: State, fetch_all: bool, limit: int | None) -> None:
 @click.argument("session_id")
 @json_option
 @click.pass_obj
-def sessions_show(state: State, session_id: str) -> None:
+def sessionsshow_record(state: State, session_id: str) -> None:
     """One session."""
-    _show(state.client().get(f"/v1/sessions/{path_id(session_id)}"))
+    show_record(state.client().get(f"/v1/sessions/{path_id(session_id)}"))
 
 
 @sessions.command("create")
@@ -173,7 +157,7 @@ def sessions_show(state: State, session_id: str) -> None:
 def sessions_create(state: State, agent_id: str, title: str | None) -> None:
     """Start a session with an agent and show it."""
     body = {"agent": agent_id} | ({"title": title} if title is not None else {})
-    _show(state.client().post("/v1/sessions", body))
+    show_record(state.client().post("/v1/sessions", body))
 
 
 @sessions.command("messages")
@@ -183,10 +167,14 @@ def sessions_create(state: State, agent_id: str, title: str | None) -> None:
 @click.pass_obj
 def sessions_messages(state: State, session_id: str, fetch_all: bool, limit: int | None) -> None:
     """A session's messages in conversation order."""
-    _list(state, f"/v1/sessions/{path_id(session_id)}/messages", MESSAGE_COLUMNS,
+    list_rows(state, f"/v1/sessions/{path_id(session_id)}/messages", MESSAGE_COLUMNS,
           noun="messages", fetch_all=fetch_all, limit=limit)
 
 
+cli.add_command(chat)
+cli.add_command(send)
+cli.add_command(follow_command)
+cli.add_command(runs)
 cli.add_command(context)
 
 

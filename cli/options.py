@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from cli.client import Client, CliError
-from cli.output import report_error
+from cli.output import Column, print_json, print_record, print_table, report_error
 
 _JSON = "hango.json"  # key in click's ctx.meta, which every context of one invocation shares
 
@@ -61,3 +61,30 @@ class CliGroup(click.Group):
         except CliError as exc:
             report_error(exc)
             ctx.exit(exc.exit_code)
+
+
+def show_record(record: Any) -> None:
+    """One API object: its JSON with ``--json``, else a field per line."""
+    if as_json():
+        print_json(record)
+    else:
+        print_record(record)
+
+
+def list_rows(state: State, path: str, columns: list[Column], *, noun: str,
+              fetch_all: bool, limit: int | None, params: dict[str, Any] | None = None) -> None:
+    """A list route as a table (or its JSON), with every page under ``--all``."""
+    params = {**(params or {}), **({"limit": limit} if limit else {})} or None
+    pages = list(state.client().pages(path, params=params, follow=fetch_all))
+    rows = [row for page in pages for row in page.get("results", [])]
+    more = pages[-1].get("next")
+    if as_json():
+        # Without --all, the page as the API sent it; with it, one page holding every row.
+        print_json(pages[0] if not fetch_all else {"results": rows, "next": None, "previous": None})
+        return
+    if rows:
+        print_table(rows, columns)
+    else:
+        click.echo(f"No {noun}.")
+    if more:
+        click.echo(f"More {noun} exist: pass --all to list them all.", err=True)

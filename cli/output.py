@@ -77,6 +77,21 @@ MESSAGE_COLUMNS: list[Column] = [
 ]
 
 
+
+def _todos_done(run: dict[str, Any]) -> str:
+    todos = run.get("todos") or []
+    done = sum(1 for t in todos if t.get("status") == "completed")
+    return f"{done}/{len(todos)}" if todos else "-"
+
+
+RUN_COLUMNS: list[Column] = [
+    ("id", lambda r: r["id"]), ("status", lambda r: r["status"]),
+    ("turn", lambda r: str(r["turn"])), ("todos done", _todos_done),
+    ("created (UTC)", lambda r: _time(r.get("created_at"))),
+    ("finished (UTC)", lambda r: _time(r.get("finished_at"))),
+]
+
+
 def _console() -> Console:
     """The terminal's width; piped output, with no COLUMNS set, gets one line per row."""
     console = Console()
@@ -106,6 +121,39 @@ def print_record(record: dict[str, Any]) -> None:
     for name, value in record.items():
         text = content_text(value) if name == "content" else cell_text(value)
         grid.add_row(Text(name), Text(text))
+    _console().print(grid)
+
+
+def usage_text(usage: dict[str, Any]) -> str:
+    return ", ".join(f"{count} {name.removesuffix('_tokens').replace('_', ' ')}"
+                     for name, count in usage.items() if count) or "none"
+
+
+def print_run(run: dict[str, Any]) -> None:
+    """A run: its fields, then its todo list and the tool calls waiting for a decision."""
+    error = run.get("error")
+    rows = [
+        ("id", run["id"]), ("session", run["session"]), ("agent", run["agent"]),
+        ("status", run["status"] + (" (cancel requested)" if run.get("cancel_requested")
+                                    and run["status"] == "running" else "")),
+        ("turn", str(run["turn"])),
+        ("error", f"{error.get('code')}: {error.get('message')}" if error else "-"),
+        ("usage", usage_text(run.get("usage") or {}) + " tokens"),
+        *((when, cell_text(run.get(f"{when}_at"))) for when in ("created", "started", "finished")),
+    ]
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for name, value in rows:
+        grid.add_row(Text(name), Text(value))
+    for i, todo in enumerate(run.get("todos") or []):
+        grid.add_row(Text("todos" if i == 0 else ""),
+                     Text(f"[{'x' if todo.get('status') == 'completed' else ' '}] "
+                          f"{todo.get('content')} ({todo.get('status')})"))
+    for i, call in enumerate(run.get("pending_approvals") or []):
+        grid.add_row(Text("awaiting" if i == 0 else ""), Text(
+            f"{call['tool_use_id']}: {call['name']} {cell_text(call.get('input'))} "
+            f"(decide: {', '.join(call.get('allowed_decisions') or [])})"))
     _console().print(grid)
 
 

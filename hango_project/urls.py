@@ -1,8 +1,8 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from hango_project.views import healthz
+from hango_project.views import healthz, not_found
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -12,6 +12,9 @@ urlpatterns = [
     path("v1/", include("runs.urls")),
     path("v1/", include("accounts.urls")),
     path("v1/", include("context.urls")),
+    # Last under /v1/: an unknown API route answers the error shape even with DJANGO_DEBUG=1,
+    # where Django would answer its HTML debug page instead of handler404.
+    re_path(r"^v1/", not_found, name="v1-unknown"),
     path("admin/", admin.site.urls),
 ]
 

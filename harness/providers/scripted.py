@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.approvals import CANCELLED_BEFORE_DECISION, CANCELLED_BEFORE_RUN
 from harness.errors import ScriptExhausted, UnknownModel
 from harness.history import is_summary
 from harness.messages import (
@@ -189,6 +190,13 @@ def _last_result(messages: list[Message], tool_name: str) -> ToolResultBlock | N
 
 
 _DEMO_PLAN = ("Read the request", "Count its words", "Write the answer")
+_NEVER_RAN = (CANCELLED_BEFORE_RUN, CANCELLED_BEFORE_DECISION)
+
+
+def _cut_short(messages: list[Message]) -> set[str]:
+    """The ids of the calls a cancel answered before they ran: their steps were not taken."""
+    return {b.tool_use_id for m in messages for b in m.content
+            if isinstance(b, ToolResultBlock) and b.is_error and b.content in _NEVER_RAN}
 
 
 def _plan(done: int) -> dict[str, Any]:
@@ -203,7 +211,11 @@ def demo_script(request: Request) -> Response:
     """A small agent: plan, work through the plan with a tool, mark progress, answer."""
     user_text, exchange, whole = _since_last_user_text(request.messages)
     offered = {t.name for t in request.tools}
-    step = sum(1 for m in exchange if m.role == "assistant")
+    # A step whose call a cancel cut short is taken again once the run resumes, so the answer
+    # never claims work the stored plan (or the word count) did not get.
+    cut = _cut_short(exchange)
+    step = sum(1 for m in exchange if m.role == "assistant"
+               and not any(u.id in cut for u in m.tool_uses))
     # A new id each call, also when compaction shortened the request: past the stored seqs and
     # the ids still in sight.
     tags = [int(m.group(1)) + 1 for msg in request.messages for b in msg.tool_uses
@@ -226,7 +238,8 @@ def demo_script(request: Request) -> Response:
         names = [name for name, s in zip(("_plan", "_p1", "_wc", "_done"), plan_steps,
                                          strict=True) if s() is not None]
         last = _last_call_id(exchange)
-        step = next((i + 1 for i, name in enumerate(names) if last.endswith(name)), 0)
+        redo = 0 if last in cut else 1
+        step = next((i + redo for i, name in enumerate(names) if last.endswith(name)), 0)
     if step < len(available):
         return available[step]()  # type: ignore[return-value]
     words = _last_result(exchange, "word_count")

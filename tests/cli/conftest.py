@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from accounts.services import tenant_bootstrap
 from cli.main import cli
+from tests.support.replay import ReplayServer
 
 
 @pytest.fixture
@@ -32,10 +33,18 @@ def hango(live_server, key):
     return run
 
 
-
 @pytest.fixture
 def api(live_server, key) -> Iterator[httpx.Client]:
     """The live server's own API with ``key``, to set up and check what a command did."""
     with httpx.Client(base_url=live_server.url, timeout=60,
                       headers={"Authorization": f"Bearer {key}"}) as client:
         yield client
+
+
+@pytest.fixture
+def replay() -> Iterator[ReplayServer]:
+    """A server answering canned responses in order (tests/support/replay.py): an API whose
+    streams a test writes frame by frame, live deltas included."""
+    server = ReplayServer()
+    yield server
+    server.close()

@@ -30,3 +30,17 @@ def test_healthz_checks_a_configured_broker(client, hango_settings):
     assert response.status_code == 503
     assert response.json()["status"] == "unavailable"
     assert response.json()["broker"]["ok"] is False
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("method, path", [
+    ("get", "/v1/nope"), ("post", "/v1/agents/x/y/z"), ("get", "/v1/agents/"), ("delete", "/v1/"),
+])
+def test_an_unknown_api_route_answers_the_error_shape(client, settings, debug, method, path):
+    settings.DEBUG = debug  # DJANGO_DEBUG=1, as the quickstart serves
+    response = getattr(client, method)(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"error": {"code": "not_found", "message": "Not found.",
+                                         "detail": {}}}

@@ -352,14 +352,20 @@ def test_cancelling_a_paused_run_answers_every_call_and_the_session_goes_on(alic
 def test_a_cancelled_paused_run_can_be_resumed(alice, hitl_session, inline_runs):
     run_id = paused_run(alice, hitl_session)["id"]
     alice.client.post(f"/v1/runs/{run_id}/cancel")
+    assert tool_result(hitl_session["id"])["content"] == CANCELLED_BEFORE_DECISION
     resumed = alice.client.post(f"/v1/runs/{run_id}/resume")
     assert resumed.status_code == 202
     assert resumed.json()["status"] == "queued"  # as resumed; it ran inline on commit
+    # The demo takes again the step the cancel cut short: a new call, asked for again.
+    run = alice.client.get(f"/v1/runs/{run_id}").json()
+    assert run["status"] == "awaiting_approval", run["error"]
+    [again] = run["pending_approvals"]
+    assert again["name"] == "word_count" and again["tool_use_id"] != CALL_ID
+    approve(alice, run_id, {"tool_use_id": again["tool_use_id"], "type": "approve"})
     run = Run.objects.get(pk=run_id)
     assert run.status == "completed", run.error
     messages = assert_valid_history(hitl_session["id"])
-    assert "I could not count its words: " + CANCELLED_BEFORE_DECISION in \
-        messages[-1].content[0]["text"]
+    assert messages[-1].content[0]["text"].endswith("It has 4 words. All planned steps are done.")
 
 
 def test_cancelling_an_approved_run_before_it_resumes_answers_every_call(

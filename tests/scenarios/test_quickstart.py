@@ -93,6 +93,15 @@ def _follow_a_run(base: str, key: str, session_id: str) -> None:
     assert live_text(frames)[5] == final and final.startswith("You said:")
 
 
+def _the_printed_cli_line_runs(lines: list[str], base: str, key: str) -> None:
+    """The `hango send ... --follow` line the quickstart prints, run as printed."""
+    [send] = [line.split() for line in lines if " send --session " in line]
+    env = {**os.environ, "HANGO_API_URL": base, "HANGO_API_KEY": key}
+    result = subprocess.run(send, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert 'You said: "Count my words again". It has 4 words.' in result.stdout
+
+
 def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
     agent_ids = []
     for attempt in range(2):
@@ -101,6 +110,12 @@ def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
         try:
             base = f"http://127.0.0.1:{port}"
             assert any("curl" in line for line in lines)
+            # pip's warnings and notices stay in its log; make echoes no recipe lines.
+            assert not [line for line in lines if "pip" in line.split(" (pip's output")[0]
+                        or line.startswith(("WARNING: Location", "env -u"))], lines
+            assert f"  export HANGO_API_URL={base} HANGO_API_KEY={key}" in lines
+            assert any(" chat --agent " in line for line in lines)
+            _the_printed_cli_line_runs(lines, base, key)
             assert "Run completed after 5 turns. Final todo list:" in lines
             assert "  [x] Write the answer (completed)" in lines
             status, health = _get(f"{base}/healthz")

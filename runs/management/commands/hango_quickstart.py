@@ -6,7 +6,9 @@ issued each time (the old ones are never printed again, so they cannot be recove
 
 import json
 import secrets
+import sys
 import time
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -71,6 +73,11 @@ class Command(BaseCommand):
             f"{url}/v1/sessions/{demo_session}/messages",
             f"  curl -sN {auth} -H 'Accept: text/event-stream' {url}/v1/runs/<run id>/events",
             "",
+            "Or talk with the agent in the CLI, in another terminal:",
+            f"  export HANGO_API_URL={url} HANGO_API_KEY={key}",
+            f"  {_hango()} chat --agent {agent.id}",
+            f"  {_hango()} send --session {demo_session} Count my words again --follow",
+            "",
             "Demo API key (shown once):",
             key,
         ]
@@ -103,6 +110,16 @@ class Command(BaseCommand):
             self.stdout.write(f"  [{'x' if todo['status'] == 'completed' else ' '}] "
                               f"{todo['content']} ({todo['status']})")
         return session["id"]
+
+
+def _hango() -> str:
+    """The ``hango`` script beside this Python (the venv's), as a path from here when it is
+    under the current directory."""
+    script = Path(sys.executable).with_name("hango")
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
 
 
 def _describe(role: str, block: dict) -> str:

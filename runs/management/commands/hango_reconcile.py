@@ -13,4 +13,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         count = reconcile()
-        self.stdout.write(f"re-enqueued {count} run(s)")
+        if count or options["verbosity"] > 0:
+            self.stdout.write(f"re-enqueued {count} run(s)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import ScriptExhausted, UnknownModel
-from harness.loop import FinalOutput
+from harness.loop import FinalOutput, Interrupted
 from harness.messages import Message, Request, TextBlock, ToolUseBlock, Usage
 from harness.providers import resolve_provider, split_model
 from harness.providers.base import Provider, ProviderSettings, StreamDone, Streaming
@@ -16,7 +16,8 @@ from harness.providers.scripted import (
     text,
     tool_call,
 )
-from tests.support.harness import make_loop, run
+from harness.state import State
+from tests.support.harness import CancelAfter, make_loop, run
 
 
 def request(question: str = "hi") -> Request:
@@ -143,3 +144,22 @@ def test_word_delay_paces_the_words(monkeypatch):
     assert slept == [0.04, 0.04, 0.04]  # before each word, the first too
     provider, _ = resolve_provider("scripted:demo", ProviderSettings(scripted_word_delay_ms=7))
     assert isinstance(provider, ConversationScript) and provider.word_delay_ms == 7
+
+
+@pytest.mark.parametrize("checks", range(1, 9))
+def test_the_demo_after_a_cancel_and_resume_answers_as_its_plan_stands(checks):
+    """Wherever a cancel lands, the resumed demo takes again the step it cut short: its final
+    words (every step done, the words counted) agree with the stored plan."""
+    loop = make_loop(named_script("demo"))
+    state = State(messages=[Message.user("count these four words")])
+    first, state, _ = run(loop, state, control=CancelAfter(checks))
+    step, state, _ = run(loop, state)
+    assert step == FinalOutput("end_turn")
+    assert [t.status for t in state.todos] == ["completed"] * 3
+    assert state.messages[-1].text == (
+        'You said: "count these four words". It has 4 words. All planned steps are done.')
+    assert first == Interrupted("cancelled")
+    # Checks alternate: before the turn's one tool call (which it cuts short), then at the
+    # next turn boundary.
+    cut_short = any(r.is_error for m in state.messages for r in m.tool_results)
+    assert cut_short == (checks % 2 == 1)
