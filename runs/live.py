@@ -216,12 +216,15 @@ class _Publisher:
     :data:`MAX_UNANSWERED` of them unanswered counts as hung."""
 
     def __init__(self, connection: redis.connection.AbstractConnection) -> None:
-        self.connection, self.pid, self.unanswered = connection, os.getpid(), 0
+        self.connection, self.pid = connection, os.getpid()
+        self.sent = self.unanswered = 0
 
     def send(self, channel: str, payload: str) -> None:
         self.connection.send_command("PUBLISH", channel, payload, check_health=False)
+        self.sent += 1
         self.unanswered += 1
-        if self.unanswered % READ_REPLIES_EVERY == 0:
+        # Counted in sends: a read that finds only some replies arrived must not shift the next.
+        if self.sent % READ_REPLIES_EVERY == 0:
             while self.unanswered and self.connection.can_read(timeout=0):
                 self.connection.read_response()
                 self.unanswered -= 1
