@@ -76,9 +76,11 @@ def test_followers_see_each_model_write_its_answer(alice, make_agent, web, repla
                                                    start_worker):
     anthropic, openai = replays["anthropic"], replays["openai"]
     anthropic.reply_sse(wire("anthropic_stream_tool_use.sse"))
-    anthropic.reply_sse(wire("anthropic_stream_text.sse"))
+    # The answers written at a model's pace: a turn is not written and committed whole
+    # between the follower's seeing its first delta and its poll (it would get no deltas).
+    anthropic.reply_sse(wire("anthropic_stream_text.sse"), pace=0.02)
     openai.reply_sse(wire("openai_stream_tool_calls.sse"))
-    openai.reply_sse(wire("openai_stream_text.sse"))
+    openai.reply_sse(wire("openai_stream_text.sse"), pace=0.02)
     runs = {model: start(alice, make_agent, model, "How many words in 'one two three'?")
             for model in ("scripted:demo", "anthropic:claude-sonnet-4-6", "openai:gpt-4o-mini")}
     followers = {model: Follower(web.url, run_id, alice.key)
