@@ -8,10 +8,13 @@ the follower was away are gone: the ``message.created`` events it then receives 
 text). The stream subscribes before its first poll, so once it is open nothing of the run is
 missed.
 
-On one stream a turn's deltas come before its events. Deltas travel apart from the commit
-(Redis, sent by a thread of the worker), so one may arrive after its turn is committed: a
-stream about to send the events of a turn it has sent deltas of first waits for that turn's end
-marker (at most :data:`SETTLE_SECONDS`), and drops a delta of a turn whose events it has sent.
+On one stream a turn's deltas come after the events of the turns before it and before its own
+events. Deltas travel apart from the commit (Redis, sent by a thread of the worker), so one may
+arrive after its turn is committed: a stream about to send the events of a turn it has deltas
+of first waits for that turn's end marker (at most :data:`SETTLE_SECONDS`), and drops a delta
+of a turn whose events it has sent. And several turns may commit between two polls (turns that
+only call tools are quick): a delta of a turn after the next one is held, and the stream polls
+at once, since the turns before it are committed (:class:`_Follower`).
 """
 
 from __future__ import annotations
@@ -61,13 +64,23 @@ def delta_frame(payload: str) -> str:
 
 
 class _Follower:
-    """One open stream: where it is in the durable events, and which turns' deltas it still
-    waits for the end of (``open``) or takes as stale."""
+    """One open stream: where it is in the durable events, and the deltas it has taken and not
+    sent yet (``held``), with the turns whose end marker it still waits for (``open``).
+
+    A delta is sent only where its turn's place is: after every event of the turns before it,
+    before its turn's events. The stream knows a turn's events from the poll (the run's turn as
+    of them), not event by event, so it sends a delta of turn ``shown_turn + 1`` at once, and
+    holds one of a later turn — which says the turns before it are committed — until their
+    events are sent (it polls at once). A delta of a turn whose events were sent, or go out in
+    the same poll as the events of an earlier turn whose place it cannot tell from theirs, is
+    dropped: that turn's ``message.created`` holds its whole text."""
 
     def __init__(self, run_id: uuid.UUID, after: int, deltas: live.Subscription) -> None:
         self.run_id, self.after, self.deltas = run_id, after, deltas
         self.shown_turn = -1  # every event of the turns up to this one has been sent
-        self.open: set[int] = set()  # turns with deltas sent and no end marker yet
+        self.partial = False  # events of a turn after shown_turn were sent (a full batch)
+        self.held: list[tuple[int, str]] = []  # (turn, frame) taken, in the order received
+        self.open: set[int] = set()  # turns with deltas taken and no end marker yet
         self.idle_since = time.monotonic()
 
     def frames(self) -> Iterator[str]:
@@ -75,19 +88,22 @@ class _Follower:
         deadline = time.monotonic() + knobs.event_stream_max_seconds
         while time.monotonic() < deadline:
             events, status, turn = self.poll()
-            early, later = self.settled(turn)
-            yield from early
+            yield from self.settled(turn)
             for event in events:
                 yield durable_frame(event)
                 self.after = event.seq
-            yield from later
-            if len(events) < BATCH:
-                self.shown_turn = turn
+            if len(events) < BATCH:  # every event of the turns up to ``turn`` is sent
+                self.shown_turn, self.partial = max(self.shown_turn, turn), False
+                yield from self.release(self.shown_turn + 1)
+            else:
+                self.partial = True
             if events:
                 self.idle_since = time.monotonic()
                 continue
             if status not in UNFINISHED_RUN_STATUSES:
                 return
+            if self.held:  # a later turn's delta: its earlier turns are committed by now
+                continue
             if time.monotonic() - self.idle_since > KEEP_ALIVE_SECONDS:
                 yield ": keep-alive\n\n"
                 self.idle_since = time.monotonic()
@@ -96,52 +112,60 @@ class _Follower:
     def poll(self) -> tuple[list[RunEvent], str | None, int]:
         """The next events, and the run's status and turn as of them (one statement: every
         event of the turns up to that one is in the batch, unless it is full, and none of a
-        later turn). Without new events, the run's status, the turn as it was."""
+        later turn). Without new events, the run's status and turn (read after the events, so
+        read again when the run has moved on since the events were read: a commit between
+        the two reads)."""
         if events := self.events():
             return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
-        status = Run.objects.filter(pk=self.run_id).values_list("status", flat=True).first()
-        # Finished since the read above? Its last events were committed with its status.
-        if status not in UNFINISHED_RUN_STATUSES and (events := self.events()):
+        row = Run.objects.filter(pk=self.run_id).values_list("status", "turn").first()
+        status, turn = row if row is not None else (None, self.shown_turn)
+        # Finished, or a turn committed, since the read above? Its events are in now.
+        if (status not in UNFINISHED_RUN_STATUSES or turn != self.shown_turn) \
+                and (events := self.events()):
             return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
-        return [], status, self.shown_turn
+        return [], status, turn
 
     def events(self) -> list[RunEvent]:
         return selectors.run_events_after(run_id=self.run_id, after=self.after, limit=BATCH,
                                           with_run=True)
 
     def live(self, seconds: float) -> Iterator[str]:
-        """The deltas that arrive within ``seconds`` (the wait until the next poll)."""
+        """The deltas of the turn being written that arrive within ``seconds`` (the wait
+        until the next poll); the first delta of a later turn ends the wait."""
         until = time.monotonic() + seconds
         while (left := until - time.monotonic()) > 0:
             payload = self.deltas.get(left)
-            if payload is not None and (taken := self.take(payload)) is not None:
-                self.idle_since = time.monotonic()
-                yield taken[1]
+            if payload is None or (turn := self.take(payload)) is None:
+                continue
+            if turn != self.shown_turn + 1:
+                return  # the turns before it are committed: poll them first
+            self.idle_since = time.monotonic()
+            yield from self.release(turn)
 
-    def settled(self, turn: int) -> tuple[list[str], list[str]]:
-        """Before the events of the turns up to ``turn`` (committed) are sent: the deltas
-        received meanwhile, and — while one of those turns has deltas but no end marker yet —
-        those arriving within :data:`SETTLE_SECONDS`; split into the frames of turns up to
-        ``turn`` (sent before the events) and of later ones (after them)."""
-        early: list[str] = []
-        later: list[str] = []
+    def settled(self, turn: int) -> list[str]:
+        """Before the events of the turns up to ``turn`` (committed) are sent: the deltas of
+        the first of those turns (the batch starts with its events), once its end marker has
+        come or :data:`SETTLE_SECONDS` have passed. The deltas received meanwhile are held;
+        those of the batch's other turns are dropped."""
+        first = self.shown_turn + 1
+        placed = not self.partial and first <= turn
         until = time.monotonic() + SETTLE_SECONDS
         while True:
-            waiting = any(t <= turn for t in self.open)
-            left = until - time.monotonic() if waiting else 0.0
+            left = until - time.monotonic() if placed and first in self.open else 0.0
             payload = self.deltas.get(max(left, 0.0))
             if payload is None:
                 if left <= 0:
                     break
                 continue
-            if (taken := self.take(payload)) is not None:
-                (early if taken[0] <= turn else later).append(taken[1])
+            self.take(payload)
+        early = self.release(first) if placed else []
+        self.held = [(t, frame) for t, frame in self.held if t > turn]
         self.open = {t for t in self.open if t > turn}  # an end that never came: given up
-        return early, later
+        return early
 
-    def take(self, payload: str) -> tuple[int, str] | None:
-        """A delta to forward, with its turn; None for an end marker, or for a delta that is
-        stale (its turn's events were sent) or not one of ours."""
+    def take(self, payload: str) -> int | None:
+        """Hold a delta to forward and return its turn; None for an end marker, or for a
+        delta that is stale (its turn's events were sent) or not one of ours."""
         try:
             data = json.loads(payload)
             turn = data["turn"]
@@ -155,7 +179,15 @@ class _Follower:
         if turn <= self.shown_turn or "text" not in data:
             return None
         self.open.add(turn)
-        return turn, delta_frame(payload)
+        self.held.append((turn, delta_frame(payload)))
+        return turn
+
+    def release(self, turn: int) -> list[str]:
+        """The held deltas of ``turn``, in order, no longer held."""
+        frames = [frame for t, frame in self.held if t == turn]
+        if frames:
+            self.held = [(t, frame) for t, frame in self.held if t != turn]
+        return frames
 
 
 def _frames(run_id: uuid.UUID, after: int) -> Iterator[str]:

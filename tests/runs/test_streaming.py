@@ -15,7 +15,15 @@ from runs.events import append_events, status_event
 from runs.models import Message, Run, Session
 from runs.services import message_post
 from runs.worker import execute_run
-from tests.support.sse import Frame, chunks_to_lines, durable, frames_of, live_text, text_of
+from tests.support.sse import (
+    Frame,
+    assert_turn_order,
+    chunks_to_lines,
+    durable,
+    frames_of,
+    live_text,
+    text_of,
+)
 
 POLL = 0.05
 
@@ -176,6 +184,68 @@ def test_a_committed_turn_s_events_wait_for_its_last_deltas(alice, waiting_run, 
     assert next(frames).data["text"] == "more"
     Run.objects.filter(pk=run_id).update(status="cancelled")
     assert [f.data["data"]["status"] for f in frames] == []  # no more events: the stream ends
+
+
+def test_a_later_turn_s_deltas_wait_for_the_events_of_the_turns_before(
+        alice, waiting_run, in_process, hango_settings):
+    # Turns 2-4 commit (tools only, no deltas) and turn 5 writes, all between two polls.
+    hango_settings(event_poll_seconds=5)
+    run_id = waiting_run.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    delta(run_id, 1, 0, "first")
+    end(run_id, 1, 1)
+    assert next(frames).data["text"] == "first"
+    started = time.monotonic()
+    for turn in (1, 2, 3, 4):
+        commit_turn(run_id, turn)
+    delta(run_id, 5, 0, "answer")
+    got = [next(frames) for _ in range(5)]
+    assert [(f.event, f.data.get("text") or f.data["data"]["turn"]) for f in got] == [
+        ("run.status", 1), ("run.status", 2), ("run.status", 3), ("run.status", 4),
+        ("message.delta", "answer")]
+    assert time.monotonic() - started < 2  # the stream polled as the turn 5 delta came
+    end(run_id, 5, 1)
+    Run.objects.filter(pk=run_id).update(status="cancelled")
+    assert list(frames) == []
+
+
+def test_a_delta_of_a_turn_committed_with_earlier_ones_is_not_sent_before_them(
+        alice, waiting_run, in_process, hango_settings):
+    # Turn 2's deltas come after turns 1 and 2 are committed, before the stream polls: it
+    # cannot place them between the two turns' events, so it drops them.
+    hango_settings(event_poll_seconds=5)
+    run_id = waiting_run.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    commit_turn(run_id, 1)
+    commit_turn(run_id, 2)
+    delta(run_id, 2, 0, "too late")
+    end(run_id, 2, 1)
+    delta(run_id, 3, 0, "next")
+    got = [next(frames) for _ in range(3)]
+    assert [(f.event, f.data.get("text") or f.data["data"]["turn"]) for f in got] == [
+        ("run.status", 1), ("run.status", 2), ("message.delta", "next")]
+    end(run_id, 3, 1)
+    Run.objects.filter(pk=run_id).update(status="cancelled")
+    assert list(frames) == []
+
+
+def test_a_run_streamed_word_by_word_keeps_every_turn_s_deltas_in_their_place(
+        alice, waiting_run, in_process, hango_settings):
+    # The CLI's case: the scripted run's turns 2-4 call tools, turn 5 answers, at the
+    # quickstart's pace, followed with the default poll interval.
+    hango_settings(scripted_word_delay_ms=30, event_poll_seconds=0.5)
+    frames = open_stream(alice, waiting_run.pk)
+    first = next(frames)
+    thread = execute_in_thread(waiting_run.pk)
+    got = [first, *frames]
+    thread.join()
+    assert durable(got)[-1].data["data"]["status"] == "completed"
+    assert_turn_order(got)
+    stored = Message.objects.filter(run=waiting_run, role="assistant").order_by("seq")
+    expected = {turn: text_of(m.content) for turn, m in enumerate(stored, 1) if text_of(m.content)}
+    assert live_text(got) == expected
 
 
 def test_an_end_that_never_comes_holds_the_events_only_briefly(alice, waiting_run, in_process,

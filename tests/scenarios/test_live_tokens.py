@@ -14,7 +14,7 @@ import pytest
 from tests.support import workers
 from tests.support.replay import ReplayServer, wire
 from tests.support.servers import GunicornProcess
-from tests.support.sse import Follower, durable, follow, live_text, text_of
+from tests.support.sse import Follower, assert_turn_order, durable, follow, live_text, text_of
 
 pytestmark = pytest.mark.slow
 
@@ -68,6 +68,7 @@ def assert_followed(caller, session_id: str, run_id: str, frames) -> dict[int, s
                if text_of(m["content"])}
     live = live_text(frames)
     assert live == written, (live, written)
+    assert_turn_order(frames)
     return live
 
 
@@ -75,9 +76,11 @@ def test_followers_see_each_model_write_its_answer(alice, make_agent, web, repla
                                                    start_worker):
     anthropic, openai = replays["anthropic"], replays["openai"]
     anthropic.reply_sse(wire("anthropic_stream_tool_use.sse"))
-    anthropic.reply_sse(wire("anthropic_stream_text.sse"))
+    # The answers written at a model's pace: a turn is not written and committed whole
+    # between the follower's seeing its first delta and its poll (it would get no deltas).
+    anthropic.reply_sse(wire("anthropic_stream_text.sse"), pace=0.02)
     openai.reply_sse(wire("openai_stream_tool_calls.sse"))
-    openai.reply_sse(wire("openai_stream_text.sse"))
+    openai.reply_sse(wire("openai_stream_text.sse"), pace=0.02)
     runs = {model: start(alice, make_agent, model, "How many words in 'one two three'?")
             for model in ("scripted:demo", "anthropic:claude-sonnet-4-6", "openai:gpt-4o-mini")}
     followers = {model: Follower(web.url, run_id, alice.key)
@@ -126,3 +129,23 @@ def test_a_follower_that_reconnects_with_last_event_id_misses_no_durable_event(
     assert live_text(after) == {13: "All 12 steps done."}
     assert len([f for f in after if f.event == "message.delta"]) == 4
     assert_followed(alice, session_id, run_id, before + after)
+
+
+def test_a_run_written_at_a_person_s_pace_keeps_its_turns_in_order(
+        alice, make_agent, broker, tmp_path, transactional_db, start_worker):
+    """The CLI's `send --follow` of the demo: turn 1 writes, turns 2-4 call tools, turn 5
+    answers, word by word, between the default polls: no turn's deltas before the events of
+    the turns before it."""
+    server = GunicornProcess(tmp_path, database_url=workers.test_database_url(), threads=4,
+                             env={"HANGO_LIVE_REDIS_URL": broker})
+    try:
+        session_id, run_id = start(alice, make_agent, "scripted:demo", "Count 'one two'.")
+        follower = Follower(server.url, run_id, alice.key)
+        follower.start()
+        follower.wait_started()
+        start_worker(HANGO_SCRIPTED_WORD_DELAY_MS=30)
+        frames = follower.frames()
+    finally:
+        server.stop()
+    live = assert_followed(alice, session_id, run_id, frames)
+    assert sorted(live) == [1, 5]

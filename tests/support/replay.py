@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +45,7 @@ class Canned:
     status: int
     headers: dict[str, str]
     body: bytes
+    pace: float = 0.0  # seconds between two of an event stream's events (0: all at once)
 
 
 class ReplayServer:
@@ -69,9 +71,12 @@ class ReplayServer:
             headers.setdefault("content-type", "application/json")
         self._canned.append(Canned(status, headers, body))
 
-    def reply_sse(self, body: bytes, *, headers: dict[str, str] | None = None) -> None:
-        """Queue a server-sent-events stream (a ``wire/*.sse`` file)."""
+    def reply_sse(self, body: bytes, *, headers: dict[str, str] | None = None,
+                  pace: float = 0.0) -> None:
+        """Queue a server-sent-events stream (a ``wire/*.sse`` file), its events ``pace``
+        seconds apart (a model writing), or all at once."""
         self.reply(200, body, headers={"content-type": "text/event-stream", **(headers or {})})
+        self._canned[-1] = Canned(**{**self._canned[-1].__dict__, "pace": pace})
 
     @property
     def bodies(self) -> list[Any]:
@@ -114,7 +119,15 @@ class ReplayServer:
                     self.send_header(name, value)
                 self.send_header("content-length", str(len(canned.body)))
                 self.end_headers()
-                self.wfile.write(canned.body)
+                if not canned.pace:
+                    self.wfile.write(canned.body)
+                    return
+                *events, rest = canned.body.split(b"\n\n")
+                for event in events:
+                    self.wfile.write(event + b"\n\n")
+                    self.wfile.flush()
+                    time.sleep(canned.pace)
+                self.wfile.write(rest)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass  # keep test output clean

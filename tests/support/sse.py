@@ -111,3 +111,29 @@ def live_text(frames: Iterable[Frame]) -> dict[int, str]:
 def text_of(content: list[dict]) -> str:
     """A stored message's text blocks joined, as its deltas join."""
     return "".join(b["text"] for b in content if b["type"] == "text")
+
+
+def assert_turn_order(frames: Iterable[Frame]) -> None:
+    """Each delta of turn t after every durable event of the turns before t, and before its
+    turn's assistant ``message.created``. A durable event's turn: the number of assistant
+    ``message.created`` events up to it (run.status events, which a claim writes between
+    turns, are left out)."""
+    frames = list(frames)
+    turns: list[int | None] = []
+    turn = 0
+    for f in frames:
+        if f.event == "message.delta" or f.event == "run.status":
+            turns.append(None)
+            continue
+        if f.event == "message.created" and f.data["data"]["role"] == "assistant":
+            turn += 1
+        turns.append(turn)
+    for i, f in enumerate(frames):
+        if f.event != "message.delta":
+            continue
+        t = f.data["turn"]
+        late = [(j, frames[j].event) for j in range(i + 1, len(frames))
+                if turns[j] is not None and turns[j] < t]  # type: ignore[operator]
+        assert not late, f"delta #{i} of turn {t} came before events of earlier turns: {late}"
+        own = [j for j in range(i) if turns[j] == t]
+        assert not own, f"delta #{i} of turn {t} came after its turn's events {own}"
