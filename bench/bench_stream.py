@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_turns import Timed, per_turn_ms  # noqa: E402
+from bench.bench_turns import Timed, per_turn_ms, thread_and_backend_cpu  # noqa: E402
 from bench.databases import ensure_database  # noqa: E402
 from harness.messages import Message, TextBlock  # noqa: E402
 from harness.providers.scripted import stream_words  # noqa: E402
@@ -137,11 +137,7 @@ class Turns:
         return self.timed
 
     def cpu(self) -> float:
-        """CPU seconds of this thread and of its PostgreSQL backend."""
-        pid = self.connection.connection.info.backend_pid
-        with open(f"/proc/{pid}/schedstat") as f:
-            server = int(f.read().split()[0])
-        return (time.thread_time_ns() + server) / 1e9
+        return thread_and_backend_cpu(self.connection)
 
     def run(self, streaming: bool) -> dict:
         self.settings.HANGO = self.base.replace(stream_deltas=streaming)

@@ -146,6 +146,14 @@ RELATIONS_SQL = ("select sum(pg_total_relation_size(t::regclass)) "
                  "from unnest(array['messages', 'run_events', 'runs']) t")
 
 
+def thread_and_backend_cpu(connection) -> float:
+    """CPU seconds of this thread and of its PostgreSQL backend (the server's schedstat)."""
+    pid = connection.connection.info.backend_pid
+    with open(f"/proc/{pid}/schedstat") as f:
+        server = int(f.read().split()[0])
+    return (time.thread_time_ns() + server) / 1e9
+
+
 class Durable:
     """The worker service on PostgreSQL; message_post only creates the queued run."""
 
@@ -185,11 +193,7 @@ class Durable:
         return self.timed
 
     def cpu(self) -> float:
-        """CPU seconds of this thread and of its PostgreSQL backend (the server's schedstat)."""
-        pid = self.connection.connection.info.backend_pid
-        with open(f"/proc/{pid}/schedstat") as f:
-            server = int(f.read().split()[0])
-        return (time.thread_time_ns() + server) / 1e9
+        return thread_and_backend_cpu(self.connection)
 
     def query(self, sql: str, params=()) -> tuple:
         with self.connection.cursor() as cur:

@@ -18,13 +18,6 @@ PART_KEYS = {"id", "kind", "label", "preview", "tokens", "included", "override",
              "paired_with", "cached_prefix"}
 
 
-@pytest.fixture
-def demo(alice, make_session, inline_runs) -> dict:
-    """A session after one demo run (10 messages; 2 → 3, 4 → 5, 6 → 7, 8 → 9 are pairs)."""
-    session = make_session(alice)
-    alice.client.post(f"/v1/sessions/{session['id']}/messages",
-                      {"content": "count these four words"}, format="json")
-    return session
 
 
 def snapshot(caller, session, query: str = "") -> dict:

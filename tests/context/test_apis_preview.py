@@ -15,13 +15,6 @@ SELECTION = [{"part": "message:5", "action": "exclude"},
              {"part": "system:memory:/memories/gone.md", "action": "exclude"}]  # stale
 
 
-@pytest.fixture
-def demo(alice, make_session, inline_runs) -> dict:
-    """A session after one demo run (10 messages; 2 → 3, 4 → 5, 6 → 7, 8 → 9 are pairs)."""
-    session = make_session(alice)
-    alice.client.post(f"/v1/sessions/{session['id']}/messages",
-                      {"content": "count these four words"}, format="json")
-    return session
 
 
 def preview(caller, session, overrides: list) -> object:
