@@ -120,8 +120,10 @@ class QuotaState:
 def quota_admit(tenant_id: uuid.UUID) -> None:
     """Admit one more spending run of the tenant, or raise :class:`QuotaExceeded` (402).
 
-    Must run inside the transaction that makes the run queued: the tenant's row lock is held
-    until that transaction commits, so concurrent admissions see each other's runs."""
+    Must run inside the transaction that stores the posted message and its run: the tenant's
+    row lock is held until that transaction commits, so concurrent admissions see each other's
+    runs. A run that waits in its session's queue is admitted when posted, not again when it
+    starts; if the quota is spent by then, its first model call fails it (resumably)."""
     from runs.models import Run, RunStatus  # runs depends on accounts, not the reverse
 
     assert transaction.get_connection().in_atomic_block, "quota_admit needs a transaction"

@@ -24,8 +24,9 @@ from httpx_sse import ServerSentEvent
 
 from cli.client import Client, StreamInterrupted, Unreachable, path_id
 
-ACTIVE_STATUSES = frozenset({"queued", "running", "awaiting_approval"})
-MOVING_STATUSES = frozenset({"queued", "running"})  # a run whose events are still to come
+ACTIVE_STATUSES = frozenset({"pending", "queued", "running", "awaiting_approval"})
+# A run whose events are still to come.
+MOVING_STATUSES = frozenset({"pending", "queued", "running"})
 DELTA = "message.delta"
 MESSAGE = "message.created"
 STATUS = "run.status"

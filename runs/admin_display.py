@@ -162,7 +162,10 @@ def _usage_row(label: str, calls: int, *counts: int) -> UsageRow:
 def usage(run: Run) -> SafeString:
     """The run's tokens, and its model calls by purpose and model. No price is shown: hango
     knows none of its models' prices."""
-    groups = (run.usage_records.values("purpose", "provider", "model")
+    # The ledger has no run index: its (tenant, created_at) index finds the run's rows.
+    groups = (run.usage_records.filter(tenant_id=run.session.tenant_id,
+                                       created_at__gte=run.created_at)
+              .values("purpose", "provider", "model")
               .annotate(calls=Count("id"), input=Sum("input_tokens"), output=Sum("output_tokens"),
                         cache_read=Sum("cache_read_tokens"),
                         cache_write=Sum("cache_write_tokens"))

@@ -187,6 +187,7 @@ class RedisHub:
             self._mine.publisher = None
             if publisher is not None:
                 publisher.connection.disconnect()
+                self._pool.release(publisher.connection)  # type: ignore[arg-type]  # the pool made it
             self._paused_until = time.monotonic() + PAUSE_SECONDS
             log.warning("live deltas are dropped for %.0f s: publishing to Redis at %s failed "
                         "(%s)", PAUSE_SECONDS, self._where, type(exc).__name__)

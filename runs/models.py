@@ -146,7 +146,8 @@ class PendingMessage(models.Model):
 
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
 
-    # The queue's order: assigned under the session's row lock, so it is the order of the posts.
+    # The queue's order: assigned under the session's lock (runs.queue.lock_session), so it is
+    # the order of the posts.
     position = models.BigAutoField(primary_key=True)
     # No index of its own: the (session, position) index serves every lookup by session.
     session = models.ForeignKey(Session, on_delete=models.CASCADE,

@@ -112,6 +112,9 @@ def advance_run(run_id: str) -> Outcome:
         enqueue_run(run_id)
     elif outcome in worker.MAY_HAVE_ENDED and (started := worker.start_queued(run_id)):
         enqueue_run(started)
+    elif (outcome in (Outcome.PAUSED, Outcome.SKIPPED)
+          and (started := worker.cancel_kept_by_a_pause(run_id))):
+        enqueue_run(started)
     return outcome
 
 

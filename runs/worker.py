@@ -50,7 +50,7 @@ from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
 from runs.leases import LeaseKeeper, lease_length
 from runs.models import Run, RunStatus
-from runs.queue import start_next, start_stalled, waiting_after
+from runs.queue import lock_session, start_next, start_stalled, waiting_after
 
 log = logging.getLogger(__name__)
 
@@ -309,6 +309,29 @@ def start_queued(run_id: str) -> uuid.UUID | None:
     if session_id is None:
         return None
     with transaction.atomic():
+        started = start_next(session_id)
+    return None if started is None else started.run.pk
+
+
+def cancel_kept_by_a_pause(run_id: str) -> uuid.UUID | None:
+    """After a run paused (or a task found it paused): a cancel asked while its worker was in the
+    turn that paused it — by the API, or by an interrupting message — is kept by the pause
+    (the turn's commit honours cancels at boundaries only). Answer it now, as a cancel of a
+    paused run is (:func:`runs.checkpoint.cancel_unheld`: its calls get their results), and start
+    the session's next waiting message; the run started, for the caller to enqueue. One indexed
+    read when no cancel waits."""
+    session_id = (Run.objects.filter(pk=run_id, status=RunStatus.AWAITING_APPROVAL,
+                                     cancel_requested=True)
+                  .values_list("session_id", flat=True).first())
+    if session_id is None:
+        return None
+    with transaction.atomic():
+        lock_session(session_id)  # before the run's row, as every writer of the queue
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status != RunStatus.AWAITING_APPROVAL or not run.cancel_requested:
+            return None
+        cancel_unheld(run)
+        run.save()
         started = start_next(session_id)
     return None if started is None else started.run.pk
 

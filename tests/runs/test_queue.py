@@ -191,6 +191,45 @@ def test_interrupt_cancels_a_paused_run_at_once_answering_its_calls_then_starts(
                           "interrupted": first["id"], "message_id": message["id"]}
 
 
+def test_a_cancel_kept_by_the_turn_that_paused_is_answered_and_the_queue_starts(
+        alice, make_agent, make_session):
+    # An interrupt posted while the worker was in the turn that paused (past its last cancel
+    # check): the pause commits with the cancel still asked and the message waiting behind.
+    agent = make_agent(alice, config={"interrupt_on": {"word_count": HITL}})
+    session = make_session(alice, agent_id=agent["id"])
+    _, first = posted(alice, session, "count these words")
+    run = claim_run(first["id"], "worker-a")  # held: the interrupt can only ask it to stop
+    message, second = posted(alice, session, "never mind", "interrupt")
+    assert second["status"] == "pending" and Run.objects.get(pk=run.pk).cancel_requested
+    Run.objects.filter(pk=run.pk).update(cancel_requested=False)  # not seen in the turn ...
+    loop, state, next_seq = build_execution(run)
+    control = DbControl(Claim(run.pk, run.epoch))
+    checkpointer = DbCheckpointer(run, control, next_seq, time.monotonic() + 60)
+    commit = checkpointer.checkpoint
+
+    def asked_before_the_pause(state, result):  # ... and asked again as the pause commits
+        if isinstance(result.next, Interrupted):
+            Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+        return commit(state, result)
+
+    checkpointer.checkpoint = asked_before_the_pause
+    assert loop.run(state, control=control, checkpointer=checkpointer) == Interrupted("paused")
+    paused = Run.objects.get(pk=run.pk)
+    assert paused.status == RunStatus.AWAITING_APPROVAL and paused.cancel_requested
+    # What the task does after a pause (or a redelivery that finds the run paused).
+    started = worker.cancel_kept_by_a_pause(str(run.pk))
+    assert started == Run.objects.get(pk=second["id"]).pk
+    assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
+    assert worker.cancel_kept_by_a_pause(str(run.pk)) is None  # once
+    *_, call, closing, new = assert_valid_history(session["id"])  # the call got its result
+    assert [b["type"] for b in call.content] == ["tool_use"]
+    assert closing.content[0]["content"] == CANCELLED_BEFORE_DECISION
+    assert str(new.pk) == message["id"]
+    finish(second["id"])  # the demo asks for the word count again: this agent pauses for it
+    assert Run.objects.get(pk=second["id"]).status == RunStatus.AWAITING_APPROVAL
+    assert user_texts(session["id"]) == ["count these words", "never mind"]
+
+
 def test_interrupt_asks_a_running_run_to_stop_at_its_boundary_and_its_end_starts_the_next(
         alice, session):
     _, first = posted(alice, session, "first")
@@ -273,3 +312,15 @@ def test_the_schema_describes_multitask_the_pending_status_and_a_waiting_message
     answer = resolved(operation["responses"]["202"]["content"]["application/json"]["schema"])
     assert answer["properties"]["message"]["properties"]["seq"]["type"] == ["integer", "null"]
     assert "pending" in json.dumps(answer["properties"]["run"])
+
+
+def test_deleting_a_waiting_message_in_the_admin_withdraws_its_run(alice, session, staff_client):
+    _, first = posted(alice, session, "first")
+    _, second = posted(alice, session, "second", "enqueue")
+    waiting = PendingMessage.objects.get(run_id=second["id"])
+    page = staff_client.post(f"/admin/runs/pendingmessage/{waiting.pk}/delete/", {"post": "yes"})
+    assert page.status_code == 302
+    assert not Run.objects.filter(pk=second["id"]).exists()  # no pending run left to wait
+    assert not PendingMessage.objects.exists()
+    finish(first["id"])
+    assert user_texts(session["id"]) == ["first"]
