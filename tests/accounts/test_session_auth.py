@@ -96,6 +96,9 @@ def test_a_non_staff_users_session_is_refused(tenant):
     client.force_login(user)
     error = error_of(client.get("/v1/agents"), 403, "staff_only")
     assert "Bearer" in error["message"]
+    # The public schema and docs read no credentials: that session does not refuse them.
+    assert client.get("/v1/schema").status_code == 200
+    assert client.get("/v1/docs").status_code == 200
 
 
 def test_no_login_session_is_a_401_naming_the_key(client, db):
