@@ -139,6 +139,18 @@ def _local_executor() -> ThreadPoolExecutor:
         return _executor
 
 
+def drain_local_runs() -> None:
+    """Wait until no in-process run is under way, including the runs those start (a session's
+    next waiting message): the test suite's teardown, so that no run outlives its test."""
+    global _executor
+    while True:
+        with _executor_lock:
+            executor, _executor = _executor, None
+        if executor is None:
+            return
+        executor.shutdown(wait=True)
+
+
 def _execute_locally(run_id: str, *, close: bool = True) -> None:
     try:
         advance_run(run_id)

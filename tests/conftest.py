@@ -20,10 +20,19 @@ from hango_project.config import HangoSettings
 from harness.messages import Request, Response
 from harness.providers import ProviderFactory, registry
 from harness.providers.base import Provider, ProviderSettings
+from runs.tasks import drain_local_runs
 from tests.support.api import AGENT_BODY, Caller, make_caller
 from tests.support.broker import RedisServer, broker_url, celery_broker
 from tests.support.otel import span_exporter
 from tests.support.workers import WorkerProcess
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Before any fixture's teardown (the database's TRUNCATE among them): no in-process run
+    that a test started is still under way in a pool thread, where it would hold locks (and a
+    connection) the teardown waits for."""
+    drain_local_runs()
 
 
 @pytest.fixture
