@@ -17,7 +17,7 @@ import uuid
 from datetime import timedelta
 from typing import Protocol
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from hango_project.config import hango
@@ -84,11 +84,18 @@ class _Renewer:
 
     @staticmethod
     def _renew(run_id: uuid.UUID, epoch: int) -> bool:
-        """False when the run is no longer held under ``epoch`` (taken over, or finished)."""
+        """False when the run is no longer held under ``epoch`` (taken over, or finished). A
+        renewal that waits for the run's row lock gives up after a third of a beat: one run's
+        row held elsewhere must not hold up the other runs' renewals."""
         try:
-            return bool(Run.objects.filter(pk=run_id, epoch=epoch, status=RunStatus.RUNNING)
-                        .update(lease_expires_at=timezone.now() + lease_length()))
-        except DatabaseError:  # missed once (the database restarting?): try next beat
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute("SELECT set_config('lock_timeout', %s, true)",
+                                       [f"{max(1, round(hango().run_lease_seconds * 111))}ms"])
+                return bool(Run.objects.filter(pk=run_id, epoch=epoch, status=RunStatus.RUNNING)
+                            .update(lease_expires_at=timezone.now() + lease_length()))
+        except DatabaseError:  # missed once (the database restarting? a lock?): next beat
             log.warning("lease renewal for run %s failed", run_id, exc_info=True)
             connection.close()  # this thread's own connection; the next beat opens another
             return True
