@@ -6,6 +6,7 @@ import threading
 import time
 from datetime import timedelta
 
+import psycopg2
 import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
@@ -137,6 +138,32 @@ def test_one_thread_renews_every_lease_of_the_process(alice, make_session, hango
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
                        " AND pid <> pg_backend_pid()")
         assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_renewal_waiting_for_a_locked_row_does_not_hold_up_the_others(alice, make_session,
+                                                                         hango_settings):
+    hango_settings(run_inline=False, broker_url="", run_lease_seconds=0.9)  # a beat: 0.3 s
+    claimed = []
+    for _ in range(2):
+        _, run = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
+                              content="hi")
+        claimed.append(claim_run(run.pk, "worker-a"))
+    first = {c.pk: c.lease_expires_at for c in claimed}
+    controls = [DbControl(Claim(c.pk, c.epoch)) for c in claimed]
+    blocker = psycopg2.connect(**connection.get_connection_params())
+    try:  # another transaction holds the first run's row
+        blocker.cursor().execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE",
+                                 [str(claimed[0].pk)])
+        with LeaseKeeper(claimed[0], controls[0]), LeaseKeeper(claimed[1], controls[1]):
+            time.sleep(0.8)
+            leases = dict(Run.objects.values_list("pk", "lease_expires_at"))
+            assert leases[claimed[1].pk] > first[claimed[1].pk]  # renewed all the same
+            assert leases[claimed[0].pk] == first[claimed[0].pk]
+            assert not controls[0].superseded  # a renewal missed is not a takeover
+    finally:
+        blocker.rollback()
+        blocker.close()
 
 
 class _DatabaseGoneOnce:
