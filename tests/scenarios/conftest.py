@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runs.models import Run
+from tests.support.approvals import ALL
 from tests.support.browser import chromium
 
 
@@ -29,3 +30,10 @@ def browser():
     """A headless real Chromium, shared by a module's tests (each opens its own context)."""
     with chromium() as launched:
         yield launched
+
+
+@pytest.fixture
+def hitl_session(alice, make_agent, make_session):
+    """A session of an agent that asks before every word count, allowing every decision."""
+    agent = make_agent(alice, config={"interrupt_on": {"word_count": ALL}})
+    return make_session(alice, agent_id=agent["id"])

@@ -1,5 +1,5 @@
 """Human in the loop through the API: a call needing approval pauses the run; POST …/approve
-resumes it once; a cancelled paused run leaves no tool call without its result.
+resumes it once, each decision as it says (cancelling a paused run: test_approvals_cancel.py).
 
 Most tests run inline (the run executes synchronously when its transaction commits, so the POST
 that starts or approves a run answers with the run already paused or finished)."""
@@ -14,57 +14,21 @@ import pytest
 import redis
 from django.db import connection, transaction
 
-from harness.approvals import CANCELLED_BEFORE_DECISION, REJECTED
-from harness.loop import Interrupted
-from runs.checkpoint import Claim, finish_run
-from runs.execution import build_execution
-from runs.models import Message, Run, RunEvent, RunStatus
-from runs.worker import DbCheckpointer, DbControl, claim_run
+from harness.approvals import REJECTED
+from runs.models import Message, Run, RunStatus
+from tests.support.approvals import (
+    ALL,
+    CALL_ID,
+    TEXT,
+    approve,
+    paused_run,
+    post,
+    statuses,
+    tool_result,
+)
 from tests.support.broker import queued_tasks
 from tests.support.history import assert_valid_history
 from tests.support.runs import wait_for_run
-
-ALL = ["approve", "edit", "reject", "respond"]
-TEXT = "count these four words"
-CALL_ID = "d5_wc"  # the demo script's word_count call (its 3rd step, 5 messages in)
-
-
-@pytest.fixture
-def hitl_session(alice, make_agent, make_session):
-    agent = make_agent(alice, config={"interrupt_on": {"word_count": ALL}})
-    return make_session(alice, agent_id=agent["id"])
-
-
-def post(caller, session, content=TEXT):
-    return caller.client.post(f"/v1/sessions/{session['id']}/messages", {"content": content},
-                              format="json")
-
-
-def approve(caller, run_id, *decisions):
-    return caller.client.post(f"/v1/runs/{run_id}/approve", {"decisions": list(decisions)},
-                              format="json")
-
-
-def paused_run(caller, session) -> dict:
-    response = post(caller, session)
-    assert response.status_code == 202, response.content
-    run = response.json()["run"]
-    assert run["status"] == "awaiting_approval", run
-    return run
-
-
-def tool_result(session_id, call_id=CALL_ID) -> dict:
-    for message in Message.objects.filter(session_id=session_id).order_by("seq"):
-        for block in message.content:
-            if block["type"] == "tool_result" and block["tool_use_id"] == call_id:
-                return block
-    raise AssertionError(f"no result for {call_id}")
-
-
-def statuses(run_id) -> list[str]:
-    return [e.data["status"] for e in
-            RunEvent.objects.filter(run_id=run_id, type="run.status").order_by("seq")]
-
 
 # -- pausing ---------------------------------------------------------------------------------
 
@@ -315,111 +279,6 @@ def test_approve_is_authorized_like_the_other_run_routes(alice, bob, admin, outs
                      format="json").status_code == 401
     assert Run.objects.get(pk=run_id).status == "awaiting_approval"
     assert approve(admin, run_id, decision).status_code == 202  # admins see the tenant's runs
-
-
-# -- cancelling a paused run -----------------------------------------------------------------
-
-
-def test_cancelling_a_paused_run_answers_every_call_and_the_session_goes_on(alice, hitl_session,
-                                                                            inline_runs):
-    run_id = paused_run(alice, hitl_session)["id"]
-    response = alice.client.post(f"/v1/runs/{run_id}/cancel")
-    assert response.status_code == 202
-    run = response.json()
-    assert run["status"] == "cancelled" and run["pending_approvals"] == []
-    assert run["finished_at"] is not None
-    messages = assert_valid_history(hitl_session["id"])
-    closing = messages[-1]
-    assert closing.role == "user"
-    assert closing.content == [{"type": "tool_result", "tool_use_id": CALL_ID,
-                                "content": CANCELLED_BEFORE_DECISION, "is_error": True}]
-    assert str(closing.run_id) == run_id
-    assert "pending_batch" not in Run.objects.get(pk=run_id).state_json
-    events = alice.client.get(f"/v1/runs/{run_id}/events").json()["results"]
-    assert [e["type"] for e in events[-2:]] == ["message.created", "run.status"]
-    assert events[-2]["data"]["seq"] == closing.seq
-    # The session's next message starts a run that completes over a valid history.
-    nxt = post(alice, hitl_session, "and now this")
-    assert nxt.status_code == 202
-    assert nxt.json()["run"]["status"] == "awaiting_approval"  # its own word_count call
-    nxt_id = nxt.json()["run"]["id"]
-    nxt_call = nxt.json()["run"]["pending_approvals"][0]["tool_use_id"]
-    done = approve(alice, nxt_id, {"tool_use_id": nxt_call, "type": "approve"})
-    assert done.json()["status"] == "completed"
-    assert_valid_history(hitl_session["id"])
-
-
-def test_a_cancelled_paused_run_can_be_resumed(alice, hitl_session, inline_runs):
-    run_id = paused_run(alice, hitl_session)["id"]
-    alice.client.post(f"/v1/runs/{run_id}/cancel")
-    assert tool_result(hitl_session["id"])["content"] == CANCELLED_BEFORE_DECISION
-    resumed = alice.client.post(f"/v1/runs/{run_id}/resume")
-    assert resumed.status_code == 202
-    assert resumed.json()["status"] == "queued"  # as resumed; it ran inline on commit
-    # The demo takes again the step the cancel cut short: a new call, asked for again.
-    run = alice.client.get(f"/v1/runs/{run_id}").json()
-    assert run["status"] == "awaiting_approval", run["error"]
-    [again] = run["pending_approvals"]
-    assert again["name"] == "word_count" and again["tool_use_id"] != CALL_ID
-    approve(alice, run_id, {"tool_use_id": again["tool_use_id"], "type": "approve"})
-    run = Run.objects.get(pk=run_id)
-    assert run.status == "completed", run.error
-    messages = assert_valid_history(hitl_session["id"])
-    assert messages[-1].content[0]["text"].endswith("It has 4 words. All planned steps are done.")
-
-
-def test_cancelling_an_approved_run_before_it_resumes_answers_every_call(
-        alice, hitl_session, broker, hango_settings, transactional_db):
-    hango_settings(run_inline=True)
-    run_id = paused_run(alice, hitl_session)["id"]
-    hango_settings(run_inline=False)
-    assert approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"}).json()[
-        "status"] == "queued"
-    assert queued_tasks(broker) == 1  # the resume, waiting for a worker
-    assert alice.client.post(f"/v1/runs/{run_id}/cancel").json()["status"] == "cancelled"
-    result = tool_result(hitl_session["id"])
-    assert result["is_error"] and "cancelled before this tool call ran" in result["content"]
-    assert_valid_history(hitl_session["id"])
-
-
-def test_a_cancel_that_raced_the_pause_is_honoured_when_the_run_is_claimed(alice, hitl_session,
-                                                                          inline_runs):
-    run_id = paused_run(alice, hitl_session)["id"]
-    # The cancel arrived while the worker was committing the pause: the pause keeps the flag.
-    run = Run.objects.get(pk=run_id)
-    run.status, run.cancel_requested = RunStatus.RUNNING, True
-    finish_run(run, RunStatus.AWAITING_APPROVAL)
-    assert run.cancel_requested and run.finished_at is None
-    run.save()
-    assert approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"}).status_code == 202
-    run = Run.objects.get(pk=run_id)
-    assert run.status == "cancelled" and not run.cancel_requested
-    assert tool_result(hitl_session["id"])["is_error"]
-    assert_valid_history(hitl_session["id"])
-
-
-def test_a_cancel_seen_by_the_loop_before_the_batch_finishes_answers_every_call(
-        alice, hitl_session, broker, hango_settings, transactional_db):
-    hango_settings(run_inline=True)
-    run_id = paused_run(alice, hitl_session)["id"]
-    hango_settings(run_inline=False)
-    approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"})
-    run = claim_run(run_id, "test-worker")
-    loop, state, next_seq = build_execution(run)
-
-    class Cancelled:
-        def cancel_requested(self) -> bool:
-            return True
-
-    checkpointer = DbCheckpointer(run, DbControl(Claim(run.pk, run.epoch)), next_seq,
-                                  time.monotonic() + 60)
-    assert loop.run(state, control=Cancelled(), checkpointer=checkpointer) == \
-        Interrupted("cancelled")
-    run.refresh_from_db()
-    assert run.status == "cancelled" and "pending_batch" not in run.state_json
-    result = tool_result(hitl_session["id"])
-    assert result["is_error"] and "cancelled before this tool call ran" in result["content"]
-    assert_valid_history(hitl_session["id"])
 
 
 # -- a real worker ---------------------------------------------------------------------------
