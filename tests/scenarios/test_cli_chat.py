@@ -53,15 +53,21 @@ def spawn(server: GunicornProcess, key: str, *args: str) -> pexpect.spawn:
     return child
 
 
+def chat_sent(child: pexpect.spawn) -> str:
+    """The session a new chat opened, once its first message is sent and its run has begun."""
+    child.expect(r"in session (\S+)\.")
+    session = child.match.group(1)
+    child.expect_exact(PROMPT)
+    child.sendline(MESSAGE)
+    child.expect_exact("Let me plan this.")
+    return session
+
+
 def test_chat_streams_a_run_and_answers_an_approval_in_place(alice, server):
     agent = make_agent(server, alice.key, config={"interrupt_on": {"word_count": HITL}})
     child = spawn(server, alice.key, "chat", "--agent", agent)
     try:
-        child.expect(r"in session (\S+)\.")
-        session = child.match.group(1)
-        child.expect_exact(PROMPT)
-        child.sendline(MESSAGE)
-        child.expect_exact("Let me plan this.")
+        session = chat_sent(child)
         child.expect_exact("  [>] Read the request")
         child.expect_exact(f'→ word_count {{"text": "{MESSAGE}"}}')
         child.expect_exact(f'? approve tool call word_count {{"text": "{MESSAGE}"}}')
@@ -95,11 +101,7 @@ def test_ctrl_c_cancels_a_run_which_resumes_to_an_answer_that_agrees_with_its_pl
     agent = make_agent(server, alice.key)
     child = spawn(server, alice.key, "chat", "--agent", agent)
     try:
-        child.expect(r"in session (\S+)\.")
-        session = child.match.group(1)
-        child.expect_exact(PROMPT)
-        child.sendline(MESSAGE)
-        child.expect_exact("Let me plan this.")
+        session = chat_sent(child)
         child.sendintr()
         child.expect_exact("Cancelling the run (Ctrl-C again leaves the chat)")
         child.expect(r"The run was cancelled\. Resume it with: hango runs resume (\S+)\r\n")
