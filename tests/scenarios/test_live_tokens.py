@@ -89,8 +89,11 @@ def test_followers_see_each_model_write_its_answer(alice, make_agent, web, repla
         follower.start()
     for follower in followers.values():
         follower.wait_started()  # subscribed: now the runs may start
+    # The scripted demo at a pace too (20 ms a word): instant, its last turn could be written
+    # and committed within one of the follower's polls, and so send no deltas (documented).
     start_worker(ANTHROPIC_BASE_URL=anthropic.url, ANTHROPIC_API_KEY=KEY,
-                 OPENAI_BASE_URL=openai.url, OPENAI_API_KEY=KEY, HANGO_PROVIDER_MAX_RETRIES=0)
+                 OPENAI_BASE_URL=openai.url, OPENAI_API_KEY=KEY, HANGO_PROVIDER_MAX_RETRIES=0,
+                 HANGO_SCRIPTED_WORD_DELAY_MS=20)
 
     live = {model: assert_followed(alice, *runs[model], followers[model].frames())
             for model in runs}
