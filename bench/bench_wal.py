@@ -89,13 +89,17 @@ def hango_run(durable: Durable, wal: Wal, turns: int) -> list[str]:
 
     def stamped(provider):
         timed = wrap(provider)
-        inner = timed.complete
+        complete, stream = timed.complete, timed.stream
 
-        def complete(request):
+        def stamped_complete(request):
             positions.append(wal.position())
-            return inner(request)
+            return complete(request)
 
-        timed.complete = complete
+        def stamped_stream(request):  # the run streams its calls (HANGO_STREAM_DELTAS)
+            positions.append(wal.position())
+            return stream(request)
+
+        timed.complete, timed.stream = stamped_complete, stamped_stream
         return timed
 
     durable.wrap = stamped
