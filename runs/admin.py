@@ -1,12 +1,16 @@
 from django.contrib import admin, messages
-from django.contrib.admin.utils import flatten_fieldsets
+from django.contrib.admin.utils import flatten_fieldsets, unquote
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.safestring import SafeString
 
 from context.panel import ContextPanelAdmin
 from hango_project.admin import AppWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
-from runs.models import Message, PendingMessage, Run, RunEvent, Session, SessionFile
+from runs.models import Message, PendingMessage, Run, Session, SessionFile
 
 # The transcript's, the todos' and the event log's styles.
 READABLE_CSS = {"all": ["runs/admin.css"]}
@@ -62,6 +66,26 @@ class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
     class Media:
         css = READABLE_CSS
 
+    def get_urls(self) -> list[URLPattern]:
+        events = path("<path:object_id>/events/", self.admin_site.admin_view(self.events_view),
+                      name="runs_run_events")
+        return [events, *super().get_urls()]
+
+    def events_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """All of a run's events, a page of EVENTS_SHOWN at a time in seq order (its page shows
+        the last ones)."""
+        run = self.get_object(request, unquote(object_id))
+        if run is None or not self.has_view_permission(request, run):
+            messages.warning(request, f"There is no run with the id “{object_id}”.")
+            return HttpResponseRedirect(reverse("admin:runs_run_changelist"))
+        page = Paginator(run.events.order_by("seq"), admin_display.EVENTS_SHOWN).get_page(
+            request.GET.get("page"))
+        return TemplateResponse(request, "runs/admin/run_events.html", {
+            **self.admin_site.each_context(request),
+            "title": f"Events of run {run.pk}", "subtitle": None, "opts": self.opts,
+            "original": run, "has_view_permission": True, "page": page,
+            "events": admin_display.shown_events(page.object_list)})
+
     @admin.display(description="todos")
     def todo_progress(self, run: Run) -> str:
         todos = (run.state_json or {}).get("todos", [])
@@ -107,20 +131,6 @@ class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
     @admin.action(description="Resume selected runs")
     def resume_runs(self, request, queryset):
         self._apply(request, queryset, services.run_resume, "Resumed")
-
-
-@admin.register(RunEvent)
-class RunEventAdmin(AppWrittenAdmin, admin.ModelAdmin):
-    may_delete = True  # deleting a run or a session deletes its events
-
-    list_display = ["run", "seq", "type", "summary", "created_at"]
-    list_filter = ["type"]
-    search_fields = ["run__id"]
-    readonly_fields = ["run", "seq", "type", "summary", "data", "created_at"]
-
-    @admin.display(description="what")
-    def summary(self, event: RunEvent) -> str:
-        return admin_display.event_summary(event)
 
 
 @admin.register(Message)

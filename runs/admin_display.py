@@ -215,15 +215,18 @@ class ShownEvent:
     data: str
 
 
+def shown_events(events: Iterable[RunEvent]) -> list[ShownEvent]:
+    return [ShownEvent(seq=e.seq, type=e.type, created_at=e.created_at,
+                       summary=event_summary(e), data=pretty_json(e.data)) for e in events]
+
+
 def event_log(run: Run) -> SafeString:
     """The run's last EVENTS_SHOWN events in seq order, each with its data on a click."""
-    rows = list(run.events.annotate(total=Window(Count("id"))).order_by("-seq")[:EVENTS_SHOWN])
+    rows = list(run.events.annotate(total=Window(Count("seq"))).order_by("-seq")[:EVENTS_SHOWN])
     rows.reverse()
-    shown = [ShownEvent(seq=e.seq, type=e.type, created_at=e.created_at,
-                        summary=event_summary(e), data=pretty_json(e.data)) for e in rows]
     return render_to_string("runs/admin/events.html", {
-        "events": shown, "total": rows[0].total if rows else 0,
-        "all_url": f"{reverse('admin:runs_runevent_changelist')}?run={run.pk}"})
+        "events": shown_events(rows), "total": rows[0].total if rows else 0,
+        "all_url": reverse("admin:runs_run_events", args=[run.pk])})
 
 
 def error_line(error: Any) -> str:

@@ -17,8 +17,6 @@ turn boundary without another round trip.
 
 from __future__ import annotations
 
-import os
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -61,16 +59,6 @@ class Claim:
                 .values_list("pk", flat=True))
         if not held:
             raise Superseded(f"run {self.run_id} is no longer held under epoch {self.epoch}")
-
-
-def message_id() -> uuid.UUID:
-    """A new stored message's id: a version-7 UUID (RFC 9562; ``uuid.uuid7`` from Python 3.14),
-    48 bits of Unix milliseconds and then random bits. Ids made later sort later, so each turn's
-    rows land on the last page of the ``messages`` primary key, where random ones would dirty
-    (and after each checkpoint log whole) a page anywhere in it."""
-    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10))
-    value = value & ~(0xF << 76) | 0x7 << 76  # the version
-    return uuid.UUID(int=value & ~(0x3 << 62) | 0x2 << 62)  # the RFC 4122 variant
 
 
 def take_over(run: Run) -> None:

@@ -11,13 +11,14 @@ from django.utils import timezone
 from accounts.models import Member, Tenant, TokenCounts
 from accounts.scoping import Tenancy
 from agents.models import Agent, PathFile
+from hango_project.ids import time_ordered_uuid
 from hango_project.models import TextJSONField
 
 
 class Session(models.Model):
     tenancy = Tenancy(tenant="tenant", owner="member")
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
     member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="sessions")
@@ -63,7 +64,7 @@ UNFINISHED_RUN_STATUSES = (RunStatus.PENDING, *ACTIVE_RUN_STATUSES)
 class Run(TokenCounts):
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
     # No index of its own: (session, -created_at) serves every lookup by session.
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs",
                                 db_index=False)
@@ -112,16 +113,19 @@ class Run(TokenCounts):
 class Message(models.Model):
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
     # No index of its own: the (session, seq) unique index serves every lookup by session.
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages",
                                 db_index=False)
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.JSONField(help_text="A list of content blocks.")
-    run = models.ForeignKey(
-        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
-    )
+    # The run it started or that wrote it, kept as a ledger keeps it (accounts.models.
+    # UsageRecord): after that run is deleted too, and with no index and no foreign-key
+    # constraint, which only the run's deletion would use. Every turn writes messages; nothing
+    # reads them by run (the turn's statement takes both its ids from the run's locked row).
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.DO_NOTHING,
+                            related_name="messages", db_index=False, db_constraint=False)
     # When it was posted: a message that waited in its session's queue keeps its post time.
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
@@ -176,8 +180,10 @@ class RunEvent(models.Model):
 
     tenancy = Tenancy(tenant="run__session__tenant", owner="run__session__member")
 
-    id = models.BigAutoField(primary_key=True)
-    # No index of its own: the (run, seq) unique index serves every lookup by run.
+    # The key is (run, seq): every read is a run's events in seq order, and each turn writes
+    # one index for its events instead of two (a surrogate id's and this one). The admin cannot
+    # register a model with a composite key; a run's page lists its events (runs/admin.py).
+    pk = models.CompositePrimaryKey("run", "seq")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveBigIntegerField()
     type = models.CharField(max_length=64)
@@ -186,9 +192,6 @@ class RunEvent(models.Model):
 
     class Meta:
         db_table = "run_events"
-        constraints = [
-            models.UniqueConstraint(fields=["run", "seq"], name="run_event_seq_unique"),
-        ]
 
     def __str__(self) -> str:
         return f"{self.run_id} #{self.seq} {self.type}"

@@ -31,6 +31,7 @@ from django.utils import timezone
 from accounts.usage import period_bounds, quota_release
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
+from hango_project.ids import time_ordered_uuid
 from harness.errors import HarnessError, Superseded
 from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.messages import Usage
@@ -43,7 +44,6 @@ from runs.checkpoint import (
     cancel_unheld,
     commit_turn,
     finish_run,
-    message_id,
 )
 from runs.claims import claim_unheld
 from runs.events import EVENT_MESSAGE, append_events, status_event
@@ -185,7 +185,7 @@ class DbCheckpointer:
                              if self.quota is not None else None)
 
     def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
-        messages = [(message_id(), self.next_seq + i, m.role, content_to_json(m.content))
+        messages = [(time_ordered_uuid(), self.next_seq + i, m.role, content_to_json(m.content))
                     for i, m in enumerate(result.messages)]
         # Message events say what was stored; their content is added when they are read
         # (runs.selectors.with_message_content): it is stored once, in messages.

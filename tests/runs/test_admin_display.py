@@ -202,6 +202,28 @@ def test_a_long_run_shows_its_last_events_in_one_query(staff_client, finished, a
     assert f"{count} run events" in page(staff_client, link.group(1))
 
 
+def test_the_event_list_pages_through_all_of_a_runs_events(staff_client, finished,
+                                                             monkeypatch):
+    monkeypatch.setattr(admin_display, "EVENTS_SHOWN", 3)
+    RunEvent.objects.create(run=finished, seq=99, type="custom", data={"note": SCRIPT})
+    url = reverse("admin:runs_run_events", args=[finished.pk])
+    count = finished.events.count()
+    seen = []
+    for number in range(1, -(-count // 3) + 1):
+        html = page(staff_client, f"{url}?page={number}")
+        assert f"{count} run events" in html and f"page {number} of" in html
+        seen += [int(seq) for seq in re.findall(r"<tr>\s*<td>(\d+)</td>", html)]
+    assert seen == list(finished.events.order_by("seq").values_list("seq", flat=True))
+    assert_escaped(html)  # the last page holds the event written above
+
+
+def test_the_event_list_of_no_run_goes_back_to_the_runs(staff_client):
+    response = staff_client.get(reverse("admin:runs_run_events",
+                                        args=["00000000-0000-7000-8000-000000000000"]))
+    assert response.status_code == 302
+    assert response.url == reverse("admin:runs_run_changelist")
+
+
 def test_a_run_page_escapes_what_users_and_models_wrote(staff_client, queued_run):
     Run.objects.filter(pk=queued_run.pk).update(
         status=RunStatus.FAILED, error={"code": "boom", "message": SCRIPT},

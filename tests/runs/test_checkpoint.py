@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from accounts.models import QuotaHold, Tenant, UsageRecord
 from accounts.usage import period_bounds
+from hango_project.ids import time_ordered_uuid
 from harness.messages import ModelUsage, Usage
 from runs import checkpoint, claims, tasks, worker
 from runs.checkpoint import Committed, TurnWrite
@@ -208,13 +209,19 @@ def test_a_connection_that_lost_the_statement_prepares_it_again(twin_runs, lose)
     assert "hango_turn_release" in _prepared_statements()
 
 
-def test_message_ids_are_version_7_and_sort_by_time():
-    earlier = checkpoint.message_id()
+def test_ids_are_version_7_and_sort_by_time():
+    earlier = time_ordered_uuid()
     time.sleep(0.002)
-    later = [checkpoint.message_id() for _ in range(100)]
+    later = [time_ordered_uuid() for _ in range(100)]
     assert {i.version for i in [earlier, *later]} == {7}
     assert all(earlier < i for i in later)
     assert len(set(later)) == len(later)
+
+
+def test_the_rows_a_turn_indexes_by_id_get_time_ordered_ids(queued_run):
+    message = Message.objects.filter(run=queued_run).get()
+    for made in (queued_run.session, queued_run, message):
+        assert made.pk.version == 7, made
 
 
 def _orm_claim(run_id: uuid.UUID, owner: str) -> Run | None:
