@@ -126,8 +126,11 @@ class TokenCounts(models.Model):
 
 
 class UsageRecord(TokenCounts):
-    """One model call's tokens. Written in the transaction of the turn that made the call;
-    ``dedupe_key`` (run, turn, call index) makes a redelivered turn unable to count twice."""
+    """One model call's tokens. Written in the transaction of the turn that made the call, which
+    lands once: the turn's write is fenced by the run's epoch and expected turn
+    (``runs/checkpoint.py``), so a redelivered turn writes nothing. ``dedupe_key`` names the
+    call (run, turn, call index; ``try:<uuid>`` for a context try); it is not unique-indexed: the
+    fence is the guarantee, and the index cost every turn an insert (``bench/README.md``)."""
 
     tenancy = Tenancy(tenant="tenant", owner="session__member")
 
@@ -158,9 +161,6 @@ class UsageRecord(TokenCounts):
         # The quota's spend (tenant, since) and the usage route (the tenant's rows by time).
         indexes = [models.Index(fields=["tenant", "created_at"])]
         constraints = [
-            # A constraint, not unique=True, which would add a second index for LIKE queries
-            # no one makes. The name is the one unique=True gave it.
-            models.UniqueConstraint(fields=["dedupe_key"], name="usage_records_dedupe_key_key"),
             models.CheckConstraint(condition=Q(purpose__in=UsagePurpose.values),
                                    name="usage_purpose_valid"),
         ]
