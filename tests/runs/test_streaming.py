@@ -68,7 +68,10 @@ def messages_of(caller, session_id) -> dict[str, dict]:
 
 
 def test_a_follower_in_this_process_gets_every_word_and_every_event(alice, waiting_run,
-                                                                     in_process):
+                                                                     in_process, hango_settings):
+    # The scripted demo at a pace (20 ms a word): instant, its last turn could be written and
+    # committed within one of the stream's polls, and so send no deltas (documented).
+    hango_settings(scripted_word_delay_ms=20)
     frames = open_stream(alice, waiting_run.pk)
     first = next(frames)  # the stream has subscribed before it sent this
     assert (first.event, first.data["data"]["status"]) == ("run.status", "queued")
