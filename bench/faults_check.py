@@ -113,6 +113,14 @@ class _Session:
     def run_messages(self, run_id: str) -> list[dict[str, Any]]:
         return [m for m in self.messages if m["run"] == run_id]
 
+    def named(self, event: dict[str, Any]) -> str | None:
+        """The id of the message a ``message.created`` event names: by its seq in the session
+        (an event stored before ids were left out of it also names it by id)."""
+        data = event["data"]
+        if "id" in data:
+            return str(data["id"])
+        return next((str(m["id"]) for m in self.messages if m["seq"] == data.get("seq")), None)
+
 
 def check(session_ids: Iterable[uuid.UUID | str], *, cancels: Sequence[Cancel] = (),
           killed_pids: Iterable[int] = ()) -> Report:
@@ -219,7 +227,7 @@ def _check_events(s: _Session, run: Run, messages: list[dict[str, Any]]) -> None
     if seqs != list(range(1, run.event_seq + 1)):
         kind: ProblemKind = "duplicate" if len(seqs) > run.event_seq else "loss"
         s.flag(kind, run_id, f"event seqs {len(seqs)} rows, event_seq {run.event_seq}")
-    created = Counter(e["data"].get("id") for e in events if e["type"] == "message.created")
+    created = Counter(s.named(e) for e in events if e["type"] == "message.created")
     stored = {str(m["id"]) for m in messages[1:]}  # the first came with the post, no event
     for message_id in stored:
         if created[message_id] != 1:
@@ -293,7 +301,7 @@ def _check_cancel(s: _Session, run: Run, cancel: Cancel) -> None:
         if done is None:
             return  # asked while a worker held it, which finished the run first: no violation
     assert done is not None
-    event_seq = {e["data"].get("id"): e["seq"] for e in events if e["type"] == "message.created"}
+    event_seq = {s.named(e): e["seq"] for e in events if e["type"] == "message.created"}
 
     def newer(row: dict[str, Any]) -> bool:
         return at_once and row["created_at"] > cancel.answered_at

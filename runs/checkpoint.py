@@ -311,5 +311,4 @@ def close_paused_batch(run: Run) -> None:
     closing = approvals.close(uses, batch)
     message = Message.objects.create(session_id=run.session_id, seq=last.seq + 1, role="user",
                                      content=content_to_json(closing.content), run=run)
-    append_events(run, [(EVENT_MESSAGE, {"id": str(message.id), "seq": message.seq,
-                                         "role": message.role})])
+    append_events(run, [(EVENT_MESSAGE, {"seq": message.seq, "role": message.role})])

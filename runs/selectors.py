@@ -60,18 +60,22 @@ def run_events_after(*, run_id: uuid.UUID, after: int, limit: int,
 
 
 def with_message_content(events: list[RunEvent]) -> list[RunEvent]:
-    """``events`` with the content of each ``message.created`` event's message in its data
-    (unsaved), as the messages route answers it: read now, in one query for the whole page,
-    because a message's content is stored once, in ``messages`` (an event keeps its id, seq
-    and role), and read fresh, so an edit of the message shows in its event too."""
-    ids = [event.data["id"] for event in events if event.type == EVENT_MESSAGE]
-    if not ids:
+    """``events`` with the id and content of each ``message.created`` event's message in its
+    data (unsaved), as the messages route answers them: read now, in one query for the whole
+    page (the events are one run's), because a message is stored once, in ``messages`` (its
+    event keeps its seq and role, which with the run's session name it), and read fresh, so an
+    edit of the message shows in its event too."""
+    seqs = [event.data["seq"] for event in events if event.type == EVENT_MESSAGE]
+    if not seqs:
         return events
-    contents = {str(id_): content for id_, content in
-                Message.objects.filter(pk__in=ids).values_list("id", "content")}
+    session = Run.objects.filter(pk=events[0].run_id).values("session_id")
+    found = {seq: (str(id_), content) for seq, id_, content in Message.objects.filter(
+        session_id=Subquery(session), seq__in=seqs).values_list("seq", "id", "content")}
     for event in events:
         if event.type == EVENT_MESSAGE:
-            event.data = {**event.data, "content": contents.get(event.data["id"])}
+            # An event stored before its id was left out still has it: the message's is the same.
+            id_, content = found.get(event.data["seq"], (event.data.get("id"), None))
+            event.data = {**event.data, "id": id_, "content": content}
     return events
 
 

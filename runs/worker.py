@@ -187,10 +187,9 @@ class DbCheckpointer:
     def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
         messages = [(time_ordered_uuid(), self.next_seq + i, m.role, content_to_json(m.content))
                     for i, m in enumerate(result.messages)]
-        # Message events say what was stored; their content is added when they are read
-        # (runs.selectors.with_message_content): it is stored once, in messages.
-        notices = [(EVENT_MESSAGE, {"id": str(id_), "seq": seq, "role": role})
-                   for id_, seq, role, _ in messages]
+        # Message events say what was stored; the message's id and content are added when they
+        # are read (runs.selectors.with_message_content): it is stored once, in messages.
+        notices = [(EVENT_MESSAGE, {"seq": seq, "role": role}) for _, seq, role, _ in messages]
         terminal = _terminal_status(result.next)
         write = TurnWrite(
             run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,

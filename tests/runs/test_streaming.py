@@ -105,10 +105,23 @@ def test_a_follower_in_this_process_gets_every_word_and_every_event(alice, waiti
             assert set(data) == {"id", "seq", "role", "content"}
 
 
-def test_stored_events_keep_only_the_message_s_id_seq_and_role(alice, waiting_run, in_process):
+def test_stored_events_keep_only_the_message_s_seq_and_role(alice, waiting_run, in_process):
     execute_run(str(waiting_run.pk))
     stored = [e.data for e in waiting_run.events.filter(type="message.created")]
-    assert stored and all(set(data) == {"id", "seq", "role"} for data in stored)
+    assert stored and all(set(data) == {"seq", "role"} for data in stored)
+
+
+def test_an_event_stored_with_its_message_s_id_reads_the_same(alice, waiting_run, in_process):
+    execute_run(str(waiting_run.pk))
+    listed = alice.client.get(f"/v1/runs/{waiting_run.pk}/events").json()["results"]
+    event = waiting_run.events.filter(type="message.created").order_by("seq").first()
+    event.data = {"id": listed_message_id(listed, event.seq), **event.data}  # as stored before
+    event.save()
+    assert alice.client.get(f"/v1/runs/{waiting_run.pk}/events").json()["results"] == listed
+
+
+def listed_message_id(listed: list[dict], event_seq: int) -> str:
+    return next(e["data"]["id"] for e in listed if e["seq"] == event_seq)
 
 
 def test_the_events_page_adds_the_contents_in_one_query(alice, waiting_run, in_process):
