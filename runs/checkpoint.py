@@ -17,6 +17,7 @@ turn boundary without another round trip.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,7 +25,6 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
-from psycopg2.extras import Json
 
 from accounts.models import QuotaHold, UsageRecord
 from accounts.usage import quota_release, tenant_spend
@@ -169,7 +169,9 @@ FROM advanced
 _STATEMENTS = {False: _ONE_STATEMENT.format(release="", finish=""),
                True: _ONE_STATEMENT.format(release=_RELEASE_HOLDS, finish="")}
 
-# The statement's parameters in the order PREPARE numbers them, with their types.
+# The statement's parameters in the order PREPARE numbers them, with their types. A JSON one
+# is bound as its text (``json.dumps``, quoted as psycopg2's ``Json`` quotes it, without that
+# adapter's Python calls); the type declared here makes it json or jsonb.
 _PARAMETERS = (
     ("run", "uuid"), ("epoch", "bigint"), ("expected_turn", "integer"), ("running", "text"),
     ("turn", "integer"), ("state", "json"), ("lease", "timestamptz"), ("now", "timestamptz"),
@@ -198,22 +200,23 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
         if error:
             data["error"] = error
         events = [*events, (EVENT_STATUS, data)]
-        finish = {"finish": status, "error": None if error is None else Json(error),
+        finish = {"finish": status, "error": None if error is None else json.dumps(error),
                   "finished_at": None if paused else now, "keep_cancel": paused}
     params = {
         "run": write.run_id, "epoch": write.epoch, "expected_turn": write.expected_turn,
         "running": RunStatus.RUNNING,
-        "turn": write.turn, "state": Json(write.state_json), "now": now,
+        "turn": write.turn, "state": json.dumps(write.state_json), "now": now,
         "lease": None if write.finish is not None else write.lease_expires_at,
         "event_count": len(events),
         "input_tokens": write.usage.input_tokens, "output_tokens": write.usage.output_tokens,
         "cache_read_tokens": write.usage.cache_read_tokens,
         "cache_write_tokens": write.usage.cache_write_tokens,
-        "messages": Json([{"id": str(id_), "seq": seq, "role": role, "content": content}
-                          for id_, seq, role, content in write.messages]),
-        "events": Json([{"n": n, "type": t, "data": d}
-                        for n, (t, d) in enumerate(events, start=1)]),
-        "tenant": write.tenant_id, "agent": write.agent_id, "usage": Json(_usage_rows(write)),
+        "messages": json.dumps([{"id": str(id_), "seq": seq, "role": role, "content": content}
+                                for id_, seq, role, content in write.messages]),
+        "events": json.dumps([{"n": n, "type": t, "data": d}
+                              for n, (t, d) in enumerate(events, start=1)]),
+        "tenant": write.tenant_id, "agent": write.agent_id,
+        "usage": json.dumps(_usage_rows(write)),
         "quota": write.quota, "period_start": write.period_start, **finish,
     }
     statement = _LAST_TURN if finish else _TURN[write.quota is not None]
