@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 from opentelemetry import metrics, trace
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import NonRecordingSpan, Span, SpanKind
 
 # Spans
 SPAN_INVOKE_AGENT: Final = "invoke_agent"
@@ -154,6 +154,13 @@ cache_read_ratio = _meter.create_histogram(
 @contextmanager
 def span(name: str, attributes: Mapping[str, Any] | None = None,
          kind: SpanKind = SpanKind.INTERNAL) -> Iterator[Span]:
+    current = trace.get_current_span()
+    if isinstance(current, NonRecordingSpan) and isinstance(trace.get_tracer_provider(),
+                                                            trace.ProxyTracerProvider):
+        # No tracer provider is set: the API's no-op tracer would hand back the current span and
+        # make it current again. The same span, without that context switch (a few per turn).
+        yield current
+        return
     with tracer.start_as_current_span(name, kind=kind, attributes=dict(attributes or {})) as s:
         yield s
 

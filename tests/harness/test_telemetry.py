@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from opentelemetry import trace
 
 from harness import telemetry
 from tests.support.otel import span_exporter
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_harness_tracer_exports_to_the_test_provider(spans):
@@ -49,3 +54,26 @@ def test_every_name_is_listed_once():
                  "middleware.repeat_call_blocked", "hango.middleware.name",
                  "hango.middleware.before_run.duration", "agent.todos_updated"):
         assert name in telemetry.ALL_NAMES
+
+
+def test_with_no_provider_a_span_is_the_current_non_recording_one():
+    # In a process of its own: the test provider is installed once per process.
+    code = (
+        "from opentelemetry import trace\n"
+        "from opentelemetry.trace import NonRecordingSpan, SpanContext, use_span\n"
+        "from harness import telemetry\n"
+        "with telemetry.span('alone', {'k': 'v'}) as s:\n"
+        "    assert s is trace.INVALID_SPAN is trace.get_current_span()\n"
+        "remote = NonRecordingSpan(SpanContext(trace_id=1, span_id=2, is_remote=True))\n"
+        "with use_span(remote), telemetry.span('child') as s:\n"
+        "    assert s is remote is trace.get_current_span(), s\n"
+        "    assert s is trace.get_tracer('t').start_span('x')  # the no-op tracer's answer\n"
+        "try:\n"
+        "    with telemetry.span('failing'):\n"
+        "        raise KeyError('x')\n"
+        "except KeyError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('swallowed')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
