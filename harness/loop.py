@@ -250,16 +250,17 @@ class Loop:
         sent: list[ModelRequest] = []  # the request as the innermost handler received it
         with telemetry.span(telemetry.SPAN_CHAT, attrs, kind=SpanKind.CLIENT) as span:
             response = self.chain.model_call(prepared, self._provider_handler(sent))
-            span.set_attributes({
-                telemetry.ATTR_GEN_AI_RESPONSE_FINISH: [response.stop_reason],
-                telemetry.ATTR_GEN_AI_INPUT_TOKENS: response.usage.input_tokens,
-                telemetry.ATTR_GEN_AI_OUTPUT_TOKENS: response.usage.output_tokens,
-                telemetry.ATTR_CACHE_READ_TOKENS: response.usage.cache_read_tokens,
-                telemetry.ATTR_CACHE_WRITE_TOKENS: response.usage.cache_write_tokens,
-                **telemetry.content_attributes(state.trace_content,
-                                               telemetry.ATTR_GEN_AI_OUTPUT_MESSAGES,
-                                               [message_to_json(response.message)]),
-            })
+            if span.is_recording():  # else the attributes, the answer's JSON too, go nowhere
+                span.set_attributes({
+                    telemetry.ATTR_GEN_AI_RESPONSE_FINISH: [response.stop_reason],
+                    telemetry.ATTR_GEN_AI_INPUT_TOKENS: response.usage.input_tokens,
+                    telemetry.ATTR_GEN_AI_OUTPUT_TOKENS: response.usage.output_tokens,
+                    telemetry.ATTR_CACHE_READ_TOKENS: response.usage.cache_read_tokens,
+                    telemetry.ATTR_CACHE_WRITE_TOKENS: response.usage.cache_write_tokens,
+                    **telemetry.content_attributes(state.trace_content,
+                                                   telemetry.ATTR_GEN_AI_OUTPUT_MESSAGES,
+                                                   [message_to_json(response.message)]),
+                })
         offered = sent[-1].tools if sent else prepared.tools
         return response, {t.name: t for t in offered}
 
