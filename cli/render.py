@@ -124,7 +124,7 @@ class Renderer:
     def _message(self, data: dict[str, Any]) -> None:
         content = data.get("content")
         if not isinstance(content, list):
-            content = self._lookup(str(data.get("id"))) or []
+            content = (self._lookup(str(data["id"])) if data.get("id") else None) or []
         if data.get("role") == "assistant":
             self._assistant(content, data.get("turn"))
         else:

@@ -114,10 +114,9 @@ class Message(models.Model):
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
 
     id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
-    # No index of its own: the (session, seq) unique index serves every lookup by session. No
-    # foreign-key constraint either (see RunEvent.run).
+    # No index of its own: the (session, seq) unique index serves every lookup by session.
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages",
-                                db_index=False, db_constraint=False)
+                                db_index=False)
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.JSONField(help_text="A list of content blocks.")
@@ -158,7 +157,7 @@ class PendingMessage(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE,
                                 related_name="pending_messages", db_index=False)
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="pending_message")
-    message_id = models.UUIDField(default=uuid.uuid4, unique=True,
+    message_id = models.UUIDField(default=time_ordered_uuid, unique=True,
                                   help_text="The id the message has once it joins the history.")
     content = models.JSONField(help_text="A list of content blocks.")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -185,13 +184,11 @@ class RunEvent(models.Model):
     # one index for its events instead of two (a surrogate id's and this one). The admin cannot
     # register a model with a composite key; a run's page lists its events (runs/admin.py).
     pk = models.CompositePrimaryKey("run", "seq")
-    # No foreign-key constraint: every turn inserts events and messages, and the constraint's
-    # check would lock the run's (and a message's, the session's) row again and log that lock
-    # (108 WAL bytes, ~5 checks a turn). Their writers hold the run's row: the turn's statement
-    # takes both ids from the run it has just advanced, the services lock the run or the
-    # session first. Deletes cascade through the ORM, as for every hango model.
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False,
-                            db_constraint=False)
+    # The foreign-key constraint stays, though its check locks and logs the run's row at each
+    # turn (54 WAL bytes; a message's does the same to the session's): the ORM deletes a run's
+    # events before the run, without locking it first, so a turn committed in between would
+    # leave events (and messages) of a deleted run behind; the constraint fails that delete.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveBigIntegerField()
     type = models.CharField(max_length=64)
     data = models.JSONField(default=dict)

@@ -72,7 +72,13 @@ _SESSION_LOCKS = 0x68616E67  # "hang"
 
 
 def _lock_key(session_id: uuid.UUID | str) -> tuple[int, int]:
-    return _SESSION_LOCKS, int.from_bytes(uuid.UUID(str(session_id)).bytes[:4], signed=True)
+    """32 random bits of the id. A time-ordered (version 7) id begins with its millisecond, so
+    its first 32 bits are those of sessions made within the same 65 seconds: its last 32 are
+    random. An earlier, random (version 4) id keeps the key it always had, its first 32 bits, so
+    a worker of the release before this one still takes the same lock for it."""
+    raw = uuid.UUID(str(session_id))
+    part = raw.bytes[12:] if raw.version == 7 else raw.bytes[:4]
+    return _SESSION_LOCKS, int.from_bytes(part, signed=True)
 
 
 def lock_session(session_id: uuid.UUID | str) -> None:
@@ -80,10 +86,9 @@ def lock_session(session_id: uuid.UUID | str) -> None:
     of its runs active, or ends one outside a worker, holds until commit; taken first.
 
     A transaction-scoped advisory lock, not the session's row: a worker holding its run's row
-    writes the session's row (a compaction summary) and takes KEY SHARE on it (each message's
-    foreign key), so a post holding the session's row while it waits for the active run's
-    (:func:`active_run`) could deadlock with it. No worker holds a run's row while it waits for
-    this lock. (SQLite, single-writer, needs none.)"""
+    writes the session's row (a compaction summary), so a post holding the session's row while
+    it waits for the active run's (:func:`active_run`) could deadlock with it. No worker holds
+    a run's row while it waits for this lock. (SQLite, single-writer, needs none.)"""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", _lock_key(session_id))

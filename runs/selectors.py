@@ -68,6 +68,7 @@ def with_message_content(events: list[RunEvent]) -> list[RunEvent]:
     seqs = [event.data["seq"] for event in events if event.type == EVENT_MESSAGE]
     if not seqs:
         return events
+    assert len({event.run_id for event in events}) == 1, "one run's events"
     session = Run.objects.filter(pk=events[0].run_id).values("session_id")
     found = {seq: (str(id_), content) for seq, id_, content in Message.objects.filter(
         session_id=Subquery(session), seq__in=seqs).values_list("seq", "id", "content")}

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 import pytest
 
 from accounts.models import AuditEntry
+from hango_project.ids import time_ordered_uuid
 from harness.approvals import CANCELLED_BEFORE_DECISION
 from harness.loop import Interrupted
-from runs import tasks, worker
+from runs import queue, tasks, worker
 from runs.checkpoint import Claim
 from runs.execution import build_execution
 from runs.models import Message, PendingMessage, Run, RunStatus
@@ -324,3 +326,15 @@ def test_deleting_a_waiting_message_in_the_admin_withdraws_its_run(alice, sessio
     assert not PendingMessage.objects.exists()
     finish(first["id"])
     assert user_texts(session["id"]) == ["first"]
+
+
+def test_sessions_made_at_once_take_different_queue_locks():
+    # A time-ordered id's first 32 bits are those of every id made within 65 seconds.
+    keys = {queue._lock_key(time_ordered_uuid()) for _ in range(200)}
+    assert len(keys) == 200
+
+
+def test_a_random_session_id_keeps_its_queue_lock():
+    # The key an earlier release took for a (version 4) session: the first 32 bits of its id.
+    session_id = uuid.UUID("8f0e3a1c-6b2d-4f4e-9a7b-0c1d2e3f4a5b")
+    assert queue._lock_key(session_id)[1] == int.from_bytes(session_id.bytes[:4], signed=True)
