@@ -86,9 +86,10 @@ def lock_session(session_id: uuid.UUID | str) -> None:
     of its runs active, or ends one outside a worker, holds until commit; taken first.
 
     A transaction-scoped advisory lock, not the session's row: a worker holding its run's row
-    writes the session's row (a compaction summary), so a post holding the session's row while
-    it waits for the active run's (:func:`active_run`) could deadlock with it. No worker holds
-    a run's row while it waits for this lock. (SQLite, single-writer, needs none.)"""
+    writes the session's row (a compaction summary) and takes KEY SHARE on it (each message's
+    foreign key), so a post holding the session's row while it waits for the active run's
+    (:func:`active_run`) could deadlock with it. No worker holds a run's row while it waits for
+    this lock. (SQLite, single-writer, needs none.)"""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", _lock_key(session_id))
