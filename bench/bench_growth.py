@@ -27,8 +27,6 @@ sys.path.insert(0, str(ROOT))
 
 from bench_turns import DEFAULT_DB, PROMPT, Durable  # noqa: E402
 
-from harness.providers.base import StreamDone  # noqa: E402
-
 TARGET = 1.1
 PEER_SCRIPT = ROOT.parent / "shared" / "bench" / "peer" / "bench_turns.py"
 PAIRED = 20  # the long run's last turns, each executed in turn with one of the fresh run's
@@ -69,7 +67,6 @@ def pair(durable: Durable, turns: int) -> dict[str, list[tuple[float, float]]]:
 
     def stamped(provider, who: str):
         timed = wrap(provider)
-        complete, stream = timed.complete, timed.stream
 
         def entered() -> bool:  # at a model call's entry; whether this turn is paired
             k = calls[who]
@@ -88,20 +85,7 @@ def pair(durable: Durable, turns: int) -> dict[str, list[tuple[float, float]]]:
             if paired:
                 started[who] = (time.perf_counter(), durable.cpu())
 
-        def stamped_complete(request):
-            paired = entered()
-            response = complete(request)
-            left(paired)
-            return response
-
-        def stamped_stream(request):  # the run streams its calls (HANGO_STREAM_DELTAS)
-            paired = entered()
-            for event in stream(request):
-                if isinstance(event, StreamDone):  # the loop may stop reading at it
-                    left(paired)
-                yield event
-
-        timed.complete, timed.stream = stamped_complete, stamped_stream
+        timed.on_enter, timed.on_exit = entered, left
         return timed
 
     def execute(who: str, T: int) -> None:

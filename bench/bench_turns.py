@@ -16,7 +16,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,34 +48,44 @@ PROMPT = "Run the benchmark task."
 
 class Timed:
     """A provider wrapper stamping entry and exit of every model call; with ``cpu`` (a clock of
-    CPU seconds), that clock too, outside the wall stamps."""
+    CPU seconds), that clock too, outside the wall stamps. A benchmark that does more at a
+    call's entry or exit sets ``on_enter`` (its result is handed to ``on_exit``) and
+    ``on_exit``: they run outside every stamp."""
 
     def __init__(self, inner, cpu=None):
         self.inner, self.name, self.cpu = inner, inner.name, cpu
         self.enter, self.exit, self.cpu_in, self.cpu_out = [], [], [], []
+        self.on_enter: Callable[[], Any] = lambda: None
+        self.on_exit: Callable[[Any], None] = lambda entered: None
 
     def complete(self, request):
-        if self.cpu:
-            self.cpu_in.append(self.cpu())
-        self.enter.append(time.perf_counter())
+        entered = self._entered()
         response = self.inner.complete(request)
-        self.exit.append(time.perf_counter())
-        if self.cpu:
-            self.cpu_out.append(self.cpu())
+        self._left(entered)
         return response
 
     def stream(self, request):
         """The inner provider's stream, stamped: entry at the call, exit at its last event
-        (when the loop has taken every delta), so a turn stays exit -> entry."""
+        (when the loop has taken every delta, and may stop reading), so a turn stays exit ->
+        entry."""
+        entered = self._entered()
+        for event in self.inner.stream(request):
+            if isinstance(event, StreamDone):
+                self._left(entered)
+            yield event
+
+    def _entered(self) -> Any:
+        entered = self.on_enter()
         if self.cpu:
             self.cpu_in.append(self.cpu())
         self.enter.append(time.perf_counter())
-        for event in self.inner.stream(request):
-            if isinstance(event, StreamDone):
-                self.exit.append(time.perf_counter())
-                if self.cpu:
-                    self.cpu_out.append(self.cpu())
-            yield event
+        return entered
+
+    def _left(self, entered: Any) -> None:
+        self.exit.append(time.perf_counter())
+        if self.cpu:
+            self.cpu_out.append(self.cpu())
+        self.on_exit(entered)
 
     def result(self, turns: int, started: float, **extra) -> dict:
         e, x, ci, co = self.enter, self.exit, self.cpu_in, self.cpu_out

@@ -89,17 +89,7 @@ def hango_run(durable: Durable, wal: Wal, turns: int) -> list[str]:
 
     def stamped(provider):
         timed = wrap(provider)
-        complete, stream = timed.complete, timed.stream
-
-        def stamped_complete(request):
-            positions.append(wal.position())
-            return complete(request)
-
-        def stamped_stream(request):  # the run streams its calls (HANGO_STREAM_DELTAS)
-            positions.append(wal.position())
-            return stream(request)
-
-        timed.complete, timed.stream = stamped_complete, stamped_stream
+        timed.on_enter = lambda: positions.append(wal.position())
         return timed
 
     durable.wrap = stamped
