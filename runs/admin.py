@@ -159,6 +159,8 @@ class PendingMessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
     may_delete = True  # deleting a session or a run deletes its waiting message
 
     list_display = ["position", "session", "run", "created_at"]
+    search_fields = ["session__id", "run__id"]
+    readonly_fields = ["position", "message_id", "session", "run", "content", "created_at"]
 
     # Deleted here, a waiting message is withdrawn with its run: a pending run without its
     # message would wait for ever (nothing starts it, nothing ends it).
@@ -167,8 +169,6 @@ class PendingMessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
 
     def delete_queryset(self, request, queryset) -> None:
         Run.objects.filter(pk__in=queryset.values("run_id")).delete()
-    search_fields = ["session__id", "run__id"]
-    readonly_fields = ["position", "message_id", "session", "run", "content", "created_at"]
 
 
 @admin.register(SessionFile)
