@@ -1,17 +1,25 @@
 """The turn's commit alone: the one statement prepared once per connection (what runs) against
-the same statement parsed and planned at every call; prints figures only.
+the same statement parsed and planned at every call, and against the floor of any durable
+checkpoint; prints figures only.
 
 A workload run's turn writes are captured (``runs.checkpoint.commit_turn``), then replayed on a
 freshly claimed run, turn after turn — each commit a new turn of that run, with its messages,
 events and usage row — in rounds that alternate the two ways. Per commit: wall time and the
 PostgreSQL backend's CPU (``/proc/<pid>/schedstat``); the first 5 commits of a round (the
 statement being prepared, custom plans) are left out.
+
+The floor is the least a checkpoint that survives a crash can write: one prepared statement,
+its own transaction, updating one JSONB state row with this turn's state and inserting one
+message row, on two tables of its own (``bench_floor_*``, dropped at the end) with a primary
+key each. It is one round trip and one WAL flush, as hango's commit is; what hango's costs
+above it is its rows (two messages, the events, the usage row), their indexes and the fence.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import statistics as st
 import sys
@@ -34,7 +42,9 @@ def main() -> None:
     durable = Durable(a.db, {20})
     from django.db import connection
 
+    from hango_project.ids import time_ordered_uuid
     from runs import checkpoint, worker
+    from runs.prepared import Prepared
     from runs.worker import claim_run
 
     writes = []
@@ -48,27 +58,44 @@ def main() -> None:
         def run(self, cursor, params):
             cursor.execute(checkpoint._STATEMENTS[False], params)
 
-    ways = {"prepared": checkpoint._TURN[False], "plain": Plain()}
+    class Floor:  # one state row updated and one message row inserted, in one statement
+        def __init__(self) -> None:
+            with connection.cursor() as cursor:
+                cursor.execute(FLOOR_TABLES)
+            self.statement = Prepared.of("bench_floor", FLOOR_SQL, (
+                ("state", "jsonb"), ("id", "uuid"), ("content", "jsonb")))
+
+        def commit(self, write) -> bool:
+            id_, _, _, content = write.messages[0]
+            with connection.cursor() as cursor:
+                self.statement.run(cursor, {"state": json.dumps(write.state_json), "id": id_,
+                                            "content": json.dumps(content)})
+                return cursor.fetchone() is not None
+
+    floor = Floor()
+    ways = {"prepared": checkpoint._TURN[False], "plain": Plain(), "floor": floor}
     results: dict[str, tuple[list[float], list[float]]] = {w: ([], []) for w in ways}
-    for n in range(2 * a.rounds):
-        way = ("prepared", "plain")[n % 2]
+    for n in range(len(ways) * a.rounds):
+        way = list(ways)[n % len(ways)]
         session = durable.services.session_create(member=durable.member,
                                                   agent=durable.agents[20])
         _, queued = durable.services.message_post(session=session, content=PROMPT)
         run = claim_run(str(queued.pk), "bench")
         assert run is not None
-        checkpoint._TURN[False] = ways[way]
+        if way != "floor":
+            checkpoint._TURN[False] = ways[way]
+        write_turn = floor.commit if way == "floor" else checkpoint.commit_turn
         seq, wall, cpu = 2, [], []
         for i in range(a.commits):
             w = template[i % len(template)]
-            messages = [(checkpoint.message_id(), seq + j, role, content)
+            messages = [(time_ordered_uuid(), seq + j, role, content)
                         for j, (_, _, role, content) in enumerate(w.messages)]
             write = dataclasses.replace(w, run_id=run.pk, session_id=run.session_id,
                                         epoch=run.epoch, expected_turn=i, turn=i + 1,
                                         messages=messages)
             pid = connection.connection.info.backend_pid
             c0, t0 = _schedstat(pid), time.perf_counter()
-            assert checkpoint.commit_turn(write) is not None
+            assert write_turn(write)
             t1, c1 = time.perf_counter(), _schedstat(pid)
             seq += len(messages)
             if i >= 5:
@@ -77,12 +104,28 @@ def main() -> None:
         results[way][0].extend(wall)
         results[way][1].extend(cpu)
     checkpoint._TURN[False] = ways["prepared"]
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE bench_floor_messages, bench_floor_state")
     print(f"hango commit benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  cpus {os.cpu_count()}"
           f"  load {os.getloadavg()[0]:.2f}")
     print(f"\n== one turn's commit, {a.rounds} rounds x {a.commits - 5} commits each way: ms, "
           "median (p10–p90) ==")
     for way, (wall, cpu) in results.items():
         print(f"{way:<9} wall {_q(wall)}   backend CPU {_q(cpu)}")
+    ratio = st.median(results["prepared"][0]) / st.median(results["floor"][0])
+    print(f"\nhango's commit / the floor (median wall): {ratio:.2f}x")
+
+
+FLOOR_TABLES = """
+DROP TABLE IF EXISTS bench_floor_messages, bench_floor_state;
+CREATE TABLE bench_floor_state (id integer PRIMARY KEY, state jsonb NOT NULL);
+CREATE TABLE bench_floor_messages (id uuid PRIMARY KEY, content jsonb NOT NULL);
+INSERT INTO bench_floor_state VALUES (1, '{}');
+"""
+FLOOR_SQL = """
+WITH saved AS (UPDATE bench_floor_state SET state = %(state)s WHERE id = 1 RETURNING id)
+INSERT INTO bench_floor_messages SELECT %(id)s, %(content)s FROM saved RETURNING true
+"""
 
 
 def _schedstat(pid: int) -> float:
