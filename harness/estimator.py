@@ -230,7 +230,7 @@ def estimate_block(block: Block) -> int:
 K = TypeVar("K")
 
 
-class _IdentityCache:
+class IdentityCache:
     """Values computed once per live object: keyed by ``id``, held by weak reference, so an
     entry goes when its object does and an id is never confused with a later object's."""
 
@@ -251,8 +251,8 @@ class _IdentityCache:
         return len(self._entries)
 
 
-_messages = _IdentityCache()
-_tools = _IdentityCache()
+_messages = IdentityCache()
+_tools = IdentityCache()
 
 
 def _message_tokens(message: Message) -> int:

@@ -32,7 +32,7 @@ from typing import Literal, Protocol, assert_never
 
 from harness import estimator
 from harness.errors import ProviderError
-from harness.estimator import _IdentityCache  # the estimator's, not a copy of it
+from harness.estimator import IdentityCache  # the estimator's, not a copy of it
 from harness.messages import (
     Block,
     Message,
@@ -130,8 +130,8 @@ class EncodingCounts:
 
     def __init__(self, count: Callable[[str], int], *, cache_size: int = TEXT_CACHE_SIZE) -> None:
         self.text = _TextCache(count, size=cache_size)
-        self.messages = _IdentityCache()
-        self.tools = _IdentityCache()
+        self.messages = IdentityCache()
+        self.tools = IdentityCache()
 
     def block(self, block: Block) -> int:
         match block:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from harness.errors import ScriptExhausted, UnknownModel
@@ -69,6 +71,22 @@ def test_usage_is_estimated_unless_the_step_gives_it():
     estimated = model.complete(request()).usage
     assert estimated.input_tokens >= 1 and estimated.output_tokens >= 1
     assert model.complete(request()).usage == given
+
+
+def test_the_estimate_follows_the_content_not_the_message_object():
+    # Each message's length is kept per object: a copy, or the message given its seq once
+    # stored, counts as the first did, and a longer history counts more.
+    history = (Message.user("a question of some length"),
+               Message(role="assistant", content=(TextBlock(text="an answer"),)))
+    model = ScriptedModel([text("ok")] * 4)
+    first = model.complete(Request(model="script", messages=history)).usage
+    stored = tuple(replace(m, seq=n) for n, m in enumerate(history, start=1))
+    assert model.complete(Request(model="script", messages=stored)).usage == first
+    copied = tuple(Message(role=m.role, content=m.content) for m in history)
+    assert model.complete(Request(model="script", messages=copied)).usage == first
+    longer = (*history, Message.user("and one more question, longer than the first"))
+    assert (model.complete(Request(model="script", messages=longer)).usage.input_tokens
+            > first.input_tokens)
 
 
 def test_step_builders():
