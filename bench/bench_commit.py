@@ -4,7 +4,7 @@ checkpoint; prints figures only.
 
 A workload run's turn writes are captured (``runs.checkpoint.commit_turn``), then replayed on a
 freshly claimed run, turn after turn — each commit a new turn of that run, with its messages,
-events and usage row — in rounds that alternate the two ways. Per commit: wall time and the
+events and usage row — in rounds that alternate the three ways. Per commit: wall time and the
 PostgreSQL backend's CPU (``/proc/<pid>/schedstat``); the first 5 commits of a round (the
 statement being prepared, custom plans) are left out.
 
