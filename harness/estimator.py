@@ -29,11 +29,11 @@ from __future__ import annotations
 import math
 import operator
 import re
-import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any, Literal, TypeVar, assert_never
+from typing import Any, Literal, assert_never
 
+from harness.caches import IdentityCache
 from harness.errors import ProviderError
 from harness.messages import (
     Block,
@@ -225,30 +225,6 @@ def content_tokens(block: Block) -> int:
 def estimate_block(block: Block) -> int:
     """Tokens of one content block, framing included."""
     return content_tokens(block) + BLOCK_OVERHEAD
-
-
-K = TypeVar("K")
-
-
-class IdentityCache:
-    """Values computed once per live object: keyed by ``id``, held by weak reference, so an
-    entry goes when its object does and an id is never confused with a later object's."""
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[Any], int]] = {}
-
-    def get(self, obj: K, compute: Callable[[K], int]) -> int:
-        key = id(obj)
-        entry = self._entries.get(key)
-        if entry is not None and entry[0]() is obj:
-            return entry[1]
-        value = compute(obj)
-        entries = self._entries
-        self._entries[key] = (weakref.ref(obj, lambda _ref: entries.pop(key, None)), value)
-        return value
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 _messages = IdentityCache()

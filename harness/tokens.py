@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, assert_never
 
 from harness import estimator
+from harness.caches import IdentityCache
 from harness.errors import ProviderError
-from harness.estimator import IdentityCache  # the estimator's, not a copy of it
 from harness.messages import (
     Block,
     Message,

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.approvals import CANCELLED_BEFORE_DECISION, CANCELLED_BEFORE_RUN
+from harness.caches import IdentityCache
 from harness.errors import ScriptExhausted, UnknownModel
-from harness.estimator import IdentityCache
 from harness.history import is_summary
 from harness.messages import (
     Message,

@@ -1,0 +1,30 @@
+"""Values computed once per live object, shared by the token counters and the scripted model."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+K = TypeVar("K")
+
+
+class IdentityCache:
+    """Values computed once per live object: keyed by ``id``, held by weak reference, so an
+    entry goes when its object does and an id is never confused with a later object's."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], int]] = {}
+
+    def get(self, obj: K, compute: Callable[[K], int]) -> int:
+        key = id(obj)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        value = compute(obj)
+        entries = self._entries
+        self._entries[key] = (weakref.ref(obj, lambda _ref: entries.pop(key, None)), value)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
