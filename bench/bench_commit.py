@@ -65,12 +65,12 @@ def main() -> None:
             self.statement = Prepared.of("bench_floor", FLOOR_SQL, (
                 ("state", "jsonb"), ("id", "uuid"), ("content", "jsonb")))
 
-        def commit(self, write) -> bool:
+        def commit(self, write) -> tuple | None:  # its row, as commit_turn's Committed
             id_, _, _, content = write.messages[0]
             with connection.cursor() as cursor:
                 self.statement.run(cursor, {"state": json.dumps(write.state_json), "id": id_,
                                             "content": json.dumps(content)})
-                return cursor.fetchone() is not None
+                return cursor.fetchone()
 
     floor = Floor()
     ways = {"prepared": checkpoint._TURN[False], "plain": Plain(), "floor": floor}
@@ -95,7 +95,7 @@ def main() -> None:
                                         messages=messages)
             pid = connection.connection.info.backend_pid
             c0, t0 = _schedstat(pid), time.perf_counter()
-            assert write_turn(write)
+            assert write_turn(write) is not None
             t1, c1 = time.perf_counter(), _schedstat(pid)
             seq += len(messages)
             if i >= 5:
