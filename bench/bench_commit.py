@@ -8,11 +8,13 @@ events and usage row — in rounds that alternate the three ways. Per commit: wa
 PostgreSQL backend's CPU (``/proc/<pid>/schedstat``); the first 5 commits of a round (the
 statement being prepared, custom plans) are left out.
 
-The floor is the least a checkpoint that survives a crash can write: one prepared statement,
-its own transaction, updating one JSONB state row with this turn's state and inserting one
-message row, on two tables of its own (``bench_floor_*``, dropped at the end) with a primary
-key each. It is one round trip and one WAL flush, as hango's commit is; what hango's costs
-above it is its rows (two messages, the events, the usage row), their indexes and the fence.
+The floor (``bench/databases.py``) is the least a checkpoint that survives a crash can write:
+one prepared statement, its own transaction, updating one JSONB state row with this turn's
+state and inserting one row holding the turn's messages, on two tables of its own
+(``bench_floor_*``, dropped at the end) with a primary key each. It is one round trip and one
+WAL flush, as hango's commit is; what hango's costs above it is its rows (two messages, the
+events, the usage row), their indexes and the fence. This thread's CPU is shown too: the
+client's part of a commit (binding, the driver, the round trip's system calls).
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 from bench_turns import DEFAULT_DB, PROMPT, Durable  # noqa: E402
+
+from bench.databases import (  # noqa: E402
+    FLOOR_DROP,
+    FLOOR_PARAMETERS,
+    FLOOR_SQL,
+    FLOOR_TABLES,
+    backend_cpu,
+)
 
 
 def main() -> None:
@@ -58,23 +68,25 @@ def main() -> None:
         def run(self, cursor, params):
             cursor.execute(checkpoint._STATEMENTS[False], params)
 
-    class Floor:  # one state row updated and one message row inserted, in one statement
+    class Floor:  # the state row updated and a row of the turn's messages inserted
         def __init__(self) -> None:
             with connection.cursor() as cursor:
                 cursor.execute(FLOOR_TABLES)
-            self.statement = Prepared.of("bench_floor", FLOOR_SQL, (
-                ("state", "jsonb"), ("id", "uuid"), ("content", "jsonb")))
+            self.statement = Prepared.of("bench_floor", FLOOR_SQL, FLOOR_PARAMETERS)
 
         def commit(self, write) -> tuple | None:  # its row, as commit_turn's Committed
-            id_, _, _, content = write.messages[0]
+            content = [{"role": role, "content": content}
+                       for _, _, role, content in write.messages]
             with connection.cursor() as cursor:
-                self.statement.run(cursor, {"state": json.dumps(write.state_json), "id": id_,
+                self.statement.run(cursor, {"state": json.dumps(write.state_json),
+                                            "id": write.messages[0][0],
                                             "content": json.dumps(content)})
                 return cursor.fetchone()
 
     floor = Floor()
     ways = {"prepared": checkpoint._TURN[False], "plain": Plain(), "floor": floor}
-    results: dict[str, tuple[list[float], list[float]]] = {w: ([], []) for w in ways}
+    results: dict[str, tuple[list[float], list[float], list[float]]] = {
+        w: ([], [], []) for w in ways}
     for n in range(len(ways) * a.rounds):
         way = list(ways)[n % len(ways)]
         session = durable.services.session_create(member=durable.member,
@@ -85,7 +97,7 @@ def main() -> None:
         if way != "floor":
             checkpoint._TURN[False] = ways[way]
         write_turn = floor.commit if way == "floor" else checkpoint.commit_turn
-        seq, wall, cpu = 2, [], []
+        seq, wall, cpu, client = 2, [], [], []
         for i in range(a.commits):
             w = template[i % len(template)]
             messages = [(time_ordered_uuid(), seq + j, role, content)
@@ -94,43 +106,28 @@ def main() -> None:
                                         epoch=run.epoch, expected_turn=i, turn=i + 1,
                                         messages=messages)
             pid = connection.connection.info.backend_pid
-            c0, t0 = _schedstat(pid), time.perf_counter()
+            c0, h0, t0 = backend_cpu(pid), time.thread_time(), time.perf_counter()
             assert write_turn(write) is not None
-            t1, c1 = time.perf_counter(), _schedstat(pid)
+            t1, h1, c1 = time.perf_counter(), time.thread_time(), backend_cpu(pid)
             seq += len(messages)
             if i >= 5:
                 wall.append(t1 - t0)
                 cpu.append(c1 - c0)
-        results[way][0].extend(wall)
-        results[way][1].extend(cpu)
+                client.append(h1 - h0)
+        for kept, new in zip(results[way], (wall, cpu, client), strict=True):
+            kept.extend(new)
     checkpoint._TURN[False] = ways["prepared"]
     with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE bench_floor_messages, bench_floor_state")
+        cursor.execute(FLOOR_DROP)
     print(f"hango commit benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  cpus {os.cpu_count()}"
           f"  load {os.getloadavg()[0]:.2f}")
     print(f"\n== one turn's commit, {a.rounds} rounds x {a.commits - 5} commits each way: ms, "
           "median (p10–p90) ==")
-    for way, (wall, cpu) in results.items():
-        print(f"{way:<9} wall {_q(wall)}   backend CPU {_q(cpu)}")
+    for way, (wall, cpu, client) in results.items():
+        print(f"{way:<9} wall {_q(wall)}   backend CPU {_q(cpu)}   this thread's CPU "
+              f"{_q(client)}")
     ratio = st.median(results["prepared"][0]) / st.median(results["floor"][0])
     print(f"\nhango's commit / the floor (median wall): {ratio:.2f}x")
-
-
-FLOOR_TABLES = """
-DROP TABLE IF EXISTS bench_floor_messages, bench_floor_state;
-CREATE TABLE bench_floor_state (id integer PRIMARY KEY, state jsonb NOT NULL);
-CREATE TABLE bench_floor_messages (id uuid PRIMARY KEY, content jsonb NOT NULL);
-INSERT INTO bench_floor_state VALUES (1, '{}');
-"""
-FLOOR_SQL = """
-WITH saved AS (UPDATE bench_floor_state SET state = %(state)s WHERE id = 1 RETURNING id)
-INSERT INTO bench_floor_messages SELECT %(id)s, %(content)s FROM saved RETURNING true
-"""
-
-
-def _schedstat(pid: int) -> float:
-    with open(f"/proc/{pid}/schedstat") as f:
-        return int(f.read().split()[0]) / 1e9
 
 
 def _q(xs: list[float]) -> str:

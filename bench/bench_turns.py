@@ -23,7 +23,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.databases import ensure_database  # noqa: E402
+from bench.databases import (  # noqa: E402
+    FLOOR_DROP,
+    FLOOR_PARAMETERS,
+    FLOOR_SQL,
+    FLOOR_TABLES,
+    backend_cpu,
+    ensure_database,
+)
+from hango_project.ids import time_ordered_uuid  # noqa: E402
 from harness.agent import AgentConfig, AgentSpec  # noqa: E402
 from harness.chain import Chain  # noqa: E402
 from harness.deps import RunDeps, StackConfig  # noqa: E402
@@ -36,10 +44,11 @@ from harness.stack import default_stack  # noqa: E402
 from harness.state import State, state_to_json  # noqa: E402
 from harness.stores import FileInfo  # noqa: E402
 from harness.tools import builtin_registry  # noqa: E402
+from runs.prepared import Prepared  # noqa: E402
 
 PEER_SCRIPT = ROOT.parent / "shared" / "bench" / "peer" / "bench_turns.py"
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench"
-MODES = ("inproc", "inproc+json", "durable")
+MODES = ("inproc", "inproc+json", "inproc+floor", "durable")
 TARGET_MS = {"inproc": 0.5, "durable": 1.0}
 TARGET_GROWTH = 1.1
 PEER_BEST = ("deepagents/pg-sync", 14.3)  # PostgreSQL checkpoint committed each step (README)
@@ -100,6 +109,8 @@ class Timed:
 class Keep:
     """Keeps nothing; with ``encode``, JSON-encodes what a durable checkpoint holds first."""
 
+    cpu = None
+
     def __init__(self, encode: bool) -> None:
         self.encode, self.bytes = encode, 0
 
@@ -107,6 +118,46 @@ class Keep:
         self.bytes += self.encode and len(json.dumps({
             "state": state_to_json(state), "events": result.events,
             "messages": [message_to_json(m) for m in result.messages]}))
+
+    def figures(self) -> dict:
+        return {"json_bytes": self.bytes} if self.encode else {}
+
+
+class Floor:
+    """Commits the floor of a durable checkpoint (``bench/databases.py``) at every turn: the
+    state and a row of the turn's messages, one prepared statement on a psycopg2 connection of
+    its own, in autocommit. The in-process harness with it is the least a durable turn of this
+    harness could cost on this machine."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg2
+
+        ensure_database(url)
+        self.connection = psycopg2.connect(url)
+        self.connection.autocommit = True
+        statement = Prepared.of("bench_floor", FLOOR_SQL, FLOOR_PARAMETERS)
+        with self.connection.cursor() as cursor:
+            cursor.execute(FLOOR_TABLES)
+            cursor.execute(statement.prepare)
+        self.execute = statement.execute
+
+    def checkpoint(self, state, result) -> None:
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.execute, (
+                json.dumps(state_to_json(state)), time_ordered_uuid(),
+                json.dumps([message_to_json(m) for m in result.messages])))
+            assert cursor.fetchone() is not None
+
+    def cpu(self) -> float:
+        return time.thread_time() + backend_cpu(self.connection.info.backend_pid)
+
+    def figures(self) -> dict:
+        return {}
+
+    def close(self) -> None:
+        with self.connection.cursor() as cursor:
+            cursor.execute(FLOOR_DROP)
+        self.connection.close()
 
 
 class MemoryStores:
@@ -131,21 +182,21 @@ class MemoryStores:
         pass
 
 
-def run_inproc(turns: int, encode: bool) -> dict:
+def run_inproc(turns: int, checkpointer: Keep | Floor) -> dict:
     spec = AgentSpec(id="bench", name="bench", model=f"scripted:workload-{turns}",
                      config=AgentConfig(max_turns=turns + 1))
     started = time.perf_counter()  # "pre" = building the loop + before_run, to the first call
     provider, model = resolve_provider(spec.model, ProviderSettings())
-    timed = Timed(provider)
+    timed = Timed(provider, cpu=checkpointer.cpu)
     stores = MemoryStores()
     deps = RunDeps(memory=stores, skills=stores, files=stores, summaries=None, provider=timed,
                    model=model, tools=tuple(builtin_registry().all()))
     loop = Loop(agent=spec, chain=Chain(default_stack(StackConfig(agent=spec, deps=deps))),
                 provider=timed, model=model, tools=builtin_registry().view(None))
     state = State(run_id=str(uuid.uuid4()), messages=[Message.user(PROMPT)])
-    step = loop.run(state, control=NeverCancel(), checkpointer=(checkpointer := Keep(encode)))
+    step = loop.run(state, control=NeverCancel(), checkpointer=checkpointer)
     assert isinstance(step, FinalOutput) and state.messages[-1].text == f"All {turns} steps done."
-    return timed.result(turns, started, **({"json_bytes": checkpointer.bytes} if encode else {}))
+    return timed.result(turns, started, **checkpointer.figures())
 
 
 # Per run: rows, pg_column_size (stored, after TOAST compression, as the peer counts) and the
@@ -159,11 +210,8 @@ RELATIONS_SQL = ("select sum(pg_total_relation_size(t::regclass)) "
 
 
 def thread_and_backend_cpu(connection) -> float:
-    """CPU seconds of this thread and of its PostgreSQL backend (the server's schedstat)."""
-    pid = connection.connection.info.backend_pid
-    with open(f"/proc/{pid}/schedstat") as f:
-        server = int(f.read().split()[0])
-    return (time.thread_time_ns() + server) / 1e9
+    """CPU seconds of this thread and of its PostgreSQL backend (Django's ``connection``)."""
+    return time.thread_time() + backend_cpu(connection.connection.info.backend_pid)
 
 
 class Durable:
@@ -274,6 +322,12 @@ def report(short, growth, turns, growth_turns, reps) -> None:
               f"{1e3 * med([r['pre'] for r in runs]):7.2f} "
               + (f"{med([per_turn_ms(r['cpu']) for r in runs]):7.3f}" if "cpu" in runs[0]
                  else f"{'':>7}"))
+    if "durable" in short and "inproc+floor" in short:
+        ours, least = (med([per_turn_ms(r["turns"]) for r in short[m]])
+                       for m in ("durable", "inproc+floor"))
+        print(f"durable / inproc+floor = {ours / least:.2f}x ({ours - least:+.3f} ms a turn): "
+              "hango's durable turn against the in-process harness committing the floor of a "
+              "checkpoint, measured in this run")
     if growth and growth_turns >= 10:
         ks = [k for k in (10, 100, 300) if k <= growth_turns]
         last = ks[-1]
@@ -338,8 +392,11 @@ def main() -> None:
     modes = [m for m in a.modes.split(",") if m]
     if unknown := set(modes) - set(MODES):
         ap.error(f"unknown modes {sorted(unknown)}; choose from {MODES}")
-    runners = {"inproc": lambda T, first: run_inproc(T, False),
-               "inproc+json": lambda T, first: run_inproc(T, True)}
+    runners = {"inproc": lambda T, first: run_inproc(T, Keep(False)),
+               "inproc+json": lambda T, first: run_inproc(T, Keep(True))}
+    floor = Floor(a.db) if "inproc+floor" in modes else None
+    if floor:
+        runners["inproc+floor"] = lambda T, first: run_inproc(T, floor)
     if "durable" in modes:
         runners["durable"] = Durable(a.db, {a.turns, a.growth_turns} - {0}).run
     for m in modes:  # warm-up: lazy imports, first queries, caches
@@ -348,6 +405,8 @@ def main() -> None:
     short = interleaved(runners, modes, a.turns, a.reps, f"T={a.turns}")
     growth = (interleaved(runners, modes, a.growth_turns, a.growth_reps, f"T={a.growth_turns}")
               if a.growth_turns else {})
+    if floor:
+        floor.close()
     print(f"hango turn benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  python "
           f"{sys.version.split()[0]}  cpus {os.cpu_count()}  load {os.getloadavg()[0]:.2f}")
     report(short, growth, a.turns, a.growth_turns, a.reps)
