@@ -75,12 +75,11 @@ def main() -> None:
             self.statement = Prepared.of("bench_floor", FLOOR_SQL, FLOOR_PARAMETERS)
 
         def commit(self, write) -> tuple | None:  # its row, as commit_turn's Committed
-            content = [{"role": role, "content": content}
-                       for _, _, role, content in write.messages]
+            turn = [{"role": role, "content": body} for _, _, role, body in write.messages]
             with connection.cursor() as cursor:
                 self.statement.run(cursor, {"state": json.dumps(write.state_json),
                                             "id": write.messages[0][0],
-                                            "content": json.dumps(content)})
+                                            "content": json.dumps(turn)})
                 return cursor.fetchone()
 
     floor = Floor()
