@@ -8,20 +8,20 @@ events and usage row — in rounds that alternate the three ways. Per commit: wa
 PostgreSQL backend's CPU (``/proc/<pid>/schedstat``); the first 5 commits of a round (the
 statement being prepared, custom plans) are left out.
 
-The floor (``bench/databases.py``) is the least a checkpoint that survives a crash can write:
-one prepared statement, its own transaction, updating one JSONB state row with this turn's
-state and inserting one row holding the turn's messages, on two tables of its own
-(``bench_floor_*``, dropped at the end) with a primary key each. It is one round trip and one
-WAL flush, as hango's commit is; what hango's costs above it is its rows (two messages, the
-events, the usage row), their indexes and the fence. This thread's CPU is shown too: the
-client's part of a commit (binding, the driver, the round trip's system calls).
+The floor (``bench/floor.py``, on a connection of its own) is the least a checkpoint that
+survives a crash can write: one prepared statement, its own transaction, updating one JSONB
+state row with this turn's state and inserting one row holding the turn's messages, on two
+tables of its own (``bench_floor_*``, dropped at the end) with a primary key each, through the
+bare driver. It is one round trip and one WAL flush, as hango's commit is; what hango's costs
+above it is its rows (two messages, the events, the usage row), their indexes and the fence.
+This thread's CPU is shown too: the client's part of a commit (binding, the driver, the round
+trip's system calls).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import statistics as st
 import sys
@@ -34,13 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench_turns import DEFAULT_DB, PROMPT, Durable  # noqa: E402
 
-from bench.databases import (  # noqa: E402
-    FLOOR_DROP,
-    FLOOR_PARAMETERS,
-    FLOOR_SQL,
-    FLOOR_TABLES,
-    backend_cpu,
-)
+from bench.databases import backend_cpu  # noqa: E402
+from bench.floor import Floor  # noqa: E402
 
 
 def main() -> None:
@@ -54,7 +49,6 @@ def main() -> None:
 
     from hango_project.ids import time_ordered_uuid
     from runs import checkpoint, worker
-    from runs.prepared import Prepared
     from runs.worker import claim_run
 
     writes = []
@@ -68,21 +62,12 @@ def main() -> None:
         def run(self, cursor, params):
             cursor.execute(checkpoint._STATEMENTS[False], params)
 
-    class Floor:  # the state row updated and a row of the turn's messages inserted
-        def __init__(self) -> None:
-            with connection.cursor() as cursor:
-                cursor.execute(FLOOR_TABLES)
-            self.statement = Prepared.of("bench_floor", FLOOR_SQL, FLOOR_PARAMETERS)
+    floor = Floor(a.db)
 
-        def commit(self, write) -> tuple | None:  # its row, as commit_turn's Committed
-            turn = [{"role": role, "content": body} for _, _, role, body in write.messages]
-            with connection.cursor() as cursor:
-                self.statement.run(cursor, {"state": json.dumps(write.state_json),
-                                            "id": write.messages[0][0],
-                                            "content": json.dumps(turn)})
-                return cursor.fetchone()
+    def floor_commit(write) -> tuple | None:  # its row, as commit_turn answers Committed
+        return floor.commit(write.state_json, write.messages[0][0], [
+            {"role": role, "content": body} for _, _, role, body in write.messages])
 
-    floor = Floor()
     ways = {"prepared": checkpoint._TURN[False], "plain": Plain(), "floor": floor}
     results: dict[str, tuple[list[float], list[float], list[float]]] = {
         w: ([], [], []) for w in ways}
@@ -95,7 +80,7 @@ def main() -> None:
         assert run is not None
         if way != "floor":
             checkpoint._TURN[False] = ways[way]
-        write_turn = floor.commit if way == "floor" else checkpoint.commit_turn
+        write_turn = floor_commit if way == "floor" else checkpoint.commit_turn
         seq, wall, cpu, client = 2, [], [], []
         for i in range(a.commits):
             w = template[i % len(template)]
@@ -104,7 +89,8 @@ def main() -> None:
             write = dataclasses.replace(w, run_id=run.pk, session_id=run.session_id,
                                         epoch=run.epoch, expected_turn=i, turn=i + 1,
                                         messages=messages)
-            pid = connection.connection.info.backend_pid
+            pid = (floor.backend_pid() if way == "floor"
+                   else connection.connection.info.backend_pid)
             c0, h0, t0 = backend_cpu(pid), time.thread_time(), time.perf_counter()
             assert write_turn(write) is not None
             t1, h1, c1 = time.perf_counter(), time.thread_time(), backend_cpu(pid)
@@ -116,8 +102,7 @@ def main() -> None:
         for kept, new in zip(results[way], (wall, cpu, client), strict=True):
             kept.extend(new)
     checkpoint._TURN[False] = ways["prepared"]
-    with connection.cursor() as cursor:
-        cursor.execute(FLOOR_DROP)
+    floor.close()
     print(f"hango commit benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  cpus {os.cpu_count()}"
           f"  load {os.getloadavg()[0]:.2f}")
     print(f"\n== one turn's commit, {a.rounds} rounds x {a.commits - 5} commits each way: ms, "

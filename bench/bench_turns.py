@@ -23,15 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.databases import (  # noqa: E402
-    FLOOR_DROP,
-    FLOOR_PARAMETERS,
-    FLOOR_SQL,
-    FLOOR_TABLES,
-    backend_cpu,
-    ensure_database,
-)
-from hango_project.ids import time_ordered_uuid  # noqa: E402
+from bench.databases import backend_cpu, ensure_database  # noqa: E402
+from bench.floor import Floor  # noqa: E402
 from harness.agent import AgentConfig, AgentSpec  # noqa: E402
 from harness.chain import Chain  # noqa: E402
 from harness.deps import RunDeps, StackConfig  # noqa: E402
@@ -44,7 +37,6 @@ from harness.stack import default_stack  # noqa: E402
 from harness.state import State, state_to_json  # noqa: E402
 from harness.stores import FileInfo  # noqa: E402
 from harness.tools import builtin_registry  # noqa: E402
-from runs.prepared import Prepared  # noqa: E402
 
 PEER_SCRIPT = ROOT.parent / "shared" / "bench" / "peer" / "bench_turns.py"
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench"
@@ -121,43 +113,6 @@ class Keep:
 
     def figures(self) -> dict:
         return {"json_bytes": self.bytes} if self.encode else {}
-
-
-class Floor:
-    """Commits the floor of a durable checkpoint (``bench/databases.py``) at every turn: the
-    state and a row of the turn's messages, one prepared statement on a psycopg2 connection of
-    its own, in autocommit. The in-process harness with it is the least a durable turn of this
-    harness could cost on this machine."""
-
-    def __init__(self, url: str) -> None:
-        import psycopg2
-
-        ensure_database(url)
-        self.connection = psycopg2.connect(url)
-        self.connection.autocommit = True
-        statement = Prepared.of("bench_floor", FLOOR_SQL, FLOOR_PARAMETERS)
-        with self.connection.cursor() as cursor:
-            cursor.execute(FLOOR_TABLES)
-            cursor.execute(statement.prepare)
-        self.execute = statement.execute
-
-    def checkpoint(self, state, result) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.execute(self.execute, (
-                json.dumps(state_to_json(state)), time_ordered_uuid(),
-                json.dumps([message_to_json(m) for m in result.messages])))
-            assert cursor.fetchone() is not None
-
-    def cpu(self) -> float:
-        return time.thread_time() + backend_cpu(self.connection.info.backend_pid)
-
-    def figures(self) -> dict:
-        return {}
-
-    def close(self) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.execute(FLOOR_DROP)
-        self.connection.close()
 
 
 class MemoryStores:
