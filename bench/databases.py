@@ -23,4 +23,3 @@ def backend_cpu(pid: int) -> float:
     """CPU seconds a PostgreSQL backend (a process of this machine) has run: its schedstat."""
     with open(f"/proc/{pid}/schedstat") as f:
         return int(f.read().split()[0]) / 1e9
-
