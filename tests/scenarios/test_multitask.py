@@ -90,11 +90,16 @@ def test_a_burst_of_enqueues_answers_every_message_in_the_order_posted(alice, ma
 @pytest.mark.slow
 def test_a_burst_of_interrupts_cancels_each_run_before_the_last_and_answers_the_last(
         alice, make_session, start_worker):
-    workers = [start_worker(name, HANGO_SCRIPTED_DELAY_MS=40) for name in ("w1", "w2")]
+    # A run takes five calls of 0.2 s; each wave of posts comes 0.6 s after the last, so the
+    # run a wave leaves is still running when the next arrives, and has 0.4 s to be claimed and
+    # end its first call: some run is then cancelled mid-run, however slow the machine is to
+    # hand a task to a worker (with 40 ms calls and 0.15 s waves, a claim later than ~0.1 s
+    # left every run cancelled before its first turn, and this test failing).
+    workers = [start_worker(name, HANGO_SCRIPTED_DELAY_MS=200) for name in ("w1", "w2")]
     session = make_session(alice)
     with ActiveWatch(session["id"]) as watch:
         answers = post_burst(alice, session["id"], "interrupt", threads=THREADS, per_thread=EACH,
-                             pause=0.15)
+                             pause=0.6)
         runs = wait_until_settled(session["id"])
     assert all(code == 202 for thread in answers for code, _ in thread), answers
     assert watch.most == 1 and watch.busy > 0, (watch.most, watch.busy, watch.reads)
