@@ -90,6 +90,13 @@ class HangoSettings(BaseSettings):
     """``postgres://user:pass@host:port/db`` (psycopg2); unset, a SQLite file in ``var_dir``."""
     database_conn_max_age: int = Field(60, validation_alias="DATABASE_CONN_MAX_AGE")
     """Seconds a database connection is kept open for reuse."""
+    database_pool_size: int = Field(10, ge=1)
+    """PostgreSQL connections each process may have open at once: its threads (a gevent
+    worker's runs, a gevent web process's requests) take one in turn and give it back after
+    each statement or transaction they need it for, before a model call or at a request's end."""
+    database_pool_timeout: float = Field(30, gt=0)
+    """Seconds a thread waits for one of its process's connections when all are in use, before
+    its statement fails as the database being unavailable would."""
     database_idle_in_transaction_seconds: float = Field(10, gt=0)
     """PostgreSQL ends a session that sits this long inside a transaction, releasing its locks:
     a process stopped mid-transaction (SIGSTOP, a VM pause) cannot hold a run's row and block

@@ -98,8 +98,15 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     idle_ms = round(HANGO.database_idle_in_transaction_seconds * 1000)
-    DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
-        f"-c idle_in_transaction_session_timeout={idle_ms}")
+    # PostgreSQL connections come from a bounded pool per process (hango_project/pgpool): a
+    # request or a task gives its connection back at its end (CONN_MAX_AGE 0), a run before
+    # each model call; the pool closes a connection older than DATABASE_CONN_MAX_AGE.
+    DATABASES["default"]["ENGINE"] = "hango_project.pgpool"
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        options=f"-c idle_in_transaction_session_timeout={idle_ms}",
+        pool_size=HANGO.database_pool_size, pool_timeout=HANGO.database_pool_timeout,
+        pool_max_age=HANGO.database_conn_max_age)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite: wait for a writer instead of failing at once when the quickstart's threads overlap;
     # a transaction takes the write lock as it begins (IMMEDIATE), or one that read first and then

@@ -60,10 +60,13 @@ EVENTS = [
 
 
 @pytest.fixture
-def twin_runs(tenant, other_tenant, make_session, hango_settings) -> tuple[Run, Run]:
+def twin_runs(tenant, other_tenant, make_session, hango_settings,
+              monkeypatch) -> tuple[Run, Run]:
     """Two runs made alike and claimed once (same turn, epoch, event_seq and lease owner), one
-    per tenant so that neither run's usage counts towards the other's quota."""
+    per tenant so that neither run's usage counts towards the other's quota. Nothing executes
+    them but the test."""
     hango_settings(run_inline=False, broker_url="")
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
     runs = []
     for owner_tenant, email in ((tenant, "alice@acme.test"), (other_tenant, "carol@globex.test")):
         Tenant.objects.filter(pk=owner_tenant.pk).update(token_quota=QUOTA)
@@ -176,9 +179,18 @@ def _prepared_statements() -> set[str]:
         return {name for (name,) in cursor.fetchall()}
 
 
+def _new_connection() -> None:
+    """End this thread's connection: the next statement runs on a new session (a pooled one
+    that ended, by its age or an error, is closed, not given to the next taker)."""
+    connection.ensure_connection()
+    connection.connection.close()
+    connection.close()
+
+
 def test_the_statement_is_prepared_once_per_connection(twin_runs):
     run, _ = twin_runs
     write = _turn(run)
+    _new_connection()
     with CaptureQueriesContext(connection) as first:
         assert checkpoint._commit_one_statement(write) is not None
     assert "hango_turn_release" in _prepared_statements()
@@ -198,8 +210,8 @@ def test_a_connection_that_lost_the_statement_prepares_it_again(twin_runs, lose)
     if lose == "deallocate":  # the server forgot it, the connection is the same
         with connection.cursor() as cursor:
             cursor.execute("DEALLOCATE ALL")
-    else:  # Django closed the connection (max age, an error): the next one is a new session
-        connection.close()
+    else:  # the connection ended (max age, an error): the next one is a new session
+        _new_connection()
     assert _prepared_statements() == set()
     second = {run.pk: replace(_turn(run), expected_turn=1, turn=2, calls=CALLS[1:], messages=[
         (uuid.uuid4(), 4, "assistant", ASSISTANT)]) for run in (sql_run, orm_run)}

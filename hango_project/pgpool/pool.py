@@ -1,0 +1,151 @@
+"""A bounded set of open PostgreSQL connections that a process's threads (a gevent worker's
+greenlets) take in turn: at most ``size`` are open, a thread holds one only between taking and
+giving it back, and a thread that finds all of them lent waits up to ``timeout`` seconds.
+
+It knows nothing of Django (:mod:`hango_project.pgpool.base` lends its connections to Django's
+connection objects) and takes nothing from the connection but its ``closed`` flag and, when it
+is given back, its transaction status: no query is sent to check a connection out. One that
+broke is seen broken at its next statement, closed when given back, and replaced on demand.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg2 import extensions
+
+Connect = Callable[[], Any]  # opens a new DB-API connection
+
+
+class PoolTimeout(Exception):
+    """Every connection stayed lent for ``timeout`` seconds."""
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    open: int  # connections open now, lent or idle
+    lent: int
+    peak: int  # the most open at once
+    opened: int  # connections opened since the pool began
+    waits: int  # takes that found every connection lent and waited
+
+
+@dataclass
+class _Idle:
+    raw: Any
+    opened_at: float
+
+
+class ConnectionPool:
+    """At most ``size`` connections; one given back while older than ``max_age`` seconds is
+    closed (the next take opens a fresh one), as one that broke or was given back in a failed
+    state. Idle connections are taken most recently used first: they have the statements
+    prepared on them and the server's caches warm."""
+
+    def __init__(self, *, size: int, timeout: float, max_age: float | None) -> None:
+        if size < 1:
+            raise ValueError("a connection pool holds at least one connection")
+        self.size, self.timeout, self.max_age = size, timeout, max_age
+        self._slots = threading.BoundedSemaphore(size)  # one per connection lent or opening
+        self._lock = threading.Lock()
+        self._idle: list[_Idle] = []
+        self._opened_at: dict[int, float] = {}  # id(raw) → when, for every open connection
+        self._lent = self._peak = self._opened = self._waits = 0
+        # Set in a forked child on its parent's pool: what it lent is the parent's, and is
+        # kept as it is when given back (closing it would end the parent's session).
+        self.inherited = False
+        self._kept: list[Any] = []
+
+    def take(self, connect: Connect) -> tuple[Any, bool]:
+        """A connection, and whether it is new (opened by ``connect`` for this take)."""
+        if not self._slots.acquire(blocking=False):
+            with self._lock:
+                self._waits += 1
+            if not self._slots.acquire(timeout=self.timeout):
+                raise PoolTimeout(
+                    f"all {self.size} database connections of this process stayed in use for "
+                    f"{self.timeout:g} s (HANGO_DATABASE_POOL_SIZE, HANGO_DATABASE_POOL_TIMEOUT)")
+        stale: list[_Idle] = []
+        try:
+            with self._lock:
+                while self._idle:
+                    idle = self._idle.pop()
+                    if not idle.raw.closed and not self._too_old(idle.opened_at):
+                        self._lent += 1
+                        return idle.raw, False
+                    self._opened_at.pop(id(idle.raw), None)
+                    stale.append(idle)
+            raw = connect()
+        except BaseException:
+            self._slots.release()
+            raise
+        finally:
+            for entry in stale:
+                _close(entry.raw)
+        with self._lock:
+            self._opened_at[id(raw)] = time.monotonic()
+            self._lent += 1
+            self._opened += 1
+            self._peak = max(self._peak, len(self._opened_at))
+        return raw, True
+
+    def give(self, raw: Any, *, reuse: bool = True) -> None:
+        """Take back a connection :meth:`take` lent; it is closed instead of kept when
+        ``reuse`` is false, when it broke, or when it is too old."""
+        if self.inherited:
+            self._kept.append(raw)
+            return
+        try:
+            with self._lock:
+                opened_at = self._opened_at.get(id(raw), 0.0)
+            if reuse and not self._too_old(opened_at) and _reset(raw):
+                with self._lock:
+                    self._idle.append(_Idle(raw, opened_at))
+                    self._lent -= 1
+                return
+            with self._lock:
+                self._opened_at.pop(id(raw), None)
+                self._lent -= 1
+            _close(raw)
+        finally:
+            self._slots.release()
+
+    def _too_old(self, opened_at: float) -> bool:
+        return self.max_age is not None and time.monotonic() - opened_at >= self.max_age
+
+    def close_idle(self) -> None:
+        """Close every idle connection (a test database about to be dropped, say)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            for entry in idle:
+                self._opened_at.pop(id(entry.raw), None)
+        for entry in idle:
+            _close(entry.raw)
+
+    def stats(self) -> PoolStats:
+        with self._lock:
+            return PoolStats(open=len(self._opened_at), lent=self._lent, peak=self._peak,
+                             opened=self._opened, waits=self._waits)
+
+
+def _reset(raw: Any) -> bool:
+    """Make a connection fit for its next taker (no transaction left open); False if it is not."""
+    if raw.closed:
+        return False
+    try:
+        if raw.info.transaction_status != extensions.TRANSACTION_STATUS_IDLE:
+            raw.rollback()
+        return bool(raw.info.transaction_status == extensions.TRANSACTION_STATUS_IDLE)
+    except Exception:  # noqa: BLE001 (a connection that fails here is closed, whatever it raised)
+        return False
+
+
+def _close(raw: Any) -> None:
+    try:
+        raw.close()
+    except Exception:  # noqa: BLE001,S110 (already broken: nothing more to do with it)
+        pass

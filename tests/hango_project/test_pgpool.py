@@ -1,0 +1,181 @@
+"""The process's pool of PostgreSQL connections (hango_project/pgpool), on the test database:
+bounded, waited for, reused as they were left (statements prepared, no transaction open),
+a broken or old one replaced; and Django's connections lent by it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg2
+import pytest
+from django.db import OperationalError, connection
+
+from hango_project.pgpool import release
+from hango_project.pgpool.pool import ConnectionPool, PoolTimeout
+from runs.prepared import Prepared
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _opener():
+    params = connection.get_connection_params()
+    opened = []
+
+    def connect():
+        raw = psycopg2.connect(**params)
+        raw.autocommit = True
+        opened.append(raw)
+        return raw
+
+    return connect, opened
+
+
+def _backend(raw) -> int:
+    with raw.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def test_at_most_size_connections_open_and_a_taker_waits_for_one_given_back():
+    connect, opened = _opener()
+    pool = ConnectionPool(size=2, timeout=5, max_age=None)
+    first, _ = pool.take(connect)
+    second, _ = pool.take(connect)
+    got = []
+    waiting = threading.Thread(target=lambda: got.append(pool.take(connect)))
+    waiting.start()
+    time.sleep(0.2)
+    assert not got and pool.stats().waits == 1  # all lent: it waits
+    pool.give(first)
+    waiting.join(2)
+    assert got == [(first, False)]  # the one given back, not a third
+    assert len(opened) == 2 and pool.stats().peak == 2
+    for raw in (second, first):
+        pool.give(raw)
+    pool.close_idle()
+
+
+def test_a_taker_that_waits_too_long_is_told_which_settings_bound_it():
+    connect, _ = _opener()
+    pool = ConnectionPool(size=1, timeout=0.2, max_age=None)
+    raw, _ = pool.take(connect)
+    started = time.monotonic()
+    with pytest.raises(PoolTimeout, match="HANGO_DATABASE_POOL_SIZE"):
+        pool.take(connect)
+    assert 0.2 <= time.monotonic() - started < 1
+    pool.give(raw)
+    assert pool.take(connect) == (raw, False)  # the slot was not lost
+    pool.give(raw)
+    pool.close_idle()
+
+
+def test_a_connection_comes_back_without_the_transaction_its_taker_left_open():
+    connect, _ = _opener()
+    pool = ConnectionPool(size=1, timeout=1, max_age=None)
+    raw, _ = pool.take(connect)
+    raw.autocommit = False
+    with raw.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    assert raw.info.transaction_status != psycopg2.extensions.TRANSACTION_STATUS_IDLE
+    pool.give(raw)
+    again, new = pool.take(connect)
+    assert again is raw and not new
+    assert raw.info.transaction_status == psycopg2.extensions.TRANSACTION_STATUS_IDLE
+    pool.give(raw)
+    pool.close_idle()
+
+
+def test_a_broken_or_old_connection_is_replaced_not_lent_again():
+    connect, opened = _opener()
+    pool = ConnectionPool(size=1, timeout=1, max_age=None)
+    raw, _ = pool.take(connect)
+    raw.close()  # as a server restart or a dropped socket leaves it
+    pool.give(raw)
+    fresh, new = pool.take(connect)
+    assert new and fresh is not raw and pool.stats().open == 1
+    pool.give(fresh)
+    pool.max_age = 0.1
+    time.sleep(0.15)
+    newer, new = pool.take(connect)
+    assert new and newer is not fresh and fresh.closed  # too old: closed, not lent
+    time.sleep(0.15)
+    pool.give(newer)
+    assert newer.closed and pool.stats().open == 0  # too old by the time it came back
+    assert len(opened) == 3
+
+
+def test_django_connections_are_lent_by_the_pool_and_keep_their_prepared_statements():
+    statement = Prepared.of("hango_pool_probe", "SELECT %(n)s::integer + 1", (("n", "integer"),))
+    with connection.cursor() as cursor:
+        statement.run(cursor, {"n": 1})
+        assert cursor.fetchone() == (2,)
+        cursor.execute("SELECT pg_backend_pid()")
+        mine = cursor.fetchone()[0]
+    release()
+    assert connection.connection is None
+    seen = []
+
+    def other_thread() -> None:  # a greenlet of a gevent worker is such a thread
+        from django.db import connection as theirs
+
+        try:
+            with theirs.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid(), name FROM pg_prepared_statements")
+                seen.extend(cursor.fetchall())
+                statement.run(cursor, {"n": 41})
+                seen.append(cursor.fetchone())
+        finally:
+            theirs.close()
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    thread.join()
+    assert (mine, "hango_pool_probe") in seen  # the same server session, as it was left
+    assert seen[-1] == (42,)
+
+
+def test_release_keeps_a_connection_inside_a_transaction():
+    from django.db import transaction
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        raw = connection.connection
+        release()
+        assert connection.connection is raw  # the transaction's, until it ends
+    release()
+    assert connection.connection is None
+
+
+def test_a_statement_waiting_longer_than_the_pool_timeout_fails_as_an_outage(monkeypatch):
+    # A pool of one connection (its own: the parameters differ), held by another thread.
+    options = connection.settings_dict["OPTIONS"]
+    for key, value in (("pool_size", 1), ("pool_timeout", 0.2),
+                       ("application_name", "pool-timeout-test")):
+        monkeypatch.setitem(options, key, value)
+    connection.close()
+    holding, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        from django.db import connection as theirs
+
+        with theirs.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        holding.set()
+        done.wait(5)
+        theirs.close()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert holding.wait(5)
+        started = time.monotonic()
+        with pytest.raises(OperationalError, match="stayed in use"):
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        assert time.monotonic() - started < 1
+    finally:
+        done.set()
+        thread.join()
+        connection.close()
