@@ -18,6 +18,7 @@ from agents.stores import DbMemoryStore, DbSkillStore, Guard
 from context.stores import DbOverrideStore
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
+from hango_project.pgpool import release as release_connection
 from hango_project.sql import fetch, uuid_param
 from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain
@@ -30,6 +31,7 @@ from harness.providers import resolve_provider, split_model
 from harness.providers.base import Provider, ProviderSettings, Unavailable
 from harness.providers.budgeted import Budget, Budgeted
 from harness.providers.models import context_window
+from harness.providers.releasing import Releasing
 from harness.serde import content_from_json
 from harness.stack import default_stack
 from harness.state import State, state_from_json
@@ -137,6 +139,8 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         # Assembling a request needs no key: the inspector works before one is configured.
         name, model = split_model(spec.model)
         provider = Unavailable(name=name, reason=str(exc))
+    # The call goes out without the database connection: a run waiting on its model holds none.
+    provider = Releasing(provider, release_connection)
     if budget is not None:
         provider = Budgeted(provider, budget, tokenizer)
     guard = claim.hold if claim is not None else None

@@ -4,8 +4,9 @@ A lease is short (a dead worker's run is picked up again quickly) yet must outla
 that takes minutes, so it is renewed in the background every third of its length. One thread per
 run cost each run a thread start — the run waited for the new thread to be scheduled, 1–3 ms of
 its start on a busy machine — a join at its end and a database connection of its own. Here one
-daemon thread per process, started on first use (again after a fork), renews each held lease
-with its one connection; a run only adds itself to the set and takes itself out.
+daemon thread per process (a greenlet in a gevent worker), started on first use (again after a
+fork), renews each held lease, holding a connection only while it does; a run only adds itself
+to the set and takes itself out.
 """
 
 from __future__ import annotations
@@ -77,10 +78,9 @@ class _Renewer:
                 if not self._renew(run_id, epoch):
                     control.superseded = True  # the loop stops at its next check
                     self.remove(run_id, epoch)
-            if not held:
-                # No lease to keep: hold no connection (and no server process) while idle. A
-                # run shorter than a beat never makes this thread open one.
-                connection.close()
+            # Hold no connection between beats: with a pool (PostgreSQL) it goes back for the
+            # runs to use; a run shorter than a beat never makes this thread take one.
+            connection.close()
 
     @staticmethod
     def _renew(run_id: uuid.UUID, epoch: int) -> bool:

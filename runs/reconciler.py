@@ -64,6 +64,8 @@ class ReconcilerThread:
         except Exception:  # a database outage, say: the next pass tries again
             log.exception("reconciler pass failed; next one in %ss", self.interval)
             return
+        finally:
+            connection.close()  # back to its pool between passes (PostgreSQL)
         if sent:
             log.info("reconciler re-enqueued %d runs", sent)
 
