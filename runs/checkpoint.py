@@ -61,6 +61,27 @@ class Claim:
             raise Superseded(f"run {self.run_id} is no longer held under epoch {self.epoch}")
 
 
+_POLL = Prepared.of(
+    "hango_poll", f"SELECT cancel_requested, epoch = %(epoch)s AND status = %(running)s "
+    f"FROM {Run._meta.db_table} WHERE id = %(run)s",
+    (("run", "uuid"), ("epoch", "bigint"), ("running", "text")))
+
+
+def poll(claim: Claim) -> tuple[bool, bool]:
+    """Whether the run's cancel was asked for, and whether ``claim`` still holds it: one
+    prepared statement (a run polls before its tools after every model call)."""
+    if connection.vendor != "postgresql":
+        row = (Run.objects.filter(pk=claim.run_id)
+               .values_list("cancel_requested", "epoch", "status").first())
+        return (row is not None and row[0],
+                row is not None and row[1:] == (claim.epoch, RunStatus.RUNNING))
+    with connection.cursor() as cursor:
+        _POLL.run(cursor, {"run": claim.run_id, "epoch": claim.epoch,
+                           "running": RunStatus.RUNNING})
+        found = cursor.fetchone()
+    return (False, False) if found is None else (bool(found[0]), bool(found[1]))
+
+
 def take_over(run: Run) -> None:
     """Fence out whoever holds a locked run (the caller saves it): its epoch advances and its
     lease is cleared, so a stalled holder's next commit, store write or event is refused."""

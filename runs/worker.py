@@ -44,6 +44,7 @@ from runs.checkpoint import (
     cancel_unheld,
     commit_turn,
     finish_run,
+    poll,
 )
 from runs.claims import claim_unheld
 from runs.events import EVENT_MESSAGE, append_events, status_event
@@ -160,11 +161,9 @@ class DbControl:
     def cancel_requested(self) -> bool:
         due = time.monotonic() - self._checked >= hango().cancel_poll_seconds
         if not (self.flag or self.superseded) and due:
-            row = (Run.objects.filter(pk=self.claim.run_id)
-                   .values_list("cancel_requested", "epoch", "status").first())
-            held = row is not None and row[1:] == (self.claim.epoch, RunStatus.RUNNING)
+            asked, held = poll(self.claim)
             self.superseded = not held
-            self.observed(row is not None and row[0])
+            self.observed(asked)
         return self.flag or self.superseded
 
 
