@@ -10,8 +10,10 @@ runs apart.) Without it — the embedded quickstart, where runs execute on a thr
 process — the channel lives in this process (:class:`LocalHub`), and only followers served by
 the process running the model see the deltas.
 
-Publishing is fire and forget: a delta is one PUBLISH written to the publishing thread's own
-connection, its reply not waited for, never retried. Connecting (or a write that blocks) is
+Publishing is fire and forget: a delta is one PUBLISH written to one of the process's
+:data:`PUBLISH_CONNECTIONS` connections (the same one for every delta of a run, so they stay in
+order), its reply not waited for, never retried. A worker running a thousand runs at once still
+holds that many connections to Redis, not one per run. Connecting (or a write that blocks) is
 bounded by ``HANGO_LIVE_PUBLISH_TIMEOUT``; after a failure this process drops every delta for
 :data:`PAUSE_SECONDS`, so a Redis outage slows a run by at most one timeout per pause and never
 fails it. A follower whose subscription fails, or breaks, goes on with the durable events
@@ -43,6 +45,7 @@ PAUSE_SECONDS = 5.0  # how long a process drops deltas after a failed publish
 READ_REPLIES_EVERY = 32  # a publisher reads the replies that have arrived every so many sends
 MAX_UNANSWERED = 4_096  # publishes without a reply after which Redis counts as hung
 FOLLOWER_BACKLOG = 10_000  # deltas an in-process follower may fall behind before losing some
+PUBLISH_CONNECTIONS = 4  # a process's connections to publish on, each shared by its runs
 
 
 def channel(run_id: uuid.UUID | str) -> str:
@@ -154,9 +157,10 @@ LOCAL = LocalHub()
 
 
 class RedisHub:
-    """Channels in Redis pub/sub. Each thread that publishes has a connection of its own, on
-    which a PUBLISH is written and not waited for (:class:`_Publisher`): the run's thread pays
-    one socket write per delta, no round trip, and no other thread competes with it."""
+    """Channels in Redis pub/sub. A channel is published on one of :data:`PUBLISH_CONNECTIONS`
+    connections, chosen by its name, on which a PUBLISH is written and not waited for
+    (:class:`_Publisher`): the run pays one socket write per delta, no round trip; a lock keeps
+    two runs' writes on one connection from interleaving."""
 
     def __init__(self, url: str, timeout: float) -> None:
         self.timeout = timeout
@@ -167,7 +171,7 @@ class RedisHub:
         parts = urlsplit(url)
         self._where = f"{parts.hostname}:{parts.port or 6379}" if parts.hostname else parts.path
         self._paused_until = 0.0
-        self._mine = threading.local()
+        self._slots = [_Slot() for _ in range(PUBLISH_CONNECTIONS)]
 
     @property
     def paused(self) -> bool:
@@ -178,19 +182,25 @@ class RedisHub:
             if time.monotonic() < self._paused_until:
                 return
             self._paused_until = 0.0
-        publisher: _Publisher | None = getattr(self._mine, "publisher", None)
-        try:
-            if publisher is None or publisher.pid != os.getpid():  # a forked child: its own
-                publisher = self._mine.publisher = _Publisher(self._pool.get_connection())
-            publisher.send(channel, payload)
-        except (redis.RedisError, OSError) as exc:  # whatever Redis does, the run goes on
-            self._mine.publisher = None
-            if publisher is not None:
-                publisher.connection.disconnect()
-                self._pool.release(publisher.connection)  # type: ignore[arg-type]  # the pool made it
-            self._paused_until = time.monotonic() + PAUSE_SECONDS
-            log.warning("live deltas are dropped for %.0f s: publishing to Redis at %s failed "
-                        "(%s)", PAUSE_SECONDS, self._where, type(exc).__name__)
+        slot = self.slot(channel)
+        with slot.lock:
+            publisher = slot.publisher
+            try:
+                if publisher is None or publisher.pid != os.getpid():  # a forked child: its own
+                    publisher = slot.publisher = _Publisher(self._pool.get_connection())
+                publisher.send(channel, payload)
+            except (redis.RedisError, OSError) as exc:  # whatever Redis does, the run goes on
+                slot.publisher = None
+                if publisher is not None:
+                    publisher.connection.disconnect()
+                    self._pool.release(publisher.connection)  # type: ignore[arg-type]  # the pool made it
+                self._paused_until = time.monotonic() + PAUSE_SECONDS
+                log.warning("live deltas are dropped for %.0f s: publishing to Redis at %s "
+                            "failed (%s)", PAUSE_SECONDS, self._where, type(exc).__name__)
+
+    def slot(self, channel: str) -> _Slot:
+        """Where ``channel`` is published: the same connection for all of it."""
+        return self._slots[hash(channel) % len(self._slots)]
 
     def subscribe(self, channel: str) -> Subscription:
         pubsub = self._client.pubsub()
@@ -208,6 +218,12 @@ class RedisHub:
                         "%s failed (%s)", self._where, type(exc).__name__)
             return Silent()
         return _RedisSubscription(pubsub, self._where)
+
+
+class _Slot:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.publisher: _Publisher | None = None
 
 
 class _Publisher:
@@ -275,3 +291,8 @@ class Silent:
 @lru_cache(maxsize=4)
 def _redis_hub(url: str, timeout: float) -> RedisHub:
     return RedisHub(url, timeout)
+
+
+# A forked child makes hubs of its own: a slot's lock may have been held by another thread of
+# the parent as it forked, and the parent's connections are the parent's.
+os.register_at_fork(after_in_child=_redis_hub.cache_clear)

@@ -131,7 +131,8 @@ def test_a_publish_does_not_wait_for_its_reply_and_replies_are_read_later(redis_
         # Redis has answered those 100: the next read (at the 128th send) takes their replies.
         for index in range(100, 128):
             redis_hub.publish("hango:run:pipelined:deltas", str(index))
-        assert redis_hub._mine.publisher.unanswered <= 28
+        publisher = redis_hub.slot("hango:run:pipelined:deltas").publisher
+        assert publisher is not None and publisher.unanswered <= 28
     finally:
         follower.close()
 
