@@ -114,6 +114,13 @@ class HangoSettings(BaseSettings):
     is unreachable or hung (a refused connection fails at once); the run is stored anyway, and
     the reconciler sends it later. Keep it above one second: a worker's idle poll of Redis
     answers after one second."""
+    worker_concurrency: int = Field(1000, ge=1)
+    """Runs a worker process advances at once (its gevent pool's size); the queue holds the
+    rest. A run waiting on its model costs a greenlet and its state, no connection."""
+    tenant_fair_share: int = Field(20, ge=1)
+    """Runs of one tenant, queued or running, whose tasks go at the normal priority; the
+    tenant's runs past that go behind every normal one, so another tenant's new run does not
+    wait behind one tenant's backlog (:mod:`runs.fairness`)."""
     visibility_timeout: int = 3600
     """Seconds after which Redis redelivers an unacknowledged task; must exceed the longest task,
     one run slice plus one turn."""

@@ -182,10 +182,15 @@ SPECTACULAR_SETTINGS = {
 # Celery. No broker URL → no broker: run work executes in-process (the quickstart).
 CELERY_BROKER_URL = HANGO.broker_url or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not HANGO.broker_url
+# kombu's Redis transport, taking the next task at once when a busy worker's slot frees
+# (hango_project/broker.py says why).
+if HANGO.broker_url.startswith(("redis://", "rediss://", "unix://")):
+    CELERY_BROKER_TRANSPORT = "hango_project.broker:Transport"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_CONCURRENCY = HANGO.worker_concurrency
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

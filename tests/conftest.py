@@ -248,7 +248,7 @@ def worker_processes(tmp_path, transactional_db):
     test. :func:`start_worker` starts them on the suite's Redis."""
     started: list[WorkerProcess] = []
 
-    def _start(name: str, broker: str, *, pool: str = "solo", **env: str) -> WorkerProcess:
+    def _start(name: str, broker: str, *, pool: str = "gevent", **env: str) -> WorkerProcess:
         worker = WorkerProcess(name, broker, tmp_path, env={k: str(v) for k, v in env.items()},
                                pool=pool)
         started.append(worker)
@@ -263,7 +263,7 @@ def worker_processes(tmp_path, transactional_db):
 def start_worker(broker, worker_processes):
     """Start real worker processes on the suite's Redis (``start_worker("w2", HANGO_…=1)``)."""
 
-    def _start(name: str = "w1", *, pool: str = "solo", **env: str) -> WorkerProcess:
+    def _start(name: str = "w1", *, pool: str = "gevent", **env: str) -> WorkerProcess:
         return worker_processes(name, broker, pool=pool, **env)
 
     return _start

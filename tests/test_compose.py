@@ -152,6 +152,9 @@ def test_worker_runs_celery_like_make_worker_without_beat():
     worker = compose()["services"]["worker"]["command"]
     (make_worker,) = make_recipe("worker")
     assert worker[:4] == make_worker[:4] == ["celery", "-A", "hango_project", "worker"]
+    # Runs in flight are greenlets: the pool is named on the command line, where Celery sees it
+    # before anything is imported (it monkey-patches then), never left to a setting.
+    assert option(worker, "--pool") == option(make_worker, "--pool") == "gevent"
     # Each worker runs the reconciler on a thread of its own; an embedded beat would only be a
     # second process that outlives a killed worker, and its tasks wait behind the run tasks.
     for command in (worker, make_worker):

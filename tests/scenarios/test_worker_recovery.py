@@ -19,7 +19,9 @@ SHORT_TIMES = {"HANGO_RUN_LEASE_SECONDS": LEASE, "HANGO_RECONCILE_SECONDS": INTE
                # No queued run here is old enough to count as lost: only the dead worker's is
                # stranded.
                "HANGO_RECONCILE_GRACE_SECONDS": 600,
-               "HANGO_SCRIPTED_DELAY_MS": 150, "HANGO_DEFAULT_MAX_TURNS": 200}
+               "HANGO_SCRIPTED_DELAY_MS": 150, "HANGO_DEFAULT_MAX_TURNS": 200,
+               # One slot each: every slot busy, the run queue long.
+               "HANGO_WORKER_CONCURRENCY": 1}
 
 
 def start_run(caller, agent_id: str) -> str:

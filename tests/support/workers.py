@@ -40,15 +40,19 @@ def worker_environment(broker_url: str, env: dict[str, str]) -> dict[str, str]:
 
 
 class WorkerProcess:
-    """``celery worker`` as its own process group, logging to a file the test can read."""
+    """``celery worker`` as its own process group, logging to a file the test can read: by
+    default as ``make worker`` runs it (the gevent pool, ``HANGO_WORKER_CONCURRENCY`` runs at
+    once); another pool takes one task at a time."""
 
     def __init__(self, name: str, broker_url: str, log_dir: Path, *, env: dict[str, str],
-                 pool: str = "solo") -> None:
+                 pool: str = "gevent") -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         cmd = [sys.executable, "-m", "celery", "-A", "hango_project", "worker",
-               "--pool", pool, "--concurrency", "1", "--loglevel", "INFO",
+               "--pool", pool, "--loglevel", "INFO",
                "--hostname", f"{name}@%h", "--without-mingle", "--without-gossip"]
+        if pool != "gevent":
+            cmd += ["--concurrency", "1"]
         full_env = worker_environment(broker_url, env)
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=self._log,

@@ -1,0 +1,3 @@
+# The part of psycogreen that hango calls (it ships no type information).
+
+def patch_psycopg() -> None: ...
