@@ -32,7 +32,7 @@ from django.db import (
 from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
-from runs import worker
+from runs import fairness, worker
 from runs.worker import Outcome
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def enqueue_run(run_id: uuid.UUID | str) -> None:
     if hango().run_inline:
         transaction.on_commit(lambda: _execute_locally(run_id, close=False))
     elif hango().broker_url:
-        transaction.on_commit(lambda: send_run(run_id))
+        transaction.on_commit(lambda: send_run(run_id, priority=_priority(run_id)))
     else:
         transaction.on_commit(lambda: _local_executor().submit(_execute_locally, run_id))
 
@@ -58,6 +58,18 @@ def enqueue_run(run_id: uuid.UUID | str) -> None:
 # starve.
 PRIORITY_NORMAL = 3
 PRIORITY_RECOVERED = 0
+# A tenant's runs past its fair share go behind every other run (runs/fairness.py).
+PRIORITY_BEHIND = 6
+
+
+def _priority(run_id: str) -> int:
+    try:
+        behind = fairness.over_fair_share(run_id)
+    except (InterfaceError, OperationalError):  # the run is stored: send it, at worst unfairly
+        log.warning("run %s goes at the normal priority: its tenant's share was not read",
+                    run_id)
+        return PRIORITY_NORMAL
+    return PRIORITY_BEHIND if behind else PRIORITY_NORMAL
 
 
 def send_run(run_id: str, *, priority: int = PRIORITY_NORMAL) -> bool:
