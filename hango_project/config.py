@@ -183,7 +183,11 @@ class HangoSettings(BaseSettings):
     run_inline: bool = False
     """Run work synchronously when its transaction commits (tests of the API without a worker)."""
     event_poll_seconds: float = 0.5
-    """How often the run event stream polls for new events."""
+    """How often a run's event stream polls for new events when it follows no live channel
+    (runs do not stream, or its Redis is away)."""
+    event_live_poll_seconds: float = Field(5, gt=0)
+    """With a live channel a stream reads new events when told of them (the worker's, or a
+    request's, marker on the run's channel), and polls this often in case a marker was lost."""
     event_stream_max_seconds: int = 300
     """How long one event stream lasts (clients reconnect with Last-Event-ID)."""
 

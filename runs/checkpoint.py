@@ -32,6 +32,7 @@ from harness import approvals
 from harness.errors import Superseded
 from harness.messages import ModelUsage, Role, ToolUseBlock, Usage
 from harness.serde import content_from_json, content_to_json
+from runs import live
 from runs.events import EVENT_MESSAGE, EVENT_STATUS, append_events, status_event
 from runs.models import Message, Run, RunEvent, RunStatus
 from runs.prepared import Prepared
@@ -246,6 +247,7 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
         row = cursor.fetchone()
     if row is None:
         return None
+    live.events_added(write.run_id)
     # The statement's snapshot does not see its own inserts: add this turn's tokens.
     used = None if row[1] is None else int(row[1]) + write.usage.total
     return Committed(cancel_requested=bool(row[0]), quota_used=used)

@@ -11,6 +11,7 @@ from django.db import connection
 
 from accounts.models import QuotaHold, Tenant
 from agents.models import Agent
+from runs import live
 from runs.events import EVENT_STATUS
 from runs.models import Run, RunEvent, RunStatus, Session
 from runs.prepared import Prepared
@@ -76,6 +77,7 @@ def claim_unheld(run_id: uuid.UUID | str, owner: str, lease_expires_at: datetime
         return None
     values = iter(row)
     run, agent, session, tenant = (_loaded(model, values) for model, _ in _CLAIMED)
+    live.events_added(run.pk)  # a queued run's status event (a later slice's claim has none)
     session.tenant = tenant
     run.agent, run.session = agent, session
     return run

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.db import transaction
+
+from runs import live
 from runs.models import Run, RunEvent
 
 EVENT_STATUS = "run.status"
@@ -13,11 +16,14 @@ EVENT_MESSAGE = "message.created"
 
 
 def append_events(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEvent]:
-    """Insert events for ``run``, which the caller has locked and saves (``event_seq`` moves)."""
+    """Insert events for ``run``, which the caller has locked and saves (``event_seq`` moves);
+    its followers are told once they are committed."""
     rows = []
     for event_type, data in events:
         run.event_seq += 1
         rows.append(RunEvent(run=run, seq=run.event_seq, type=event_type, data=data))
+    run_id = run.pk
+    transaction.on_commit(lambda: live.events_added(run_id))
     return RunEvent.objects.bulk_create(rows)
 
 

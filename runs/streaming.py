@@ -8,6 +8,12 @@ the follower was away are gone: the ``message.created`` events it then receives 
 text). The stream subscribes before its first poll, so once it is open nothing of the run is
 missed.
 
+Between two polls the stream waits on the run's channel. Following a live one, it polls when
+the run's worker, or a request, marks new events there (a turn committed, a status changed:
+:func:`runs.live.events_added`), and every ``HANGO_EVENT_LIVE_POLL_SECONDS`` should a marker be
+lost; without one, every ``HANGO_EVENT_POLL_SECONDS``. It holds no database connection between
+its reads: a thousand streams open on a gevent web process share its pool.
+
 On one stream a turn's deltas come after the events of the turns before it and before its own
 events. Deltas travel apart from the commit (Redis, sent by a thread of the worker), so one may
 arrive after its turn is committed: a stream about to send the events of a turn it has deltas
@@ -20,15 +26,17 @@ at once, since the turns before it are committed (:class:`_Follower`).
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
 from hango_project.config import hango
+from hango_project.pgpool import release as release_connection
 from runs import live, selectors
 from runs.models import UNFINISHED_RUN_STATUSES, Run, RunEvent
 from runs.serializers import RunEventOutput
@@ -54,9 +62,60 @@ class EventStreamRenderer(BaseRenderer):
 
 
 def durable_frame(event: RunEvent) -> str:
-    """A run event's frame, its data the event as the JSON page has it."""
-    payload = json.dumps(RunEventOutput(event).data)
-    return f"id: {event.seq}\nevent: {event.type}\ndata: {payload}\n\n"
+    """A run event's frame, its data the event as the JSON page has it (made once per event
+    object: the streams that read it together share it)."""
+    frame: str | None = getattr(event, "_frame", None)
+    if frame is None:
+        payload = json.dumps(RunEventOutput(event).data)
+        frame = event._frame = f"id: {event.seq}\nevent: {event.type}\ndata: {payload}\n\n"  # type: ignore[attr-defined]
+    return frame
+
+
+class _SharedReads:
+    """The reads of a run's events that its streams on this process make at once, made once:
+    a stream whose read (the run, the seq after which) is already under way, begun after the
+    marker that woke it, takes that read's events. Twenty people watching one run cost one
+    read a turn, not twenty."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._under_way: dict[tuple[uuid.UUID, int], _Read] = {}
+
+    def once(self, key: tuple[uuid.UUID, int], woken: float,
+             read: Callable[[], list[RunEvent]]) -> list[RunEvent]:
+        with self._lock:
+            current = self._under_way.get(key)
+            joined = current is not None and current.began >= woken
+            if not joined:
+                current = self._under_way[key] = _Read()
+        assert current is not None
+        if joined:
+            current.done.wait()
+            if current.error is None:
+                return current.events
+            return read()  # the read it joined failed: its own says why
+        try:
+            current.events = read()
+            return current.events
+        except BaseException as exc:
+            current.error = exc
+            raise
+        finally:
+            with self._lock:
+                if self._under_way.get(key) is current:
+                    del self._under_way[key]
+            current.done.set()
+
+
+class _Read:
+    def __init__(self) -> None:
+        self.began = time.monotonic()
+        self.done = threading.Event()
+        self.events: list[RunEvent] = []
+        self.error: BaseException | None = None
+
+
+_reads = _SharedReads()
 
 
 def delta_frame(payload: str) -> str:
@@ -82,6 +141,8 @@ class _Follower:
         self.held: list[tuple[int, str]] = []  # (turn, frame) taken, in the order received
         self.open: set[int] = set()  # turns with deltas taken and no end marker yet
         self.idle_since = time.monotonic()
+        self.woken = 0.0  # when the run's last marker reached this process: a read begun
+        # before it may not see what it marks
 
     def frames(self) -> Iterator[str]:
         knobs = hango()
@@ -99,7 +160,11 @@ class _Follower:
                 self.partial = True
             if events:
                 self.idle_since = time.monotonic()
-                continue
+                # Read on at once after a full batch, or on a stream that is told of nothing;
+                # a live one waits for the run's next marker: its batch held every event of
+                # the turns up to the run's turn as of it.
+                if self.partial or not self.deltas.live:
+                    continue
             if status not in UNFINISHED_RUN_STATUSES:
                 return
             if self.held:  # a later turn's delta: its earlier turns are committed by now
@@ -107,7 +172,8 @@ class _Follower:
             if time.monotonic() - self.idle_since > KEEP_ALIVE_SECONDS:
                 yield ": keep-alive\n\n"
                 self.idle_since = time.monotonic()
-            yield from self.live(knobs.event_poll_seconds)
+            yield from self.live(knobs.event_live_poll_seconds if self.deltas.live
+                                 else knobs.event_poll_seconds)
 
     def poll(self) -> tuple[list[RunEvent], str | None, int]:
         """The next events, and the run's status and turn as of them (one statement: every
@@ -115,27 +181,37 @@ class _Follower:
         later turn). Without new events, the run's status and turn (read after the events, so
         read again when the run has moved on since the events were read: a commit between
         the two reads)."""
-        if events := self.events():
-            return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
-        row = Run.objects.filter(pk=self.run_id).values_list("status", "turn").first()
-        status, turn = row if row is not None else (None, self.shown_turn)
-        # Finished, or a turn committed, since the read above? Its events are in now.
-        if (status not in UNFINISHED_RUN_STATUSES or turn != self.shown_turn) \
-                and (events := self.events()):
-            return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
-        return [], status, turn
+        try:
+            if events := self.events():
+                return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
+            row = Run.objects.filter(pk=self.run_id).values_list("status", "turn").first()
+            status, turn = row if row is not None else (None, self.shown_turn)
+            # Finished, or a turn committed, since the read above? Its events are in now.
+            if (status not in UNFINISHED_RUN_STATUSES or turn != self.shown_turn) \
+                    and (events := self.events()):
+                return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
+            return [], status, turn
+        finally:
+            release_connection()  # a stream holds no connection between its reads
 
     def events(self) -> list[RunEvent]:
-        return selectors.run_events_after(run_id=self.run_id, after=self.after, limit=BATCH,
-                                          with_run=True)
+        return _reads.once((self.run_id, self.after), self.woken, lambda: (
+            selectors.run_events_after(run_id=self.run_id, after=self.after, limit=BATCH,
+                                       with_run=True)))
 
     def live(self, seconds: float) -> Iterator[str]:
         """The deltas of the turn being written that arrive within ``seconds`` (the wait
-        until the next poll); the first delta of a later turn ends the wait."""
+        until the next poll); the run's marker of new events, or the first delta of a later
+        turn, ends the wait."""
         until = time.monotonic() + seconds
         while (left := until - time.monotonic()) > 0:
             payload = self.deltas.get(left)
-            if payload is None or (turn := self.take(payload)) is None:
+            if payload is None:
+                continue
+            if live.is_events_marker(payload):
+                self.woken = self.deltas.arrived
+                return  # they are committed: poll them now
+            if (turn := self.take(payload)) is None:
                 continue
             if turn != self.shown_turn + 1:
                 return  # the turns before it are committed: poll them first
