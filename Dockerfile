@@ -34,4 +34,5 @@ USER hango
 RUN DJANGO_SECRET_KEY=collectstatic-only-not-a-secret python manage.py collectstatic --noinput
 
 EXPOSE 8000
-CMD ["gunicorn", "hango_project.wsgi", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]
+# As make serve: requests are greenlets (gevent), so an event stream holds no worker while it waits.
+CMD ["gunicorn", "hango_project.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2", "--worker-class", "gevent", "--worker-connections", "2000", "--access-logfile", "-"]

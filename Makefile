@@ -43,10 +43,13 @@ quickstart: install
 	@echo "Serving on http://127.0.0.1:$(PORT) (Ctrl-C stops)."
 	@$(EMBEDDED) $(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload
 
-# The full stack without Docker: PostgreSQL + Redis from the environment.
+# The full stack without Docker: PostgreSQL + Redis from the environment. Each gunicorn worker
+# serves its requests as greenlets (gevent), so a run's event stream, open for minutes, holds
+# neither a worker nor a database connection while it waits.
 serve: install
 	$(PY) manage.py migrate --noinput
-	$(PY) -m gunicorn hango_project.wsgi --bind 127.0.0.1:$(PORT) --workers 2
+	$(PY) -m gunicorn hango_project.wsgi --bind 127.0.0.1:$(PORT) --workers 2 \
+	  --worker-class gevent --worker-connections 2000
 
 # One process runs up to HANGO_WORKER_CONCURRENCY runs at once, each a greenlet (the gevent
 # pool) that holds no database connection while its model call is out (docs/architecture.md,

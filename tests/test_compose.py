@@ -140,6 +140,10 @@ def test_web_migrates_then_serves_gunicorn_like_make_serve():
     assert migrate == make_migrate == ["manage.py", "migrate", "--noinput"]
     assert serve[:2] == make_serve[:2] == ["gunicorn", "hango_project.wsgi"]
     assert option(serve, "--workers") == option(make_serve, "--workers")
+    # Requests are greenlets: an event stream holds no worker while it waits.
+    for name in ("--worker-class", "--worker-connections"):
+        assert option(serve, name) == option(make_serve, name)
+    assert option(serve, "--worker-class") == "gevent"
     # Inside its container gunicorn listens on every interface, on the port published and
     # probed by the healthcheck.
     host, port = option(serve, "--bind").rsplit(":", 1)

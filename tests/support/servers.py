@@ -42,10 +42,12 @@ class GunicornProcess:
     """``gunicorn hango_project.wsgi`` as its own process group on a free port, on the database
     at ``database_url``, logging to a file; ``env`` adds to (or overrides) the environment, e.g.
     ``HANGO_MAX_BODY_BYTES``; ``threads`` above 1 serves that many requests at once (gthread),
-    e.g. several event streams."""
+    e.g. several event streams; ``worker_class="gevent"`` serves them as ``make serve`` does,
+    as greenlets."""
 
     def __init__(self, log_dir: Path, *, database_url: str,
-                 env: dict[str, str] | None = None, threads: int = 1) -> None:
+                 env: dict[str, str] | None = None, threads: int = 1,
+                 worker_class: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"gunicorn-{self.port}.log"
@@ -63,6 +65,7 @@ class GunicornProcess:
             [sys.executable, "-m", "gunicorn", "hango_project.wsgi", "--bind",
              f"127.0.0.1:{self.port}", "--workers", "1", "--threads", str(threads),
              "--timeout", "60",
+             *(["--worker-class", worker_class] if worker_class else []),
              "--no-control-socket"],  # the default socket is one per user, shared
             cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True)
