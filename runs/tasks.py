@@ -46,7 +46,7 @@ def enqueue_run(run_id: uuid.UUID | str) -> None:
     if hango().run_inline:
         transaction.on_commit(lambda: _execute_locally(run_id, close=False))
     elif hango().broker_url:
-        transaction.on_commit(lambda: send_run(run_id, priority=_priority(run_id)))
+        transaction.on_commit(lambda: send_run(run_id, priority=fair_priority(run_id)))
     else:
         transaction.on_commit(lambda: _local_executor().submit(_execute_locally, run_id))
 
@@ -62,7 +62,9 @@ PRIORITY_RECOVERED = 0
 PRIORITY_BEHIND = 6
 
 
-def _priority(run_id: str) -> int:
+def fair_priority(run_id: str) -> int:
+    """The priority a run is sent at: the normal one, or behind it when its tenant is past its
+    fair share (:mod:`runs.fairness`)."""
     try:
         behind = fairness.over_fair_share(run_id)
     except (InterfaceError, OperationalError):  # the run is stored: send it, at worst unfairly

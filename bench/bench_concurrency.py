@@ -1,0 +1,324 @@
+"""Runs in flight under real model latency: N runs of the shared workload at once, each model
+call taking ``--latency-ms``, on one worker as ``make worker`` starts it (the gevent pool), and
+the peers (langchain ``create_agent`` and deepagents on asyncio, a pool of 20 PostgreSQL
+connections) on the same runs in the same invocation. Prints figures only; how to run it and
+the targets: README.md ("Runs in flight").
+
+hango's runs are queued as a post leaves them (session, user message, queued run and its
+status event, written in bulk beforehand: posting is not what is measured), then handed to the
+worker as a post hands them over, one task each (``runs.tasks.send_run`` at the run's fair
+priority), the clock starting at the first. The worker (:mod:`bench.concurrency_app`) stamps
+each run's first model call; the runs' ``finished_at`` end the clock. While they go the
+benchmark samples the runs in flight, the worker's PostgreSQL connections and its RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics as st
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.databases import ensure_database  # noqa: E402
+from tests.support.servers import stop_group  # noqa: E402
+
+DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_concurrency"
+DEFAULT_BROKER = "redis://127.0.0.1:6379/10"
+FIRST_CALLS_KEY = "bench:first-calls"
+WORKER_APP = "hango-bench-worker"  # the worker's connections by name (libpq reads PGAPPNAME)
+PEER_SCRIPT = ROOT / "bench" / "peer_concurrency.py"
+PEERS = ("create_agent", "deepagents")
+PROMPT = "Run the benchmark task. #"
+# The issue's targets, as ratios to the ideal time (the calls' latency alone) or per run.
+TARGET_WALL = {1000: 1.3, 5000: 2.0}
+TARGET_CONNECTIONS, TARGET_RSS_MIB, TARGET_FIRST_P99 = 40, 0.2, 1.0
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
+
+
+class Hango:
+    def __init__(self, db: str, broker: str, turns: int, latency_ms: int, concurrency: int,
+                 pool_size: int) -> None:
+        ensure_database(db)
+        self.env = {"DATABASE_URL": db, "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0",
+                    "BENCH_WORKLOAD_TURNS": str(turns), "BENCH_FIRST_CALLS_KEY": FIRST_CALLS_KEY,
+                    "HANGO_SCRIPTED_DELAY_MS": str(latency_ms),
+                    "HANGO_WORKER_CONCURRENCY": str(concurrency),
+                    "HANGO_DATABASE_POOL_SIZE": str(pool_size),
+                    "HANGO_DEFAULT_MAX_TURNS": str(turns + 1)}
+        os.environ.update(self.env)
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
+        import django
+
+        django.setup()
+        import redis
+        from django.core.management import call_command
+        from django.db import connection
+
+        from accounts.services import tenant_bootstrap
+        from agents.services import agent_create
+
+        call_command("migrate", verbosity=0)
+        self.redis = redis.Redis.from_url(broker)
+        self.connection = connection
+        self.turns = turns
+        member = tenant_bootstrap(tenant_name=f"bench-concurrency-{time.time_ns()}",
+                                  email=f"bench-{time.time_ns()}@concurrency.test").api_key.member
+        self.member = member
+        self.agent = agent_create(member=member, data={
+            "name": f"workload-{turns}", "model": f"scripted:workload-{turns}",
+            "config": {"max_turns": turns + 1}})
+        self.worker: subprocess.Popen | None = None
+        self.log_path = ""
+
+    # -- the worker ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.redis.delete("runs", FIRST_CALLS_KEY, "unacked", "unacked_index")
+        log = tempfile.NamedTemporaryFile("w+", prefix="bench-concurrency-", suffix=".log",
+                                          delete=False)
+        cmd = [sys.executable, "-m", "celery", "-A", "bench.concurrency_app", "worker",
+               "--pool", "gevent", "--loglevel", "INFO", "-Q", "runs",
+               "--hostname", f"bench-{os.getpid()}@%h", "--without-mingle", "--without-gossip"]
+        self.worker = subprocess.Popen(
+            cmd, cwd=ROOT, env={**os.environ, **self.env, "PGAPPNAME": WORKER_APP},
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.log_path = log.name
+        deadline = time.monotonic() + 60
+        while " ready." not in Path(self.log_path).read_text():
+            if self.worker.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"worker did not start:\n{Path(self.log_path).read_text()}")
+            time.sleep(0.1)
+        self.execute(self.queue(3), sample=False)  # warm: imports, the prepared statements
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            stop_group(self.worker, timeout=30)
+            self.worker = None
+
+    def rss_mib(self) -> float:
+        assert self.worker is not None
+        with open(f"/proc/{self.worker.pid}/status") as f:
+            return int(next(x for x in f if x.startswith("VmRSS:")).split()[1]) / 1024
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def queue(self, n: int) -> list[str]:
+        """n runs as message_post leaves them (its rows, in bulk; no task sent)."""
+        from django.db import transaction
+
+        from runs.events import status_event
+        from runs.models import Message, Run, RunEvent, RunStatus, Session
+        from runs.services import user_content
+
+        tag = time.time_ns()
+        sessions = [Session(tenant_id=self.member.tenant_id, agent_id=self.agent.pk,
+                            member=self.member) for _ in range(n)]
+        runs = [Run(session=s, agent_id=self.agent.pk, status=RunStatus.QUEUED, event_seq=1)
+                for s in sessions]
+        with transaction.atomic():
+            Session.objects.bulk_create(sessions, batch_size=1000)
+            Run.objects.bulk_create(runs, batch_size=1000)
+            Message.objects.bulk_create([
+                Message(session=s, seq=1, role="user", run=r,
+                        content=user_content(f"{PROMPT}{tag}-{k}"))
+                for k, (s, r) in enumerate(zip(sessions, runs, strict=True))], batch_size=1000)
+            RunEvent.objects.bulk_create([
+                RunEvent(run=r, seq=1, type=status_event(r)[0], data=status_event(r)[1])
+                for r in runs], batch_size=1000)
+        self.tags = {f"{tag}-{k}": str(r.pk) for k, r in enumerate(runs)}
+        return [str(r.pk) for r in runs]
+
+    def execute(self, run_ids: list[str], *, sample: bool = True) -> dict:
+        from runs import tasks
+        from runs.models import Run, RunStatus
+
+        finished = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+        samples: dict[str, list[float]] = {"running": [], "connections": [], "rss": []}
+        done = threading.Event()
+
+        def sampler() -> None:
+            import psycopg2
+
+            conn = psycopg2.connect(os.environ["DATABASE_URL"])
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                while not done.is_set():
+                    cur.execute("SELECT count(*) FILTER (WHERE status = 'running') FROM runs")
+                    samples["running"].append(cur.fetchone()[0])
+                    cur.execute("SELECT count(*) FROM pg_stat_activity "
+                                "WHERE application_name = %s", [WORKER_APP])
+                    samples["connections"].append(cur.fetchone()[0])
+                    samples["rss"].append(self.rss_mib())
+                    done.wait(0.2)
+            conn.close()
+
+        idle_rss = self.rss_mib()
+        thread = threading.Thread(target=sampler, daemon=True)
+        if sample:
+            thread.start()
+        sent: dict[str, float] = {}
+        started = time.time()
+        for run_id in run_ids:
+            sent[run_id] = time.time()
+            tasks.send_run(run_id, priority=tasks.fair_priority(run_id))
+        handed_over = time.time() - started
+        while True:
+            left = Run.objects.filter(pk__in=run_ids).exclude(status__in=finished).count()
+            if not left:
+                break
+            if self.worker is not None and self.worker.poll() is not None:
+                raise SystemExit(f"the worker died; its log: {self.log_path}")
+            time.sleep(0.2)
+        done.set()
+        if sample:
+            thread.join()
+        rows = list(Run.objects.filter(pk__in=run_ids).values_list("status", "turn",
+                                                                    "finished_at"))
+        firsts = {}
+        for raw in self.redis.lrange(FIRST_CALLS_KEY, 0, -1):
+            tag, at = raw.decode().split()
+            if tag in self.tags:
+                firsts[self.tags[tag]] = float(at)
+        self.redis.delete(FIRST_CALLS_KEY)
+        bad = [status for status, _, _ in rows if status != RunStatus.COMPLETED]
+        if bad:
+            raise SystemExit(f"{len(bad)} runs did not complete ({set(bad)}); log "
+                             f"{self.log_path}")
+        wall = max(f.timestamp() for _, _, f in rows) - started
+        to_first = [firsts[r] - sent[r] for r in run_ids if r in firsts]
+        most = max(samples["running"], default=0)
+        return {"runs": len(run_ids), "calls": self.turns + 1, "wall": wall,
+                "handed_over": handed_over, "most_in_flight": most,
+                "turns_per_s": sum(t for _, t, _ in rows) / wall,
+                "connections_peak": max(samples["connections"], default=0),
+                "rss_idle_mib": idle_rss, "rss_peak_mib": max(samples["rss"], default=idle_rss),
+                "first_p50": st.median(to_first) if to_first else float("nan"),
+                "first_p99": pct(to_first, 99), "first_stamps": len(to_first)}
+
+
+def run_peer(python: str, agent: str, runs: int, turns: int, latency_ms: int) -> dict | None:
+    cmd = [python, str(PEER_SCRIPT), "--agent", agent, "--runs", str(runs), "--turns",
+           str(turns), "--latency-ms", str(latency_ms), "--pool", "20"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"peer {agent} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}",
+              flush=True)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="10,100,1000,5000", help="runs at once, comma-separated")
+    ap.add_argument("--turns", type=int, default=4,
+                    help="tool turns of the workload; a run makes turns + 1 model calls")
+    ap.add_argument("--latency-ms", type=int, default=2000, help="each model call's latency")
+    ap.add_argument("--reps", type=int, default=1, help="rounds of every size")
+    ap.add_argument("--concurrency", type=int, default=0,
+                    help="HANGO_WORKER_CONCURRENCY (default: the largest size)")
+    ap.add_argument("--pool-size", type=int, default=10, help="HANGO_DATABASE_POOL_SIZE")
+    ap.add_argument("--db", default=os.environ.get("BENCH_CONCURRENCY_DATABASE_URL", DEFAULT_DB))
+    ap.add_argument("--broker", default=os.environ.get("BENCH_BROKER_URL", DEFAULT_BROKER),
+                    help="a Redis database of the benchmark's own (its run queue is emptied)")
+    ap.add_argument("--peer", help="the python of a venv with the peer packages: run them too")
+    ap.add_argument("--peers", default=",".join(PEERS))
+    ap.add_argument("--json", help="write the raw results here")
+    a = ap.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",")]
+    hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency or max(sizes),
+                  a.pool_size)
+    results: list[dict] = []
+    for rep in range(a.reps):
+        for n in sizes:
+            # ours and the peers' alternate; each gets the machine alone
+            order = ["hango", *(a.peers.split(",") if a.peer else [])]
+            order = order[rep % len(order):] + order[:rep % len(order)]
+            for system in order:
+                if system == "hango":
+                    hango.start()
+                    try:
+                        row = hango.execute(hango.queue(n))
+                    finally:
+                        hango.stop()
+                    row["config"] = (f"hango/gevent-{hango.env['HANGO_WORKER_CONCURRENCY']}/"
+                                     f"pool-{a.pool_size}")
+                else:
+                    row = run_peer(a.peer, system, n, a.turns, a.latency_ms)
+                if row is not None:
+                    row.update(system=system, n=n, rep=rep)
+                    results.append(row)
+                print(f"rep {rep + 1}/{a.reps} n={n} {system} done", file=sys.stderr,
+                      flush=True)
+    report(a, results)
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+
+
+def _rss_per_run(row: dict) -> float:
+    return (row["rss_peak_mib"] - row["rss_idle_mib"]) / max(1, row["most_in_flight"])
+
+
+def report(a: argparse.Namespace, results: list[dict]) -> None:
+    ideal = (a.turns + 1) * a.latency_ms / 1000
+    print(f"hango concurrency benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  cpus "
+          f"{os.cpu_count()}  load {os.getloadavg()[0]:.2f}  {a.turns + 1} model calls a run "
+          f"x {a.latency_ms} ms (ideal {ideal:.1f} s)")
+    print("\nmedians over rounds (min-max where more than one):")
+    head = (f"{'system':<40} {'runs':>5} {'in flight':>9} {'wall/ideal':>16} {'turns/s':>8} "
+            f"{'PG conns':>8} {'MiB/run':>8} {'first p50':>9} {'first p99':>9}")
+    print(head)
+    for n in sorted({r["n"] for r in results}):
+        for system in dict.fromkeys(r["system"] for r in results):
+            rows = [r for r in results if r["n"] == n and r["system"] == system]
+            if not rows:
+                continue
+
+            def med(key: str, rows: list[dict] = rows) -> float:
+                return st.median(r[key] for r in rows)
+
+            walls = [r["wall"] / ideal for r in rows]
+            spread = f" ({min(walls):.2f}-{max(walls):.2f})" if len(walls) > 1 else ""
+            per_run = st.median(_rss_per_run(r) for r in rows)
+            print(f"{rows[0]['config']:<40} {n:>5} {med('most_in_flight'):>9.0f} "
+                  f"{st.median(walls):>7.2f}{spread:<9} {med('turns_per_s'):>8.0f} "
+                  f"{med('connections_peak'):>8.0f} {per_run:>8.3f} {med('first_p50'):>9.3f} "
+                  f"{med('first_p99'):>9.3f}")
+    print("\ntargets (hango):")
+    for n, target in TARGET_WALL.items():
+        rows = [r for r in results if r["n"] == n and r["system"] == "hango"]
+        if rows:
+            wall = st.median(r["wall"] / ideal for r in rows)
+            print(f"  {n} runs within {target}x ideal: {wall:.2f} -> "
+                  f"{'yes' if wall <= target else 'NO'}")
+    ours = [r for r in results if r["system"] == "hango"]
+    if ours:
+        conns = max(r["connections_peak"] for r in ours)
+        rss = max((_rss_per_run(r) for r in ours if r["n"] >= 100), default=0.0)
+        print(f"  <= {TARGET_CONNECTIONS} PostgreSQL connections (the worker's, every size): "
+              f"{conns} -> {'yes' if conns <= TARGET_CONNECTIONS else 'NO'}")
+        print(f"  <= {TARGET_RSS_MIB} MiB worker RSS per run in flight (100 runs or more): "
+              f"{rss:.3f} -> {'yes' if rss <= TARGET_RSS_MIB else 'NO'}")
+        at = [r for r in ours if r["n"] == 1000]
+        if at:
+            p99 = st.median(r["first_p99"] for r in at)
+            print(f"  first model call p99 <= {TARGET_FIRST_P99} s at 1000: {p99:.3f} -> "
+                  f"{'yes' if p99 <= TARGET_FIRST_P99 else 'NO'}")
+        handed = ", ".join(f"{r['n']}: {r['handed_over']:.2f} s" for r in ours)
+        print(f"  (handing the runs over, one task each: {handed})")
+
+
+if __name__ == "__main__":
+    main()
