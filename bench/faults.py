@@ -4,8 +4,10 @@ non-zero when a target is missed. How to run it and what it checks: README.md.
 
 It starts everything it uses, privately, and tears it all down at the end (also on an error or
 Ctrl-C): PostgreSQL and Redis on free ports in a temporary directory, the web app under
-gunicorn, N Celery workers (prefork, each running the reconciler), with short lease and reconcile
-settings.
+gunicorn, N Celery workers (as make worker starts them: the gevent pool, each running the
+reconciler), with short lease and reconcile settings. Under gevent a worker is one process, so
+killing "the process holding a run" kills the worker and every run it holds: ``kill_child``
+applies to the prefork pool alone (``--pool prefork``).
 """
 
 from __future__ import annotations
@@ -40,8 +42,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=50, help="runs at least (default 50)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--workers", type=int, default=3, help="Celery worker processes")
-    ap.add_argument("--concurrency", type=int, default=2, help="pool processes per worker")
+    ap.add_argument("--workers", type=int, default=3, help="Celery workers")
+    ap.add_argument("--pool", choices=["gevent", "prefork"], default="gevent",
+                    help="their pool (default gevent, as make worker)")
+    ap.add_argument("--concurrency", type=int, default=2,
+                    help="runs at once per worker (gevent), or its pool processes (prefork)")
     ap.add_argument("--active", type=int, default=0,
                     help="jobs kept active at once (default: workers x concurrency)")
     ap.add_argument("--steps", default="6-12", help="steps per job, a range (default 6-12)")
@@ -53,13 +58,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--grace", type=int, default=3, help="HANGO_RECONCILE_GRACE_SECONDS")
     ap.add_argument("--outage", type=float, default=3.0, help="seconds Redis/PostgreSQL stay down")
     for kind, n in PLAN_DEFAULTS.items():
-        ap.add_argument(f"--{kind.replace('_', '-')}", type=int, default=n, dest=kind,
-                        help=f"how many {kind} faults (default {n})")
+        ap.add_argument(f"--{kind.replace('_', '-')}", type=int, default=None, dest=kind,
+                        help=f"how many {kind} faults (default {n}; kill_child 0 under gevent)")
     ap.add_argument("--timeout", type=float, default=900, help="give up after this many seconds")
     ap.add_argument("--json", type=Path, help="write every figure and problem to this file")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = ap.parse_args(argv)
     args.active = args.active or args.workers * args.concurrency
+    for kind, n in PLAN_DEFAULTS.items():
+        if getattr(args, kind) is None:
+            setattr(args, kind, 0 if kind == "kill_child" and args.pool == "gevent" else n)
+    if args.pool == "gevent" and args.kill_child:
+        ap.error("--kill-child needs --pool prefork: a gevent worker has no pool processes")
     return args
 
 
@@ -110,7 +120,7 @@ class Stack:
 
     def add_worker(self) -> Worker:
         return Worker(f"w{len(self.workers) + 1}", env=self.env, log_dir=self.root,
-                      concurrency=self.args.concurrency)
+                      concurrency=self.args.concurrency, pool=self.args.pool)
 
     def _stop_workers(self) -> None:
         for worker in self.workers:
@@ -222,8 +232,8 @@ def figures(args: argparse.Namespace, outcome: dict[str, Any]) -> dict[str, Any]
         "error": repr(injector.error) if injector.error else None,
         "seconds": round(outcome["seconds"], 1),
         "settings": {k: getattr(args, k) for k in (
-            "seed", "runs", "workers", "concurrency", "active", "steps", "delay_ms", "lease",
-            "reconcile", "grace", "outage")},
+            "seed", "runs", "workers", "pool", "concurrency", "active", "steps", "delay_ms",
+            "lease", "reconcile", "grace", "outage")},
     }
 
 

@@ -2,10 +2,11 @@
 
 A private PostgreSQL (``initdb`` + ``pg_ctl`` in a temporary directory, on a free port) and a
 private ``redis-server``, so restarting them disturbs nobody else on the machine; the web app
-under gunicorn (as ``make serve`` runs it); Celery workers with the prefork pool (as ``make
-worker`` runs them: the reconciler is a thread of each one's main process, no beat) on hango's
-app with the suite's model (``bench/fault_app.py``). Every process runs in a process group of
-its own, so a worker's pool children can be stalled and killed with it. :class:`Worker` also
+under gunicorn (as ``make serve`` runs it: gevent workers); Celery workers as ``make worker``
+runs them (the gevent pool, each worker's runs greenlets of its one process; the reconciler a
+thread of it, no beat), or with the prefork pool, on hango's app with the suite's model
+(``bench/fault_app.py``). Every process runs in a process group of its own, so a worker's pool
+children, if it has any, are stalled and killed with it. :class:`Worker` also
 serves the fast scenario test, which brings its own database and Redis.
 """
 
@@ -107,20 +108,21 @@ class Process:
 
 
 class Worker(Process):
-    """``celery worker`` with the prefork pool, as ``make worker`` runs it; ``beat=True`` adds
-    the embedded beat workers ran before the reconciler moved into them (it has nothing left to
-    schedule: only to compare what a ``kill -9`` leaves)."""
+    """``celery worker`` as ``make worker`` runs it (``pool="gevent"``: ``concurrency`` runs at
+    once in its one process), or with the prefork pool (``concurrency`` child processes);
+    ``beat=True`` adds the embedded beat workers ran before the reconciler moved into them (it
+    has nothing left to schedule: only to compare what a ``kill -9`` leaves)."""
 
     def __init__(self, name: str, *, env: dict[str, str], log_dir: Path, concurrency: int = 2,
-                 beat: bool = False) -> None:
+                 pool: str = "gevent", beat: bool = False) -> None:
         self.schedule = log_dir / f"{name}-beat-schedule"
         cmd = [sys.executable, "-m", "celery", "-A", "bench.fault_app", "worker",
-               "--loglevel", "INFO", "--concurrency", str(concurrency),
+               "--pool", pool, "--loglevel", "INFO", "--concurrency", str(concurrency),
                "--hostname", f"{name}@%h", "--without-mingle", "--without-gossip"]
         if beat:
             cmd += ["--beat", "--schedule", str(self.schedule)]
         super().__init__(name, cmd, env={**env, "PYTHONUNBUFFERED": "1"}, log_dir=log_dir)
-        self.concurrency, self.beat = concurrency, beat
+        self.concurrency, self.pool, self.beat = concurrency, pool, beat
         self.beat_pid: int | None = None
         self.killed: set[int] = set()
 
@@ -133,7 +135,8 @@ class Worker(Process):
         wait_until(ready, timeout=timeout, what=f"worker {self.name} ready", every=0.1)
         # The embedded beat is the child that holds no pipe (its title says nothing without
         # setproctitle, and its schedule file is not held open).
-        expected = self.concurrency + (1 if self.beat else 0)
+        runners = 1 if self.pool == "gevent" else self.concurrency
+        expected = runners + (1 if self.beat else 0)
         wait_until(lambda: len(self.processes()) >= expected, timeout=30,
                    what=f"the processes of {self.name}")
         if self.beat:
@@ -142,11 +145,13 @@ class Worker(Process):
         return self
 
     def processes(self) -> list[int]:
-        """The main process's live children: the pool's (and an embedded beat's)."""
-        return children(self.pid)
+        """The live processes that run its runs — its main one under gevent, the pool's
+        children under prefork — and an embedded beat."""
+        kids = children(self.pid)
+        return [self.pid, *kids] if self.pool == "gevent" and alive(self.pid) else kids
 
     def kill(self, pid: int) -> None:
-        """SIGKILL one process of this worker (a pool child, or the main process)."""
+        """SIGKILL one process of this worker (the main process, or a pool child)."""
         os.kill(pid, signal.SIGKILL)
         self.killed.add(pid)
 
@@ -240,12 +245,13 @@ class Redis:
 
 
 class Web(Process):
-    """The API under gunicorn, as ``make serve`` runs it."""
+    """The API under gunicorn, as ``make serve`` runs it (gevent workers)."""
 
     def __init__(self, *, env: dict[str, str], log_dir: Path, workers: int = 2) -> None:
         self.port = free_port()
         cmd = [sys.executable, "-m", "gunicorn", "hango_project.wsgi", "--bind",
-               f"127.0.0.1:{self.port}", "--workers", str(workers), "--timeout", "60"]
+               f"127.0.0.1:{self.port}", "--workers", str(workers), "--timeout", "60",
+               "--worker-class", "gevent", "--worker-connections", "2000"]
         super().__init__("web", cmd, env=env, log_dir=log_dir)
 
     @property
