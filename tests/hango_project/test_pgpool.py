@@ -105,6 +105,23 @@ def test_a_broken_or_old_connection_is_replaced_not_lent_again():
     assert len(opened) == 3
 
 
+def test_an_idle_connection_its_server_ended_is_replaced_without_a_failed_statement():
+    connect, opened = _opener()
+    pool = ConnectionPool(size=2, timeout=1, max_age=None)
+    raw, _ = pool.take(connect)
+    victim = _backend(raw)
+    pool.give(raw)
+    with connection.cursor() as cursor:  # as a restart or an administrator ends it
+        cursor.execute("SELECT pg_terminate_backend(%s)", [victim])
+    time.sleep(0.2)
+    fresh, new = pool.take(connect)
+    assert new and fresh is not raw and raw.closed
+    assert _backend(fresh) != victim  # a statement on it works
+    pool.give(fresh)
+    pool.close_idle()
+    assert len(opened) == 2
+
+
 def test_django_connections_are_lent_by_the_pool_and_keep_their_prepared_statements():
     statement = Prepared.of("hango_pool_probe", "SELECT %(n)s::integer + 1", (("n", "integer"),))
     with connection.cursor() as cursor:
