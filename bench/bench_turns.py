@@ -14,6 +14,7 @@ import resource
 import statistics as st
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -164,9 +165,20 @@ RELATIONS_SQL = ("select sum(pg_total_relation_size(t::regclass)) "
                  "from unnest(array['messages', 'run_events', 'runs']) t")
 
 
+_backend: dict[int, int] = {}  # the backend pid each thread's statements ran on last
+
+
 def thread_and_backend_cpu(connection) -> float:
-    """CPU seconds of this thread and of its PostgreSQL backend (Django's ``connection``)."""
-    return time.thread_time() + backend_cpu(connection.connection.info.backend_pid)
+    """CPU seconds of this thread and of its PostgreSQL backend (Django's ``connection``). A
+    run gives its connection back to the process's pool before each model call (where this is
+    read): the backend is then the one it ran on last, which the pool lends it next (the only
+    thread here, it takes the same connection back)."""
+    thread = threading.get_ident()
+    if connection.connection is None and thread not in _backend:
+        connection.ensure_connection()  # once: which backend it is
+    if connection.connection is not None:
+        _backend[thread] = connection.connection.info.backend_pid
+    return time.thread_time() + backend_cpu(_backend[thread])
 
 
 class Durable:

@@ -73,6 +73,27 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     _lent_by: ConnectionPool | None = None  # the pool this wrapper's connection came from
     _last_pool: tuple[dict[str, Any], ConnectionPool] | None = None
+    _parked: ConnectionPool | None = None  # given back by give_back(): take one there again
+
+    def give_back(self) -> None:
+        """Give the connection back to its pool between two statements of the same thread,
+        outside a transaction (:func:`hango_project.pgpool.release`), keeping this object as it
+        is: the next statement takes an idle connection again without Django's whole connect
+        (``connect()`` and ``close()`` cost a turn ~0.1 ms)."""
+        raw, pool = self.connection, self._lent_by
+        assert raw is not None and pool is not None and not self.in_atomic_block
+        self.connection, self._lent_by, self._parked = None, None, pool
+        pool.give(raw)
+
+    def ensure_connection(self) -> None:
+        if self.connection is None and self._parked is not None:
+            pool, self._parked = self._parked, None
+            raw = pool.take_idle() if not pool.inherited else None
+            if raw is not None:  # opened, set up and given back by this process: as it was
+                self.connection, self._lent_by = raw, pool
+                self.errors_occurred, self.health_check_done = False, True
+                return
+        super().ensure_connection()
 
     def get_connection_params(self) -> dict[str, Any]:
         params: dict[str, Any] = super().get_connection_params()
@@ -117,7 +138,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
             with self.wrap_database_errors:
                 raw.close()
             return
-        self._lent_by = None
+        self._lent_by = self._parked = None
         # Closed inside an atomic block, Django keeps the object until the block ends: it must
         # not go to another taker meanwhile, so it is closed for good.
         pool.give(raw, reuse=not self.in_atomic_block)

@@ -63,8 +63,15 @@ class ConnectionPool:
         self.inherited = False
         self._kept: list[Any] = []
 
-    def take(self, connect: Connect) -> tuple[Any, bool]:
-        """A connection, and whether it is new (opened by ``connect`` for this take)."""
+    def take_idle(self) -> Any | None:
+        """An idle connection, waiting for one to be given back while all are lent; None when
+        the pool would have to open one (the caller then takes with :meth:`take`)."""
+        raw, _ = self.take(None)
+        return raw
+
+    def take(self, connect: Connect | None) -> tuple[Any, bool]:
+        """A connection, and whether it is new (opened by ``connect`` for this take; with no
+        ``connect``, none is opened: ``(None, False)``)."""
         if not self._slots.acquire(blocking=False):
             with self._lock:
                 self._waits += 1
@@ -82,6 +89,9 @@ class ConnectionPool:
                         return idle.raw, False
                     self._opened_at.pop(id(idle.raw), None)
                     stale.append(idle)
+            if connect is None:
+                self._slots.release()
+                return None, False
             raw = connect()
         except BaseException:
             self._slots.release()
