@@ -33,7 +33,6 @@ from tests.support.servers import stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_concurrency"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/10"
-FIRST_CALLS_KEY = "bench:first-calls"
 WORKER_APP = "hango-bench-worker"  # the worker's connections by name (libpq reads PGAPPNAME)
 PEER_SCRIPT = ROOT / "bench" / "peer_concurrency.py"
 PEERS = ("create_agent", "deepagents")
@@ -50,10 +49,10 @@ def pct(xs: list[float], p: float) -> float:
 
 class Hango:
     def __init__(self, db: str, broker: str, turns: int, latency_ms: int, concurrency: int,
-                 pool_size: int) -> None:
+                 pool_size: int, processes: int) -> None:
         ensure_database(db)
         self.env = {"DATABASE_URL": db, "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0",
-                    "BENCH_WORKLOAD_TURNS": str(turns), "BENCH_FIRST_CALLS_KEY": FIRST_CALLS_KEY,
+                    "BENCH_WORKLOAD_TURNS": str(turns),
                     "HANGO_SCRIPTED_DELAY_MS": str(latency_ms),
                     "HANGO_WORKER_CONCURRENCY": str(concurrency),
                     "HANGO_DATABASE_POOL_SIZE": str(pool_size),
@@ -80,38 +79,61 @@ class Hango:
         self.agent = agent_create(member=member, data={
             "name": f"workload-{turns}", "model": f"scripted:workload-{turns}",
             "config": {"max_turns": turns + 1}})
-        self.worker: subprocess.Popen | None = None
-        self.log_path = ""
+        self.processes = processes
+        self.workers: list[subprocess.Popen] = []
+        self.stamp_files: list[str] = []
+        self.logs: list[str] = []
+        self.tags: dict[str, str] = {}
 
-    # -- the worker ----------------------------------------------------------------------
+    # -- the workers ---------------------------------------------------------------------
 
     def start(self) -> None:
-        self.redis.delete("runs", FIRST_CALLS_KEY, "unacked", "unacked_index")
-        log = tempfile.NamedTemporaryFile("w+", prefix="bench-concurrency-", suffix=".log",
-                                          delete=False)
-        cmd = [sys.executable, "-m", "celery", "-A", "bench.concurrency_app", "worker",
-               "--pool", "gevent", "--loglevel", "INFO", "-Q", "runs",
-               "--hostname", f"bench-{os.getpid()}@%h", "--without-mingle", "--without-gossip"]
-        self.worker = subprocess.Popen(
-            cmd, cwd=ROOT, env={**os.environ, **self.env, "PGAPPNAME": WORKER_APP},
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        self.log_path = log.name
+        """The worker processes, warmed (imports, the prepared statements) with a few runs."""
+        self.redis.delete("runs", "unacked", "unacked_index")
+        self.workers, self.stamp_files = [], []
+        for k in range(self.processes):
+            log = tempfile.NamedTemporaryFile("w+", prefix=f"bench-concurrency-{k}-",
+                                              suffix=".log", delete=False)
+            stamps = tempfile.NamedTemporaryFile(prefix="bench-first-calls-", delete=False).name
+            cmd = [sys.executable, "-m", "celery", "-A", "bench.concurrency_app", "worker",
+                   "--pool", "gevent", "--loglevel", "INFO", "-Q", "runs",
+                   "--hostname", f"bench-{os.getpid()}-{k}@%h", "--without-mingle",
+                   "--without-gossip"]
+            self.workers.append(subprocess.Popen(
+                cmd, cwd=ROOT, env={**os.environ, **self.env, "PGAPPNAME": WORKER_APP,
+                                    "BENCH_FIRST_CALLS_FILE": stamps},
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            self.logs.append(log.name)
+            self.stamp_files.append(stamps)
         deadline = time.monotonic() + 60
-        while " ready." not in Path(self.log_path).read_text():
-            if self.worker.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"worker did not start:\n{Path(self.log_path).read_text()}")
-            time.sleep(0.1)
-        self.execute(self.queue(3), sample=False)  # warm: imports, the prepared statements
+        for worker, log_path in zip(self.workers, self.logs[-self.processes:], strict=True):
+            while " ready." not in Path(log_path).read_text():
+                if worker.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"worker did not start:\n{Path(log_path).read_text()}")
+                time.sleep(0.1)
+        self.execute(self.queue(3 * self.processes), sample=False)
 
-    def stop(self) -> None:
-        if self.worker is not None:
-            stop_group(self.worker, timeout=30)
-            self.worker = None
+    def stop(self) -> dict[str, float]:
+        """Stop the workers (a warm shutdown: each writes its stamps); the first model call of
+        each run they made, by run id."""
+        firsts: dict[str, float] = {}
+        for worker in self.workers:
+            stop_group(worker, timeout=60)
+        for path in self.stamp_files:
+            for line in Path(path).read_text().splitlines():
+                tag, at = line.split()
+                if tag in self.tags:
+                    firsts[self.tags[tag]] = float(at)
+            os.unlink(path)
+        self.workers, self.stamp_files = [], []
+        return firsts
 
     def rss_mib(self) -> float:
-        assert self.worker is not None
-        with open(f"/proc/{self.worker.pid}/status") as f:
-            return int(next(x for x in f if x.startswith("VmRSS:")).split()[1]) / 1024
+        total = 0
+        for worker in self.workers:
+            with open(f"/proc/{worker.pid}/status") as f:
+                total += int(next(x for x in f if x.startswith("VmRSS:")).split()[1])
+        return total / 1024
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -138,7 +160,7 @@ class Hango:
             RunEvent.objects.bulk_create([
                 RunEvent(run=r, seq=1, type=status_event(r)[0], data=status_event(r)[1])
                 for r in runs], batch_size=1000)
-        self.tags = {f"{tag}-{k}": str(r.pk) for k, r in enumerate(runs)}
+        self.tags.update({f"{tag}-{k}": str(r.pk) for k, r in enumerate(runs)})
         return [str(r.pk) for r in runs]
 
     def execute(self, run_ids: list[str], *, sample: bool = True) -> dict:
@@ -179,34 +201,37 @@ class Hango:
             left = Run.objects.filter(pk__in=run_ids).exclude(status__in=finished).count()
             if not left:
                 break
-            if self.worker is not None and self.worker.poll() is not None:
-                raise SystemExit(f"the worker died; its log: {self.log_path}")
+            if any(worker.poll() is not None for worker in self.workers):
+                raise SystemExit(f"a worker died; the logs: {self.logs}")
             time.sleep(0.2)
         done.set()
         if sample:
             thread.join()
         rows = list(Run.objects.filter(pk__in=run_ids).values_list("status", "turn",
                                                                     "finished_at"))
-        firsts = {}
-        for raw in self.redis.lrange(FIRST_CALLS_KEY, 0, -1):
-            tag, at = raw.decode().split()
-            if tag in self.tags:
-                firsts[self.tags[tag]] = float(at)
-        self.redis.delete(FIRST_CALLS_KEY)
         bad = [status for status, _, _ in rows if status != RunStatus.COMPLETED]
         if bad:
-            raise SystemExit(f"{len(bad)} runs did not complete ({set(bad)}); log "
-                             f"{self.log_path}")
+            raise SystemExit(f"{len(bad)} runs did not complete ({set(bad)}); logs {self.logs}")
         wall = max(f.timestamp() for _, _, f in rows) - started
-        to_first = [firsts[r] - sent[r] for r in run_ids if r in firsts]
-        most = max(samples["running"], default=0)
         return {"runs": len(run_ids), "calls": self.turns + 1, "wall": wall,
-                "handed_over": handed_over, "most_in_flight": most,
+                "handed_over": handed_over, "most_in_flight": max(samples["running"], default=0),
                 "turns_per_s": sum(t for _, t, _ in rows) / wall,
                 "connections_peak": max(samples["connections"], default=0),
                 "rss_idle_mib": idle_rss, "rss_peak_mib": max(samples["rss"], default=idle_rss),
-                "first_p50": st.median(to_first) if to_first else float("nan"),
-                "first_p99": pct(to_first, 99), "first_stamps": len(to_first)}
+                "sent": sent}
+
+    def round(self, n: int) -> dict:
+        """One round of n runs on fresh workers."""
+        self.start()
+        try:
+            row = self.execute(self.queue(n))
+        finally:
+            firsts = self.stop()
+        sent = row.pop("sent")
+        to_first = [firsts[r] - at for r, at in sent.items() if r in firsts]
+        row.update(first_p50=st.median(to_first) if to_first else float("nan"),
+                   first_p99=pct(to_first, 99), first_stamps=len(to_first))
+        return row
 
 
 def run_peer(python: str, agent: str, runs: int, turns: int, latency_ms: int) -> dict | None:
@@ -230,6 +255,9 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=0,
                     help="HANGO_WORKER_CONCURRENCY (default: the largest size)")
     ap.add_argument("--pool-size", type=int, default=10, help="HANGO_DATABASE_POOL_SIZE")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="worker processes (make worker run that many times), each with the "
+                         "concurrency and the pool size")
     ap.add_argument("--db", default=os.environ.get("BENCH_CONCURRENCY_DATABASE_URL", DEFAULT_DB))
     ap.add_argument("--broker", default=os.environ.get("BENCH_BROKER_URL", DEFAULT_BROKER),
                     help="a Redis database of the benchmark's own (its run queue is emptied)")
@@ -239,7 +267,7 @@ def main() -> None:
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency or max(sizes),
-                  a.pool_size)
+                  a.pool_size, a.processes)
     results: list[dict] = []
     for rep in range(a.reps):
         for n in sizes:
@@ -248,13 +276,9 @@ def main() -> None:
             order = order[rep % len(order):] + order[:rep % len(order)]
             for system in order:
                 if system == "hango":
-                    hango.start()
-                    try:
-                        row = hango.execute(hango.queue(n))
-                    finally:
-                        hango.stop()
-                    row["config"] = (f"hango/gevent-{hango.env['HANGO_WORKER_CONCURRENCY']}/"
-                                     f"pool-{a.pool_size}")
+                    row = hango.round(n)
+                    row["config"] = (f"hango/{a.processes}x gevent-"
+                                     f"{hango.env['HANGO_WORKER_CONCURRENCY']}/pool-{a.pool_size}")
                 else:
                     row = run_peer(a.peer, system, n, a.turns, a.latency_ms)
                 if row is not None:
