@@ -19,9 +19,9 @@ from typing import Any
 
 from celery.signals import worker_shutdown
 
+from bench.workloads import wrap_workloads
 from hango_project.celery import app
 from harness.messages import Request
-from harness.providers import registry
 
 _first_calls: list[tuple[str, float]] = []
 
@@ -53,14 +53,8 @@ class FirstCall:
         return self.inner.stream(request)
 
 
-def _register() -> None:
-    real = registry.factory("scripted")
-    assert real is not None
-    for turns in filter(None, os.environ.get("BENCH_WORKLOAD_TURNS", "").split(",")):
-        registry.add(f"scripted:workload-{int(turns)}",
-                     lambda name, knobs: FirstCall(real(name, knobs)))
 
 
-_register()
+wrap_workloads(FirstCall)
 
 __all__ = ["app"]

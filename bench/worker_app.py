@@ -20,8 +20,8 @@ from typing import Any
 import redis
 from celery.signals import task_postrun, task_prerun
 
+from bench.workloads import wrap_workloads
 from hango_project.celery import app
-from harness.providers import registry
 
 STAMPS_KEY = os.environ.get("BENCH_STAMPS_KEY", "bench:stamps")
 _task: dict[str, Any] = {}  # the stamps of the task this process is executing (one at a time)
@@ -40,12 +40,6 @@ class Timed:
         return response
 
 
-def _register() -> None:
-    real = registry.factory("scripted")
-    assert real is not None
-    for turns in filter(None, os.environ.get("BENCH_WORKLOAD_TURNS", "").split(",")):
-        registry.add(f"scripted:workload-{int(turns)}",
-                     lambda name, knobs: Timed(real(name, knobs)))
 
 
 def _stamped(name: str, function: Any) -> Any:
@@ -96,6 +90,6 @@ def _redis() -> redis.Redis:
     return _client
 
 
-_register()
+wrap_workloads(Timed)
 
 __all__ = ["app"]

@@ -18,17 +18,32 @@ from runs.prepared import Prepared
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _opener():
-    params = connection.get_connection_params()
-    opened = []
+class Pools:
+    """Pools of the test database's connections, each closed at the end of the test; the
+    connections ``connect`` opened, in order."""
 
-    def connect():
-        raw = psycopg2.connect(**params)
+    def __init__(self) -> None:
+        self.params = connection.get_connection_params()
+        self.opened: list = []
+        self.made: list[ConnectionPool] = []
+
+    def connect(self):
+        raw = psycopg2.connect(**self.params)
         raw.autocommit = True
-        opened.append(raw)
+        self.opened.append(raw)
         return raw
 
-    return connect, opened
+    def __call__(self, *, size: int, timeout: float = 1) -> ConnectionPool:
+        self.made.append(ConnectionPool(size=size, timeout=timeout, max_age=None))
+        return self.made[-1]
+
+
+@pytest.fixture
+def pools():
+    made = Pools()
+    yield made
+    for pool in made.made:
+        pool.close_idle()
 
 
 def _backend(raw) -> int:
@@ -37,9 +52,9 @@ def _backend(raw) -> int:
         return cursor.fetchone()[0]
 
 
-def test_at_most_size_connections_open_and_a_taker_waits_for_one_given_back():
-    connect, opened = _opener()
-    pool = ConnectionPool(size=2, timeout=5, max_age=None)
+def test_at_most_size_connections_open_and_a_taker_waits_for_one_given_back(pools):
+    connect, opened = pools.connect, pools.opened
+    pool = pools(size=2, timeout=5)
     first, _ = pool.take(connect)
     second, _ = pool.take(connect)
     got = []
@@ -53,12 +68,11 @@ def test_at_most_size_connections_open_and_a_taker_waits_for_one_given_back():
     assert len(opened) == 2 and pool.stats().peak == 2
     for raw in (second, first):
         pool.give(raw)
-    pool.close_idle()
 
 
-def test_a_taker_that_waits_too_long_is_told_which_settings_bound_it():
-    connect, _ = _opener()
-    pool = ConnectionPool(size=1, timeout=0.2, max_age=None)
+def test_a_taker_that_waits_too_long_is_told_which_settings_bound_it(pools):
+    connect = pools.connect
+    pool = pools(size=1, timeout=0.2)
     raw, _ = pool.take(connect)
     started = time.monotonic()
     with pytest.raises(PoolTimeout, match="HANGO_DATABASE_POOL_SIZE"):
@@ -67,12 +81,11 @@ def test_a_taker_that_waits_too_long_is_told_which_settings_bound_it():
     pool.give(raw)
     assert pool.take(connect) == (raw, False)  # the slot was not lost
     pool.give(raw)
-    pool.close_idle()
 
 
-def test_a_connection_comes_back_without_the_transaction_its_taker_left_open():
-    connect, _ = _opener()
-    pool = ConnectionPool(size=1, timeout=1, max_age=None)
+def test_a_connection_comes_back_without_the_transaction_its_taker_left_open(pools):
+    connect = pools.connect
+    pool = pools(size=1)
     raw, _ = pool.take(connect)
     raw.autocommit = False
     with raw.cursor() as cursor:
@@ -83,12 +96,11 @@ def test_a_connection_comes_back_without_the_transaction_its_taker_left_open():
     assert again is raw and not new
     assert raw.info.transaction_status == psycopg2.extensions.TRANSACTION_STATUS_IDLE
     pool.give(raw)
-    pool.close_idle()
 
 
-def test_a_broken_or_old_connection_is_replaced_not_lent_again():
-    connect, opened = _opener()
-    pool = ConnectionPool(size=1, timeout=1, max_age=None)
+def test_a_broken_or_old_connection_is_replaced_not_lent_again(pools):
+    connect, opened = pools.connect, pools.opened
+    pool = pools(size=1)
     raw, _ = pool.take(connect)
     raw.close()  # as a server restart or a dropped socket leaves it
     pool.give(raw)
@@ -105,9 +117,9 @@ def test_a_broken_or_old_connection_is_replaced_not_lent_again():
     assert len(opened) == 3
 
 
-def test_an_idle_connection_its_server_ended_is_replaced_without_a_failed_statement():
-    connect, opened = _opener()
-    pool = ConnectionPool(size=2, timeout=1, max_age=None)
+def test_an_idle_connection_its_server_ended_is_replaced_without_a_failed_statement(pools):
+    connect, opened = pools.connect, pools.opened
+    pool = pools(size=2)
     raw, _ = pool.take(connect)
     victim = _backend(raw)
     pool.give(raw)
@@ -118,7 +130,6 @@ def test_an_idle_connection_its_server_ended_is_replaced_without_a_failed_statem
     assert new and fresh is not raw and raw.closed
     assert _backend(fresh) != victim  # a statement on it works
     pool.give(fresh)
-    pool.close_idle()
     assert len(opened) == 2
 
 
