@@ -81,11 +81,11 @@ class _SharedReads:
         self._lock = threading.Lock()
         self._under_way: dict[tuple[uuid.UUID, int], _Read] = {}
 
-    def once(self, key: tuple[uuid.UUID, int], woken: float,
+    def once(self, key: tuple[uuid.UUID, int], since: float,
              read: Callable[[], list[RunEvent]]) -> list[RunEvent]:
         with self._lock:
             current = self._under_way.get(key)
-            joined = current is not None and current.began >= woken
+            joined = current is not None and current.began >= since
             if not joined:
                 current = self._under_way[key] = _Read()
         assert current is not None
@@ -185,17 +185,21 @@ class _Follower:
             if events := self.events():
                 return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
             row = Run.objects.filter(pk=self.run_id).values_list("status", "turn").first()
+            read_at = time.monotonic()
             status, turn = row if row is not None else (None, self.shown_turn)
             # Finished, or a turn committed, since the read above? Its events are in now.
             if (status not in UNFINISHED_RUN_STATUSES or turn != self.shown_turn) \
-                    and (events := self.events()):
+                    and (events := self.events(since=read_at)):
                 return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
             return [], status, turn
         finally:
             release_connection()  # a stream holds no connection between its reads
 
-    def events(self) -> list[RunEvent]:
-        return _reads.once((self.run_id, self.after), self.woken, lambda: (
+    def events(self, since: float | None = None) -> list[RunEvent]:
+        """The events after ``self.after``, read (or another stream's read taken) after the
+        run's last marker came, or after ``since``."""
+        began = self.woken if since is None else since
+        return _reads.once((self.run_id, self.after), began, lambda: (
             selectors.run_events_after(run_id=self.run_id, after=self.after, limit=BATCH,
                                        with_run=True)))
 

@@ -290,3 +290,32 @@ def test_with_stream_deltas_off_runs_are_answered_whole_and_nothing_is_published
     assert got[-1].data["data"]["status"] == "completed"
     # The stream never subscribed (another test's stream, not yet closed, may still be there).
     assert live.channel(waiting_run.pk) not in live.LOCAL._followers
+
+
+def test_streams_woken_by_one_marker_share_one_read_and_a_later_one_reads_again():
+    reads = streaming._SharedReads()
+    release, calls = threading.Event(), []
+
+    def read() -> list:
+        calls.append(time.monotonic())
+        made = f"read {len(calls)}"
+        release.wait(2)
+        return [made]
+
+    key = ("a run", 3)
+    woken = time.monotonic()
+    got: list = []
+    first = threading.Thread(target=lambda: got.append(reads.once(key, woken, read)))
+    first.start()
+    time.sleep(0.05)
+    joiner = threading.Thread(target=lambda: got.append(reads.once(key, woken, read)))
+    joiner.start()
+    time.sleep(0.05)
+    # A marker that came after the read under way began: that read may not see what it marks.
+    late = threading.Thread(target=lambda: got.append(reads.once(key, time.monotonic(), read)))
+    late.start()
+    time.sleep(0.05)
+    release.set()
+    for thread in (first, joiner, late):
+        thread.join(2)
+    assert len(calls) == 2 and sorted(map(tuple, got)) == [("read 1",), ("read 1",), ("read 2",)]
