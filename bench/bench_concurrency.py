@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.databases import ensure_database  # noqa: E402
+from bench.faults_stack import wait_until  # noqa: E402
 from tests.support.servers import stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_concurrency"
@@ -73,10 +74,10 @@ class Hango:
         self.redis = redis.Redis.from_url(broker)
         self.connection = connection
         self.turns = turns
-        member = tenant_bootstrap(tenant_name=f"bench-concurrency-{time.time_ns()}",
-                                  email=f"bench-{time.time_ns()}@concurrency.test").api_key.member
-        self.member = member
-        self.agent = agent_create(member=member, data={
+        issued = tenant_bootstrap(tenant_name=f"bench-concurrency-{time.time_ns()}",
+                                  email=f"bench-{time.time_ns()}@concurrency.test")
+        self.member, self.key = issued.api_key.member, issued.plaintext
+        self.agent = agent_create(member=self.member, data={
             "name": f"workload-{turns}", "model": f"scripted:workload-{turns}",
             "config": {"max_turns": turns + 1}})
         self.processes = processes
@@ -89,6 +90,10 @@ class Hango:
 
     def start(self) -> None:
         """The worker processes, warmed (imports, the prepared statements) with a few runs."""
+        self.start_workers()
+        self.execute(self.queue(3 * self.processes), sample=False)
+
+    def start_workers(self) -> None:
         self.redis.delete("runs", "unacked", "unacked_index")
         self.workers, self.stamp_files = [], []
         for k in range(self.processes):
@@ -111,7 +116,6 @@ class Hango:
                 if worker.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"worker did not start:\n{Path(log_path).read_text()}")
                 time.sleep(0.1)
-        self.execute(self.queue(3 * self.processes), sample=False)
 
     def stop(self) -> dict[str, float]:
         """Stop the workers (a warm shutdown: each writes its stamps); the first model call of
@@ -137,18 +141,20 @@ class Hango:
 
     # -- runs ----------------------------------------------------------------------------
 
-    def queue(self, n: int) -> list[str]:
-        """n runs as message_post leaves them (its rows, in bulk; no task sent)."""
+    def queue(self, n: int, *, other_tenant: bool = False) -> list[str]:
+        """n runs as message_post leaves them (its rows, in bulk; no task sent), of the
+        benchmark's tenant or of another one."""
         from django.db import transaction
 
         from runs.events import status_event
         from runs.models import Message, Run, RunEvent, RunStatus, Session
         from runs.services import user_content
 
+        member, agent = self.other() if other_tenant else (self.member, self.agent)
         tag = time.time_ns()
-        sessions = [Session(tenant_id=self.member.tenant_id, agent_id=self.agent.pk,
-                            member=self.member) for _ in range(n)]
-        runs = [Run(session=s, agent_id=self.agent.pk, status=RunStatus.QUEUED, event_seq=1)
+        sessions = [Session(tenant_id=member.tenant_id, agent_id=agent.pk, member=member)
+                    for _ in range(n)]
+        runs = [Run(session=s, agent_id=agent.pk, status=RunStatus.QUEUED, event_seq=1)
                 for s in sessions]
         with transaction.atomic():
             Session.objects.bulk_create(sessions, batch_size=1000)
@@ -162,6 +168,43 @@ class Hango:
                 for r in runs], batch_size=1000)
         self.tags.update({f"{tag}-{k}": str(r.pk) for k, r in enumerate(runs)})
         return [str(r.pk) for r in runs]
+
+    def other(self):
+        """A second tenant's member and agent (the newcomer of the fairness round)."""
+        if not hasattr(self, "_other"):
+            from accounts.services import tenant_bootstrap
+            from agents.services import agent_create
+
+            member = tenant_bootstrap(tenant_name=f"bench-newcomer-{time.time_ns()}",
+                                      email=f"new-{time.time_ns()}@concurrency.test"
+                                      ).api_key.member
+            self._other = member, agent_create(member=member, data={
+                "name": f"workload-{self.turns}", "model": f"scripted:workload-{self.turns}",
+                "config": {"max_turns": self.turns + 1}})
+        return self._other
+
+    def fairness(self, backlog: int) -> dict:
+        """``backlog`` runs of the benchmark's tenant handed over, then one of another tenant:
+        how soon each made its first model call, with the worker's cap below the backlog."""
+        from runs import tasks
+        from runs.models import Run, RunStatus
+
+        self.start()
+        try:
+            queued, newcomer = self.queue(backlog), self.queue(1, other_tenant=True)[0]
+            sent = {}
+            for run_id in [*queued, newcomer]:
+                sent[run_id] = time.time()
+                tasks.send_run(run_id, priority=tasks.fair_priority(run_id))
+            wait_until(lambda: Run.objects.filter(pk=newcomer, status=RunStatus.COMPLETED)
+                       .exists(), timeout=600, what="the newcomer's run", every=0.2)
+            started = Run.objects.filter(pk__in=queued, started_at__isnull=False).count()
+        finally:
+            firsts = self.stop()
+        waited = sorted(firsts[r] - sent[r] for r in queued if r in firsts)
+        return {"backlog": backlog, "newcomer_first": firsts[newcomer] - sent[newcomer],
+                "backlog_started": started, "backlog_first_p50": st.median(waited),
+                "backlog_first_max": waited[-1]}
 
     def execute(self, run_ids: list[str], *, sample: bool = True) -> dict:
         from runs import tasks
@@ -263,9 +306,24 @@ def main() -> None:
                     help="a Redis database of the benchmark's own (its run queue is emptied)")
     ap.add_argument("--peer", help="the python of a venv with the peer packages: run them too")
     ap.add_argument("--peers", default=",".join(PEERS))
+    ap.add_argument("--fairness", type=int, default=0, metavar="BACKLOG",
+                    help="instead: BACKLOG runs of one tenant queued on a worker of "
+                         "--concurrency (default 1000) slots, then another tenant's run: how "
+                         "soon that one starts")
     ap.add_argument("--json", help="write the raw results here")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
+    if a.fairness:
+        hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency or 1000,
+                      a.pool_size, a.processes)
+        row = hango.fairness(a.fairness)
+        print(f"{row['backlog']} runs of one tenant on {a.processes} x "
+              f"{hango.env['HANGO_WORKER_CONCURRENCY']} slots, then another tenant's run: its "
+              f"first model call {row['newcomer_first']:.2f} s after it was sent (target <= "
+              f"2 s: {'yes' if row['newcomer_first'] <= 2 else 'NO'}); by then "
+              f"{row['backlog_started']} of the backlog had started, their first call p50 "
+              f"{row['backlog_first_p50']:.2f} s, max {row['backlog_first_max']:.2f} s")
+        return
     hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency or max(sizes),
                   a.pool_size, a.processes)
     results: list[dict] = []

@@ -19,6 +19,7 @@ import logging
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from urllib.parse import urlsplit
 
 from celery import shared_task
@@ -29,6 +30,7 @@ from django.db import (
     connection,
     transaction,
 )
+from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
@@ -99,22 +101,37 @@ def _without_password(text: str) -> str:
 def reconcile() -> int:
     """One reconciler pass: send again the active runs nobody is advancing, and start the
     sessions' queues whose start was lost (:func:`runs.queue.start_stalled`); how many were sent.
+    It takes them :data:`~runs.worker.RECONCILE_BATCH` at a time, each batch in a transaction
+    of its own, so none holds many rows locked for long.
 
-    With a broker, the runs are sent before the pass commits, and a failed send undoes it: the
+    With a broker, a batch's runs are sent before it commits, and a failed send undoes it: the
     runs it picked keep their expired lease or old ``updated_at``, so the next pass picks them
     again at once instead of a grace period later. (A worker handed one meanwhile waits for its
     row lock in the claim; one sent twice is skipped by the second claim.)"""
+    sent, started = 0, timezone.now()
+    while True:
+        batch = _reconcile_batch(started)
+        if batch is None:
+            return sent
+        sent += batch
+        if batch < worker.RECONCILE_BATCH:
+            return sent
+
+
+def _reconcile_batch(started: datetime) -> int | None:
+    """One batch of the pass begun at ``started``: how many runs it sent, None when a send
+    failed (nothing changed)."""
     if hango().run_inline or not hango().broker_url:
-        stranded = worker.reconcile_runs()
+        stranded = worker.reconcile_runs(since=started)
         for run_id in stranded:
             enqueue_run(run_id)
         return len(stranded)
     with transaction.atomic():
-        stranded = worker.reconcile_runs()
+        stranded = worker.reconcile_runs(since=started)
         for run_id in stranded:
             if not send_run(str(run_id), priority=PRIORITY_RECOVERED):
                 transaction.set_rollback(True)
-                return 0
+                return None
     return len(stranded)
 
 

@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import assert_never
 
@@ -334,23 +334,33 @@ def cancel_kept_by_a_pause(run_id: str) -> uuid.UUID | None:
     return None if started is None else started.run.pk
 
 
-def reconcile_runs() -> list[uuid.UUID]:
+# The most runs one reconciler pass takes: it holds their rows locked while it sends their
+# tasks, and a worker claiming one of them waits for that (holding a pooled connection). A pass
+# that took this many is followed by another at once (runs.tasks.reconcile).
+RECONCILE_BATCH = 200
+
+
+def reconcile_runs(*, since: datetime | None = None) -> list[uuid.UUID]:
     """The active runs nobody is advancing, for the caller to re-enqueue: an expired lease, or
     a queued run whose task never arrived (older than the grace period); and the runs started
-    for sessions whose queue waited with no active run (:func:`runs.queue.start_stalled`).
+    for sessions whose queue waited with no active run (:func:`runs.queue.start_stalled`). At
+    most :data:`RECONCILE_BATCH` of the first kind.
 
     Each one's lease is cleared, its epoch advanced (a stalled holder is fenced out) and its
     ``updated_at`` set to now, so the next pass leaves it alone for another grace period: a
     backlog of queued runs is not flooded with duplicate tasks every pass. (A duplicate would be
-    harmless — a claim is exclusive — but it costs a broker message and a worker's time.)"""
+    harmless — a claim is exclusive — but it costs a broker message and a worker's time.) A run
+    touched ``since`` (the pass's start: one of its earlier batches) is left alone."""
     now = timezone.now()
-    grace = timedelta(seconds=hango().reconcile_grace_seconds)
+    untouched = now - timedelta(seconds=hango().reconcile_grace_seconds)
+    if since is not None:
+        untouched = min(untouched, since)
     with transaction.atomic():
         stale = (Run.objects.select_for_update(skip_locked=True)
                  .filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
                  .filter(Q(lease_expires_at__lt=now)
-                         | Q(lease_expires_at__isnull=True, updated_at__lt=now - grace)))
-        ids = list(stale.values_list("id", flat=True))
+                         | Q(lease_expires_at__isnull=True, updated_at__lt=untouched)))
+        ids = list(stale.values_list("id", flat=True)[:RECONCILE_BATCH])
         # A stranded run's holder may only be stalled: fence it out (take_over's update).
         Run.objects.filter(pk__in=ids).update(lease_owner="", lease_expires_at=None,
                                               epoch=F("epoch") + 1, updated_at=now)

@@ -88,7 +88,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def ensure_connection(self) -> None:
         if self.connection is None and self._parked is not None:
             pool, self._parked = self._parked, None
-            raw = pool.take_idle() if not pool.inherited else None
+            try:
+                raw = pool.take_idle() if not pool.inherited else None
+            except PoolTimeout as exc:  # as a database outage would: the task retries
+                raise OperationalError(str(exc)) from None
             if raw is not None:  # opened, set up and given back by this process: as it was
                 self.connection, self._lent_by = raw, pool
                 self.errors_occurred, self.health_check_done = False, True

@@ -63,3 +63,24 @@ def test_a_run_the_reconciler_recovers_is_taken_before_the_runs_already_queued(
         order = [connection.default_channel.basic_get("runs", no_ack=True).decode()[0][0]
                  for _ in range(4)]
     assert order == [str(queued_run.pk), *waiting]
+
+
+def test_a_pass_takes_many_stranded_runs_in_short_batches_and_sends_them_all(
+        alice, make_session, private_broker, hango_settings, monkeypatch):
+    from runs import worker
+    from runs.models import Session
+    from runs.services import message_post
+
+    hango_settings(reconcile_grace_seconds=0)
+    private_broker.start()
+    monkeypatch.setattr(worker, "RECONCILE_BATCH", 2)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)  # their tasks never came
+    batches: list[int] = []
+    taken = worker.reconcile_runs
+    monkeypatch.setattr(worker, "reconcile_runs",
+                        lambda **kw: batches.append(len(ids := taken(**kw))) or ids)
+    for _ in range(5):
+        message_post(session=Session.objects.get(pk=make_session(alice)["id"]), content="hi")
+    Run.objects.update(updated_at=timezone.now() - timedelta(seconds=5))
+    assert tasks.reconcile() == 5
+    assert batches == [2, 2, 1] and queued_tasks(private_broker.url) == 5
