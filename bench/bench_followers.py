@@ -48,7 +48,9 @@ class Web:
             [sys.executable, "-m", "gunicorn", "hango_project.wsgi", "--bind",
              f"127.0.0.1:{self.port}", "--workers", "2", "--worker-class", "gevent",
              "--worker-connections", "2000", "--timeout", "60", "--no-control-socket"],
-            cwd=ROOT, env={**env, "PGAPPNAME": WEB_APP}, stdout=self.log,
+            # One key opens every stream: no rate limit.
+            cwd=ROOT, env={**env, "PGAPPNAME": WEB_APP, "HANGO_RATE_LIMIT_PER_MINUTE": "0"},
+            stdout=self.log,
             stderr=subprocess.STDOUT, start_new_session=True)
         wait_until(lambda: len(children(self.proc.pid)) >= 2, timeout=60, what="gunicorn")
         time.sleep(2)  # its workers load the app
@@ -64,32 +66,40 @@ class Web:
         stop_group(self.proc)
 
 
-async def follow(url: str, key: str, run_id: str, opened: asyncio.Event,
+async def follow(client, url: str, key: str, run_id: str, opened: asyncio.Event,
                  count: list[int], total: int) -> list[Frame]:
-    import httpx
-
     frames: list[Frame] = []
     fields: dict[str, str] = {}
     headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream"}
-    async with httpx.AsyncClient(timeout=300) as client:
-        async with client.stream("GET", f"{url}/v1/runs/{run_id}/events",
-                                 headers=headers) as response:
-            assert response.status_code == 200, await response.aread()
-            async for line in response.aiter_lines():
-                if line:
-                    if not line.startswith(":"):
-                        name, _, value = line.partition(":")
-                        fields[name] = value.removeprefix(" ")
-                    continue
-                if "data" in fields:
-                    frames.append(Frame(event=fields.get("event", "message"),
-                                        data=json.loads(fields["data"]), id=fields.get("id")))
-                    if len(frames) == 1:
-                        count[0] += 1
-                        if count[0] == total:
-                            opened.set()
-                fields = {}
+    async with client.stream("GET", f"{url}/v1/runs/{run_id}/events",
+                             headers=headers) as response:
+        assert response.status_code == 200, await response.aread()
+        async for line in response.aiter_lines():
+            if line:
+                if not line.startswith(":"):
+                    name, _, value = line.partition(":")
+                    fields[name] = value.removeprefix(" ")
+                continue
+            if "data" in fields:
+                frames.append(Frame(event=fields.get("event", "message"),
+                                    data=json.loads(fields["data"]), id=fields.get("id")))
+                if len(frames) == 1:
+                    count[0] += 1
+                    if count[0] == total:
+                        opened.set()
+            fields = {}
     return frames
+
+
+def send(run_ids: list[str]) -> None:
+    """Hand the runs to the worker as posts do, one task each at its fair priority."""
+    from django.db import connection
+
+    from runs import tasks
+
+    for run_id in run_ids:
+        tasks.send_run(run_id, priority=tasks.fair_priority(run_id))
+    connection.close()
 
 
 def main() -> None:
@@ -103,6 +113,9 @@ def main() -> None:
     ap.add_argument("--broker", default=DEFAULT_BROKER)
     a = ap.parse_args()
     os.environ["HANGO_SCRIPTED_WORD_DELAY_MS"] = str(a.word_delay_ms)
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per stream
     hango = Hango(a.db, a.broker, a.turns, a.latency_ms, concurrency=max(a.runs, 100),
                   pool_size=10, processes=1)
     key = hango.key
@@ -131,10 +144,13 @@ def main() -> None:
     rss_before = [0.0]
 
     async def drive() -> tuple[list[list[Frame]], float, float]:
+        import httpx
+
         opened, count = asyncio.Event(), [0]
         total = a.runs * a.per_run
-        streams = [asyncio.create_task(follow(f"http://127.0.0.1:{web.port}", key, run_id,
-                                              opened, count, total))
+        client = httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=None))
+        streams = [asyncio.create_task(follow(client, f"http://127.0.0.1:{web.port}", key,
+                                              run_id, opened, count, total))
                    for run_id in run_ids for _ in range(a.per_run)]
         started = time.monotonic()
         rss_before[0] = web.rss_mib()
@@ -142,12 +158,10 @@ def main() -> None:
         all_open = time.monotonic() - started
         rss_open = web.rss_mib()
         hango.start_workers()
-        from runs import tasks
-
-        for run_id in run_ids:
-            await asyncio.to_thread(tasks.send_run, run_id,
-                                    priority=tasks.fair_priority(run_id))
-        return await asyncio.gather(*streams), all_open, rss_open
+        await asyncio.to_thread(send, run_ids)
+        got = await asyncio.gather(*streams)
+        await client.aclose()
+        return got, all_open, rss_open
 
     thread = threading.Thread(target=sampler, daemon=True)
     thread.start()
