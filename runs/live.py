@@ -344,7 +344,7 @@ class _Fanout:
                                 follower.put_nowait(data)
                             except queue.Full:  # it fell too far behind: it loses some
                                 pass
-        except (redis.RedisError, OSError, ValueError) as exc:
+        except Exception as exc:  # whatever broke the reading, every follower is told
             log.warning("the event streams of this process lost their live deltas: Redis at %s "
                         "failed (%s)", self._where, type(exc).__name__)
             with self._lock:

@@ -98,6 +98,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 return
         super().ensure_connection()
 
+    def close(self) -> None:
+        self._parked = None  # closed means closed: the next statement connects anew
+        super().close()
+
     def get_connection_params(self) -> dict[str, Any]:
         params: dict[str, Any] = super().get_connection_params()
         for option in ("pool_size", "pool_timeout", "pool_max_age"):
