@@ -22,9 +22,10 @@ def append_events(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> lis
     for event_type, data in events:
         run.event_seq += 1
         rows.append(RunEvent(run=run, seq=run.event_seq, type=event_type, data=data))
+    created = RunEvent.objects.bulk_create(rows)
     run_id = run.pk
     transaction.on_commit(lambda: live.events_added(run_id))
-    return RunEvent.objects.bulk_create(rows)
+    return created
 
 
 def status_event(run: Run) -> tuple[str, dict[str, Any]]:

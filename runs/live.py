@@ -165,11 +165,13 @@ class LocalHub:
 
 
 class _LocalSubscription:
-    live = True
-
     def __init__(self, hub: LocalHub, channel: str, follower: Inbox) -> None:
         self._hub, self._channel, self._follower = hub, channel, follower
         self.arrived = 0.0
+        # Markers come only from runs executed in this process: none with a broker (its
+        # workers publish nowhere this process hears), so the stream polls as before.
+        knobs = hango()
+        self.live = knobs.run_inline or not knobs.broker_url
 
     def get(self, timeout: float) -> str | None:
         try:

@@ -90,6 +90,7 @@ class _SharedReads:
                 current = self._under_way[key] = _Read()
         assert current is not None
         if joined:
+            release_connection()  # the read it waits for may be waiting for a connection
             current.done.wait()
             if current.error is None:
                 return current.events
@@ -141,8 +142,9 @@ class _Follower:
         self.held: list[tuple[int, str]] = []  # (turn, frame) taken, in the order received
         self.open: set[int] = set()  # turns with deltas taken and no end marker yet
         self.idle_since = time.monotonic()
-        self.woken = 0.0  # when the run's last marker reached this process: a read begun
-        # before it may not see what it marks
+        # When the run's last marker reached this process (a read begun before it may not
+        # see what it marks), from the subscription on; and whether one came since the poll.
+        self.woken, self.marked = time.monotonic(), False
 
     def frames(self) -> Iterator[str]:
         knobs = hango()
@@ -167,8 +169,8 @@ class _Follower:
                     continue
             if status not in UNFINISHED_RUN_STATUSES:
                 return
-            if self.held:  # a later turn's delta: its earlier turns are committed by now
-                continue
+            if self.held or self.marked:  # a later turn's delta (its earlier turns are
+                continue  # committed by now), or a marker that came during the poll
             if time.monotonic() - self.idle_since > KEEP_ALIVE_SECONDS:
                 yield ": keep-alive\n\n"
                 self.idle_since = time.monotonic()
@@ -181,6 +183,7 @@ class _Follower:
         later turn). Without new events, the run's status and turn (read after the events, so
         read again when the run has moved on since the events were read: a commit between
         the two reads)."""
+        self.marked = False
         try:
             if events := self.events():
                 return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
@@ -212,10 +215,10 @@ class _Follower:
             payload = self.deltas.get(left)
             if payload is None:
                 continue
-            if live.is_events_marker(payload):
-                self.woken = self.deltas.arrived
-                return  # they are committed: poll them now
-            if (turn := self.take(payload)) is None:
+            turn = self.take(payload)
+            if self.marked:
+                return  # new events are committed: poll them now
+            if turn is None:
                 continue
             if turn != self.shown_turn + 1:
                 return  # the turns before it are committed: poll them first
@@ -244,8 +247,12 @@ class _Follower:
         return early
 
     def take(self, payload: str) -> int | None:
-        """Hold a delta to forward and return its turn; None for an end marker, or for a
-        delta that is stale (its turn's events were sent) or not one of ours."""
+        """Hold a delta to forward and return its turn; None for an end marker, a marker of
+        new events (noted: the stream reads them before it waits again), or a delta that is
+        stale (its turn's events were sent) or not one of ours."""
+        if live.is_events_marker(payload):
+            self.marked, self.woken = True, self.deltas.arrived
+            return None
         try:
             data = json.loads(payload)
             turn = data["turn"]

@@ -145,15 +145,31 @@ class ConnectionPool:
                              opened=self._opened, waits=self._waits)
 
 
+def _original_poll() -> Callable[[], Any]:
+    """``select.poll`` as the system has it: gevent's would switch to its hub, and
+    ``select.select`` refuses descriptors above 1,023 (a busy worker has more sockets)."""
+    try:
+        from gevent.monkey import get_original
+    except ImportError:
+        return select.poll
+    poll: Callable[[], Any] = get_original("select", "poll")
+    return poll
+
+
+_poll = _original_poll()
+_READABLE = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
+
+
 def _alive(raw: Any) -> bool:
     """Whether an idle connection is still open at both ends (its socket has nothing to read)."""
     if raw.closed:
         return False
     try:
-        readable, _, _ = select.select([raw.fileno()], [], [], 0)
+        poller = _poll()
+        poller.register(raw.fileno(), _READABLE)
+        return not poller.poll(0)
     except (OSError, ValueError):
         return False
-    return not readable
 
 
 def _reset(raw: Any) -> bool:

@@ -212,3 +212,24 @@ def test_a_statement_waiting_longer_than_the_pool_timeout_fails_as_an_outage(mon
         done.set()
         thread.join()
         connection.close()
+
+
+def test_a_connection_on_a_descriptor_above_1023_is_lent_again(pools):
+    # A busy worker or web process has well over a thousand sockets open.
+    import os
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        pool = pools(size=1)
+        raw, _ = pool.take(pools.connect)
+        assert raw.fileno() > 1023
+        pool.give(raw)
+        assert pool.take(pools.connect) == (raw, False)
+        pool.give(raw)
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
