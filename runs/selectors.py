@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
+from django.db import connection
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from accounts.models import Member
@@ -11,6 +13,7 @@ from accounts.scoping import get_visible, visible_to
 from hango_project.errors import NotFound
 from runs.events import EVENT_MESSAGE
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunEvent, Session, SessionFile
+from runs.prepared import Prepared
 from runs.stores import OctetLength
 
 
@@ -57,6 +60,39 @@ def run_events_after(*, run_id: uuid.UUID, after: int, limit: int,
     if with_run:
         events = events.annotate(run_status=F("run__status"), run_turn=F("run__turn"))
     return with_message_content(list(events.order_by("seq")[:limit]))
+
+
+# A stream's read (runs.streaming): run_events_after(with_run=True) in one prepared statement,
+# the messages' content joined in, without the ORM (a thousand streams read a few times a
+# second between them).
+_STREAM_READ = Prepared.of("hango_stream_read", f"""
+SELECT e.seq, e.type, e.data, e.created_at, r.status, r.turn, m.id, m.content
+FROM {RunEvent._meta.db_table} e JOIN {Run._meta.db_table} r ON r.id = e.run_id
+LEFT JOIN {Message._meta.db_table} m ON e.type = %(message)s AND m.session_id = r.session_id
+    AND m.seq = (e.data ->> 'seq')::integer
+WHERE e.run_id = %(run)s AND e.seq > %(after)s
+ORDER BY e.seq LIMIT %(limit)s
+""", (("run", "uuid"), ("after", "integer"), ("limit", "integer"), ("message", "text")))
+
+
+def stream_events_after(*, run_id: uuid.UUID, after: int, limit: int) -> list[RunEvent]:
+    """:func:`run_events_after` with the run (``with_run``), as an event stream reads it."""
+    if connection.vendor != "postgresql":
+        return run_events_after(run_id=run_id, after=after, limit=limit, with_run=True)
+    with connection.cursor() as cursor:
+        _STREAM_READ.run(cursor, {"run": run_id, "after": after, "limit": limit,
+                                  "message": EVENT_MESSAGE})
+        rows = cursor.fetchall()
+    events = []
+    for seq, type_, data, created_at, status, turn, message_id, content in rows:
+        data = json.loads(data)
+        if type_ == EVENT_MESSAGE:  # as with_message_content adds them
+            data = {**data, "id": str(message_id) if message_id else data.get("id"),
+                    "content": None if content is None else json.loads(content)}
+        event = RunEvent(run_id=run_id, seq=seq, type=type_, data=data, created_at=created_at)
+        event.run_status, event.run_turn = status, turn  # type: ignore[attr-defined]
+        events.append(event)
+    return events
 
 
 def with_message_content(events: list[RunEvent]) -> list[RunEvent]:

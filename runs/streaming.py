@@ -39,7 +39,7 @@ from hango_project.config import hango
 from hango_project.pgpool import release as release_connection
 from runs import live, selectors
 from runs.models import UNFINISHED_RUN_STATUSES, Run, RunEvent
-from runs.serializers import RunEventOutput
+from runs.serializers import event_output
 
 EVENT_DELTA = "message.delta"  # live only: never stored, no id
 BATCH = 200  # durable events per poll
@@ -66,7 +66,7 @@ def durable_frame(event: RunEvent) -> str:
     object: the streams that read it together share it)."""
     frame: str | None = getattr(event, "_frame", None)
     if frame is None:
-        payload = json.dumps(RunEventOutput(event).data)
+        payload = json.dumps(event_output(event))
         frame = event._frame = f"id: {event.seq}\nevent: {event.type}\ndata: {payload}\n\n"  # type: ignore[attr-defined]
     return frame
 
@@ -203,8 +203,7 @@ class _Follower:
         run's last marker came, or after ``since``."""
         began = self.woken if since is None else since
         return _reads.once((self.run_id, self.after), began, lambda: (
-            selectors.run_events_after(run_id=self.run_id, after=self.after, limit=BATCH,
-                                       with_run=True)))
+            selectors.stream_events_after(run_id=self.run_id, after=self.after, limit=BATCH)))
 
     def live(self, seconds: float) -> Iterator[str]:
         """The deltas of the turn being written that arrive within ``seconds`` (the wait

@@ -3,6 +3,7 @@ between them (in this process: no Redis, as in the quickstart), stale deltas dro
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -10,7 +11,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runs import live, streaming
+from runs import live, selectors, serializers, streaming
 from runs.events import append_events, status_event
 from runs.models import Message, Run, Session
 from runs.services import message_post
@@ -319,3 +320,23 @@ def test_streams_woken_by_one_marker_share_one_read_and_a_later_one_reads_again(
     for thread in (first, joiner, late):
         thread.join(2)
     assert len(calls) == 2 and sorted(map(tuple, got)) == [("read 1",), ("read 1",), ("read 2",)]
+
+
+def test_a_stream_reads_each_event_as_the_events_page_answers_it(alice, waiting_run,
+                                                                  in_process):
+    execute_run(str(waiting_run.pk))
+    page = alice.client.get(f"/v1/runs/{waiting_run.pk}/events").json()["results"]
+    # An event stored with its message's id (as events were once) reads the same too.
+    old = waiting_run.events.filter(type="message.created").order_by("seq").first()
+    old.data = {"id": listed_message_id(page, old.seq), **old.data}
+    old.save()
+    read = selectors.stream_events_after(run_id=waiting_run.pk, after=0, limit=500)
+    assert [json.loads(json.dumps(serializers.event_output(e))) for e in read] == page
+    for after in (0, 3):
+        slow = selectors.run_events_after(run_id=waiting_run.pk, after=after, limit=500,
+                                          with_run=True)
+        fast = selectors.stream_events_after(run_id=waiting_run.pk, after=after, limit=500)
+        assert ([(e.seq, e.data, e.run_status, e.run_turn) for e in fast]
+                == [(e.seq, e.data, e.run_status, e.run_turn) for e in slow])
+        assert [serializers.event_output(e) for e in fast] == [
+            serializers.RunEventOutput(e).data for e in slow]
