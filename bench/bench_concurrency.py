@@ -21,7 +21,6 @@ import statistics as st
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -30,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.databases import ensure_database  # noqa: E402
 from bench.faults_stack import wait_until  # noqa: E402
+from bench.sampling import Sampler, connections_named  # noqa: E402
 from tests.support.servers import stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_concurrency"
@@ -211,29 +211,16 @@ class Hango:
         from runs.models import Run, RunStatus
 
         finished = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
-        samples: dict[str, list[float]] = {"running": [], "connections": [], "rss": []}
-        done = threading.Event()
 
-        def sampler() -> None:
-            import psycopg2
-
-            conn = psycopg2.connect(os.environ["DATABASE_URL"])
-            conn.autocommit = True
-            with conn.cursor() as cur:
-                while not done.is_set():
-                    cur.execute("SELECT count(*) FILTER (WHERE status = 'running') FROM runs")
-                    samples["running"].append(cur.fetchone()[0])
-                    cur.execute("SELECT count(*) FROM pg_stat_activity "
-                                "WHERE application_name = %s", [WORKER_APP])
-                    samples["connections"].append(cur.fetchone()[0])
-                    samples["rss"].append(self.rss_mib())
-                    done.wait(0.2)
-            conn.close()
+        def running(cur) -> float:
+            cur.execute("SELECT count(*) FILTER (WHERE status = 'running') FROM runs")
+            return float(cur.fetchone()[0])
 
         idle_rss = self.rss_mib()
-        thread = threading.Thread(target=sampler, daemon=True)
+        sampler = Sampler({"running": running, "connections": connections_named(WORKER_APP),
+                           "rss": lambda cur: self.rss_mib()}, every=0.2)
         if sample:
-            thread.start()
+            sampler.start()
         sent: dict[str, float] = {}
         started = time.time()
         for run_id in run_ids:
@@ -247,9 +234,7 @@ class Hango:
             if any(worker.poll() is not None for worker in self.workers):
                 raise SystemExit(f"a worker died; the logs: {self.logs}")
             time.sleep(0.2)
-        done.set()
-        if sample:
-            thread.join()
+        samples = sampler.stop() if sample else sampler.values
         rows = list(Run.objects.filter(pk__in=run_ids).values_list("status", "turn",
                                                                     "finished_at"))
         bad = [status for status, _, _ in rows if status != RunStatus.COMPLETED]

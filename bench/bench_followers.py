@@ -20,7 +20,6 @@ import statistics as st
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_concurrency import Hango  # noqa: E402
 from bench.faults_stack import children, wait_until  # noqa: E402
+from bench.sampling import Sampler, connections_named  # noqa: E402
 from tests.support.servers import free_port, stop_group  # noqa: E402
 from tests.support.sse import Frame, assert_turn_order, durable  # noqa: E402
 
@@ -112,6 +112,8 @@ def main() -> None:
     ap.add_argument("--db", default=os.environ.get("BENCH_FOLLOWERS_DATABASE_URL", DEFAULT_DB))
     ap.add_argument("--broker", default=DEFAULT_BROKER)
     a = ap.parse_args()
+    import redis
+
     os.environ["HANGO_SCRIPTED_WORD_DELAY_MS"] = str(a.word_delay_ms)
     import logging
 
@@ -121,26 +123,13 @@ def main() -> None:
     key = hango.key
     run_ids = hango.queue(a.runs)  # queued, no task sent: streams open before any run starts
     web = Web({**os.environ, **hango.env})
-    samples: dict[str, list[float]] = {"connections": [], "rss": [], "subscribed": []}
-    done = threading.Event()
 
-    def sampler() -> None:
-        import psycopg2
-        import redis
+    def subscribed(cur) -> float:
+        clients = redis.Redis.from_url(a.broker).client_list()
+        return float(sum(1 for c in clients if int(c.get("sub", 0))))
 
-        conn = psycopg2.connect(os.environ["DATABASE_URL"])
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            while not done.is_set():
-                cur.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                            [WEB_APP])
-                samples["connections"].append(cur.fetchone()[0])
-                samples["rss"].append(web.rss_mib())
-                clients = redis.Redis.from_url(a.broker).client_list()
-                samples["subscribed"].append(sum(1 for c in clients if int(c.get("sub", 0))))
-                done.wait(0.5)
-        conn.close()
-
+    sampler = Sampler({"connections": connections_named(WEB_APP),
+                       "rss": lambda cur: web.rss_mib(), "subscribed": subscribed}, every=0.5)
     rss_before = [0.0]
 
     async def drive() -> tuple[list[list[Frame]], float, float]:
@@ -163,15 +152,13 @@ def main() -> None:
         await client.aclose()
         return got, all_open, rss_open
 
-    thread = threading.Thread(target=sampler, daemon=True)
-    thread.start()
+    sampler.start()
     try:
         started = time.monotonic()
         got, all_open, rss_open = asyncio.run(drive())
         seconds = time.monotonic() - started
     finally:
-        done.set()
-        thread.join()
+        samples = sampler.stop()
         hango.stop()
         web.stop()
     report(a, run_ids, got, seconds, all_open, (rss_before[0], rss_open), samples)
