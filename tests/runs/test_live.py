@@ -11,7 +11,8 @@ import uuid
 import pytest
 
 from runs import live
-from runs.live import LOCAL, LocalHub, RedisHub, RunDeltas, Silent
+from runs.live import LOCAL, LocalHub, RunDeltas, Silent
+from runs.live_redis import RedisHub
 from tests.support.broker import broker_url
 
 TIMEOUT = 0.2
