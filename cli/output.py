@@ -230,6 +230,10 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
     if snapshot["cache_breakpoint"] is not None:
         rows.append(("cache", "the parts marked cached are the prompt cache's prefix: "
                               "changing one misses the cache on the next call"))
+    elif snapshot.get("cache_prefix_tokens") is not None:
+        rows.append(("cache", f"nothing is cached: the stable prefix is "
+                              f"{snapshot['cache_prefix_tokens']:,} tokens, the model caches "
+                              f"from {snapshot['cache_minimum']:,}"))
     if snapshot["would_compact"]:
         rows.append(("notice", "the next call would be summarized (compacted); the messages "
                                "are shown as they are now"))

@@ -113,6 +113,8 @@ def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, 
         "totals": {"before": snapshot.total_before, "after": snapshot.total_after},
         "counted": snapshot.counted, "tokenizer": tokenizer, "framing": snapshot.framing,
         "would_compact": snapshot.would_compact, "cache_breakpoint": snapshot.cache_breakpoint,
+        "cache_prefix_tokens": snapshot.cache_prefix_tokens,
+        "cache_minimum": snapshot.cache_minimum,
         "overrides": {"active": snapshot.overrides_active, "stale": list(snapshot.stale)},
         "context_window": window,
     }

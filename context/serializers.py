@@ -92,7 +92,16 @@ class SnapshotOutput(serializers.Serializer):
                                                  "included parts + framing = totals.after.")
     would_compact = serializers.BooleanField(
         help_text="The next call would be summarized; the messages are shown as they are now.")
-    cache_breakpoint = serializers.IntegerField(allow_null=True)
+    cache_breakpoint = serializers.IntegerField(
+        allow_null=True, help_text="The index of the last system part of the prompt cache's "
+                                   "prefix; null when nothing is marked.")
+    cache_prefix_tokens = serializers.IntegerField(
+        allow_null=True, help_text="That prefix's tokens (the tools and the system parts up to "
+                                   "the breakpoint), where the model has a known minimum.")
+    cache_minimum = serializers.IntegerField(
+        allow_null=True, help_text="The fewest tokens the model's prompt cache keeps: a "
+                                   "shorter prefix is not marked, as the provider would cache "
+                                   "none of it. Null when not known.")
     overrides = OverrideSummaryOutput(source="*")
     context_window = serializers.IntegerField(help_text="The model's context window in tokens: "
                                                         "the budget the request spends.")

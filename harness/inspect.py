@@ -94,6 +94,10 @@ class Snapshot:
     counted: Counted
     would_compact: bool
     cache_breakpoint: int | None
+    # The prompt cache's stable prefix in tokens and the model's minimum, where one is known
+    # (below it nothing is marked: cache_breakpoint None).
+    cache_prefix_tokens: int | None
+    cache_minimum: int | None
     overrides_active: int
     stale: tuple[str, ...]
     request: ModelRequest = field(repr=False)  # what the next call sends, provenance included
@@ -200,8 +204,10 @@ def _snapshot(before: ModelRequest, after: ModelRequest, overrides: OverrideSet,
         messages=messages + placeholders["message"],
         total_before=total_before, total_after=total_after, framing=total_after - parts_after,
         counted=counted, would_compact=bool(report and report.would_compact),
-        cache_breakpoint=breakpoint, overrides_active=len(overrides) - len(stale), stale=stale,
-        request=after)
+        cache_breakpoint=breakpoint,
+        cache_prefix_tokens=cache.prefix_tokens if cache is not None else None,
+        cache_minimum=cache.minimum if cache is not None else None,
+        overrides_active=len(overrides) - len(stale), stale=stale, request=after)
 
 
 def _group(part: str) -> str:

@@ -10,6 +10,12 @@ With no dynamic block the last block is marked; when the very first block is dyn
 is. Memory comes later in the chain than this slot, so its blocks always fall after the
 breakpoint (``harness.stack``).
 
+A provider caches no prefix shorter than its model's minimum (1,024 to 4,096 tokens for Claude,
+:func:`harness.providers.models.cache_minimum`): a prefix below it — the tools and the system
+blocks up to the breakpoint, framing included, as the run's tokenizer counts them — is not
+marked, and the report says so (its ``prefix_tokens`` and ``minimum``). A model with no known
+minimum is marked as before.
+
 :func:`report` (``state.scratch["prompt_cache"]``, a :class:`PromptCacheReport` about the last
 model call; per batch, not persisted) holds the index and part id of the marked block for the
 context inspector (``cached_prefix``, ``cache_breakpoint``) and the cache tokens the response
@@ -28,8 +34,10 @@ from harness import telemetry
 from harness.chain import ModelHandler, ModelRequest
 from harness.context import SourcedBlock
 from harness.deps import StackConfig
-from harness.messages import CacheControl, Response, TextBlock
+from harness.messages import CacheControl, Request, Response, TextBlock
+from harness.providers.models import cache_minimum
 from harness.state import State
+from harness.tokens import ESTIMATE, Tokenizer
 
 NAME = "prompt_cache"
 WHY = ("skipped when a bare stack has no provider; marks the end of the stable system prefix "
@@ -44,6 +52,10 @@ _MARK = CacheControl()
 class PromptCacheReport:
     breakpoint: int | None = None  # index of the marked system block (None: nothing marked)
     part: str | None = None  # its part id
+    # The stable prefix's tokens and the model's minimum, when a minimum is known: a prefix
+    # below it is not marked (breakpoint None).
+    prefix_tokens: int | None = None
+    minimum: int | None = None
     cache_read_tokens: int = 0  # what the response says it read from the cache and wrote to it
     cache_write_tokens: int = 0
 
@@ -66,13 +78,28 @@ def breakpoint_index(system: Sequence[SourcedBlock]) -> int | None:
     return len(system) - 1 if system else None
 
 
+def prefix_tokens(req: ModelRequest, index: int, tokenizer: Tokenizer) -> int:
+    """The tokens of the prefix a mark at system block ``index`` caches: the tools and the
+    system blocks up to it, with the framing the provider adds around them."""
+    return tokenizer.request(Request(
+        model=req.request.model, system=tuple(sb.block for sb in req.system[:index + 1]),
+        tools=tuple(t.definition for t in req.tools)))
+
+
 class PromptCacheMiddleware:
     name = NAME
 
+    def __init__(self, *, minimum: int | None = None, tokenizer: Tokenizer = ESTIMATE) -> None:
+        self.minimum, self.tokenizer = minimum, tokenizer
+
     def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
         index = breakpoint_index(req.system)
-        st = PromptCacheReport(breakpoint=index,
-                               part=None if index is None else req.system[index].part)
+        st = PromptCacheReport(breakpoint=index, minimum=self.minimum)
+        if index is not None and self.minimum is not None:
+            st.prefix_tokens = prefix_tokens(req, index, self.tokenizer)
+            if st.prefix_tokens < self.minimum:  # the provider would cache none of it
+                index = st.breakpoint = None
+        st.part = None if index is None else req.system[index].part
         req.state.scratch[NAME] = st
         if index is not None:
             marked = req.system[index]
@@ -94,4 +121,5 @@ class PromptCacheMiddleware:
 def from_config(cfg: StackConfig) -> PromptCacheMiddleware | None:
     if cfg.deps.provider is None and not cfg.capture_only:
         return None
-    return PromptCacheMiddleware()
+    return PromptCacheMiddleware(minimum=cache_minimum(cfg.agent.model),
+                                 tokenizer=cfg.deps.tokenizer)

@@ -1,4 +1,5 @@
-"""What hango knows about models beyond their name: the context window, in tokens.
+"""What hango knows about models beyond their name: the context window, in tokens, and the
+shortest prefix the provider's prompt cache keeps.
 
 Looked up by ``<provider>:<model>``; the longest matching prefix wins, so dated snapshots
 (``claude-sonnet-4-5-20250929``, ``gpt-4o-2024-08-06``) find their family. A model not listed gets
@@ -48,3 +49,34 @@ def context_window(model: str) -> int:
     window = longest_prefix(_WINDOWS, provider, name)
     return window if window is not None else DEFAULT_WINDOWS.get(
         provider, min(DEFAULT_WINDOWS.values()))
+
+
+# (provider, model name prefix) -> the fewest tokens a prompt-cache prefix must hold to be
+# cached: below it the provider caches nothing and reports no error. Anthropic's table (prompt
+# caching, "minimum cacheable prompt length"); where published tables disagree the lower number
+# is kept, so a prefix the provider would cache is never left unmarked. OpenAI caches the
+# prompts of its models from 1,024 tokens on, by itself. A model not listed (the offline
+# scripted ones, an OpenAI-compatible server's own models) has no known minimum.
+_CACHE_MINIMUMS: dict[tuple[str, str], int] = {
+    ("anthropic", "claude-3"): 1_024,              # 3.5 and 3.7 Sonnet, 3 Opus
+    ("anthropic", "claude-3-haiku"): 2_048,
+    ("anthropic", "claude-3-5-haiku"): 2_048,
+    ("anthropic", "claude-opus-4"): 1_024,         # Opus 4, 4.1
+    ("anthropic", "claude-sonnet-4"): 1_024,       # Sonnet 4 … 4.6
+    ("anthropic", "claude-haiku-4"): 4_096,        # Haiku 4.5
+    ("anthropic", "claude-opus-4-5"): 4_096,
+    ("anthropic", "claude-opus-4-6"): 4_096,
+    ("anthropic", "claude-opus-4-7"): 4_096,
+    ("anthropic", "claude-opus-4-8"): 1_024,
+    ("anthropic", "claude-sonnet-5"): 1_024,
+    ("anthropic", "claude-opus-5"): 512,
+    ("anthropic", "claude-fable-5"): 512,
+    **{("openai", family): 1_024 for family in ("gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5",
+                                                "gpt-5", "o1", "o3", "o4")},
+}
+
+
+def cache_minimum(model: str) -> int | None:
+    """The fewest tokens ``model``'s prompt cache keeps (None: not known)."""
+    provider, name = split_model(model)
+    return longest_prefix(_CACHE_MINIMUMS, provider, name)

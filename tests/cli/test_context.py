@@ -129,6 +129,17 @@ def test_show_labels_pairs_stale_replaced_and_cached_parts(hango, api, demo):
                for line in table.lines)
 
 
+def test_show_says_when_the_prefix_is_too_short_for_the_models_cache(hango, api, demo):
+    api.patch(f"/v1/agents/{demo['agent']}", json={
+        "model": "anthropic:claude-sonnet-4-5", "allowed_tools": ["echo"]}).raise_for_status()
+    body = snapshot(api, demo)
+    table = show(hango, demo)
+    assert not any("cached" in row.notes for row in table.rows.values())
+    assert line_of(table.lines, "cache") == (
+        f"cache      nothing is cached: the stable prefix is {body['cache_prefix_tokens']:,} "
+        "tokens, the model caches from 1,024")
+
+
 def test_show_says_when_the_next_call_would_compact(hango, api, demo):
     api.patch(f"/v1/agents/{demo['agent']}",
               json={"config": {"summarization": {"trigger_tokens": 100}}}).raise_for_status()

@@ -29,8 +29,8 @@ def snapshot(caller, session, query: str = "") -> dict:
 def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
     body = snapshot(alice, demo)
     assert set(body) == {"system", "tools", "messages", "totals", "counted", "tokenizer",
-                         "framing", "would_compact", "cache_breakpoint", "overrides",
-                         "context_window"}
+                         "framing", "would_compact", "cache_breakpoint",
+                         "cache_prefix_tokens", "cache_minimum", "overrides", "context_window"}
     assert [p["id"] for p in body["system"]] == ["system:agent", "system:filesystem",
                                                  "system:todo"]
     assert [p["id"] for p in body["messages"]] == [f"message:{i}" for i in range(1, 11)]
@@ -99,6 +99,27 @@ def test_inspect_writes_nothing_and_needs_no_provider_key(alice, make_agent, mak
     assert {m: m.objects.count() for m in before} == before
     assert body["tokenizer"] == "claude-v3" and body["counted"] == "tokenizer"
     assert [p["id"] for p in body["messages"]] == ["message:1"]
+
+
+@pytest.mark.parametrize("long_prompt", [False, True])
+def test_a_prefix_below_the_models_cache_minimum_is_not_shown_cached(
+        alice, make_agent, make_session, hango_settings, long_prompt):
+    hango_settings(anthropic_api_key=None, run_inline=False, broker_url="")
+    prompt = "You answer questions about the handbook. " + (
+        " ".join(f"Rule {n}: cite the section you rely on." for n in range(300))
+        if long_prompt else "")
+    agent = make_agent(alice, model="anthropic:claude-sonnet-4-5", system_prompt=prompt,
+                       allowed_tools=["echo"])
+    session = make_session(alice, agent_id=agent["id"])
+    body = snapshot(alice, session)
+    assert body["cache_minimum"] == 1_024
+    cached = [p["id"] for p in body["system"] + body["tools"] if p["cached_prefix"]]
+    if long_prompt:
+        assert body["cache_prefix_tokens"] >= 1_024 and body["cache_breakpoint"] == 0
+        assert "system:agent" in cached and len(cached) == 1 + len(body["tools"])
+    else:  # a few tools, their preamble and a short prompt: Claude caches none of it
+        assert 0 < body["cache_prefix_tokens"] < 1_024
+        assert body["cache_breakpoint"] is None and cached == []
 
 
 def test_members_see_their_own_sessions_context_only(alice, bob, outsider, admin, demo):

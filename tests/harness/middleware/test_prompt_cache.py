@@ -19,9 +19,11 @@ from harness.middleware.prompt_cache import (
 )
 from harness.middleware.todo import TodoMiddleware
 from harness.providers import anthropic, openai_compat
+from harness.providers.models import cache_minimum
 from harness.providers.scripted import ScriptedModel, text
 from harness.stack import default_stack
 from harness.state import State, state_to_json
+from harness.tokenizers import tokenizer_for
 from tests.support.doubles import Contributes
 from tests.support.harness import make_agent, make_loop, run
 
@@ -70,11 +72,13 @@ class Reports:
         return response
 
 
-def run_chain(usage: Usage | None = None) -> tuple[Request, PromptCacheReport, State]:
+def run_chain(usage: Usage | None = None, *, cache: PromptCacheMiddleware | None = None,
+              skills: str = "You have these skills: none.",
+              ) -> tuple[Request, PromptCacheReport, State]:
     model = ScriptedModel([replace(text("hi"), usage=usage or Usage())])
     probe = Reports()
-    middlewares = [probe, Contributes("skills", "You have these skills: none."),
-                   TodoMiddleware(), PromptCacheMiddleware(), FakeMemory()]
+    middlewares = [probe, Contributes("skills", skills), TodoMiddleware(),
+                   cache or PromptCacheMiddleware(), FakeMemory()]
     _, state, _ = run(make_loop(model, middlewares=middlewares),
                       State(messages=[Message.user("hello")]))
     (report,) = probe.seen
@@ -117,6 +121,57 @@ def test_the_slot_is_built_for_runs_and_inspection_only():
     assert prompt_cache.from_config(StackConfig(agent=agent, capture_only=True)) is not None
     names = [m.name for m in default_stack(with_provider)]
     assert names.index("todo") < names.index("prompt_cache")
+
+
+CLAUDE = "anthropic:claude-sonnet-4-5-20250929"
+
+
+def claude_cache() -> PromptCacheMiddleware:
+    middleware = prompt_cache.from_config(StackConfig(
+        agent=make_agent(model=CLAUDE), deps=RunDeps(tokenizer=tokenizer_for(CLAUDE)),
+        capture_only=True))
+    assert middleware is not None and middleware.minimum == 1_024
+    return middleware
+
+
+def test_a_prefix_below_the_models_minimum_is_not_marked():
+    request, st, _ = run_chain(cache=claude_cache())
+    assert all(b.cache_control is None for b in request.system)
+    assert (st.breakpoint, st.part, st.minimum) == (None, None, 1_024)
+    tokenizer = tokenizer_for(CLAUDE)
+    # The tools (three, with Claude's tool-use preamble), the agent's prompt and the
+    # skills index, framed as a request of their own.
+    assert [t.name for t in request.tools] == ["echo", "word_count", "write_todos"]
+    expected = tokenizer.request(replace(request, system=request.system[:2], messages=()))
+    assert st.prefix_tokens == expected and 346 < expected < 1_024
+
+
+def test_a_prefix_that_reaches_the_minimum_is_marked_where_it_was():
+    long_index = "You have these skills: " + ", ".join(f"skill number {n}" for n in range(400))
+    request, st, _ = run_chain(cache=claude_cache(), skills=long_index)
+    assert st.prefix_tokens is not None and st.prefix_tokens >= 1_024
+    assert (st.breakpoint, st.part) == (1, "system:skills")
+    assert [b.cache_control is not None for b in request.system] == [False, True, False, False,
+                                                                     False]
+
+
+def test_a_model_with_no_known_minimum_is_marked_as_before():
+    _, st, _ = run_chain()
+    assert (st.breakpoint, st.minimum, st.prefix_tokens) == (1, None, None)
+
+
+@pytest.mark.parametrize(("model", "minimum"), [
+    ("anthropic:claude-3-5-haiku-20241022", 2_048),
+    ("anthropic:claude-3-7-sonnet-20250219", 1_024),
+    ("anthropic:claude-haiku-4-5", 4_096),
+    ("anthropic:claude-opus-4-1-20250805", 1_024),
+    ("anthropic:claude-opus-4-5-20251101", 4_096),
+    ("anthropic:claude-opus-5", 512),
+    ("openai:gpt-4o-2024-08-06", 1_024),
+    ("scripted:demo", None),
+])
+def test_the_minimum_is_the_models_familys(model, minimum):
+    assert cache_minimum(model) == minimum
 
 
 MARKED = Request(model="m", system=(TextBlock(text="stable"),
