@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import NamedTuple
 
@@ -37,6 +37,7 @@ from harness.middleware import (
     summarization,
     todo,
 )
+from harness.providers import openai_wire, split_model
 from harness.providers.base import TokenCounter
 from harness.serde import content_to_json, json_text
 from harness.state import State
@@ -156,7 +157,7 @@ def inspect(loop: Loop, state: State, tokenizer: Tokenizer, *, extra: Sequence[O
     with telemetry.span(telemetry.SPAN_CONTEXT_INSPECT) as span:
         before, after, overrides = assemble(loop, state, extra, stored=stored)
         snapshot = _snapshot(before, after, overrides, state, tokenizer,
-                             summary_stored=summary_stored,
+                             summary_stored=summary_stored, as_sent=_wire_form(loop),
                              counter=loop.provider if provider_count else None)
         span.set_attributes({
             telemetry.ATTR_CONTEXT_PARTS_SYSTEM: len(snapshot.system),
@@ -170,15 +171,29 @@ def inspect(loop: Loop, state: State, tokenizer: Tokenizer, *, extra: Sequence[O
     return snapshot
 
 
+def _wire_form(loop: Loop) -> Callable[[Message], Message]:
+    """How the loop's adapter carries a message's blocks: on OpenAI's wire a failed tool result
+    is marked in its content, with no flag (:mod:`harness.providers.openai_wire`)."""
+    if split_model(loop.agent.model)[0] != openai_wire.PROVIDER:
+        return _as_is
+    return lambda message: replace(message, content=tuple(
+        openai_wire.as_sent(b) for b in message.content)) if message.tool_results else message
+
+
+def _as_is(message: Message) -> Message:
+    return message
+
+
 def _snapshot(before: ModelRequest, after: ModelRequest, overrides: OverrideSet, state: State,
-              tokenizer: Tokenizer, *, summary_stored: bool, counter: object) -> Snapshot:
+              tokenizer: Tokenizer, *, summary_stored: bool, as_sent: Callable[[Message], Message],
+              counter: object) -> Snapshot:
     cache = prompt_cache.report(state)
     breakpoint = cache.breakpoint if cache is not None else None
     report = summarization.report(state)
     system = _system_parts(before.system, after.system, overrides, tokenizer, breakpoint)
     tools = _tool_parts(before.tools, after.tools, tokenizer, cached=breakpoint is not None)
     messages = _message_parts(before.request.messages, after.request.messages, overrides,
-                              tokenizer)
+                              tokenizer, as_sent)
     present = {p.id for p in (*system, *tools, *messages)}
     stale = tuple(o.part for o in overrides.overrides if o.part not in present
                   and not (o.part == context.SUMMARY and summary_stored))
@@ -270,7 +285,10 @@ def _tool_parts(before: Iterable[Tool], after: Iterable[Tool], tokenizer: Tokeni
 
 
 def _message_parts(before: Sequence[Message], after: Sequence[Message], overrides: OverrideSet,
-                   tokenizer: Tokenizer) -> tuple[Part, ...]:
+                   tokenizer: Tokenizer, as_sent: Callable[[Message], Message],
+                   ) -> tuple[Part, ...]:
+    """The messages' parts, counted as the tokenizer counts them (which knows its family's
+    wire) and shown as the adapter sends them (``as_sent``)."""
     sent = {m.seq: m for m in after if m.seq is not None}
     repairs = {id(m) for m in after if m.seq is None}
     partners = context.pairs(before)
@@ -289,10 +307,11 @@ def _message_parts(before: Sequence[Message], after: Sequence[Message], override
         parts.append(Part(
             id=part_id, kind="message", label=f"#{message.seq} {message.role}" if message.seq
             else "added for this request (an interrupted call's result)",
-            preview=_preview(_message_text(shown)), tokens=tokenizer.message(shown),
+            preview=_preview(_message_text(as_sent(shown))), tokens=tokenizer.message(shown),
             included=included, override=override.action if override else None,
-            paired_with=tuple(partners.get(part_id, ())), sent=partial(_content_json, shown),
-            unreplaced=partial(_content_json, message)
+            paired_with=tuple(partners.get(part_id, ())),
+            sent=partial(_content_json, as_sent(shown)),
+            unreplaced=partial(_content_json, as_sent(message))
             if override and override.action == "replace" else None))
     return tuple(parts)
 

@@ -36,6 +36,8 @@ OpenAI (chat completions, as :mod:`harness.providers.openai_compat` sends them)
     with cl100k (10 + 12) — documented. The cookbook prices a schema as OpenAI renders it (a
     compact TypeScript-like form), which is smaller than the JSON counted here as the tool's
     content, so a tool part reads high;
+  * a failed tool result is counted with the ``Error: `` its content is sent with (the wire has
+    no ``is_error``: :mod:`harness.providers.openai_wire`);
   * 3 per tool call — estimate (each call is its own assistant segment naming the function; the
     call id, counted here as content, is likely never shown to the model);
   * 0 per ``"\\n\\n"`` joining text blocks — measured: it mostly merges with the text around it
@@ -71,6 +73,7 @@ from dataclasses import replace
 from functools import cache
 
 from harness.providers.models import longest_prefix
+from harness.providers.openai_wire import tool_result_content
 from harness.tokens import ESTIMATE, EncodingCounts, FamilyTokenizer, Framing, Tokenizer
 
 log = logging.getLogger(__name__)
@@ -159,10 +162,15 @@ MODELS: dict[tuple[str, str], str] = {
 }
 
 
+# The encodings of OpenAI's models, whose wire marks a failed tool result in its content.
+OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
+
+
 @cache
 def _content(encoding: str) -> EncodingCounts | None:
     try:
-        return EncodingCounts(ENCODINGS[encoding]())
+        return EncodingCounts(ENCODINGS[encoding](), result_content=tool_result_content
+                              if encoding in OPENAI_ENCODINGS else None)
     except ImportError as exc:  # an install without its step: count, but say how
         log.warning("token counts for %s fall back to the estimate: %s (make install)",
                     encoding, exc)

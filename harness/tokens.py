@@ -128,10 +128,14 @@ class EncodingCounts:
     """One encoding's content counts, cached: texts by content, messages and tools by identity.
     Shared by every model of the family (their framing differs, their content does not)."""
 
-    def __init__(self, count: Callable[[str], int], *, cache_size: int = TEXT_CACHE_SIZE) -> None:
+    def __init__(self, count: Callable[[str], int], *, cache_size: int = TEXT_CACHE_SIZE,
+                 result_content: Callable[[ToolResultBlock], str] | None = None) -> None:
         self.text = _TextCache(count, size=cache_size)
         self.messages = IdentityCache()
         self.tools = IdentityCache()
+        # A tool result's content as the family's wire carries it (OpenAI marks a failure in
+        # it: harness.providers.openai_wire); the content as it is by default.
+        self._result_content = result_content or operator.attrgetter("content")
 
     def block(self, block: Block) -> int:
         match block:
@@ -141,7 +145,7 @@ class EncodingCounts:
                 return (self.text(block.id) + self.text(block.name)
                         + self.text(json_text(block.input)))
             case ToolResultBlock():
-                return self.text(block.tool_use_id) + self.text(block.content)
+                return self.text(block.tool_use_id) + self.text(self._result_content(block))
             case _:
                 assert_never(block)
 

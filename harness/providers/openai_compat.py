@@ -2,7 +2,8 @@
 
 Hango's blocks become chat messages and back, nothing more: system blocks join into one system
 message (cache breakpoints have no counterpart; OpenAI caches prefixes by itself), an assistant's
-tool uses become ``tool_calls``, and each tool result becomes a ``tool`` message. Retries belong
+tool uses become ``tool_calls``, and each tool result becomes a ``tool`` message (a failed one
+marked in its content: :mod:`harness.providers.openai_wire`). Retries belong
 to the SDK, bounded by ``settings.max_retries``; what is left is translated in
 :func:`_map_error`. There is no token counting: OpenAI has no counting endpoint.
 """
@@ -40,8 +41,8 @@ from harness.messages import (
     Usage,
 )
 from harness.providers.base import ProviderSettings, StreamDone, StreamEvent, TextDelta
+from harness.providers.openai_wire import PROVIDER, tool_result_content
 
-PROVIDER = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local servers ignore the key, but the SDK refuses to start without one.
 PLACEHOLDER_KEY = "not-needed"
@@ -138,7 +139,7 @@ def _map_message(message: Message) -> list[dict[str, Any]]:
         return [wire]
     # A tool message must directly follow the assistant message that called the tool, so the
     # results go first and the user's own text after them.
-    out = [{"role": "tool", "tool_call_id": b.tool_use_id, "content": b.content}
+    out = [{"role": "tool", "tool_call_id": b.tool_use_id, "content": tool_result_content(b)}
            for b in message.tool_results]
     if text or not out:
         out.append({"role": "user", "content": text})

@@ -104,6 +104,19 @@ def test_results_beside_text_send_a_user_message_only_when_the_text_joins_to_som
     assert Framing(message=4, join=1).of_message(alone) == joins + 4
 
 
+@pytest.mark.parametrize("model", ["openai:gpt-4o", "openai:gpt-4"])
+def test_openai_counts_a_failed_result_as_the_wire_marks_it(model):
+    tokenizer = tokenizer_for(model)
+    failed = ToolResultBlock(tool_use_id="call_1", content="no such file", is_error=True)
+    marked = ToolResultBlock(tool_use_id="call_1", content="Error: no such file")
+    assert tokenizer.block(failed) == tokenizer.block(marked) > tokenizer.block(
+        ToolResultBlock(tool_use_id="call_1", content="no such file"))
+    # Claude's wire carries the flag: its content is counted as it is.
+    claude = tokenizer_for("anthropic:claude-sonnet-4-5")
+    assert claude.block(failed) == claude.block(
+        ToolResultBlock(tool_use_id="call_1", content="no such file"))
+
+
 def test_claude_framing_is_derived_as_documented():
     claude = tokenizer_for("anthropic:claude-sonnet-4-5")
     request = a_request()

@@ -32,7 +32,13 @@ HISTORY = [
                     "input": {"text": "alpha"}}]),
     ("user", [{"type": "tool_result", "tool_use_id": "call_1", "content": "alpha",
                "is_error": False}]),
-    ("assistant", [{"type": "text", "text": "It said alpha: one word."}]),
+    ("assistant", [{"type": "text", "text": "It said alpha: one word. Let me check."},
+                   {"type": "tool_use", "id": "call_2", "name": "word_count",
+                    "input": {"text": "alpha"}}]),
+    # A rejected call: Anthropic's wire carries the flag, OpenAI's marks it in the content.
+    ("user", [{"type": "tool_result", "tool_use_id": "call_2",
+               "content": "The user rejected this call: not needed.", "is_error": True}]),
+    ("assistant", [{"type": "text", "text": "One word, then."}]),
 ]
 
 
@@ -100,6 +106,18 @@ def test_the_snapshot_is_what_the_next_call_sends(adapter, alice, make_agent, ha
         return observed["sent"]
 
     first = compare()
+    rejected = "The user rejected this call: not needed."
+    full = alice.client.get(f"/v1/sessions/{session.pk}/context", {"full": "message:5"}).json()
+    [shown] = json.loads(full["content"])
+    if adapter == "openai":
+        assert {"role": "tool", "tool_call_id": "call_2",
+                "content": f"Error: {rejected}"} in first["messages"]
+        # The inspector shows the result as the wire has it: no flag the model never sees.
+        assert (shown["content"], shown["is_error"]) == (f"Error: {rejected}", False)
+    else:
+        assert (shown["content"], shown["is_error"]) == (rejected, True)
+        assert {"type": "tool_result", "tool_use_id": "call_2", "content": rejected,
+                "is_error": True} in first["messages"][4]["content"]
     assert any(t.get("name", t.get("function", {}).get("name")) == "echo" for t in first["tools"])
 
     overrides = alice.client.put(f"/v1/sessions/{session.pk}/context-overrides",

@@ -23,7 +23,7 @@ from harness.messages import (
     ToolUseBlock,
     Usage,
 )
-from harness.providers import resolve_provider
+from harness.providers import openai_wire, resolve_provider
 from harness.providers.base import (
     Provider,
     ProviderSettings,
@@ -93,7 +93,8 @@ def test_request_maps_to_chat_completions(server):
             ]},
             # Tool messages directly after the calling assistant message, the user's text after.
             {"role": "tool", "tool_call_id": "call_1", "content": "3"},
-            {"role": "tool", "tool_call_id": "call_2", "content": "boom"},
+            # The wire has no is_error: a failed result says so in its content.
+            {"role": "tool", "tool_call_id": "call_2", "content": "Error: boom"},
             {"role": "user", "content": "Be quick."},
         ],
         "tools": [{"type": "function", "function": {
@@ -315,3 +316,15 @@ def test_resolved_from_a_model_string_with_its_capabilities():
     assert isinstance(provider, Provider)
     assert isinstance(provider, Streaming)
     assert not isinstance(provider, TokenCounter)  # OpenAI has no counting endpoint
+
+
+@pytest.mark.parametrize(("block", "content"), [
+    (ToolResultBlock(tool_use_id="c", content="3"), "3"),
+    (ToolResultBlock(tool_use_id="c", content="rejected: too risky", is_error=True),
+     "Error: rejected: too risky"),
+    (ToolResultBlock(tool_use_id="c", content="", is_error=True), "Error"),
+])
+def test_a_failed_result_is_marked_in_its_content(block, content):
+    assert openai_wire.tool_result_content(block) == content
+    sent = openai_wire.as_sent(block)
+    assert (sent.content, sent.is_error) == (content, False)
