@@ -62,12 +62,14 @@ ESTIMATE_TARGET = 10.0
 Part = Block | ToolDef
 
 
-def fields(part: Part) -> list[str]:
+def fields(part: Part, family: Family) -> list[str]:
     match part:
         case TextBlock():
             return [part.text]
         case ToolUseBlock():
             return [part.id, part.name, json.dumps(part.input, ensure_ascii=False)]
+        case ToolResultBlock() if part.is_error and family.error_mark:
+            return [part.tool_use_id, family.error_mark + part.content]
         case ToolResultBlock():
             return [part.tool_use_id, part.content]
         case ToolDef():
@@ -120,9 +122,10 @@ def accuracy(family: Family) -> tuple[list[Row], float]:
     rows, all_ref, all_est = [], 0, 0
     per_part: list[list[tuple[int, int]]] = []
     for kind, parts in KINDS:
-        ref = [sum(family.reference(f) for f in fields(p)) for p in parts]
+        ref = [family.tool_reference(p) if isinstance(p, ToolDef) and family.tool_reference
+               else sum(family.reference(f) for f in fields(p, family)) for p in parts]
         mine = [count_part(tokenizer, p) for p in parts]
-        joined = [family.reference("\n".join(fields(p))) for p in parts]
+        joined = [family.reference("\n".join(fields(p, family))) for p in parts]
         est = [count_part(ESTIMATE, p) for p in parts]
         per_part.append(list(zip(ref, est, strict=True)))
         all_ref, all_est = all_ref + sum(ref), all_est + sum(est)

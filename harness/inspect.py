@@ -66,6 +66,7 @@ class Part(NamedTuple):
     stale: bool = False  # an override whose part is not in the request (a placeholder entry)
     paired_with: tuple[str, ...] = ()
     cached_prefix: bool = False  # before the prompt cache's breakpoint: editing it costs a miss
+    counted: Counted = "tokenizer"  # how ``tokens`` was counted (harness.tokens.Counted)
     # The whole part as the next call sends it (the replacement, if any), and as it was before
     # a replace override: rendered when asked for (``?full=``), not for every part of a snapshot.
     sent: Callable[[], str] = str
@@ -92,6 +93,7 @@ class Snapshot:
     total_before: int
     total_after: int
     framing: int  # tokens the provider adds around the included parts
+    framing_counted: Counted  # how: a published rule, or an estimate
     counted: Counted
     would_compact: bool
     cache_breakpoint: int | None
@@ -197,7 +199,7 @@ def _snapshot(before: ModelRequest, after: ModelRequest, overrides: OverrideSet,
     present = {p.id for p in (*system, *tools, *messages)}
     stale = tuple(o.part for o in overrides.overrides if o.part not in present
                   and not (o.part == context.SUMMARY and summary_stored))
-    placeholders = {group: tuple(_stale_part(o) for o in overrides.overrides
+    placeholders = {group: tuple(_stale_part(o, tokenizer.source) for o in overrides.overrides
                                  if o.part in stale and _group(o.part) == group)
                     for group in ("system", "tool", "message")}
     sent, unfiltered = after.to_provider_request(), before.to_provider_request()
@@ -218,6 +220,7 @@ def _snapshot(before: ModelRequest, after: ModelRequest, overrides: OverrideSet,
         system=system + placeholders["system"], tools=tools + placeholders["tool"],
         messages=messages + placeholders["message"],
         total_before=total_before, total_after=total_after, framing=total_after - parts_after,
+        framing_counted=tokenizer.framing_source if counted != "provider" else "provider",
         counted=counted, would_compact=bool(report and report.would_compact),
         cache_breakpoint=breakpoint,
         cache_prefix_tokens=cache.prefix_tokens if cache is not None else None,
@@ -231,8 +234,8 @@ def _group(part: str) -> str:
     return "message" if kind in ("message", "summary", None) else kind
 
 
-def _stale_part(override: Override) -> Part:
-    return Part(id=override.part, kind=part_kind(override.part) or "message",
+def _stale_part(override: Override, counted: Counted) -> Part:
+    return Part(id=override.part, kind=part_kind(override.part) or "message", counted=counted,
                 label="(not in the request)", preview="", tokens=0, included=False,
                 override=override.action, stale=True)
 
@@ -257,7 +260,7 @@ def _system_parts(before: Sequence[SourcedBlock], after: Sequence[SourcedBlock],
             preview=_preview(shown.block.text), tokens=tokenizer.block(shown.block),
             included=index is not None, override=override.action if override else None,
             cached_prefix=index is not None and breakpoint is not None and index <= breakpoint,
-            sent=_text_of(shown.block),
+            counted=tokenizer.source, sent=_text_of(shown.block),
             unreplaced=_text_of(block.block) if override and override.action == "replace"
             else None))
     return tuple(parts)
@@ -280,7 +283,8 @@ def _tool_parts(before: Iterable[Tool], after: Iterable[Tool], tokenizer: Tokeni
             id=context.tool_part(tool.name), kind="tool", label=tool.name,
             preview=_preview(definition.description), tokens=tokenizer.tool(definition),
             included=included, override=None if included else "exclude",
-            cached_prefix=included and cached, sent=partial(_tool_json, definition)))
+            cached_prefix=included and cached, counted=tokenizer.tool_source,
+            sent=partial(_tool_json, definition)))
     return tuple(parts)
 
 
@@ -309,7 +313,7 @@ def _message_parts(before: Sequence[Message], after: Sequence[Message], override
             else "added for this request (an interrupted call's result)",
             preview=_preview(_message_text(as_sent(shown))), tokens=tokenizer.message(shown),
             included=included, override=override.action if override else None,
-            paired_with=tuple(partners.get(part_id, ())),
+            paired_with=tuple(partners.get(part_id, ())), counted=tokenizer.source,
             sent=partial(_content_json, as_sent(shown)),
             unreplaced=partial(_content_json, as_sent(message))
             if override and override.action == "replace" else None))

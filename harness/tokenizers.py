@@ -32,10 +32,10 @@ OpenAI (chat completions, as :mod:`harness.providers.openai_compat` sends them)
   * 4 per message, system message included: the cookbook's 3 per message plus the role, one token
     in both encodings. A tool result is a message of its own (role ``tool``), so it costs 4 and a
     user message holding only results adds no message of its own — documented;
-  * 19 per tool with o200k (the cookbook's ``func_init`` 7 + ``func_end`` 12 for gpt-4o), 22
-    with cl100k (10 + 12) — documented. The cookbook prices a schema as OpenAI renders it (a
-    compact TypeScript-like form), which is smaller than the JSON counted here as the tool's
-    content, so a tool part reads high;
+  * a tool definition by OpenAI's published rule for the namespace it renders the functions
+    as (:func:`harness.providers.openai_wire.function_tokens`), not as its JSON: 7 per function
+    with o200k (the cookbook's ``func_init`` for gpt-4o), 10 with cl100k, and 12 once per request
+    that has tools (``func_end``) — documented;
   * a failed tool result is counted with the ``Error: `` its content is sent with (the wire has
     no ``is_error``: :mod:`harness.providers.openai_wire`);
   * 3 per tool call — estimate (each call is its own assistant segment naming the function; the
@@ -73,8 +73,15 @@ from dataclasses import replace
 from functools import cache
 
 from harness.providers.models import longest_prefix
-from harness.providers.openai_wire import tool_result_content
-from harness.tokens import ESTIMATE, EncodingCounts, FamilyTokenizer, Framing, Tokenizer
+from harness.providers.openai_wire import function_tokens, tool_result_content
+from harness.tokens import (
+    ESTIMATE,
+    Counted,
+    EncodingCounts,
+    FamilyTokenizer,
+    Framing,
+    Tokenizer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +127,12 @@ def _claude(frame: int, *, tools: int, tool_use: int, tool_result: int = 19) -> 
                    tool_use=tool_use, tool_result=tool_result, tool=0, tools=tools)
 
 
-# profile -> (encoding, framing): what one group of models costs
+# profile -> (encoding, framing): what one group of models costs. OpenAI's tools and framing are
+# counted by its published rules; Claude's tools are its tokenizer over their JSON, which is not
+# how Claude renders them, and its framing is partly estimated: both labelled estimates.
 PROFILES: dict[str, tuple[str, Framing]] = {
-    "gpt-4o": ("o200k_base", replace(_OPENAI, tool=19)),
-    "gpt-4": ("cl100k_base", replace(_OPENAI, tool=22)),
+    "gpt-4o": ("o200k_base", replace(_OPENAI, tool=7, tools=12)),
+    "gpt-4": ("cl100k_base", replace(_OPENAI, tool=10, tools=12)),
     "claude-3-opus": ("claude-v3", _claude(7, tools=530, tool_use=20)),
     "claude-3-sonnet": ("claude-v3", _claude(7, tools=159, tool_use=20)),
     "claude-3-haiku": ("claude-v3", _claude(7, tools=264, tool_use=20)),
@@ -169,8 +178,10 @@ OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
 @cache
 def _content(encoding: str) -> EncodingCounts | None:
     try:
-        return EncodingCounts(ENCODINGS[encoding](), result_content=tool_result_content
-                              if encoding in OPENAI_ENCODINGS else None)
+        if encoding in OPENAI_ENCODINGS:
+            return EncodingCounts(ENCODINGS[encoding](), result_content=tool_result_content,
+                                  tool_content=function_tokens)
+        return EncodingCounts(ENCODINGS[encoding]())
     except ImportError as exc:  # an install without its step: count, but say how
         log.warning("token counts for %s fall back to the estimate: %s (make install)",
                     encoding, exc)
@@ -183,7 +194,9 @@ def _profile(profile: str) -> Tokenizer:
     content = _content(encoding)
     if content is None:
         return ESTIMATE
-    return FamilyTokenizer(name=encoding, content=content, framing=framing)
+    by_rule: Counted = "rule" if encoding in OPENAI_ENCODINGS else "estimate"
+    return FamilyTokenizer(name=encoding, content=content, framing=framing,
+                           tool_source=by_rule, framing_source=by_rule)
 
 
 def profile_for(model: str) -> str | None:

@@ -45,7 +45,10 @@ from harness.messages import (
 from harness.providers.base import Provider, TokenCounter
 from harness.serde import json_text
 
-Counted = Literal["provider", "tokenizer", "estimate"]
+# How a count was made: the provider's count endpoint; the family's tokenizer over the exact
+# text; a published rule (OpenAI's function rendering and message framing); an estimate (the
+# estimator, or a tokenizer over a form the provider renders differently: Claude's tools).
+Counted = Literal["provider", "tokenizer", "rule", "estimate"]
 
 
 class Tokenizer(Protocol):
@@ -53,7 +56,9 @@ class Tokenizer(Protocol):
     a provider's count endpoint; this one works offline."""
 
     name: str        # "o200k_base", "cl100k_base", "claude-v3", "claude-v4.7", "estimate"…
-    source: Counted  # "tokenizer" or "estimate"
+    source: Counted  # texts: "tokenizer" or "estimate"
+    tool_source: Counted     # tool definitions: "rule", "estimate"…
+    framing_source: Counted  # the framing
 
     def text(self, text: str) -> int: ...
 
@@ -129,13 +134,19 @@ class EncodingCounts:
     Shared by every model of the family (their framing differs, their content does not)."""
 
     def __init__(self, count: Callable[[str], int], *, cache_size: int = TEXT_CACHE_SIZE,
-                 result_content: Callable[[ToolResultBlock], str] | None = None) -> None:
+                 result_content: Callable[[ToolResultBlock], str] | None = None,
+                 tool_content: Callable[[ToolDef, Callable[[str], int]], int] | None = None,
+                 ) -> None:
         self.text = _TextCache(count, size=cache_size)
         self.messages = IdentityCache()
         self.tools = IdentityCache()
         # A tool result's content as the family's wire carries it (OpenAI marks a failure in
         # it: harness.providers.openai_wire); the content as it is by default.
         self._result_content = result_content or operator.attrgetter("content")
+        # A tool definition's count, from the family's rendering rule where it has one (OpenAI:
+        # harness.providers.openai_wire.function_tokens); its name, description and JSON schema
+        # by default.
+        self._tool_content = tool_content
 
     def block(self, block: Block) -> int:
         match block:
@@ -156,6 +167,8 @@ class EncodingCounts:
         return self.messages.get(message, self._message)
 
     def _tool(self, tool: ToolDef) -> int:
+        if self._tool_content is not None:
+            return self._tool_content(tool, self.text)
         return (self.text(tool.name) + self.text(tool.description)
                 + self.text(json_text(tool.input_schema)))
 
@@ -238,8 +251,11 @@ class FamilyTokenizer(_ContentCounts):
 
     source: Counted = "tokenizer"
 
-    def __init__(self, *, name: str, content: EncodingCounts, framing: Framing) -> None:
+    def __init__(self, *, name: str, content: EncodingCounts, framing: Framing,
+                 tool_source: Counted = "estimate", framing_source: Counted = "estimate",
+                 ) -> None:
         self.name, self._content, self.framing_costs = name, content, framing
+        self.tool_source, self.framing_source = tool_source, framing_source
 
     def message_framing(self, message: Message) -> int:
         return self.framing_costs.of_message(message)
@@ -264,6 +280,8 @@ class Estimate(_ContentCounts):
 
     name = "estimate"
     source: Counted = "estimate"
+    tool_source: Counted = "estimate"
+    framing_source: Counted = "estimate"
 
     def __init__(self) -> None:
         self._content = EncodingCounts(estimator.estimate_text_uncached)

@@ -140,6 +140,23 @@ def test_show_says_when_the_prefix_is_too_short_for_the_models_cache(hango, api,
         "tokens, the model caches from 1,024")
 
 
+def test_show_says_which_counts_are_by_rule_or_estimated(hango, api, demo):
+    api.patch(f"/v1/agents/{demo['agent']}", json={"model": "openai:gpt-4o"}).raise_for_status()
+    table = show(hango, demo)
+    assert all(row.notes.endswith("counted by rule") for part, row in table.rows.items()
+               if part.startswith("tool:"))
+    assert not any("counted by rule" in row.notes or "estimated" in row.notes
+                   for part, row in table.rows.items() if not part.startswith("tool:"))
+    assert line_of(table.lines, "framing").endswith(
+        "tokens the provider adds around the parts (by the provider's published rule)")
+    api.patch(f"/v1/agents/{demo['agent']}",
+              json={"model": "anthropic:claude-sonnet-4-5"}).raise_for_status()
+    table = show(hango, demo)
+    assert all(row.notes.endswith("estimated") for part, row in table.rows.items()
+               if part.startswith("tool:"))
+    assert line_of(table.lines, "framing").endswith("(estimated)")
+
+
 def test_show_says_when_the_next_call_would_compact(hango, api, demo):
     api.patch(f"/v1/agents/{demo['agent']}",
               json={"config": {"summarization": {"trigger_tokens": 100}}}).raise_for_status()

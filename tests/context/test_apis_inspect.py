@@ -15,7 +15,7 @@ from runs.models import Message, Run
 from tests.support.api import error_of
 
 PART_KEYS = {"id", "kind", "label", "preview", "tokens", "included", "override", "stale",
-             "paired_with", "cached_prefix"}
+             "paired_with", "cached_prefix", "counted"}
 
 
 
@@ -29,7 +29,7 @@ def snapshot(caller, session, query: str = "") -> dict:
 def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
     body = snapshot(alice, demo)
     assert set(body) == {"system", "tools", "messages", "totals", "counted", "tokenizer",
-                         "framing", "would_compact", "cache_breakpoint",
+                         "framing", "framing_counted", "would_compact", "cache_breakpoint",
                          "cache_prefix_tokens", "cache_minimum", "overrides", "context_window"}
     assert [p["id"] for p in body["system"]] == ["system:agent", "system:filesystem",
                                                  "system:todo"]
@@ -120,6 +120,24 @@ def test_a_prefix_below_the_models_cache_minimum_is_not_shown_cached(
     else:  # a few tools, their preamble and a short prompt: Claude caches none of it
         assert 0 < body["cache_prefix_tokens"] < 1_024
         assert body["cache_breakpoint"] is None and cached == []
+
+
+@pytest.mark.parametrize(("model", "texts", "tools", "framing"), [
+    ("openai:gpt-4o", "tokenizer", "rule", "rule"),
+    ("anthropic:claude-sonnet-4-5", "tokenizer", "estimate", "estimate"),
+    ("scripted:demo", "estimate", "estimate", "estimate"),
+])
+def test_each_part_says_how_it_was_counted(alice, make_agent, make_session, hango_settings,
+                                           model, texts, tools, framing):
+    hango_settings(anthropic_api_key=None, openai_api_key=None, run_inline=False,
+                   broker_url="")
+    agent = make_agent(alice, model=model)
+    session = make_session(alice, agent_id=agent["id"])
+    alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"}, format="json")
+    body = snapshot(alice, session)
+    assert {p["counted"] for p in body["system"] + body["messages"]} == {texts}
+    assert {p["counted"] for p in body["tools"]} == {tools}
+    assert body["framing_counted"] == framing
 
 
 def test_members_see_their_own_sessions_context_only(alice, bob, outsider, admin, demo):

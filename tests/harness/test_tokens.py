@@ -70,17 +70,45 @@ def test_a_request_is_exactly_its_parts_plus_its_framing(tokenizer):
     assert tokenizer.block(use) == (tokenizer.text("toolu_01A") + tokenizer.text("read_file")
                                     + tokenizer.text(json.dumps({"path": "README.md"})))
     tool = request.tools[0]
-    assert tokenizer.tool(tool) == (tokenizer.text(tool.name) + tokenizer.text(tool.description)
-                                    + tokenizer.text(json.dumps(tool.input_schema)))
+    if tokenizer.name in tokenizers.OPENAI_ENCODINGS:  # the namespace OpenAI renders, by rule
+        assert tokenizer.tool(tool) == (tokenizer.text("read_file:Read a file; returns its text")
+                                        + 3 + 3 + tokenizer.text("path:string:"))
+    else:
+        assert tokenizer.tool(tool) == (tokenizer.text(tool.name) + tokenizer.text(
+            tool.description) + tokenizer.text(json.dumps(tool.input_schema)))
+
+
+def test_openai_counts_a_tool_by_the_published_rule_for_its_rendering():
+    gpt = tokenizer_for("openai:gpt-4o")
+    weather = ToolDef(  # the cookbook's example, with an enum, and a nested object added
+        name="get_current_weather", description="Get the current weather in a given location.",
+        input_schema={"type": "object", "properties": {
+            "location": {"type": "string",
+                         "description": "The city and state, e.g. San Francisco, CA"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "at": {"type": "object", "properties": {"hour": {"type": "integer"}}}}})
+    assert gpt.tool(weather) == (
+        gpt.text("get_current_weather:Get the current weather in a given location")  # no "."
+        + 3  # the properties
+        + 3 + gpt.text("location:string:The city and state, e.g. San Francisco, CA")
+        + 3 - 3 + (3 + gpt.text("celsius")) + (3 + gpt.text("fahrenheit"))
+        + gpt.text("unit:string:")
+        + 3 + gpt.text("at:object:") + gpt.text("hour:integer:"))  # nested: its line only
+    bare = ToolDef(name="now", description="The time.", input_schema={"type": "object"})
+    assert gpt.tool(bare) == gpt.text("now:The time")
+    # 7 a function and 12 a request with tools (cl100k models: 10 and 12): framing.
+    both = Request(model="m", tools=(weather, bare))
+    assert gpt.framing(both) == 3 + 2 * 7 + 12
+    assert tokenizer_for("openai:gpt-4").framing(both) == 3 + 2 * 10 + 12
 
 
 def test_openai_framing_follows_the_wire_messages():
     gpt = tokenizer_for("openai:gpt-4o")
     request = a_request()
-    # 3 priming; one system message (4, its three blocks joined at no cost); per tool 19; user
-    # 4; assistant 4 + 2 calls × 3; two results × 4 and no user message beside them; user 4;
-    # assistant 4.
-    assert gpt.framing(request) == 3 + 4 + 2 * 19 + 4 + (4 + 2 * 3) + 2 * 4 + 4 + 4
+    # 3 priming; one system message (4, its three blocks joined at no cost); per tool 7 and 12
+    # for the tools; user 4; assistant 4 + 2 calls × 3; two results × 4 and no user message
+    # beside them; user 4; assistant 4.
+    assert gpt.framing(request) == 3 + 4 + 2 * 7 + 12 + 4 + (4 + 2 * 3) + 2 * 4 + 4 + 4
     # One system and one user message: the cookbook's 3 + 3 per message + a token of role each.
     simple = Request(model="m", system=(TextBlock(text="Be brief."),),
                      messages=(Message.user("Hi"),))

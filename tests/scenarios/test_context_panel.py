@@ -115,6 +115,11 @@ def test_uncheck_save_and_try_in_the_panel(page, web, session, alice, tenant, mo
             expect(row.locator(".cp-label")).to_have_text(part["label"])
     expect(page.locator("tr[data-part]")).to_have_count(
         sum(len(inspected[g]) for g in ("system", "tools", "messages")))
+    # OpenAI's tools are counted by its rendering rule, and the panel says so; texts are not.
+    for part in inspected["tools"]:
+        expect(page.locator(f'tr[data-part="{part["id"]}"] .cp-notes')).to_contain_text(
+            "counted by rule")
+    expect(page.locator('tr[data-part="message:1"] .cp-notes')).not_to_contain_text("counted")
     # Session content is text on the page, never markup.
     expect(page.locator('tr[data-part="message:4"] .cp-preview')).to_contain_text("<script>")
     assert tokens(page, "#cp-total-after") == inspected["totals"]["after"]

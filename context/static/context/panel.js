@@ -308,6 +308,16 @@
       notes.push(badge("cached prefix", "Before the prompt cache's breakpoint: leaving it out " +
                        "or changing it misses the cache on the next call.", "cache"));
     }
+    // Where the tokenizer counts the texts, the parts it could not count as they are sent.
+    if (part.tokens && state.snapshot.tokenizer !== "estimate") {
+      if (part.counted === "rule") {
+        notes.push(badge("counted by rule", "Counted by the provider's published rule for " +
+                         "how it renders this part, not from its JSON."));
+      } else if (part.counted === "estimate") {
+        notes.push(badge("estimated", "The provider renders this part in a form no offline " +
+                         "tokenizer knows: the count is the tokenizer's over its JSON."));
+      }
+    }
     if (!kindOf(part.id) && !part.stale) notes.push(badge("made up for this request", null));
     const was = state.saved.excluded.has(part.id) ? "x" : state.saved.replaced.get(part.id);
     const now = state.sel.excluded.has(part.id) ? "x" : state.sel.replaced.get(part.id);
