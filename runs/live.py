@@ -18,7 +18,8 @@ Redis, not one per run. Connecting (or a write that blocks) is bounded by
 ``HANGO_LIVE_PUBLISH_TIMEOUT``; after a failure the process drops every delta for a few seconds,
 so a Redis outage slows a run by at most one timeout per pause and never fails it. A web
 process's streams share one subscribing connection. A follower whose subscription fails, or
-breaks, goes on with the durable events alone. The Redis side is :mod:`runs.live_redis`.
+breaks, goes on with the durable events alone. The Redis side is :mod:`runs.live_redis`; what
+both sides share, :mod:`runs.live_base`.
 """
 
 from __future__ import annotations
@@ -28,47 +29,14 @@ import queue
 import threading
 import time
 import uuid
-from typing import Protocol
 
 from hango_project.config import hango
-
-FOLLOWER_BACKLOG = 10_000  # deltas an in-process follower may fall behind before losing some
-
-# A follower's queue: each payload with when it reached this process; None, its channel lost.
-Inbox = queue.Queue[tuple[str, float] | None]
+from runs.live_base import FOLLOWER_BACKLOG, Hub, Inbox, Subscription
+from runs.live_base import Silent as Silent  # a stream's fallback, for runs.streaming
 
 
 def channel(run_id: uuid.UUID | str) -> str:
     return f"hango:run:{run_id}:deltas"
-
-
-class Subscription(Protocol):
-    def get(self, timeout: float) -> str | None:
-        """The next delta's JSON, waiting up to ``timeout`` seconds; None if none came."""
-        ...
-
-    @property
-    def live(self) -> bool:
-        """Whether what is published still arrives (the run's events markers with it)."""
-        ...
-
-    @property
-    def arrived(self) -> float:
-        """When (``time.monotonic()``) the payload :meth:`get` returned last reached this
-        process."""
-        ...
-
-    def close(self) -> None: ...
-
-
-class Hub(Protocol):
-    def publish(self, channel: str, payload: str) -> None:
-        """Send ``payload`` to the channel's followers now, or drop it; never raises."""
-        ...
-
-    def subscribe(self, channel: str) -> Subscription:
-        """Follow ``channel``: deltas published from the moment this returns are received."""
-        ...
 
 
 class RunDeltas:
@@ -176,18 +144,3 @@ class _LocalSubscription:
 
 
 LOCAL = LocalHub()
-
-
-class Silent:
-    """No deltas: waiting on it is sleeping (a stream whose subscription failed)."""
-
-    live = False
-    arrived = 0.0
-
-    def get(self, timeout: float) -> str | None:
-        if timeout > 0:
-            time.sleep(timeout)
-        return None
-
-    def close(self) -> None:
-        pass

@@ -16,7 +16,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from runs.live import FOLLOWER_BACKLOG, Inbox, Silent, Subscription
+from runs.live_base import FOLLOWER_BACKLOG, Inbox, Silent, Subscription
 
 log = logging.getLogger(__name__)
 
