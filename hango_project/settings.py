@@ -170,9 +170,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/v1/",
-    # Two fields are called "action": the audit log's and a context override's.
+    # Two fields are called "action": the audit log's and a context override's. The
+    # snapshot's `counted` and `framing_counted` share one choice set.
     "ENUM_NAME_OVERRIDES": {"OverrideActionEnum": "context.models.OverrideAction",
-                            "AuditActionEnum": "accounts.models.AuditAction"},
+                            "AuditActionEnum": "accounts.models.AuditAction",
+                            "CountedEnum": "context.serializers.COUNTED"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "hango_project.schema.add_error_responses",
