@@ -3,13 +3,16 @@
 ``before_run`` loads the agent's and the session's overrides (an
 :class:`~harness.stores.OverrideStore`) once, into the run's private state
 (:data:`harness.context.NAME`); a continued or resumed run keeps the set it started with, so a
-run never sees its context change between turns. The chain applies the system parts from there
-and the allowlist the tool parts (:mod:`harness.context` says why there); this wrapper applies
-the message parts to the outgoing request: an excluded message is left out — with its pair, a
-batch's calls and their results go together — and a replaced one is sent with the replacement
-text. The result is checked with the history validator: if the set no longer leaves a valid
-request (the history changed since it was saved), the request goes out without the message
-overrides, logged at error level and recorded as a span event. An invalid request is never sent.
+run never sees its context change between turns — except a run resuming a batch paused for
+approval, which loads the set saved now: a person decided in between, and may have edited the
+context to go with the decision (what the inspector showed during the pause). The chain
+applies the system parts from there and the allowlist the tool parts (:mod:`harness.context`
+says why there); this wrapper applies the message parts to the outgoing request: an excluded
+message is left out — with its pair, a batch's calls and their results go together — and a
+replaced one is sent with the replacement text. The result is checked with the history
+validator: if the set no longer leaves a valid request (the history changed since it was
+saved), the request goes out without the message overrides, logged at error level and recorded
+as a span event. An invalid request is never sent.
 
 Every chat span of the run gets ``hango.context.overrides`` (how many overrides the run
 applies) and ``hango.context.excluded_tokens`` (what they took out of this request), so a run
@@ -50,8 +53,8 @@ class ContextOverridesMiddleware:
         self.tokenizer = tokenizer
 
     def before_run(self, state: State) -> None:
-        if NAME in state.private:  # a continued or resumed run keeps the set it started with
-            return
+        if NAME in state.private and state.pending_batch is None:
+            return  # a continued or resumed run keeps the set it started with
         loaded = load_or_none(self.store.load, middleware=NAME, run_id=state.run_id) or []
         context.set_active(state, OverrideSet(overrides=tuple(loaded)))
 

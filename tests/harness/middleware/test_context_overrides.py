@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from harness import context, telemetry
+from harness.approvals import PendingBatch
 from harness.context import Override, OverrideSet
 from harness.deps import RunDeps, StackConfig
 from harness.history import is_summary, validate
@@ -135,6 +136,18 @@ def test_overrides_are_loaded_once_per_run_and_a_continued_run_keeps_its_set():
     run(loop_over(later, store), resumed)
     assert 8 not in [m.seq for m in later.calls[0].messages]
     assert store.loads == 2  # the first run's load and the cut run's; the continuation none
+
+
+def test_a_run_resuming_a_paused_batch_loads_the_set_saved_during_the_pause():
+    store = exclude("message:8")
+    state = history()
+    run(loop_over(ScriptedModel([text("ok")]), store), state)
+    state.pending_batch = PendingBatch()  # paused: a person decides, and edits the context
+    store.overrides = []
+    resumed = state_from_json(state_to_json(state), messages=list(state.messages),
+                              turn=state.turn)
+    loop_over(ScriptedModel([]), store).chain.before_run(resumed)
+    assert store.loads == 2 and not context.active(resumed)
 
 
 def test_an_excluded_system_part_is_gone_before_the_cache_breakpoint_is_chosen():
