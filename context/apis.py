@@ -118,6 +118,12 @@ def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, 
         "cache_minimum": snapshot.cache_minimum,
         "overrides": {"active": snapshot.overrides_active, "stale": list(snapshot.stale)},
         "context_window": window,
+        "run": None if snapshot.run is None else {
+            "id": snapshot.run.id, "status": snapshot.run.status, "turn": snapshot.run.turn},
+        "pending_calls": [{"tool_use_id": c.tool_use_id, "name": c.name, "outlook": c.outlook}
+                          for c in snapshot.batch],
+        "batch_part": snapshot.batch_part,
+        "queued": [part_json(p) for p in snapshot.queued],
     }
 
 

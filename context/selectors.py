@@ -6,16 +6,22 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
+from functools import partial
 
 from agents.models import Agent
 from context.models import ContextOverride
 from context.stores import overrides_of
-from harness.context import Override
-from harness.inspect import Snapshot, inspect
+from harness.context import QUEUED_PREFIX, Override
+from harness.inspect import Part, RunBasis, Snapshot, content_json, inspect, preview
+from harness.messages import Message as HMessage
+from harness.messages import TextBlock
 from harness.providers.models import context_window
+from harness.serde import content_from_json
 from harness.tokenizers import tokenizer_for
-from runs.execution import build_loop, new_state, session_history
-from runs.models import Session
+from harness.tokens import Tokenizer
+from runs.execution import build_loop, new_state, run_state, session_history
+from runs.models import ACTIVE_RUN_STATUSES, PendingMessage, Run, Session
 
 
 def overrides_list(*, target: Agent | Session) -> list[Override]:
@@ -33,18 +39,43 @@ def with_agent_and_tenant(session: Session) -> Session:
 
 def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored: bool = True,
                      provider_count: bool = False) -> Snapshot:
-    """The inspector's snapshot of ``session``'s next model request: the loop a new run would
-    build (the one factory, ``capture_only``), over a fresh state from the stored history, with
-    the stored overrides and ``extra`` on top — or, not ``stored``, ``extra`` in their place (a
-    selection previewed before it is saved). Reads only; calls no model unless
+    """The inspector's snapshot of ``session``'s next model request: the loop a run builds (the
+    one factory, ``capture_only``), over the state its next call starts from — the active run's
+    last checkpoint (paused for approval, in flight, or queued to resume), else a new run's
+    from the stored history — with the stored overrides and ``extra`` on top — or, not
+    ``stored``, ``extra`` in their place (a selection previewed before it is saved); the
+    messages queued behind the active run listed apart. Reads only; calls no model unless
     ``provider_count`` asks the provider's counter for the totals."""
     session = with_agent_and_tenant(session)
+    run = Run.objects.filter(session=session, status__in=ACTIVE_RUN_STATUSES).first()
     with gc_paused():
         loop = build_loop(session.agent, session, capture_only=True)
-        state = new_state(session, session_history(session.pk, reuse_decoded=True))
-        return inspect(loop, state, tokenizer_for(session.agent.model), extra=extra,
-                       stored=stored, summary_stored=session.summary_seq > 0,
-                       provider_count=provider_count)
+        tokenizer = tokenizer_for(session.agent.model)
+        history = session_history(session.pk, reuse_decoded=True)
+        if run is not None:
+            run.session = session  # its tenant's trace setting, without reading it again
+        state = new_state(session, history) if run is None else run_state(run, history)
+        snapshot = inspect(loop, state, tokenizer, extra=extra, stored=stored,
+                           summary_stored=session.summary_seq > 0,
+                           provider_count=provider_count)
+        return replace(snapshot, queued=_queued(session, tokenizer), run=None if run is None
+                       else RunBasis(id=str(run.pk), status=run.status, turn=run.turn))
+
+
+def _queued(session: Session, tokenizer: Tokenizer) -> tuple[Part, ...]:
+    """The messages waiting behind the session's active run (multitask ``enqueue``): each
+    joins the history when the runs before it end, so the next call does not send it."""
+    parts = []
+    for pending in PendingMessage.objects.filter(session=session).order_by("position"):
+        message = HMessage(role="user", content=content_from_json(pending.content))
+        parts.append(Part(
+            id=f"{QUEUED_PREFIX}{pending.message_id}", kind="message",
+            label="queued: joins the history when the runs before it end",
+            preview=preview(" ".join(b.text for b in message.content
+                                     if isinstance(b, TextBlock))),
+            tokens=tokenizer.message(message), included=False, counted=tokenizer.source,
+            sent=partial(content_json, message)))
+    return tuple(parts)
 
 
 @contextmanager

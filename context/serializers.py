@@ -9,7 +9,9 @@ from rest_framework import serializers
 from context.models import OverrideAction
 from hango_project import fields as strict
 from hango_project.config import hango
+from harness.approvals import CallOutlook
 from harness.tokens import Counted
+from runs.models import ACTIVE_RUN_STATUSES
 
 MAX_OVERRIDES = 1_000
 COUNTED = list(get_args(Counted))
@@ -88,6 +90,22 @@ class OverrideSummaryOutput(serializers.Serializer):
     stale = serializers.ListField(child=serializers.CharField())
 
 
+class RunBasisOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=[s.value for s in ACTIVE_RUN_STATUSES])
+    turn = serializers.IntegerField(help_text="The turns it has checkpointed.")
+
+
+class ForeseenCallOutput(serializers.Serializer):
+    tool_use_id = serializers.CharField()
+    name = serializers.CharField()
+    outlook = serializers.ChoiceField(choices=list(get_args(CallOutlook)), help_text=(
+        "`ran` before the pause and `answered` by its decision (reject, respond): its result "
+        "is in the part. Not known until the batch finishes: `will_run` (approved or edited), "
+        "`awaiting_decision`, `offloaded` (a respond text too long for the context, sent as a "
+        "pointer to the file it is written to)."))
+
+
 class SnapshotOutput(serializers.Serializer):
     system = PartOutput(many=True)
     tools = PartOutput(many=True)
@@ -116,6 +134,19 @@ class SnapshotOutput(serializers.Serializer):
     overrides = OverrideSummaryOutput(source="*")
     context_window = serializers.IntegerField(help_text="The model's context window in tokens: "
                                                         "the budget the request spends.")
+    run = RunBasisOutput(allow_null=True, help_text=(
+        "The session's active run whose next call this is, assembled from its last checkpoint "
+        "(its todos and state; a batch paused for approval finished first, as far as it is "
+        "known); null: the first call of a new run."))
+    pending_calls = ForeseenCallOutput(many=True, help_text=(
+        "The calls of the batch the run paused in, in call order: what each one's result in "
+        "`batch_part` will be. Empty when nothing is paused."))
+    batch_part = serializers.CharField(allow_null=True, help_text=(
+        "The message part holding the paused batch's results, not stored until the batch "
+        "finishes; a result not known yet (see `pending_calls`) is empty in it."))
+    queued = PartOutput(many=True, help_text=(
+        "Messages queued behind the active run (`multitask: enqueue`): each joins the history "
+        "when the runs before it end; not in this request, not in the totals."))
 
 
 class PreviewInput(serializers.Serializer):

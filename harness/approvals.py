@@ -14,6 +14,8 @@ The lifecycle, and who does what:
 3. **Finish.** The resumed loop sends the waiting calls (:func:`waiting_calls`) through the chain
    again; the middleware turns each decision into what happens with :func:`resolve`, and
    :func:`results_message` answers every call of the batch in call order.
+   The context inspector shows that message before the batch finishes (:func:`foresee`), each
+   result not known yet (a call still waiting, or one that will run) left empty and said so.
 4. **Close.** A run cancelled while its batch waits: :func:`close` answers every call, so the
    stored history never keeps a call without its result — in the loop when a worker sees the
    cancel at a turn boundary, in ``runs.checkpoint.close_paused_batch`` when no worker holds the
@@ -25,7 +27,7 @@ Everything here is a pure function of frozen values; nothing reads the database 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, assert_never, get_args
 
@@ -223,6 +225,54 @@ def results_message(order: Sequence[str], results: Mapping[str, Result]) -> Mess
     return Message(role="user", content=tuple(
         ToolResultBlock(tool_use_id=i, content=results[i][0], is_error=results[i][1])
         for i in order))
+
+
+# -- foresee ----------------------------------------------------------------------------------
+
+# What a paused batch's call sends when the batch finishes, as far as it is known before then:
+# ``ran`` before the pause and ``answered`` by its decision (reject, respond, an edit without
+# arguments) have their result; ``will_run`` (approved or edited) and ``awaiting_decision`` do
+# not yet.
+# ``offloaded``: answered with a text too long for the context, sent as a pointer to the file it
+# is written to then.
+CallOutlook = Literal["ran", "answered", "offloaded", "will_run", "awaiting_decision"]
+KNOWN: frozenset[CallOutlook] = frozenset({"ran", "answered"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForeseenCall:
+    tool_use_id: str
+    name: str
+    outlook: CallOutlook
+
+
+def foresee(batch: PendingBatch, calls: Sequence[ToolUseBlock], *,
+            offloads: Callable[[str, str], bool] = lambda name, content: False,
+            ) -> tuple[Message, tuple[ForeseenCall, ...]]:
+    """The results message finishing ``batch`` (the calls of the last assistant message) will
+    write, each result that is not known yet empty; and what is known of each call. The
+    decisions resolve as :func:`resolve` resolves them when the batch finishes; an answer that
+    ``offloads(tool name, content)`` says goes to a file is not known yet either."""
+    results: dict[str, Result] = {}
+    outlook: list[ForeseenCall] = []
+    for call in calls:
+        seen: CallOutlook
+        if call.id in batch.done:
+            results[call.id], seen = batch.done[call.id], "ran"
+        elif call.id not in batch.decisions:
+            results[call.id], seen = ("", False), "awaiting_decision"
+        else:
+            match resolve(batch.decisions[call.id]):
+                case Answer(content=content) if offloads(call.name, content):
+                    results[call.id], seen = ("", False), "offloaded"
+                case Answer(content=content, is_error=is_error):
+                    results[call.id], seen = (content, is_error), "answered"
+                case RunCall():
+                    results[call.id], seen = ("", False), "will_run"
+                case unreachable:
+                    assert_never(unreachable)
+        outlook.append(ForeseenCall(tool_use_id=call.id, name=call.name, outlook=seen))
+    return results_message([c.id for c in calls], results), tuple(outlook)
 
 
 # -- close ------------------------------------------------------------------------------------

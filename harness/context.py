@@ -46,6 +46,7 @@ SYSTEM_PREFIX = "system:"
 TOOL_PREFIX = "tool:"
 MESSAGE_PREFIX = "message:"
 REPAIR_PREFIX = "repair:"
+QUEUED_PREFIX = "queued:"  # a message waiting behind the active run (not in the request)
 
 Action = Literal["exclude", "replace"]
 ACTIONS: tuple[Action, ...] = get_args(Action)

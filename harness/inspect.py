@@ -1,10 +1,13 @@
 """The context inspector's snapshot: a session's next model request, part by part.
 
-:func:`inspect` never has its own way of building a request. It takes the loop a new run of the
+:func:`inspect` never has its own way of building a request. It takes the loop a run of the
 session would build (the same factory, the same stores, built ``capture_only``: a middleware
 never calls a model, summarization reports instead of compacting, subagents do not run), runs
-``before_run`` on a fresh state exactly as a new run does, and assembles the request through the
-real chain into a capture handler in place of the provider. Nothing is called and nothing is
+``before_run`` on the state the next call starts from exactly as a run does — a new run's, or
+the session's active run's at its last checkpoint, its todos and its middlewares' state with
+it; a batch paused for approval first finished as far as it is known before it runs
+(:func:`harness.approvals.foresee`) — and assembles the request through the real chain into a
+capture handler in place of the provider. Nothing is called and nothing is
 written. It assembles twice — without the overrides, then with them — so every part shows, the
 excluded ones too, and both totals are what the chain really builds.
 
@@ -22,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import NamedTuple
 
-from harness import context, telemetry
+from harness import approvals, context, telemetry
+from harness.approvals import ForeseenCall
 from harness.chain import ModelRequest
 from harness.context import Override, OverrideSet, PartKind, SourcedBlock, message_part, part_kind
 from harness.errors import ProviderError
@@ -86,6 +90,15 @@ class Part(NamedTuple):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunBasis:
+    """The run a snapshot's state was restored from."""
+
+    id: str
+    status: str
+    turn: int  # the turns it has checkpointed
+
+
+@dataclass(frozen=True, kw_only=True)
 class Snapshot:
     system: tuple[Part, ...]
     tools: tuple[Part, ...]
@@ -104,10 +117,18 @@ class Snapshot:
     overrides_active: int
     stale: tuple[str, ...]
     request: ModelRequest = field(repr=False)  # what the next call sends, provenance included
+    # A batch paused for approval finishes before the call: what each of its calls sends, and
+    # the part of the results message finishing it writes (none when nothing is paused).
+    batch: tuple[ForeseenCall, ...] = ()
+    batch_part: str | None = None
+    # The session's active run whose next call this is (from its last checkpoint), and the
+    # messages queued behind it, which this call does not send: set by the caller that looked.
+    run: RunBasis | None = None
+    queued: tuple[Part, ...] = ()
 
     def part(self, part_id: str) -> Part | None:
-        return next((p for p in (*self.system, *self.tools, *self.messages) if p.id == part_id),
-                    None)
+        return next((p for p in (*self.system, *self.tools, *self.messages, *self.queued)
+                     if p.id == part_id), None)
 
 
 def _capture(loop: Loop, state: State) -> ModelRequest:
@@ -124,22 +145,54 @@ def _capture(loop: Loop, state: State) -> ModelRequest:
     return captured[0]
 
 
+class Assembled(NamedTuple):
+    before: ModelRequest  # without the overrides
+    after: ModelRequest  # what the next call sends
+    overrides: OverrideSet  # the overrides applied
+    batch: tuple[ForeseenCall, ...]  # a paused batch finished first: what each call sends
+
+
 def assemble(loop: Loop, state: State, extra: Sequence[Override] = (), *,
-             stored: bool = True) -> tuple[ModelRequest, ModelRequest, OverrideSet]:
+             stored: bool = True) -> Assembled:
     """The next request without and with the run's overrides (``extra`` on top of the stored
     ones; ``extra`` alone when not ``stored``: a set previewed in place of the saved one), after
-    ``before_run`` as a new run does it; and the overrides applied."""
+    ``before_run`` as a run starting or resuming from ``state`` does it, and after the batch it
+    paused in, if any, finishes."""
     loop.chain.before_run(state)
+    batch = _finish_paused(loop, state)
     overrides = (context.active(state) if stored else context.NONE).merged(extra)
     if not overrides:  # nothing to take out: the request sent is the whole request
         context.set_active(state, overrides)
         after = _capture(loop, state)
-        return after, after, overrides
+        return Assembled(after, after, overrides, batch)
     context.set_active(state, context.NONE)
     before = _capture(loop, state)
     context.set_active(state, overrides)
     after = _capture(loop, state)  # last: the batch's reports describe the request sent
-    return before, after, overrides
+    return Assembled(before, after, overrides, batch)
+
+
+def _finish_paused(loop: Loop, state: State) -> tuple[ForeseenCall, ...]:
+    """A run paused for approval makes its next call once the batch finishes: ``state`` as
+    :meth:`Loop.finish_batch` leaves it, the results message in the history with the seq it
+    will be stored with, each result not known before the batch runs left empty (what is known
+    of each call is returned). A batch that does not match the history finishes nothing: the
+    run fails instead of calling the model."""
+    batch = state.pending_batch
+    calls = state.messages[-1].tool_uses if state.messages else ()
+    if batch is None or approvals.waiting_calls(batch, calls) is None:
+        return ()
+    offloading = [m for m in loop.chain.middlewares
+                  if isinstance(m, filesystem.FilesystemMiddleware)]
+    results, foreseen = approvals.foresee(
+        batch, calls, offloads=lambda name, content: any(
+            m.offloads_result(name, content) for m in offloading))
+    seq = max((m.seq for m in state.messages if m.seq is not None), default=0) + 1
+    state.messages.append(replace(results, seq=seq))
+    state.pending_batch = None
+    state.clear_scratch()
+    state.turn += 1
+    return foreseen
 
 
 def left_out(before: ModelRequest, after: ModelRequest) -> list[str]:
@@ -157,9 +210,9 @@ def inspect(loop: Loop, state: State, tokenizer: Tokenizer, *, extra: Sequence[O
     ``extra`` in place of the stored overrides when not ``stored``)."""
     started = time.perf_counter()
     with telemetry.span(telemetry.SPAN_CONTEXT_INSPECT) as span:
-        before, after, overrides = assemble(loop, state, extra, stored=stored)
-        snapshot = _snapshot(before, after, overrides, state, tokenizer,
-                             summary_stored=summary_stored, as_sent=_wire_form(loop),
+        assembled = assemble(loop, state, extra, stored=stored)
+        snapshot = _snapshot(assembled, state, tokenizer, summary_stored=summary_stored,
+                             as_sent=_wire_form(loop),
                              counter=loop.provider if provider_count else None)
         span.set_attributes({
             telemetry.ATTR_CONTEXT_PARTS_SYSTEM: len(snapshot.system),
@@ -186,16 +239,17 @@ def _as_is(message: Message) -> Message:
     return message
 
 
-def _snapshot(before: ModelRequest, after: ModelRequest, overrides: OverrideSet, state: State,
-              tokenizer: Tokenizer, *, summary_stored: bool, as_sent: Callable[[Message], Message],
-              counter: object) -> Snapshot:
+def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *, summary_stored: bool,
+              as_sent: Callable[[Message], Message], counter: object) -> Snapshot:
+    before, after, overrides, batch = assembled
     cache = prompt_cache.report(state)
     breakpoint = cache.breakpoint if cache is not None else None
     report = summarization.report(state)
     system = _system_parts(before.system, after.system, overrides, tokenizer, breakpoint)
     tools = _tool_parts(before.tools, after.tools, tokenizer, cached=breakpoint is not None)
+    batch_seq = state.messages[-1].seq if batch else None
     messages = _message_parts(before.request.messages, after.request.messages, overrides,
-                              tokenizer, as_sent)
+                              tokenizer, as_sent, batch=batch, batch_seq=batch_seq)
     present = {p.id for p in (*system, *tools, *messages)}
     stale = tuple(o.part for o in overrides.overrides if o.part not in present
                   and not (o.part == context.SUMMARY and summary_stored))
@@ -225,7 +279,8 @@ def _snapshot(before: ModelRequest, after: ModelRequest, overrides: OverrideSet,
         cache_breakpoint=breakpoint,
         cache_prefix_tokens=cache.prefix_tokens if cache is not None else None,
         cache_minimum=cache.minimum if cache is not None else None,
-        overrides_active=len(overrides) - len(stale), stale=stale, request=after)
+        overrides_active=len(overrides) - len(stale), stale=stale, request=after,
+        batch=batch, batch_part=message_part(batch_seq) if batch_seq is not None else None)
 
 
 def _group(part: str) -> str:
@@ -240,7 +295,7 @@ def _stale_part(override: Override, counted: Counted) -> Part:
                 override=override.action, stale=True)
 
 
-def _preview(text: str) -> str:
+def preview(text: str) -> str:
     """The first 200 characters, whitespace folded, on a character boundary (a str is always
     cut on one)."""
     text = " ".join(text[:4 * PREVIEW_CHARS].split())
@@ -257,7 +312,7 @@ def _system_parts(before: Sequence[SourcedBlock], after: Sequence[SourcedBlock],
         index, shown = sent.get(block.part, (None, block))
         parts.append(Part(
             id=block.part, kind="system", label=_system_label(block.part),
-            preview=_preview(shown.block.text), tokens=tokenizer.block(shown.block),
+            preview=preview(shown.block.text), tokens=tokenizer.block(shown.block),
             included=index is not None, override=override.action if override else None,
             cached_prefix=index is not None and breakpoint is not None and index <= breakpoint,
             counted=tokenizer.source, sent=_text_of(shown.block),
@@ -281,7 +336,7 @@ def _tool_parts(before: Iterable[Tool], after: Iterable[Tool], tokenizer: Tokeni
         included = tool.name in sent
         parts.append(Part(
             id=context.tool_part(tool.name), kind="tool", label=tool.name,
-            preview=_preview(definition.description), tokens=tokenizer.tool(definition),
+            preview=preview(definition.description), tokens=tokenizer.tool(definition),
             included=included, override=None if included else "exclude",
             cached_prefix=included and cached, counted=tokenizer.tool_source,
             sent=partial(_tool_json, definition)))
@@ -289,10 +344,12 @@ def _tool_parts(before: Iterable[Tool], after: Iterable[Tool], tokenizer: Tokeni
 
 
 def _message_parts(before: Sequence[Message], after: Sequence[Message], overrides: OverrideSet,
-                   tokenizer: Tokenizer, as_sent: Callable[[Message], Message],
+                   tokenizer: Tokenizer, as_sent: Callable[[Message], Message], *,
+                   batch: Sequence[ForeseenCall] = (), batch_seq: int | None = None,
                    ) -> tuple[Part, ...]:
     """The messages' parts, counted as the tokenizer counts them (which knows its family's
-    wire) and shown as the adapter sends them (``as_sent``)."""
+    wire) and shown as the adapter sends them (``as_sent``); the message ``batch_seq``, if
+    any, is the results of a paused ``batch``, not stored yet."""
     sent = {m.seq: m for m in after if m.seq is not None}
     repairs = {id(m) for m in after if m.seq is None}
     partners = context.pairs(before)
@@ -308,16 +365,41 @@ def _message_parts(before: Sequence[Message], after: Sequence[Message], override
             included = message.seq in sent
             shown = sent.get(message.seq, message)
             override = overrides.get(part_id)
+        if message.seq is None:
+            label = "added for this request (an interrupted call's result)"
+        elif message.seq == batch_seq:
+            label = f"#{message.seq} {message.role}: {_batch_label(batch)}"
+        else:
+            label = f"#{message.seq} {message.role}"
         parts.append(Part(
-            id=part_id, kind="message", label=f"#{message.seq} {message.role}" if message.seq
-            else "added for this request (an interrupted call's result)",
-            preview=_preview(_message_text(as_sent(shown))), tokens=tokenizer.message(shown),
+            id=part_id, kind="message", label=label,
+            preview=preview(_batch_text(shown, batch) if message.seq == batch_seq
+                             else _message_text(as_sent(shown))),
+            tokens=tokenizer.message(shown),
             included=included, override=override.action if override else None,
             paired_with=tuple(partners.get(part_id, ())), counted=tokenizer.source,
-            sent=partial(_content_json, as_sent(shown)),
-            unreplaced=partial(_content_json, as_sent(message))
+            sent=partial(content_json, as_sent(shown)),
+            unreplaced=partial(content_json, as_sent(message))
             if override and override.action == "replace" else None))
     return tuple(parts)
+
+
+_OUTLOOK_NOTES = {"will_run": "runs when the batch finishes", "awaiting_decision":
+                  "waiting for a decision", "offloaded": "goes to a file when the batch finishes"}
+
+
+def _batch_label(batch: Sequence[ForeseenCall]) -> str:
+    unknown = sum(c.outlook not in approvals.KNOWN for c in batch)
+    known = f"{unknown} of {len(batch)} not known yet" if unknown else "all known"
+    return f"the paused batch's results, stored when it finishes ({known})"
+
+
+def _batch_text(message: Message, batch: Sequence[ForeseenCall]) -> str:
+    """A paused batch's results for a preview: each call's result, or why it is not known."""
+    results = {b.tool_use_id: b.content for b in message.tool_results}
+    return " ".join(f"{c.name} → {results.get(c.tool_use_id, '')}"
+                    if c.outlook in approvals.KNOWN else f"{c.name} → ({_OUTLOOK_NOTES[c.outlook]})"
+                    for c in batch)
 
 
 def _message_text(message: Message) -> str:
@@ -347,5 +429,5 @@ def _tool_json(definition: ToolDef) -> str:
                       "input_schema": definition.input_schema})
 
 
-def _content_json(message: Message) -> str:
+def content_json(message: Message) -> str:
     return json_text(content_to_json(message.content))

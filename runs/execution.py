@@ -244,11 +244,16 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
                       preloaded=reads, deltas=live.run_deltas(run.pk))
     history = (session_history(run.session_id) if reads.history is None
                else history_of(reads.history))
-    state = state_from_json(
+    next_seq = (history[-1].seq or 0) + 1 if history else 1
+    return loop, run_state(run, history), next_seq
+
+
+def run_state(run: Run, history: list[HMessage]) -> State:
+    """The state of ``run`` at its last checkpoint (its todos, its middlewares' private state, a
+    paused batch), over the session's stored ``history``: what the run resumes from."""
+    return state_from_json(
         run.state_json,
         run_id=str(run.id), session_id=str(run.session_id), agent_id=str(run.agent_id),
         tenant_id=str(run.session.tenant_id), messages=history, turn=run.turn,
         trace_content=run.session.tenant.trace_llm_content,
     )
-    next_seq = (history[-1].seq or 0) + 1 if history else 1
-    return loop, state, next_seq

@@ -87,11 +87,16 @@ class FilesystemMiddleware:
     def provide_tools(self, state: State) -> list[Tool]:
         return self._tools
 
+    def offloads_result(self, tool_name: str, content: str) -> bool:
+        """A result of ``tool_name`` with ``content`` goes to a file, a pointer sent in its
+        place."""
+        return (self.offloads and len(content) > self.offload_threshold
+                and tool_name not in files.TOOL_NAMES)  # their own output is paged and bounded
+
     def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolOutcome:
         result = next(req)
-        if (not self.offloads or isinstance(result, AwaitingApproval)
-                or len(result.content) <= self.offload_threshold
-                or req.call.name in files.TOOL_NAMES):  # their own output is paged and bounded
+        if isinstance(result, AwaitingApproval) or not self.offloads_result(req.call.name,
+                                                                             result.content):
             return result
         path = f"{OFFLOAD_DIR}/{_file_name(req.call.id)}"
         content = _storable(result.content[:self.files.max_file_chars])

@@ -30,7 +30,11 @@ def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
     body = snapshot(alice, demo)
     assert set(body) == {"system", "tools", "messages", "totals", "counted", "tokenizer",
                          "framing", "framing_counted", "would_compact", "cache_breakpoint",
-                         "cache_prefix_tokens", "cache_minimum", "overrides", "context_window"}
+                         "cache_prefix_tokens", "cache_minimum", "overrides", "context_window",
+                         "run", "pending_calls", "batch_part", "queued"}
+    # No run is active: the first call of a new run, nothing paused or queued.
+    assert (body["run"], body["pending_calls"], body["batch_part"], body["queued"]) == (
+        None, [], None, [])
     assert [p["id"] for p in body["system"]] == ["system:agent", "system:filesystem",
                                                  "system:todo"]
     assert [p["id"] for p in body["messages"]] == [f"message:{i}" for i in range(1, 11)]

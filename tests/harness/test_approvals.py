@@ -119,6 +119,24 @@ def test_close_answers_every_call_in_call_order():
         ("c", CANCELLED_BEFORE_DECISION, True)]
 
 
+def test_foresee_gives_the_results_known_before_the_batch_runs():
+    calls = (*CALLS, ToolUseBlock(id="d", name="delete", input={"path": "/d"}),
+             ToolUseBlock(id="e", name="delete", input={"path": "/e"}))
+    batch = PendingBatch(done={"a": ("x", False)}, pending=tuple(waiting("b", "c", "d", "e")),
+                         decisions={"b": ApprovalDecision(type="edit", input={"path": "/B"}),
+                                    "c": ApprovalDecision(type="reject", message="no"),
+                                    "d": ApprovalDecision(type="respond", message="y" * 70)})
+    message, seen = approvals.foresee(batch, calls,
+                                      offloads=lambda name, content: len(content) > 60)
+    assert [(c.tool_use_id, c.outlook) for c in seen] == [
+        ("a", "ran"), ("b", "will_run"), ("c", "answered"), ("d", "offloaded"),
+        ("e", "awaiting_decision")]
+    # The results message the batch will write, in call order; what is not known yet is empty.
+    assert [(b.tool_use_id, b.content, b.is_error) for b in message.content] == [
+        ("a", "x", False), ("b", "", False), ("c", f"{REJECTED} Reason: no", True),
+        ("d", "", False), ("e", "", False)]
+
+
 def test_results_message_follows_the_order_given():
     message = approvals.results_message(["c", "a"], {"a": ("1", False), "c": ("3", True)})
     assert [(b.tool_use_id, b.content, b.is_error) for b in message.content] == [

@@ -1,8 +1,9 @@
 """The inspector never lies: with the agent on the OpenAI-compatible adapter and, separately, the
 Anthropic adapter, both pointed at a local HTTP server that records each request body, the
 included parts of an inspect snapshot — their full contents, in order — mapped by the adapter
-are byte for byte what the next run's first model call sends: before any override, and after a
-message exclude, a system replace and a tool exclude."""
+are byte for byte what the next model call sends: a new run's first, before any override and
+after a message exclude, a system replace and a tool exclude; and the call of a run resuming
+from a pause for approval, with overrides saved during the pause."""
 
 from __future__ import annotations
 
@@ -67,6 +68,8 @@ def snapshot_request(caller, session_id: str) -> Request:
     tools = [ToolDef(**json.loads(full(p["id"]))) for p in snapshot["tools"] if p["included"]]
     roles = {f"message:{m.seq}": m.role for m in StoredMessage.objects.filter(
         session_id=session_id)}
+    if snapshot["batch_part"] is not None:  # a paused batch's results, not stored yet
+        roles[snapshot["batch_part"]] = "user"
     messages = [Message(role=roles[p["id"]], content=content_from_json(json.loads(full(p["id"]))))
                 for p in snapshot["messages"] if p["included"]]
     return Request(model="", system=tuple(system), tools=tuple(tools), messages=tuple(messages))
@@ -144,3 +147,70 @@ def test_the_snapshot_is_what_the_next_call_sends(adapter, alice, make_agent, ha
     assert "call_1" not in json.dumps(second["messages"])
     assert "You count, tersely." in json.dumps(second)
     assert "You count words." not in json.dumps(second)
+
+
+def sends_next(server: ReplayServer, run_id: str, canned: str) -> dict:
+    """Advance the run one slice, its model answering ``canned``: the body of its one call."""
+    seen = len(server.requests)
+    server.reply_sse(wire(canned))
+    tasks.advance_run(run_id)
+    [sent] = server.requests[seen:]
+    return sent.body
+
+
+@pytest.mark.parametrize("adapter", sorted(MODELS))
+def test_a_paused_run_is_shown_as_it_resumes(adapter, alice, make_agent, hango_settings,
+                                            server):
+    model, text, map_request, keys = MODELS[adapter]
+    hango_settings(run_inline=False, broker_url="", provider_max_retries=0,
+                   **{f"{adapter}_api_key": "test-key", f"{adapter}_base_url": server.url})
+    agent = make_agent(alice, model=model, system_prompt="You count words.",
+                       config={"interrupt_on": {"word_count": ["approve", "reject"]}})
+    session = Session.objects.create(tenant_id=alice.member.tenant_id, agent_id=agent["id"],
+                                     member=alice.member, title="paused")
+    for seq, (role, content) in enumerate(HISTORY, start=1):
+        StoredMessage.objects.create(session=session, seq=seq, role=role, content=content)
+    url = f"/v1/sessions/{session.pk}/context"
+    posted = alice.client.post(f"/v1/sessions/{session.pk}/messages",
+                               {"content": "Count 'one two three'."}, format="json").json()
+    run_id = posted["run"]["id"]
+    tool_use = "anthropic_stream_tool_use.sse" if adapter == "anthropic" else \
+        "openai_stream_tool_calls.sse"
+    sends_next(server, run_id, tool_use)
+    assert Run.objects.get(pk=run_id).status == "awaiting_approval"
+    [call] = StoredMessage.objects.get(session=session, seq=8).content[-1:]
+
+    # Paused: the next call sends the batch's results once they are known; until a decision,
+    # the waiting call's is empty and said to be waiting.
+    waiting = alice.client.get(url).json()
+    assert waiting["run"] == {"id": run_id, "status": "awaiting_approval", "turn": 1}
+    assert waiting["batch_part"] == "message:9"
+    assert waiting["pending_calls"] == [{"tool_use_id": call["id"], "name": "word_count",
+                                         "outlook": "awaiting_decision"}]
+    assert not any(p["id"].startswith("repair:") for p in waiting["messages"])
+    [shown] = json.loads(alice.client.get(url, {"full": "message:9"}).json()["content"])
+    assert (shown["tool_use_id"], shown["content"]) == (call["id"], "")
+
+    # Overrides saved during the pause apply to the call after it.
+    assert alice.client.put(f"/v1/agents/{agent['id']}/context-overrides", [
+        {"part": "system:agent", "action": "replace",
+         "replacement": "You count, tersely."}], format="json").status_code == 200
+    assert alice.client.put(f"/v1/sessions/{session.pk}/context-overrides", [
+        {"part": "message:3", "action": "exclude"}], format="json").status_code == 200
+    approved = alice.client.post(f"/v1/runs/{run_id}/approve", {"decisions": [
+        {"tool_use_id": call["id"], "type": "reject", "message": "not now"}]}, format="json")
+    assert approved.status_code == 202, approved.content
+    decided = alice.client.get(url).json()
+    assert decided["run"]["status"] == "queued"
+    assert decided["pending_calls"][0]["outlook"] == "answered"
+    expected = map_request(snapshot_request(alice, str(session.pk)))
+    sent = sends_next(server, run_id, text)
+    assert Run.objects.get(pk=run_id).status == "completed"
+    for key in keys:
+        assert expected.get(key) == sent.get(key), key
+    assert "You count, tersely." in json.dumps(sent) and "call_1" not in json.dumps(sent)
+    assert "not now" in json.dumps(sent["messages"][-1])
+    if adapter == "openai":
+        joins = sum(p["included"] for p in decided["system"]) - 1
+        recounted = openai_input_tokens(sent, o200k())
+        assert abs(decided["totals"]["after"] - recounted) <= joins
