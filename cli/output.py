@@ -227,7 +227,7 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
         console.print(_parts_table(parts, snapshot["tokenizer"]) if parts else Text("  (none)"))
     totals, overrides = snapshot["totals"], snapshot["overrides"]
     counted = _COUNTED.get(snapshot["counted"], snapshot["counted"]).format(snapshot["tokenizer"])
-    rows = [
+    rows = _run_rows(snapshot) + [
         ("framing", f"{snapshot['framing']} tokens the provider adds around the parts"
                     + _FRAMING.get(snapshot.get("framing_counted", ""), "")),
         ("total", f"{totals['after']} tokens sent, {totals['before']} without the overrides; "
@@ -252,6 +252,27 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
     for name, value in rows:
         grid.add_row(Text(name), Text(value))
     console.print(grid)
+
+
+_OUTLOOKS = {"ran": "ran before the pause", "answered": "answered by its decision",
+             "will_run": "runs when the batch finishes: result not known yet",
+             "awaiting_decision": "waiting for a decision: result not known yet",
+             "offloaded": "answered with a text that goes to a file: not known yet"}
+
+
+def _run_rows(snapshot: dict[str, Any]) -> list[tuple[str, str]]:
+    """Whose next call this is, a paused batch's calls, and the messages queued behind."""
+    run = snapshot.get("run")
+    rows = [("run", "none active: the first call of a new run" if run is None else
+             f"{run['id']} ({run['status']}), from its checkpoint after turn {run['turn']}")]
+    if snapshot.get("pending_calls"):
+        rows.append(("paused batch", f"its results go in {snapshot['batch_part']}: " + "; ".join(
+            f"{c['name']} {c['tool_use_id']} {_OUTLOOKS.get(c['outlook'], c['outlook'])}"
+            for c in snapshot["pending_calls"])))
+    for part in snapshot.get("queued", []):
+        rows.append(("queued", f"{part['id']} ({part['tokens']} tokens), not in this request: "
+                               f"{part['preview']}"))
+    return rows
 
 
 def print_part(full: dict[str, Any]) -> None:

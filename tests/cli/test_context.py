@@ -161,8 +161,29 @@ def test_show_says_when_the_next_call_would_compact(hango, api, demo):
     api.patch(f"/v1/agents/{demo['agent']}",
               json={"config": {"summarization": {"trigger_tokens": 100}}}).raise_for_status()
     assert snapshot(api, demo)["would_compact"] is True
-    assert show(hango, demo).lines[-1].startswith(
-        "notice     the next call would be summarized (compacted)")
+    table = show(hango, demo)
+    assert table.lines[-1].startswith("notice     the next call would be summarized (compacted)")
+    assert line_of(table.lines, "run ").endswith("none active: the first call of a new run")
+
+
+def test_show_says_whose_call_it_is_and_what_a_paused_batch_sends(hango, api, inline_runs):
+    agent = api.post("/v1/agents", json={
+        "name": "asks", "model": "scripted:demo",
+        "config": {"interrupt_on": {"word_count": ["approve", "reject"]}}}).json()
+    session = api.post("/v1/sessions", json={"agent": agent["id"]}).json()
+    run = api.post(f"/v1/sessions/{session['id']}/messages",
+                   json={"content": "count these four words"}).json()["run"]
+    assert run["status"] == "awaiting_approval"
+    queued = api.post(f"/v1/sessions/{session['id']}/messages",
+                      json={"content": "then say hello", "multitask": "enqueue"}).json()
+    lines = show(hango, session).lines
+    assert line_of(lines, "run ").endswith(
+        f"{run['id']} (awaiting_approval), from its checkpoint after turn 3")
+    assert line_of(lines, "paused batch").endswith(
+        "its results go in message:7: word_count d5_wc waiting for a decision: result not "
+        "known yet")
+    assert line_of(lines, "queued").endswith(
+        f"queued:{queued['message']['id']} (3 tokens), not in this request: then say hello")
 
 
 def test_show_json_is_the_apis_snapshot(hango, api, demo):
