@@ -16,7 +16,8 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
 from accounts.models import Member, Role
-from runs.models import Message, Session
+from harness.state import STATE_VERSION
+from runs.models import Message, PendingMessage, Run, Session
 from tests.support import workers
 from tests.support.browser import log_in, screenshot, watch_errors
 from tests.support.replay import ReplayServer, wire, wire_json
@@ -215,3 +216,32 @@ def test_a_selection_the_api_would_refuse_cannot_be_saved(page, web, session, te
     expect(page.locator('tr[data-part="message:1"] input[type=checkbox]')).to_be_checked()
     # The one error logged is the browser's note of the preview's 422, which the panel shows.
     assert [e for e in errors if "422" not in e] == [] and len(errors) == 1
+
+
+def test_the_panel_says_whose_call_it_shows(page, web, session, tenant):
+    """A session paused for approval with a message queued behind its run, as the run and the
+    queue store them: the panel says the call is that run's, what the paused batch sends, and
+    what waits."""
+    Message.objects.create(session=session, seq=5, role="assistant", content=[
+        {"type": "tool_use", "id": "call_2", "name": "word_count", "input": {"text": "alpha"}}])
+    Run.objects.create(session=session, agent=session.agent, status="awaiting_approval", turn=1,
+                       state_json={"version": STATE_VERSION, "todos": [], "private": {},
+                                   "pending_batch": {"done": {}, "decisions": {}, "pending": [
+                                       {"tool_use_id": "call_2", "name": "word_count",
+                                        "input": {"text": "alpha"},
+                                        "allowed_decisions": ["approve", "reject"]}]}})
+    waiting = Run.objects.create(session=session, agent=session.agent, status="pending")
+    PendingMessage.objects.create(session=session, run=waiting,
+                                  content=[{"type": "text", "text": "and then beta"}])
+    errors = watch_errors(page)
+    open_panel(page, web, staff("kim@acme.test", tenant), session)
+    settled(page)
+    flags = page.locator("#cp-flags")
+    expect(flags).to_contain_text("run awaiting_approval, turn 1")
+    expect(flags).to_contain_text("paused batch: 1 of 1 results not known yet")
+    expect(flags).to_contain_text("1 queued message(s), not in this request")
+    batch = page.locator('tr[data-part="message:6"]')
+    expect(batch.locator(".cp-label")).to_contain_text("the paused batch's results")
+    expect(batch.locator(".cp-preview")).to_contain_text("word_count → (waiting for a decision)")
+    expect(page.locator('tr[data-part^="repair:"]')).to_have_count(0)
+    assert errors == []

@@ -351,7 +351,33 @@
       flags.push(badge(`${s.overrides.stale.length} stale override(s)`,
                        s.overrides.stale.join(", "), "warn"));
     }
+    flags.push(...runFlags(s));
     $("cp-flags").replaceChildren(...flags);
+  }
+
+  const OUTLOOKS = {ran: "ran before the pause", answered: "answered by its decision",
+                    will_run: "runs when the batch finishes", offloaded: "goes to a file",
+                    awaiting_decision: "waiting for a decision"};
+
+  function runFlags(s) {  // whose call this is, a paused batch, the messages queued behind
+    const flags = [];
+    if (s.run) {
+      flags.push(badge(`run ${s.run.status}, turn ${s.run.turn}`, "The next call of the " +
+                       "session's active run " + s.run.id + ", from its last checkpoint.",
+                       s.run.status === "awaiting_approval" ? "warn" : null));
+    }
+    const unknown = s.pending_calls.filter((c) => c.outlook !== "ran" && c.outlook !== "answered");
+    if (s.pending_calls.length) {
+      flags.push(badge(`paused batch: ${unknown.length} of ${s.pending_calls.length} results ` +
+                       "not known yet", s.batch_part + " holds them: " + s.pending_calls.map(
+                         (c) => `${c.name} ${c.tool_use_id}: ${OUTLOOKS[c.outlook]}`).join("; "),
+                       unknown.length ? "warn" : null));
+    }
+    if (s.queued.length) {
+      flags.push(badge(`${s.queued.length} queued message(s), not in this request`,
+                       s.queued.map((p) => p.preview).join(" / ")));
+    }
+    return flags;
   }
 
   /* -- a part in full, and editing it ------------------------------------------------------- */
