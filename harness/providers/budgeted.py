@@ -1,9 +1,10 @@
 """A provider whose every call first holds its worst case against a budget (a tenant's quota),
 so the calls in flight can never take the budget past its end.
 
-It passes streaming through: its :meth:`Budgeted.stream` holds the budget once per call and
-yields what the wrapped provider streams, or, for one that does not stream, its whole answer as
-the stream's one event; so a loop may stream over any provider it wraps.
+It passes token counting through untouched, and streaming: its :meth:`Budgeted.stream` holds
+the budget once per call and yields what the wrapped provider streams, or, for one that does not
+stream, its whole answer as the stream's one event; so a loop may stream over any provider it
+wraps.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from harness.messages import Request, Response
-from harness.providers.base import Provider, StreamDone, StreamEvent, Streaming
+from harness.providers.base import Provider, StreamDone, StreamEvent, Streaming, TokenCounter
 from harness.tokens import Tokenizer
 
 
@@ -33,11 +34,17 @@ class Budgeted:
     """``inner``, with each call's :func:`worst_case` reserved before it is sent. It wraps the
     run's provider, so the summarizer's and subagents' calls are held like the agent's."""
 
+    count_tokens: Callable[[Request], int]  # set when ``inner`` counts
+
     def __init__(self, inner: Provider, budget: Budget, tokenizer: Tokenizer) -> None:
         self.inner, self.budget, self.tokenizer = inner, budget, tokenizer
         self.name = inner.name
         self._inner_stream: Callable[[Request], Iterator[StreamEvent]] | None = (
             inner.stream if isinstance(inner, Streaming) else None)
+        if isinstance(inner, TokenCounter):
+            # Counting spends nothing of the budget, and a run under a quota must measure its
+            # requests with the counter a run without one uses (summarization's trigger).
+            self.count_tokens = inner.count_tokens
 
     def complete(self, request: Request) -> Response:
         self.budget.reserve(worst_case(request, self.tokenizer))

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from harness.errors import ProviderUnavailable
 from harness.loop import Failed, FinalOutput
 from harness.messages import Message, Request, Response
-from harness.providers.base import StreamDone, StreamEvent, Streaming, TextDelta
+from harness.providers.base import StreamDone, StreamEvent, Streaming, TextDelta, TokenCounter
 from harness.providers.budgeted import Budgeted
 from harness.providers.scripted import ScriptedModel, named_script, text, tool_call
 from harness.state import State
@@ -142,3 +142,19 @@ def test_a_stream_without_text_tells_no_end():
     deltas = Deltas()
     run(make_loop(ScriptedModel([tool_call("echo", {"text": "x"}), text("")]), deltas=deltas))
     assert deltas.seen == [] and deltas.ends == []
+
+
+class Counting(Whole):
+    def count_tokens(self, request: Request) -> int:
+        return 42
+
+
+def test_budgeted_counts_with_the_inner_counter_and_holds_nothing_for_it():
+    """A run under a quota measures its requests as a run without one does."""
+    budget = Reserving()
+    counted = Budgeted(Counting(), budget, tokenizer_for("scripted:demo"))
+    assert isinstance(counted, TokenCounter)
+    assert counted.count_tokens(Request(model="m", messages=(Message.user("hi"),))) == 42
+    assert budget.held == []
+    assert not isinstance(Budgeted(Whole(), budget, tokenizer_for("scripted:demo")),
+                          TokenCounter)
