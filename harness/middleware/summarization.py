@@ -15,8 +15,11 @@ Agent config ``summarization`` (``{"enabled": false}`` turns it off): ``trigger_
 
 :func:`report` (``state.scratch["summarization"]``, a :class:`SummarizationReport` about the
 request just assembled; per batch, not persisted) tells the context inspector whether it needed
-compaction (``would_compact``) and which seqs the summary part stands for. Capture-only
-(inspect): reports ``would_compact``, calls nothing. If summarizing fails, the
+compaction (``would_compact``), which seqs the summary part stands for and how the summary came
+about. Capture-only (inspect) measures exactly as a run does — the provider's counter near the
+budget included — and compacts the same way, but calls no summarizer and saves nothing: the
+stored summary is reused as a run would reuse it; one that a run would make or extend is sent
+empty and reported ``summary_pending``. If summarizing fails, the
 request goes out whole when it fits the context window, else the run fails with a readable
 error; a half-rewritten request is never sent. The slot follows filesystem and context
 overrides, so it measures the request they shaped.
@@ -59,6 +62,12 @@ class SummarizationReport:
     summarized: int = 0  # messages the summary replaced in the last request sent (0: none)
     summary_from_seq: int | None = None  # the stored messages the summary part stands for
     summary_through_seq: int | None = None
+    # How the summary came about: "reused" (the stored one, sent as it is), "extended" or
+    # "created" (a summarizer call; capture-only makes none, so its text is not known yet and
+    # the request carries an empty one: ``summary_pending``). None when nothing was summarized.
+    summary_outcome: str | None = None
+    summary_pending: bool = False
+    summary_max_tokens: int = 0  # the most a summary made for the request may take
 
 
 class SummarizationFailed(HarnessError):
@@ -98,21 +107,24 @@ class SummarizationMiddleware:
         self._history = HistoryTotal(tokenizer)  # the run's history, counted incrementally
 
     def before_run(self, state: State) -> None:
-        stored = self.store.load() if self.store is not None and not self.capture_only else None
+        stored = self.store.load() if self.store is not None else None
         self._current = None if stored is None else _Current(
             text=stored.text, last=None, through_seq=stored.through_seq)
 
     def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
         fixed = self._fixed(req)
         tokens = self._history(req.request.messages) + fixed
-        if not self.capture_only and tokens >= EXACT_FROM * self.budget:
+        if tokens >= EXACT_FROM * self.budget:
+            # Capture-only too: the inspector's would_compact must be the run's, counter and all.
             tokens, _ = count_request(req.to_provider_request(), tokenizer=self.tokenizer,
                                       provider=self.provider)
         st = SummarizationReport(would_compact=tokens > self.budget, tokens=tokens,
-                                 budget=self.budget)
+                                 budget=self.budget, summary_max_tokens=self.summary_max_tokens)
         req.state.scratch[NAME] = st
-        if not st.would_compact or self.capture_only:
+        if not st.would_compact:
             return next(req)
+        if self.capture_only:  # the request a run would send, a summary not made yet empty
+            return next(self._compact(req, st, fixed) or req)
         try:
             compacted = self._compact(req, st, fixed)
             why = "no older messages can be summarized away"
@@ -158,15 +170,17 @@ class SummarizationMiddleware:
         if cut == 0:
             return None
         cut, text, outcome = self._summary_for(messages, cut, req.state)
-        compacted = (*_summary_head(text, messages[cut:], req.state), *messages[cut:])
+        compacted = (*_summary_head(text or "", messages[cut:], req.state), *messages[cut:])
         if problems := history.validate(compacted):  # only when the history was invalid already
             log.error("compacted history not sent: %s", "; ".join(map(str, problems)))
             return None
         seqs = [m.seq for m in messages[:cut] if m.seq is not None]
-        st.summarized = cut
+        st.summarized, st.summary_outcome, st.summary_pending = cut, outcome, text is None
         st.summary_from_seq, st.summary_through_seq = min(seqs, default=None), max(seqs,
                                                                                    default=None)
         st.tokens_after = fixed + self._messages(compacted)
+        if self.capture_only:
+            return replace(req, request=replace(req.request, messages=compacted))
         telemetry.record_event(telemetry.EVENT_SUMMARIZED, {
             telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_SUMMARY_OUTCOME: outcome,
             telemetry.ATTR_SUMMARY_MESSAGES: cut,
@@ -178,9 +192,10 @@ class SummarizationMiddleware:
         return replace(req, request=replace(req.request, messages=compacted))
 
     def _summary_for(self, messages: tuple[Message, ...], cut: int,
-                     state: State) -> tuple[int, str, str]:
+                     state: State) -> tuple[int, str | None, str]:
         """(cut, text, outcome): the current summary reused as is (the cut moves to where it
-        ends) or extended with the messages after it; a new one when it is not a prefix here."""
+        ends) or extended with the messages after it; a new one when it is not a prefix here.
+        Capture-only, a summary that would need a call has no text (None)."""
         current = self._current
         end = None if current is None else _covered_end(messages, current)
         if current is not None and end is not None:
@@ -191,7 +206,9 @@ class SummarizationMiddleware:
         return cut, self._new(messages, cut, None, 0, state), "created"
 
     def _new(self, messages: tuple[Message, ...], cut: int, previous: str | None, start: int,
-             state: State) -> str:
+             state: State) -> str | None:
+        if self.capture_only:
+            return None
         text = self.summarizer.summarize(messages[start:cut], previous, state)
         last = messages[cut - 1]
         self._current = _Current(text=text, last=last, through_seq=last.seq)

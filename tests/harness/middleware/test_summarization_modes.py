@@ -50,20 +50,60 @@ def capture(loop, state: State):
     return captured[0].request
 
 
-def test_capture_only_reports_would_compact_and_calls_nothing():
+def test_capture_only_compacts_as_a_run_does_and_calls_nothing():
     history = stored_history()
+    options = small(size(history) // 2, keep_messages=4)
+    provider = answers()
+    run(make(provider, options=options, store=MemorySummaries()), State(messages=list(history)))
+    (sent,) = provider.run_requests  # what a run sends: a new summary, then what it keeps
+
     model = ScriptedModel([])  # any call raises ScriptExhausted
-    store = MemorySummaries(Summary(text="old", through_seq=5))
-    loop = make(model, options=small(size(history) // 2), store=store,
-                capture_only=True)
+    store = MemorySummaries()
+    loop = make(model, options=options, store=store, capture_only=True)
     state = State(messages=list(history))
     request = capture(loop, state)
     assert model.calls == [] and store.saved == []
-    assert request.messages == tuple(history)  # shown as they are now
-    assert summarization.report(state).would_compact is True
+    # The same cut; the summary a run would make first is sent empty, and said to be pending.
+    assert request.messages[1:] == sent.messages[1:]
+    assert is_summary(request.messages[0]) and request.messages[0].text.endswith(": ")
+    report = summarization.report(state)
+    assert report.would_compact and report.summary_pending
+    assert (report.summary_outcome, report.summary_max_tokens) == ("created", 64)
+    assert (report.summary_from_seq, report.summary_through_seq) == (1, history[-5].seq)
     state = State(messages=list(history[:3]))
-    capture(loop, state)
+    assert capture(loop, state).messages == tuple(history[:3])
     assert summarization.report(state).would_compact is False
+
+
+def test_capture_only_reuses_the_stored_summary_as_a_run_would():
+    history = stored_history()
+    options = small(size(history) // 2, keep_messages=4)
+    stored = Summary(text="the user asked for echoes", through_seq=history[-5].seq)
+    loop = make(ScriptedModel([]), options=options, store=MemorySummaries(stored),
+                capture_only=True)
+    state = State(messages=list(history))
+    request = capture(loop, state)
+    assert request.messages[0].text.endswith(": the user asked for echoes")
+    assert request.messages[1:] == tuple(history[-4:])
+    report = summarization.report(state)
+    assert (report.summary_outcome, report.summary_pending) == ("reused", False)
+
+
+def test_capture_only_measures_with_the_providers_counter_near_the_budget():
+    """The inspector's would_compact is the run's: past 90% of the budget both ask the
+    provider's counter, which here says the request is over."""
+
+    class Counting(ScriptedModel):
+        def count_tokens(self, request) -> int:
+            return 10 ** 6
+
+    history = stored_history()
+    state = State(messages=list(history))
+    capture(make(Counting([]), options=small(size(history)), capture_only=True), state)
+    assert summarization.report(state).would_compact is True
+    state = State(messages=list(history))
+    capture(make(Counting([]), options=small(2 * size(history)), capture_only=True), state)
+    assert summarization.report(state).would_compact is False  # under 90%: not asked
 
 
 def test_a_failed_summary_sends_the_request_whole_when_it_fits(spans):
