@@ -67,19 +67,26 @@ def context() -> None:
               help="Count the totals with the provider's own token counter (one call to it).")
 @click.option("--full", "full_part", metavar="PART",
               help="Print this part's whole content, exactly as sent, instead of the table.")
+@click.option("--message", metavar="TEXT",
+              help="Show the call as if this message were posted now (nothing is posted).")
 @json_option
 @click.pass_obj
 def context_show(state: State, session_id: str, counted: str | None,
-                 full_part: str | None) -> None:
+                 full_part: str | None, message: str | None) -> None:
     """The parts of the session's next model call: sent [x] or left out [ ], their tokens, the
     totals per group and before/after the overrides. No model is called.
 
     \b
     hango context show --session ID [--counted provider] [--full PART] [--json]
+    hango context show --session ID --message TEXT [--json]
     """
+    path = f"/v1/sessions/{path_id(session_id)}/context"
+    if message is not None and (counted or full_part):
+        raise click.UsageError("--message shows the table only: leave out --counted and --full.")
     params = {"counted": counted, "full": full_part}
-    answer = state.client().get(f"/v1/sessions/{path_id(session_id)}/context",
-                                params={k: v for k, v in params.items() if v is not None})
+    answer = (state.client().post(path, {"message": message}) if message is not None
+              else state.client().get(path, params={k: v for k, v in params.items()
+                                                    if v is not None}))
     if as_json():
         print_json(answer)
     elif full_part is not None:

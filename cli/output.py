@@ -185,6 +185,8 @@ def part_notes(part: dict[str, Any], tokenizer: str = "") -> str:
         notes.append("replaced")
     if part["paired_with"]:
         notes.append("paired with " + ", ".join(part["paired_with"]))
+    if part.get("summarized"):
+        notes.append("summarized: the summary is sent in its place")
     if part["cached_prefix"]:
         notes.append("cached")
     # Where the tokenizer counts the texts, say which parts it did not count as they are sent.
@@ -244,14 +246,26 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
                               f"{snapshot['cache_prefix_tokens']:,} tokens, the model caches "
                               f"from {snapshot['cache_minimum']:,}"))
     if snapshot["would_compact"]:
-        rows.append(("notice", "the next call would be summarized (compacted); the messages "
-                               "are shown as they are now"))
+        rows.append(("notice", _compaction_notice(snapshot.get("compaction") or {})))
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     for name, value in rows:
         grid.add_row(Text(name), Text(value))
     console.print(grid)
+
+
+def _compaction_notice(compaction: dict[str, Any]) -> str:
+    notice = (f"the next call is compacted first ({compaction.get('tokens', 0):,} tokens, over "
+              f"the budget of {compaction.get('budget', 0):,})")
+    if span := compaction.get("summarized"):
+        notice += f": the summary part stands for {span['from']} to {span['through']}"
+    if compaction.get("summary_pending"):
+        notice += (f"; it is made when the call is sent (up to "
+                   f"{compaction['summary_max_tokens']:,} tokens), its text not known yet")
+    elif compaction.get("summary") == "reused":
+        notice += "; the stored summary, sent as it is"
+    return notice
 
 
 _OUTLOOKS = {"ran": "ran before the pause", "answered": "answered by its decision",

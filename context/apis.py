@@ -32,12 +32,14 @@ from context.serializers import (
 )
 from hango_project.api import caller, validated
 from hango_project.errors import BadQuery, NotFound, ProviderFailed
-from harness.context import Override
+from harness.context import Override, message_part
 from harness.errors import ProviderError
 from harness.inspect import Part, Snapshot
+from harness.middleware.summarization import SummarizationReport
 from harness.serde import message_to_json
 from runs.models import Session
 from runs.selectors import session_get
+from runs.services import user_content
 
 
 def _saved(overrides: list[Override], added: list[str]) -> Response:
@@ -100,7 +102,8 @@ def part_json(part: Part) -> dict[str, Any]:
     return {"id": part.id, "kind": part.kind, "label": part.label, "preview": part.preview,
             "tokens": part.tokens, "included": part.included, "override": part.override,
             "stale": part.stale, "paired_with": list(part.paired_with),
-            "cached_prefix": part.cached_prefix, "counted": part.counted}
+            "cached_prefix": part.cached_prefix, "counted": part.counted,
+            "summarized": part.summarized}
 
 
 def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, Any]:
@@ -124,7 +127,20 @@ def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, 
                           for c in snapshot.batch],
         "batch_part": snapshot.batch_part,
         "queued": [part_json(p) for p in snapshot.queued],
+        "compaction": _compaction_json(snapshot.compaction),
     }
+
+
+def _compaction_json(report: SummarizationReport | None) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    summarized = report.summary_from_seq is not None and report.summarized
+    return {"tokens": report.tokens, "budget": report.budget,
+            "summarized": {"from": message_part(report.summary_from_seq or 0),
+                           "through": message_part(report.summary_through_seq or 0)}
+            if summarized else None,
+            "summary": report.summary_outcome, "summary_pending": report.summary_pending,
+            "summary_max_tokens": report.summary_max_tokens}
 
 
 def _snapshot_response(session: Session, **options: Any) -> HttpResponse:
@@ -166,15 +182,20 @@ class ContextApi(APIView):
                    description="The snapshot with `overrides` in place of the agent's and the "
                                "session's stored ones: what the next call would send once the "
                                "two PUTs of this set are made (a selection previewed before it "
-                               "is saved). The same assembly as the GET, and the same checks "
-                               "as the PUTs (their 422s; a message's pair is excluded with it). "
+                               "is saved); with `message`, as if that message were posted now "
+                               "(its part labelled previewed). The same assembly as the GET, "
+                               "and the same checks as the PUTs (their 422s; a message's pair "
+                               "is excluded with it); 409 for a message while a run is active. "
                                "Nothing is written and no model is called.")
     def post(self, request, session_id):
         session = session_get(member=caller(request), session_id=session_id)
         data = validated(PreviewInput, request)
+        message = user_content(data["message"]) if "message" in data else None
+        if "overrides" not in data:
+            return _snapshot_response(session, message=message)
         overrides = services.overrides_preview(
             session=session, overrides=[Override(**item) for item in data["overrides"]])
-        return _snapshot_response(session, extra=overrides, stored=False)
+        return _snapshot_response(session, extra=overrides, stored=False, message=message)
 
 
 class ContextTryApi(APIView):
@@ -187,7 +208,9 @@ class ContextTryApi(APIView):
                                "ends with the agent's answer). Nothing is added to the session "
                                "and no run is made; tool calls in the answer are returned, not "
                                "run. One attempt within HANGO_CONTEXT_TRY_TIMEOUT, sent as "
-                               "assembled (never summarized first). A `context_try` usage row; "
+                               "assembled: compacted with the stored summary when a run would be; "
+                               "422 when a run would make a summary first (a try makes none). "
+                               "A `context_try` usage row; "
                                "402 when the tenant's quota is spent; 502 when the provider "
                                "fails.")
     def post(self, request, session_id):

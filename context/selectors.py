@@ -8,11 +8,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from agents.models import Agent
 from context.models import ContextOverride
 from context.stores import overrides_of
-from harness.context import QUEUED_PREFIX, Override
+from hango_project.errors import Conflict
+from harness.context import QUEUED_PREFIX, Override, message_part
 from harness.inspect import Part, RunBasis, Snapshot, content_json, inspect, preview
 from harness.messages import Message as HMessage
 from harness.messages import TextBlock
@@ -38,28 +40,43 @@ def with_agent_and_tenant(session: Session) -> Session:
 
 
 def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored: bool = True,
-                     provider_count: bool = False) -> Snapshot:
+                     provider_count: bool = False,
+                     message: list[dict[str, Any]] | None = None) -> Snapshot:
     """The inspector's snapshot of ``session``'s next model request: the loop a run builds (the
     one factory, ``capture_only``), over the state its next call starts from — the active run's
     last checkpoint (paused for approval, in flight, or queued to resume), else a new run's
     from the stored history — with the stored overrides and ``extra`` on top — or, not
     ``stored``, ``extra`` in their place (a selection previewed before it is saved); the
-    messages queued behind the active run listed apart. Reads only; calls no model unless
-    ``provider_count`` asks the provider's counter for the totals."""
+    messages queued behind the active run listed apart; with ``message`` (stored blocks), the
+    first call of the run posting it now would make (409 while a run is active: it would wait
+    behind). Reads only; calls no model unless ``provider_count`` asks the provider's counter
+    for the totals (or, near the summarization budget, as a run would)."""
     session = with_agent_and_tenant(session)
     run = Run.objects.filter(session=session, status__in=ACTIVE_RUN_STATUSES).first()
+    if run is not None and message is not None:
+        raise Conflict("The session has an active run: a message posted now waits behind it, "
+                       "and the run's next call does not carry it.",
+                       detail={"active_run": str(run.pk)})
     with gc_paused():
         loop = build_loop(session.agent, session, capture_only=True)
         tokenizer = tokenizer_for(session.agent.model)
         history = session_history(session.pk, reuse_decoded=True)
+        previewed = None
+        if message is not None:
+            seq = (history[-1].seq or 0) + 1 if history else 1
+            history.append(HMessage(role="user", content=content_from_json(message), seq=seq))
+            previewed = message_part(seq)
         if run is not None:
             run.session = session  # its tenant's trace setting, without reading it again
         state = new_state(session, history) if run is None else run_state(run, history)
         snapshot = inspect(loop, state, tokenizer, extra=extra, stored=stored,
-                           summary_stored=session.summary_seq > 0,
                            provider_count=provider_count)
-        return replace(snapshot, queued=_queued(session, tokenizer), run=None if run is None
-                       else RunBasis(id=str(run.pk), status=run.status, turn=run.turn))
+        return replace(
+            snapshot, queued=_queued(session, tokenizer),
+            run=None if run is None else RunBasis(id=str(run.pk), status=run.status,
+                                                  turn=run.turn),
+            messages=tuple(p._replace(label=f"{p.label} (previewed, not posted)")
+                           if p.id == previewed else p for p in snapshot.messages))
 
 
 def _queued(session: Session, tokenizer: Tokenizer) -> tuple[Part, ...]:

@@ -12,6 +12,7 @@ from hango_project.config import hango
 from harness.approvals import CallOutlook
 from harness.tokens import Counted
 from runs.models import ACTIVE_RUN_STATUSES
+from runs.serializers import UserContentField
 
 MAX_OVERRIDES = 1_000
 COUNTED = list(get_args(Counted))
@@ -73,6 +74,8 @@ class PartOutput(serializers.Serializer):
                                         help_text="Messages sent or left out with this one.")
     cached_prefix = serializers.BooleanField(
         help_text="Before the prompt cache's breakpoint: changing it misses the cache.")
+    summarized = serializers.BooleanField(
+        help_text="A message the compacted call's summary stands for: not sent itself.")
     counted = serializers.ChoiceField(
         choices=COUNTED, help_text="How `tokens` was counted: `tokenizer`, the model family's "
         "tokenizer over the exact text; `rule`, the provider's published rule for how it "
@@ -88,6 +91,32 @@ class TotalsOutput(serializers.Serializer):
 class OverrideSummaryOutput(serializers.Serializer):
     active = serializers.IntegerField()
     stale = serializers.ListField(child=serializers.CharField())
+
+
+class SummarizedOutput(serializers.Serializer):
+    # Two ends, `from` a keyword: declared as fields by name.
+    through = serializers.CharField(help_text="The last message part the summary stands for.")
+
+
+SummarizedOutput._declared_fields["from"] = serializers.CharField(
+    help_text="The first message part the summary stands for.")
+
+
+class CompactionOutput(serializers.Serializer):
+    tokens = serializers.IntegerField(help_text=(
+        "The request as summarization measured it: the tokenizer's count, the provider's "
+        "counter from 90% of the budget on (as a run measures it)."))
+    budget = serializers.IntegerField(help_text="Over it, the call is compacted first.")
+    summarized = SummarizedOutput(allow_null=True, help_text=(
+        "The messages the summary stands for (their parts say `summarized`); null when the "
+        "call is not compacted."))
+    summary = serializers.ChoiceField(choices=["reused", "extended", "created"], allow_null=True,
+                                      help_text="How the summary comes about: the stored one "
+                                                "reused, or a summarizer call first.")
+    summary_pending = serializers.BooleanField(help_text=(
+        "The summary is made when the call is sent: the `summary` part shows it empty, and it "
+        "may take up to `summary_max_tokens` more."))
+    summary_max_tokens = serializers.IntegerField()
 
 
 class RunBasisOutput(serializers.Serializer):
@@ -120,7 +149,8 @@ class SnapshotOutput(serializers.Serializer):
         "message and function framing), `estimate`, or `provider` (what the provider's total "
         "leaves over the parts).")
     would_compact = serializers.BooleanField(
-        help_text="The next call would be summarized; the messages are shown as they are now.")
+        help_text="The next call is compacted first: the messages shown start with the "
+                  "`summary` part, the ones it stands for marked `summarized` (see `compaction`).")
     cache_breakpoint = serializers.IntegerField(
         allow_null=True, help_text="The index of the last system part of the prompt cache's "
                                    "prefix; null when nothing is marked.")
@@ -144,6 +174,8 @@ class SnapshotOutput(serializers.Serializer):
     batch_part = serializers.CharField(allow_null=True, help_text=(
         "The message part holding the paused batch's results, not stored until the batch "
         "finishes; a result not known yet (see `pending_calls`) is empty in it."))
+    compaction = CompactionOutput(allow_null=True, help_text=(
+        "Summarization's measure of the next call; null when the agent does not summarize."))
     queued = PartOutput(many=True, help_text=(
         "Messages queued behind the active run (`multitask: enqueue`): each joins the history "
         "when the runs before it end; not in this request, not in the totals."))
@@ -151,8 +183,14 @@ class SnapshotOutput(serializers.Serializer):
 
 class PreviewInput(serializers.Serializer):
     overrides = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES,
+                                 required=False,
                                  help_text="The agent's and the session's overrides together, "
-                                           "as the two PUTs would take them.")
+                                           "as the two PUTs would take them; absent, the "
+                                           "stored ones apply.")
+    message = UserContentField(required=False, help_text=(
+        "A user message the next call would carry as if it were posted now (not posted): what "
+        "compaction and a repaired call would make of it shows. 409 while a run is active "
+        "(a message posted then waits behind it)."))
 
 
 class PartContentOutput(serializers.Serializer):

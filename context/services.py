@@ -39,6 +39,7 @@ from harness.errors import ProviderError, QuotaReached
 from harness.inspect import assemble, left_out
 from harness.messages import Message as HMessage
 from harness.messages import Response
+from harness.middleware import summarization
 from runs.execution import DbBudget, build_loop, new_state, provider_settings, session_history
 from runs.models import Session
 
@@ -181,6 +182,17 @@ def _release(budget: DbBudget | None) -> None:
         quota_release(holds=budget.held)
 
 
+def _check_no_summary_pending(report: summarization.SummarizationReport | None) -> None:
+    """A try sends what a run would: a request a run compacts with the stored summary goes out
+    compacted; one whose summary a run would make first cannot be tried (a try makes none)."""
+    if report is not None and report.summary_pending:
+        raise Unprocessable(
+            f"The request is over the agent's summarization budget ({report.tokens:,} of "
+            f"{report.budget:,} tokens): a run would summarize its older messages first, and a "
+            "try makes no summary. Exclude parts to bring it under the budget.",
+            detail={"tokens": report.tokens, "budget": report.budget})
+
+
 def context_try(*, session: Session, extra: Sequence[Override], message: str | None,
                 actor: Member | None) -> Tried:
     """One real model call with the session's next request — its stored overrides and ``extra``
@@ -214,6 +226,7 @@ def context_try(*, session: Session, extra: Sequence[Override], message: str | N
         # Assembled inside the chat span, as a run's request is: the overrides' attributes and
         # events land on it.
         before, after, overrides, _ = assemble(loop, state, extra)
+        _check_no_summary_pending(summarization.report(state))
         try:
             response = loop.provider.complete(after.to_provider_request())
         except QuotaReached as exc:  # its worst case does not fit: it was not sent

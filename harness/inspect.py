@@ -25,11 +25,12 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import NamedTuple
 
-from harness import approvals, context, telemetry
+from harness import approvals, context, history, telemetry
 from harness.approvals import ForeseenCall
 from harness.chain import ModelRequest
 from harness.context import Override, OverrideSet, PartKind, SourcedBlock, message_part, part_kind
 from harness.errors import ProviderError
+from harness.history import is_summary
 from harness.loop import Loop
 from harness.messages import Message, Response, TextBlock, ToolDef, ToolUseBlock
 from harness.middleware import (
@@ -70,6 +71,7 @@ class Part(NamedTuple):
     stale: bool = False  # an override whose part is not in the request (a placeholder entry)
     paired_with: tuple[str, ...] = ()
     cached_prefix: bool = False  # before the prompt cache's breakpoint: editing it costs a miss
+    summarized: bool = False  # a message the compacted call's summary stands for (not sent)
     counted: Counted = "tokenizer"  # how ``tokens`` was counted (harness.tokens.Counted)
     # The whole part as the next call sends it (the replacement, if any), and as it was before
     # a replace override: rendered when asked for (``?full=``), not for every part of a snapshot.
@@ -125,6 +127,8 @@ class Snapshot:
     # messages queued behind it, which this call does not send: set by the caller that looked.
     run: RunBasis | None = None
     queued: tuple[Part, ...] = ()
+    # Summarization's measure of the request sent (None when the agent does not summarize).
+    compaction: summarization.SummarizationReport | None = None
 
     def part(self, part_id: str) -> Part | None:
         return next((p for p in (*self.system, *self.tools, *self.messages, *self.queued)
@@ -204,15 +208,13 @@ def left_out(before: ModelRequest, after: ModelRequest) -> list[str]:
 
 
 def inspect(loop: Loop, state: State, tokenizer: Tokenizer, *, extra: Sequence[Override] = (),
-            stored: bool = True, summary_stored: bool = False,
-            provider_count: bool = False) -> Snapshot:
+            stored: bool = True, provider_count: bool = False) -> Snapshot:
     """The snapshot of the request the next call of ``state``'s session would send (with
     ``extra`` in place of the stored overrides when not ``stored``)."""
     started = time.perf_counter()
     with telemetry.span(telemetry.SPAN_CONTEXT_INSPECT) as span:
         assembled = assemble(loop, state, extra, stored=stored)
-        snapshot = _snapshot(assembled, state, tokenizer, summary_stored=summary_stored,
-                             as_sent=_wire_form(loop),
+        snapshot = _snapshot(assembled, state, tokenizer, as_sent=_wire_form(loop),
                              counter=loop.provider if provider_count else None)
         span.set_attributes({
             telemetry.ATTR_CONTEXT_PARTS_SYSTEM: len(snapshot.system),
@@ -239,7 +241,7 @@ def _as_is(message: Message) -> Message:
     return message
 
 
-def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *, summary_stored: bool,
+def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *,
               as_sent: Callable[[Message], Message], counter: object) -> Snapshot:
     before, after, overrides, batch = assembled
     cache = prompt_cache.report(state)
@@ -248,11 +250,12 @@ def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *, summa
     system = _system_parts(before.system, after.system, overrides, tokenizer, breakpoint)
     tools = _tool_parts(before.tools, after.tools, tokenizer, cached=breakpoint is not None)
     batch_seq = state.messages[-1].seq if batch else None
-    messages = _message_parts(before.request.messages, after.request.messages, overrides,
-                              tokenizer, as_sent, batch=batch, batch_seq=batch_seq)
+    messages = _message_parts(state.messages, after.request.messages, overrides, tokenizer,
+                              as_sent, batch=batch, batch_seq=batch_seq, compaction=report)
     present = {p.id for p in (*system, *tools, *messages)}
-    stale = tuple(o.part for o in overrides.overrides if o.part not in present
-                  and not (o.part == context.SUMMARY and summary_stored))
+    # The summary is a part exactly when the call is compacted: an override of it is stale
+    # otherwise, like any override whose part is not in the request.
+    stale = tuple(o.part for o in overrides.overrides if o.part not in present)
     placeholders = {group: tuple(_stale_part(o, tokenizer.source) for o in overrides.overrides
                                  if o.part in stale and _group(o.part) == group)
                     for group in ("system", "tool", "message")}
@@ -280,7 +283,8 @@ def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *, summa
         cache_prefix_tokens=cache.prefix_tokens if cache is not None else None,
         cache_minimum=cache.minimum if cache is not None else None,
         overrides_active=len(overrides) - len(stale), stale=stale, request=after,
-        batch=batch, batch_part=message_part(batch_seq) if batch_seq is not None else None)
+        batch=batch, batch_part=message_part(batch_seq) if batch_seq is not None else None,
+        compaction=report)
 
 
 def _group(part: str) -> str:
@@ -343,45 +347,80 @@ def _tool_parts(before: Iterable[Tool], after: Iterable[Tool], tokenizer: Tokeni
     return tuple(parts)
 
 
-def _message_parts(before: Sequence[Message], after: Sequence[Message], overrides: OverrideSet,
+def _message_parts(working: Sequence[Message], after: Sequence[Message], overrides: OverrideSet,
                    tokenizer: Tokenizer, as_sent: Callable[[Message], Message], *,
                    batch: Sequence[ForeseenCall] = (), batch_seq: int | None = None,
+                   compaction: summarization.SummarizationReport | None = None,
                    ) -> tuple[Part, ...]:
-    """The messages' parts, counted as the tokenizer counts them (which knows its family's
-    wire) and shown as the adapter sends them (``as_sent``); the message ``batch_seq``, if
-    any, is the results of a paused ``batch``, not stored yet."""
+    """The parts of the ``working`` history (as the chain received it: repairs, a paused batch's
+    results in), each sent as ``after`` has it, counted as the tokenizer counts them (which
+    knows its family's wire) and shown as the adapter sends them (``as_sent``); the message
+    ``batch_seq``, if any, is the results of a paused ``batch``, not stored yet. When the call
+    would be compacted (``compaction``), the summary comes first, and the messages it stands
+    for are not sent."""
     sent = {m.seq: m for m in after if m.seq is not None}
     repairs = {id(m) for m in after if m.seq is None}
-    partners = context.pairs(before)
-    parts, repair_no = [], 0
-    for message in before:
+    partners = context.pairs(working)
+    summarized = range(0)
+    parts: list[Part] = []
+    if compaction is not None and compaction.summarized:
+        summary = next((m for m in after if is_summary(m)), None)
+        parts.append(_summary_part(summary, compaction, overrides, tokenizer))
+        if compaction.summary_from_seq is not None and compaction.summary_through_seq:
+            summarized = range(compaction.summary_from_seq, compaction.summary_through_seq + 1)
+    repair_no, last = 0, len(working) - 1
+    for index, message in enumerate(working):
         if message.seq is None:  # made up for this request: the repair of an interrupted call
             repair_no += 1
             shown, part_id = message, f"{context.REPAIR_PREFIX}{repair_no}"
             included = id(message) in repairs
             override = None
+            label = "added for this request (an interrupted call's result)" + (
+                "; a message posted next is sent with it, in the same user message"
+                if index == last else "")
         else:
             part_id = message_part(message.seq)
             included = message.seq in sent
             shown = sent.get(message.seq, message)
             override = overrides.get(part_id)
-        if message.seq is None:
-            label = "added for this request (an interrupted call's result)"
-        elif message.seq == batch_seq:
-            label = f"#{message.seq} {message.role}: {_batch_label(batch)}"
-        else:
             label = f"#{message.seq} {message.role}"
+            if message.seq == batch_seq:
+                label += f": {_batch_label(batch)}"
+            elif not included and override is None and message.seq in summarized:
+                label += " (summarized)"
         parts.append(Part(
             id=part_id, kind="message", label=label,
             preview=preview(_batch_text(shown, batch) if message.seq == batch_seq
-                             else _message_text(as_sent(shown))),
+                            else _message_text(as_sent(shown))),
             tokens=tokenizer.message(shown),
             included=included, override=override.action if override else None,
+            summarized=not included and override is None and message.seq in summarized,
             paired_with=tuple(partners.get(part_id, ())), counted=tokenizer.source,
             sent=partial(content_json, as_sent(shown)),
             unreplaced=partial(content_json, as_sent(message))
             if override and override.action == "replace" else None))
     return tuple(parts)
+
+
+def _summary_part(summary: Message | None, report: summarization.SummarizationReport,
+                  overrides: OverrideSet, tokenizer: Tokenizer) -> Part:
+    """The summary the compacted call opens with: the stored one reused, or one the call
+    makes first (its text not known yet: sent empty here, up to its token budget)."""
+    override = overrides.get(context.SUMMARY)
+    span = f"#{report.summary_from_seq}–#{report.summary_through_seq}"
+    if override is not None and override.action == "replace":
+        how = "replaced by an override"
+    elif report.summary_pending:
+        how = (f"{report.summary_outcome} when the call is sent, up to "
+               f"{report.summary_max_tokens:,} tokens: its text is not known yet")
+    else:
+        how = "the stored summary, sent as it is"
+    shown = summary if summary is not None else history.summary_message("")
+    return Part(
+        id=context.SUMMARY, kind="summary", label=f"the summary of {span} ({how})",
+        preview=preview(shown.text), tokens=tokenizer.message(shown) if summary else 0,
+        included=summary is not None, override=override.action if override else None,
+        counted=tokenizer.source, sent=partial(content_json, shown))
 
 
 _OUTLOOK_NOTES = {"will_run": "runs when the batch finishes", "awaiting_decision":

@@ -64,7 +64,11 @@ def shown(stdout: str) -> Shown:
 
 
 def show(hango, session: dict) -> Shown:
-    result = hango("context", "show", "--session", session["id"])
+    return show_args(hango, "--session", session["id"])
+
+
+def show_args(hango, *args: str) -> Shown:
+    result = hango("context", "show", *args)
     assert result.exit_code == 0, (result.stdout, result.stderr)
     return shown(result.stdout)
 
@@ -160,9 +164,18 @@ def test_show_says_which_counts_are_by_rule_or_estimated(hango, api, demo):
 def test_show_says_when_the_next_call_would_compact(hango, api, demo):
     api.patch(f"/v1/agents/{demo['agent']}",
               json={"config": {"summarization": {"trigger_tokens": 100}}}).raise_for_status()
-    assert snapshot(api, demo)["would_compact"] is True
+    body = snapshot(api, demo)
+    assert body["would_compact"] is True
+    through = body["compaction"]["summarized"]["through"]
     table = show(hango, demo)
-    assert table.lines[-1].startswith("notice     the next call would be summarized (compacted)")
+    tokens = body["compaction"]["tokens"]
+    notice = [i for i, line in enumerate(table.lines) if line.startswith("notice")][0]
+    assert " ".join(" ".join(line.split()) for line in table.lines[notice:]) == (
+        f"notice the next call is compacted first ({tokens:,} tokens, over the budget of "
+        f"100): the summary part stands for message:1 to {through}; it is made when the call "
+        "is sent (up to 1,024 tokens), its text not known yet")
+    assert table.rows["summary"].sent
+    assert table.rows["message:1"].notes == "summarized: the summary is sent in its place"
     assert line_of(table.lines, "run ").endswith("none active: the first call of a new run")
 
 
@@ -184,6 +197,17 @@ def test_show_says_whose_call_it_is_and_what_a_paused_batch_sends(hango, api, in
         "known yet")
     assert line_of(lines, "queued").endswith(
         f"queued:{queued['message']['id']} (3 tokens), not in this request: then say hello")
+
+
+def test_show_with_a_message_shows_the_call_it_would_start(hango, api, demo):
+    table = show_args(hango, "--session", demo["id"], "--message", "and then?")
+    assert table.rows["message:11"].sent
+    assert any("message:11" in x and "#11 user (previewed, not posted)" in x
+               for x in table.lines)
+    assert len(api.get(f"/v1/sessions/{demo['id']}/messages").json()["results"]) == 10
+    refused = hango("context", "show", "--session", demo["id"], "--message", "x", "--full",
+                    "message:1")
+    assert refused.exit_code == 2 and "--message shows the table only" in refused.stderr
 
 
 def test_show_json_is_the_apis_snapshot(hango, api, demo):

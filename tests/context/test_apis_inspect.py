@@ -11,11 +11,11 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import AuditEntry, QuotaHold, Tenant, UsageRecord
 from harness.providers.scripted import ScriptedModel, text, tool_call
-from runs.models import Message, Run
+from runs.models import Message, Run, Session
 from tests.support.api import error_of
 
 PART_KEYS = {"id", "kind", "label", "preview", "tokens", "included", "override", "stale",
-             "paired_with", "cached_prefix", "counted"}
+             "paired_with", "cached_prefix", "counted", "summarized"}
 
 
 
@@ -31,7 +31,7 @@ def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
     assert set(body) == {"system", "tools", "messages", "totals", "counted", "tokenizer",
                          "framing", "framing_counted", "would_compact", "cache_breakpoint",
                          "cache_prefix_tokens", "cache_minimum", "overrides", "context_window",
-                         "run", "pending_calls", "batch_part", "queued"}
+                         "run", "pending_calls", "batch_part", "queued", "compaction"}
     # No run is active: the first call of a new run, nothing paused or queued.
     assert (body["run"], body["pending_calls"], body["batch_part"], body["queued"]) == (
         None, [], None, [])
@@ -241,6 +241,24 @@ def test_a_failing_provider_is_a_502_and_no_usage(alice, demo, serve_model):
     error_of(try_(alice, demo, {"message": "Again?"}), 502, "provider_error")
     assert not UsageRecord.objects.filter(purpose="context_try").exists()
     assert not AuditEntry.objects.filter(action="context.try").exists()
+
+
+def test_a_try_over_the_summarization_budget_sends_what_a_run_would(alice, demo, serve_model):
+    """A run would make a summary first, which a try does not: 422, nothing sent. With the
+    stored summary covering what a run would cut, the try sends the compacted request."""
+    model = ScriptedModel([text("ok")])
+    serve_model("scripted", model)
+    assert alice.client.patch(f"/v1/agents/{demo['agent']}", {"config": {"summarization": {
+        "trigger_tokens": 100, "keep_messages": 2}}}, format="json").status_code == 200
+    error = error_of(try_(alice, demo, {"message": "How many?"}), 422, "validation_error")
+    assert "a run would summarize its older messages first" in error["message"]
+    assert error["detail"]["budget"] == 100 and model.calls == []
+    Session.objects.filter(pk=demo["id"]).update(summary="They counted words.",
+                                                 summary_seq=10)
+    assert try_(alice, demo, {"message": "How many?"}).status_code == 200
+    [sent] = model.calls
+    assert sent.messages[0].text == "Summary of the earlier conversation: They counted words."
+    assert [m.text for m in sent.messages[1:]] == ["How many?"]
 
 
 def test_a_try_answer_is_text_when_the_model_says_text(alice, demo, serve_model):

@@ -7,6 +7,7 @@ import pytest
 
 from accounts.models import AuditEntry
 from context.models import ContextOverride
+from runs.models import Message
 from tests.support.api import error_of
 
 SELECTION = [{"part": "message:5", "action": "exclude"},
@@ -69,3 +70,54 @@ def test_a_malformed_preview_body_is_422(alice, demo):
                                        {"overrides": [{"part": "message:1"}]}, format="json"),
                      422, "validation_error")
     assert "action" in str(error["detail"])
+
+
+def preview_message(caller, session, message, **more):
+    return caller.client.post(f"/v1/sessions/{session['id']}/context",
+                              {"message": message, **more}, format="json")
+
+
+def test_a_previewed_message_is_the_next_part_and_nothing_is_posted(alice, demo):
+    response = preview_message(alice, demo, "and now count these")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    last = body["messages"][-1]
+    assert (last["id"], last["label"], last["included"]) == (
+        "message:11", "#11 user (previewed, not posted)", True)
+    assert last["preview"] == "and now count these"
+    assert Message.objects.filter(session_id=demo["id"]).count() == 10
+    # Without overrides in the body the stored ones apply, as in the GET.
+    assert alice.client.put(f"/v1/sessions/{demo['id']}/context-overrides",
+                            [{"part": "message:1", "action": "replace", "replacement": "hi"}],
+                            format="json").status_code == 200
+    assert preview_message(alice, demo, "x").json()["overrides"]["active"] == 1
+    assert preview_message(alice, demo, "x", overrides=[]).json()["overrides"]["active"] == 0
+
+
+def test_would_compact_counts_the_previewed_message(alice, demo):
+    whole = alice.client.get(f"/v1/sessions/{demo['id']}/context").json()["compaction"]["tokens"]
+    long = "count these words as well " * 40
+    assert alice.client.patch(f"/v1/agents/{demo['agent']}", {"config": {"summarization": {
+        "trigger_tokens": whole + 20}}}, format="json").status_code == 200
+    assert alice.client.get(f"/v1/sessions/{demo['id']}/context").json()["would_compact"] is False
+    body = preview_message(alice, demo, long).json()
+    assert body["would_compact"] is True and body["compaction"]["tokens"] > whole + 20
+    assert body["messages"][0]["id"] == "summary"
+    assert body["messages"][-1]["label"] == "#11 user (previewed, not posted)"
+
+
+def test_a_message_cannot_be_previewed_while_a_run_is_active(alice, make_agent, make_session,
+                                                             inline_runs):
+    agent = make_agent(alice, config={"interrupt_on": {"word_count": ["approve"]}})
+    session = make_session(alice, agent_id=agent["id"])
+    run = alice.client.post(f"/v1/sessions/{session['id']}/messages",
+                            {"content": "count these four words"}, format="json").json()["run"]
+    assert run["status"] == "awaiting_approval"
+    error = error_of(preview_message(alice, session, "more"), 409)
+    assert error["detail"] == {"active_run": run["id"]}
+
+
+@pytest.mark.parametrize("message", ["", "  ", [], [{"type": "tool_use", "id": "x", "name": "e",
+                                                    "input": {}}], 7])
+def test_a_bad_previewed_message_is_422(alice, demo, message):
+    error_of(preview_message(alice, demo, message), 422)

@@ -142,10 +142,32 @@ def test_the_cache_breakpoint_marks_the_stable_prefix_and_moves_with_an_exclude(
     assert [p.cached_prefix for p in snapshot.system] == [True, False, False, False, False]
 
 
-def test_would_compact_is_reported_and_the_messages_shown_as_they_are():
-    snapshot, _ = inspected(summarization={"trigger_tokens": 100})
+def test_a_call_that_would_compact_shows_its_summary_and_what_it_stands_for():
+    snapshot, _ = inspected(summarization={"trigger_tokens": 100, "keep_messages": 2})
     assert snapshot.would_compact
-    assert [p.id for p in snapshot.messages] == [f"message:{i}" for i in range(1, 10)]
+    summary, *messages = snapshot.messages
+    assert [p.id for p in messages] == [f"message:{i}" for i in range(1, 10)]
+    assert summary.id == "summary" and summary.kind == "summary" and summary.included
+    assert summary.label.startswith(f"the summary of #1–#{snapshot.compaction.summary_through_seq}")
+    assert "up to 1,024 tokens: its text is not known yet" in summary.label
+    through = snapshot.compaction.summary_through_seq
+    assert [p.summarized for p in messages] == [
+        int(p.id.split(":")[1]) <= through for p in messages]
+    assert not any(p.included for p in messages if p.summarized)
+    assert all(p.included for p in messages if not p.summarized)
+    parts = [p for p in (*snapshot.system, *snapshot.tools, *snapshot.messages) if p.included]
+    assert sum(p.tokens for p in parts) + snapshot.framing == snapshot.total_after
+
+
+def test_a_summary_override_shows_on_the_summary_part_and_is_stale_without_one():
+    replaced = Override(part="summary", action="replace", replacement="Echoed it all.")
+    snapshot, _ = inspected(replaced, summarization={"trigger_tokens": 100, "keep_messages": 2})
+    summary = snapshot.part("summary")
+    assert (summary.override, summary.stale, summary.included) == ("replace", False, True)
+    assert "replaced by an override" in summary.label
+    assert "Echoed it all." in summary.content and snapshot.stale == ()
+    snapshot, _ = inspected(replaced)  # under the budget: no summary is sent
+    assert snapshot.stale == ("summary",) and not snapshot.would_compact
 
 
 def test_a_repaired_call_is_shown_as_a_part_of_its_own():

@@ -2,22 +2,25 @@
 Anthropic adapter, both pointed at a local HTTP server that records each request body, the
 included parts of an inspect snapshot — their full contents, in order — mapped by the adapter
 are byte for byte what the next model call sends: a new run's first, before any override and
-after a message exclude, a system replace and a tool exclude; and the call of a run resuming
-from a pause for approval, with overrides saved during the pause."""
+after a message exclude, a system replace and a tool exclude; the call of a run resuming from a
+pause for approval, with overrides saved during the pause; and a call compacted first, with the
+stored summary or a new one (whose text only the summarizer's call gives)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from harness.history import summary_message
 from harness.messages import CacheControl, Message, Request, TextBlock, ToolDef
 from harness.providers import anthropic, openai_compat
 from harness.serde import content_from_json
 from runs import tasks
 from runs.models import Message as StoredMessage
 from runs.models import Run, Session
-from tests.support.replay import ReplayServer, wire
+from tests.support.replay import ReplayServer, wire, wire_json
 from tests.support.wire_count import o200k, openai_input_tokens
 
 # Runs stream (HANGO_STREAM_DELTAS): the server answers in each API's streaming wire format.
@@ -70,6 +73,7 @@ def snapshot_request(caller, session_id: str) -> Request:
         session_id=session_id)}
     if snapshot["batch_part"] is not None:  # a paused batch's results, not stored yet
         roles[snapshot["batch_part"]] = "user"
+    roles["summary"] = "user"  # a compacted call's summary
     messages = [Message(role=roles[p["id"]], content=content_from_json(json.loads(full(p["id"]))))
                 for p in snapshot["messages"] if p["included"]]
     return Request(model="", system=tuple(system), tools=tuple(tools), messages=tuple(messages))
@@ -214,3 +218,106 @@ def test_a_paused_run_is_shown_as_it_resumes(adapter, alice, make_agent, hango_s
         joins = sum(p["included"] for p in decided["system"]) - 1
         recounted = openai_input_tokens(sent, o200k())
         assert abs(decided["totals"]["after"] - recounted) <= joins
+
+
+COUNT_TOKENS = "/v1/messages/count_tokens"
+SUMMARIZER = {"anthropic": "anthropic_message_text.json", "openai": "openai_completion_text.json"}
+STORED_SUMMARY = "The user had 'alpha' echoed and counted: one word."
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored-summary", "new-summary"])
+@pytest.mark.parametrize("adapter", sorted(MODELS))
+def test_a_call_compacted_first_is_shown_as_it_is_sent(adapter, stored, alice, make_agent,
+                                                      hango_settings, server):
+    model, text, map_request, keys = MODELS[adapter]
+    hango_settings(run_inline=False, broker_url="", provider_max_retries=0,
+                   **{f"{adapter}_api_key": "test-key", f"{adapter}_base_url": server.url})
+    # Anthropic's counter decides near the budget, for the inspector as for the run: over it.
+    server.always(COUNT_TOKENS, {"input_tokens": 10 ** 6})
+    agent = make_agent(alice, model=model, system_prompt="You count words.")
+    session = Session.objects.create(
+        tenant_id=alice.member.tenant_id, agent_id=agent["id"], member=alice.member,
+        title="compacting", summary=STORED_SUMMARY if stored else "",
+        summary_seq=5 if stored else 0)
+    for seq, (role, content) in enumerate(HISTORY, start=1):
+        StoredMessage.objects.create(session=session, seq=seq, role=role, content=content)
+    url = f"/v1/sessions/{session.pk}/context"
+    run_id = alice.client.post(f"/v1/sessions/{session.pk}/messages",
+                               {"content": "Now count 'alpha beta'."},
+                               format="json").json()["run"]["id"]
+    whole = alice.client.get(url).json()["compaction"]["tokens"]
+    assert alice.client.patch(f"/v1/agents/{agent['id']}", {"config": {"summarization": {
+        "trigger_tokens": whole - 40, "keep_messages": 2, "summary_max_tokens": 16}}},
+        format="json").status_code == 200
+
+    inspected = alice.client.get(url).json()
+    compaction = inspected["compaction"]
+    assert inspected["would_compact"]
+    assert compaction["summary"] == ("reused" if stored else "created")
+    assert compaction["summary_pending"] is not stored
+    assert compaction["summarized"] == {"from": "message:1", "through": "message:5"}
+    summary, *messages = inspected["messages"]
+    assert (summary["id"], summary["included"]) == ("summary", True)
+    assert [m["id"] for m in messages if m["summarized"]] == [f"message:{i}" for i in range(1, 6)]
+    assert [m["id"] for m in messages if m["included"]] == ["message:6", "message:7"]
+
+    shown = snapshot_request(alice, str(session.pk))
+    seen = len(server.requests)
+    if not stored:
+        server.reply(200, wire_json(SUMMARIZER[adapter]))
+    server.reply_sse(wire(text))
+    tasks.advance_run(run_id)
+    assert Run.objects.get(pk=run_id).status == "completed"
+    assert bool(server.requests_to(COUNT_TOKENS)) is (adapter == "anthropic")
+    calls = [r.body for r in server.requests[seen:] if not r.path.startswith(COUNT_TOKENS)]
+    assert len(calls) == (1 if stored else 2)  # a new summary is one summarizer call first
+    session.refresh_from_db()
+    if not stored:  # what the snapshot could not know: the text of a summary made on sending
+        assert shown.messages[0].text == "Summary of the earlier conversation: "
+        shown = replace(shown, messages=(summary_message(session.summary), *shown.messages[1:]))
+    expected = map_request(shown)
+    for key in keys:
+        assert expected.get(key) == calls[-1].get(key), key
+    assert (session.summary == STORED_SUMMARY) is stored
+
+
+def parts_of(snapshot: dict) -> list[tuple[str, int, bool]]:
+    return [(p["id"], p["tokens"], p["included"])
+            for group in ("system", "tools", "messages") for p in snapshot[group]]
+
+
+@pytest.mark.parametrize("adapter", sorted(MODELS))
+def test_a_dangling_call_is_repaired_as_the_run_repairs_it(adapter, alice, make_agent,
+                                                           hango_settings, server):
+    """The history ends with a call whose result never came (a run cut before its tools ran):
+    the next message carries the repair's result in the same user message, in inspect as in
+    the run."""
+    model, text, map_request, keys = MODELS[adapter]
+    hango_settings(run_inline=False, broker_url="", provider_max_retries=0,
+                   **{f"{adapter}_api_key": "test-key", f"{adapter}_base_url": server.url})
+    agent = make_agent(alice, model=model, system_prompt="You count words.")
+    session = Session.objects.create(tenant_id=alice.member.tenant_id, agent_id=agent["id"],
+                                     member=alice.member, title="dangling")
+    for seq, (role, content) in enumerate(HISTORY[:4], start=1):
+        StoredMessage.objects.create(session=session, seq=seq, role=role, content=content)
+    url = f"/v1/sessions/{session.pk}/context"
+    alone = alice.client.get(url).json()["messages"][-1]
+    assert alone["id"] == "repair:1" and alone["included"]
+    assert alone["label"].endswith("a message posted next is sent with it, in the same user "
+                                   "message")
+    previewed = alice.client.post(url, {"message": "Go on."}, format="json").json()
+    assert not any(p["id"].startswith("repair:") for p in previewed["messages"])
+    assert previewed["messages"][-1]["label"] == "#5 user (previewed, not posted)"
+    assert StoredMessage.objects.filter(session=session).count() == 4  # nothing posted
+
+    run_id = alice.client.post(f"/v1/sessions/{session.pk}/messages", {"content": "Go on."},
+                               format="json").json()["run"]["id"]
+    posted = alice.client.get(url).json()
+    assert parts_of(posted) == parts_of(previewed)
+    assert posted["totals"] == previewed["totals"]
+    [merged] = json.loads(alice.client.get(url, {"full": "message:5"}).json()["content"])[:1]
+    assert merged["type"] == "tool_result" and merged["tool_use_id"] == "call_2"
+    expected = map_request(snapshot_request(alice, str(session.pk)))
+    sent = sends_next(server, run_id, text)
+    for key in keys:
+        assert expected.get(key) == sent.get(key), key

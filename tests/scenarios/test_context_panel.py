@@ -245,3 +245,24 @@ def test_the_panel_says_whose_call_it_shows(page, web, session, tenant):
     expect(batch.locator(".cp-preview")).to_contain_text("word_count → (waiting for a decision)")
     expect(page.locator('tr[data-part^="repair:"]')).to_have_count(0)
     assert errors == []
+
+
+def test_the_panel_shows_what_a_compacted_call_sends(page, web, session, tenant):
+    agent = session.agent
+    agent.config = {**agent.config, "summarization": {"trigger_tokens": 100,
+                                                      "keep_messages": 2}}
+    agent.save(update_fields=["config"])
+    errors = watch_errors(page)
+    open_panel(page, web, staff("kim@acme.test", tenant), session)
+    settled(page)
+    expect(page.locator("#cp-flags")).to_contain_text("would compact")
+    summary = page.locator('tr[data-part="summary"]')
+    # The budget is smaller than the tools alone: compaction keeps the last message only.
+    expect(summary.locator(".cp-label")).to_contain_text("the summary of #1–#3")
+    expect(summary.locator(".cp-label")).to_contain_text("its text is not known yet")
+    for seq in (1, 2, 3):
+        expect(page.locator(f'tr[data-part="message:{seq}"] .cp-notes')).to_contain_text(
+            "summarized")
+    expect(page.locator('tr[data-part="message:4"] .cp-notes')).not_to_contain_text(
+        "summarized")
+    assert errors == []

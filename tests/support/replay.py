@@ -54,6 +54,7 @@ class ReplayServer:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self._canned: deque[Canned] = deque()
+        self._standing: dict[str, Canned] = {}  # by path prefix: answered every time
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -78,6 +79,16 @@ class ReplayServer:
         self.reply(200, body, headers={"content-type": "text/event-stream", **(headers or {})})
         self._canned[-1] = Canned(**{**self._canned[-1].__dict__, "pace": pace})
 
+    def always(self, path: str, body: Any, status: int = 200) -> None:
+        """Answer every request whose path starts with ``path`` with ``body`` (JSON), outside
+        the queue of canned responses: an endpoint called a number of times the test does not
+        fix, like a token counter."""
+        self._standing[path] = Canned(status, {"content-type": "application/json"},
+                                      json.dumps(body).encode())
+
+    def requests_to(self, path: str) -> list[Recorded]:
+        return [r for r in self.requests if r.path.startswith(path)]
+
     @property
     def bodies(self) -> list[Any]:
         return [r.body for r in self.requests]
@@ -90,6 +101,10 @@ class ReplayServer:
     def _answer(self, request: Recorded) -> Canned:
         with self._lock:
             self.requests.append(request)
+            standing = next((c for p, c in self._standing.items()
+                             if request.path.startswith(p)), None)
+            if standing is not None:
+                return standing
             if self._canned:
                 return self._canned.popleft()
         # Told not to retry, so a test that forgot a response fails at once and says why.

@@ -304,6 +304,10 @@
       notes.push(badge("pair: " + part.paired_with.join(", "), "Sent or left out together " +
                        "with its pair.", "pair"));
     }
+    if (part.summarized) {
+      notes.push(badge("summarized", "The compacted call sends the summary part in place of " +
+                       "this message.", "warn"));
+    }
     if (part.cached_prefix) {
       notes.push(badge("cached prefix", "Before the prompt cache's breakpoint: leaving it out " +
                        "or changing it misses the cache on the next call.", "cache"));
@@ -341,8 +345,12 @@
     const flags = [badge("counted: " + (s.counted === "estimate" ? "estimate" :
       s.counted + " (" + s.tokenizer + ")"), "How the tokens were counted.")];
     if (s.would_compact) {
-      flags.push(badge("would compact", "The next call would summarize the history first; " +
-                       "the messages are shown as they are now.", "warn"));
+      const pending = s.compaction && s.compaction.summary_pending;
+      flags.push(badge("would compact", "The next call is compacted first: the summary part " +
+                       "stands for the messages marked summarized" + (pending ? "; it is made " +
+                       "when the call is sent, up to " + fmt(s.compaction.summary_max_tokens) +
+                       " tokens, so its text is not known yet." : ", the stored summary sent " +
+                       "as it is."), "warn"));
     }
     if (after > s.context_window) {
       flags.push(badge(`over the window by ${fmt(after - s.context_window)}`, null, "warn"));
