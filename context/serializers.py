@@ -105,7 +105,7 @@ SummarizedOutput._declared_fields["from"] = serializers.CharField(
 class CompactionOutput(serializers.Serializer):
     tokens = serializers.IntegerField(help_text=(
         "The request as summarization measured it: the tokenizer's count, the provider's "
-        "counter from 90% of the budget on (as a run measures it)."))
+        "counter between 90 and 125% of the budget (as a run measures it)."))
     budget = serializers.IntegerField(help_text="Over it, the call is compacted first.")
     summarized = SummarizedOutput(allow_null=True, help_text=(
         "The messages the summary stands for (their parts say `summarized`); null when the "

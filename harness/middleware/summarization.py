@@ -1,12 +1,12 @@
 """SummarizationMiddleware: keep the outgoing request within the agent's token budget.
 
-Each request is measured (:mod:`harness.estimator`; near the budget, the provider's own counter
-when it has one). Over the budget, older messages are replaced **in the outgoing request only**
-by a user message "Summary of the earlier conversation: …" made by a model call (usage purpose
-``summarize``), keeping the latest messages, cut where :func:`harness.history.safe_cut` keeps a
-call with its results. Stored history never changes. The summary is saved on the session with
-the seq of the last message it covers, so later turns and runs reuse it, and extend it with only
-the newer messages when the cut moves on.
+Each request is measured (:mod:`harness.estimator`; near the budget — 90 to 125% of it — the
+provider's own counter when it has one). Over the budget, older messages are replaced **in the
+outgoing request only** by a user message "Summary of the earlier conversation: …" made by a
+model call (usage purpose ``summarize``), keeping the latest messages, cut where
+:func:`harness.history.safe_cut` keeps a call with its results. Stored history never changes.
+The summary is saved on the session with the seq of the last message it covers, so later turns
+and runs reuse it, and extend it with only the newer messages when the cut moves on.
 
 Agent config ``summarization`` (``{"enabled": false}`` turns it off): ``trigger_tokens``
 (absolute) or ``trigger_fraction`` of the context window (default 0.8), ``keep_messages``
@@ -48,7 +48,10 @@ log = logging.getLogger(__name__)
 NAME = "summarization"
 WHY = ("skipped when the agent's config turns it off or a bare stack has no provider; replaces "
        "older messages of the outgoing request by a model-made summary over the token budget")
-EXACT_FROM = 0.9  # from this share of the budget on, the provider's counter is asked (if any)
+# Between these shares of the budget the provider's counter (if any) is asked: where the
+# tokenizer's count could fall on the wrong side of the budget. Above, the call compacts either
+# way, and no call is spent on a network round trip — the inspector's least of all.
+EXACT_FROM, EXACT_UNTIL = 0.9, 1.25
 
 SUMMARY_ROOM = 256  # tokens kept free for a new summary when choosing the cut
 
@@ -114,7 +117,7 @@ class SummarizationMiddleware:
     def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
         fixed = self._fixed(req)
         tokens = self._history(req.request.messages) + fixed
-        if tokens >= EXACT_FROM * self.budget:
+        if EXACT_FROM * self.budget <= tokens <= EXACT_UNTIL * self.budget:
             # Capture-only too: the inspector's would_compact must be the run's, counter and all.
             tokens, _ = count_request(req.to_provider_request(), tokenizer=self.tokenizer,
                                       provider=self.provider)

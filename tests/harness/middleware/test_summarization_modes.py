@@ -89,21 +89,40 @@ def test_capture_only_reuses_the_stored_summary_as_a_run_would():
     assert (report.summary_outcome, report.summary_pending) == ("reused", False)
 
 
-def test_capture_only_measures_with_the_providers_counter_near_the_budget():
-    """The inspector's would_compact is the run's: past 90% of the budget both ask the
-    provider's counter, which here says the request is over."""
+class Counting(ScriptedModel):
+    def __init__(self, answer: int) -> None:
+        super().__init__([])
+        self.answer, self.counted = answer, 0
 
-    class Counting(ScriptedModel):
-        def count_tokens(self, request) -> int:
-            return 10 ** 6
+    def count_tokens(self, request) -> int:
+        self.counted += 1
+        return self.answer
 
+
+@pytest.mark.parametrize("capture_only", [True, False], ids=["inspect", "run"])
+def test_the_providers_counter_decides_near_the_budget_only(capture_only):
+    """The inspector's would_compact is the run's: from 90 to 125% of the budget both ask the
+    provider's counter; under it, or far over it, the tokenizer's count stands."""
     history = stored_history()
-    state = State(messages=list(history))
-    capture(make(Counting([]), options=small(size(history)), capture_only=True), state)
-    assert summarization.report(state).would_compact is True
-    state = State(messages=list(history))
-    capture(make(Counting([]), options=small(2 * size(history)), capture_only=True), state)
-    assert summarization.report(state).would_compact is False  # under 90%: not asked
+
+    def report(budget: int, answer: int) -> tuple[summarization.SummarizationReport, int]:
+        counter = Counting(answer)
+        state = State(messages=list(history))
+        try:
+            capture(make(counter, options=small(budget), capture_only=capture_only), state)
+        except summarization.SummarizationFailed:  # a run's summarizer: a script of no steps
+            assert not capture_only
+        return summarization.report(state), counter.counted
+
+    def measured(budget: int, answer: int) -> tuple[bool, int]:
+        found, counted = report(budget, answer)
+        return found.would_compact, counted
+
+    whole = report(10 ** 7, 0)[0].tokens  # the tokenizer's count, the tools and system too
+    assert measured(whole, 10 ** 6) == (True, 1)  # near: the counter says over
+    assert measured(whole, 1) == (False, 1)  # near: the counter says under
+    assert measured(4 * whole, 10 ** 6) == (False, 0)  # far under: not asked
+    assert measured(whole // 4, 1) == (True, 0)  # far over: not asked, compacts anyway
 
 
 def test_a_failed_summary_sends_the_request_whole_when_it_fits(spans):
