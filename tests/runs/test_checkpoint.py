@@ -19,6 +19,7 @@ from django.utils import timezone
 from accounts.models import QuotaHold, Tenant, UsageRecord
 from accounts.usage import period_bounds
 from hango_project.ids import time_ordered_uuid
+from hango_project.pgpool.base import pools
 from harness.messages import ModelUsage, Usage
 from runs import checkpoint, claims, tasks, worker
 from runs.checkpoint import Committed, TurnWrite
@@ -181,10 +182,14 @@ def _prepared_statements() -> set[str]:
 
 def _new_connection() -> None:
     """End this thread's connection: the next statement runs on a new session (a pooled one
-    that ended, by its age or an error, is closed, not given to the next taker)."""
+    that ended, by its age or an error, is closed, not given to the next taker). The pool's
+    idle connections go too: one another thread gave back (an earlier test's live server or
+    run) has the statements prepared, and the next taker would get it."""
     connection.ensure_connection()
     connection.connection.close()
     connection.close()
+    for pool in pools():
+        pool.close_idle()
 
 
 def test_the_statement_is_prepared_once_per_connection(twin_runs):
