@@ -65,8 +65,8 @@ def main() -> None:
     floor = Floor(a.db)
 
     def floor_commit(write) -> tuple | None:  # its row, as commit_turn answers Committed
-        return floor.commit(write.state_json, write.messages[0][0], [
-            {"role": role, "content": body} for _, _, role, body in write.messages])
+        return floor.commit(write.state_json, write.messages[0].id, [
+            {"role": m.role, "content": m.content} for m in write.messages])
 
     ways = {"prepared": checkpoint._TURN[False], "plain": Plain(), "floor": floor}
     results: dict[str, tuple[list[float], list[float], list[float]]] = {
@@ -84,8 +84,8 @@ def main() -> None:
         seq, wall, cpu, client = 2, [], [], []
         for i in range(a.commits):
             w = template[i % len(template)]
-            messages = [(time_ordered_uuid(), seq + j, role, content)
-                        for j, (_, _, role, content) in enumerate(w.messages)]
+            messages = [m._replace(id=time_ordered_uuid(), seq=seq + j)
+                        for j, m in enumerate(w.messages)]
             write = dataclasses.replace(w, run_id=run.pk, session_id=run.session_id,
                                         epoch=run.epoch, expected_turn=i, turn=i + 1,
                                         messages=messages)

@@ -60,7 +60,7 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored
     with gc_paused():
         loop = build_loop(session.agent, session, capture_only=True)
         tokenizer = tokenizer_for(session.agent.model)
-        history = session_history(session.pk, reuse_decoded=True)
+        history = session_history(session.pk, reuse_decoded=True, tokenizer=tokenizer)
         previewed = None
         if message is not None:
             seq = (history[-1].seq or 0) + 1 if history else 1

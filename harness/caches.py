@@ -22,9 +22,13 @@ class IdentityCache:
         if entry is not None and entry[0]() is obj:
             return entry[1]
         value = compute(obj)
-        entries = self._entries
-        self._entries[key] = (weakref.ref(obj, lambda _ref: entries.pop(key, None)), value)
+        self.put(obj, value)
         return value
+
+    def put(self, obj: Any, value: int) -> None:
+        """Know ``obj``'s value without computing it (one computed before, kept elsewhere)."""
+        key, entries = id(obj), self._entries
+        entries[key] = (weakref.ref(obj, lambda _ref: entries.pop(key, None)), value)
 
     def __len__(self) -> int:
         return len(self._entries)

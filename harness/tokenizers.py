@@ -67,10 +67,13 @@ Claude (Messages API)
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
+from pathlib import Path
+from types import ModuleType
 
 from harness.providers.models import longest_prefix
 from harness.providers.openai_wire import function_tokens, tool_result_content
@@ -175,13 +178,43 @@ MODELS: dict[tuple[str, str], str] = {
 OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
 
 
+# Bumped whenever a message's content is counted differently for the same encoding (which
+# texts of a block count, how a result's content is carried): counts stored under an older key
+# are then counted again rather than trusted (Tokenizer.counts_key).
+COUNT_RULES = 1
+# encoding -> (the module that counts it, its distribution's name)
+_PACKAGES = {"o200k_base": ("quicktok", "quicktok_v1"), "cl100k_base": ("quicktok", "quicktok_v1"),
+             "claude-v3": ("ctok", "ctok"), "claude-v4.7": ("ctok", "ctok"),
+             "claude-v4.8": ("ctok", "ctok")}
+
+
+def counts_key(encoding: str) -> str | None:
+    """How an encoding's counts are named where they are stored: the encoding, the version of
+    the package that counts it, and the counting rules; None when the version cannot be told
+    (then nothing is stored or taken)."""
+    module, dist = _PACKAGES[encoding]
+    version = _version(importlib.import_module(module), dist)
+    return None if version is None else f"{encoding}@{dist}-{version}/r{COUNT_RULES}"
+
+
+def _version(module: ModuleType, dist: str) -> str | None:
+    """The package's version: its ``__version__``, else its dist-info directory's name.
+    (importlib.metadata would parse the metadata with the email package, which loads socket:
+    counting stays clear of anything network.)"""
+    if isinstance(found := getattr(module, "__version__", None), str):
+        return found
+    site = Path(module.__file__ or "").resolve().parent.parent
+    infos = sorted(site.glob(f"{dist}-*.dist-info"))
+    return infos[0].name[len(dist) + 1:-len(".dist-info")] if len(infos) == 1 else None
+
+
 @cache
 def _content(encoding: str) -> EncodingCounts | None:
     try:
         if encoding in OPENAI_ENCODINGS:
             return EncodingCounts(ENCODINGS[encoding](), result_content=tool_result_content,
-                                  tool_content=function_tokens)
-        return EncodingCounts(ENCODINGS[encoding]())
+                                  tool_content=function_tokens, key=counts_key(encoding))
+        return EncodingCounts(ENCODINGS[encoding](), key=counts_key(encoding))
     except ImportError as exc:  # an install without its step: count, but say how
         log.warning("token counts for %s fall back to the estimate: %s (make install)",
                     encoding, exc)

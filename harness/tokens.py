@@ -88,6 +88,17 @@ class Tokenizer(Protocol):
         """Exactly the system blocks + the tools + the messages + ``framing(request)``."""
         ...
 
+    @property
+    def counts_key(self) -> str | None:
+        """Names exactly how :meth:`message` counts (the encoding, its package's version, the
+        counting rules): a message's count stored under this key is this tokenizer's count of
+        it. None: not worth storing (the estimate)."""
+        ...
+
+    def remember(self, message: Message, tokens: int) -> None:
+        """``message``'s :meth:`message` count, known from where it was stored."""
+        ...
+
 
 # -- texts counted by a real tokenizer ----------------------------------------------------------
 
@@ -136,7 +147,8 @@ class EncodingCounts:
     def __init__(self, count: Callable[[str], int], *, cache_size: int = TEXT_CACHE_SIZE,
                  result_content: Callable[[ToolResultBlock], str] | None = None,
                  tool_content: Callable[[ToolDef, Callable[[str], int]], int] | None = None,
-                 ) -> None:
+                 key: str | None = None) -> None:
+        self.key = key  # Tokenizer.counts_key
         self.text = _TextCache(count, size=cache_size)
         self.messages = IdentityCache()
         self.tools = IdentityCache()
@@ -236,6 +248,13 @@ class _ContentCounts(ABC):
 
     def tool(self, tool: ToolDef) -> int:
         return self._content.tool(tool)
+
+    @property
+    def counts_key(self) -> str | None:
+        return self._content.key
+
+    def remember(self, message: Message, tokens: int) -> None:
+        self._content.messages.put(message, tokens)
 
     @abstractmethod
     def framing(self, request: Request) -> int: ...

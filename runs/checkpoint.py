@@ -21,7 +21,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -90,6 +90,15 @@ def take_over(run: Run) -> None:
     run.lease_owner, run.lease_expires_at = "", None
 
 
+class NewMessage(NamedTuple):
+    id: uuid.UUID
+    seq: int
+    role: Role
+    content: list[dict[str, Any]]
+    tokens: int | None = None  # its content's tokens as ``counter`` counts them
+    counter: str = ""  # harness.tokens.Tokenizer.counts_key
+
+
 @dataclass(frozen=True, kw_only=True)
 class TurnWrite:
     run_id: uuid.UUID
@@ -99,7 +108,7 @@ class TurnWrite:
     turn: int
     state_json: dict[str, Any]
     lease_expires_at: datetime
-    messages: list[tuple[uuid.UUID, int, Role, list[dict[str, Any]]]]  # id, seq, role, content
+    messages: list[NewMessage]
     events: list[Event]  # in order; message events included
     usage: Usage
     finish: tuple[str, dict[str, Any] | None] | None = None  # (status, error) on the last turn
@@ -160,10 +169,12 @@ WITH advanced AS (
         AND status = %(running)s
     RETURNING id, session_id, event_seq, cancel_requested
 ), new_messages AS (
-    INSERT INTO {Message._meta.db_table} (id, session_id, seq, role, content, run_id, created_at)
-    SELECT m.id, advanced.session_id, m.seq, m.role, m.content, advanced.id, %(now)s
+    INSERT INTO {Message._meta.db_table} (id, session_id, seq, role, content, content_tokens,
+        tokens_counter, run_id, created_at)
+    SELECT m.id, advanced.session_id, m.seq, m.role, m.content, m.tokens, m.counter,
+        advanced.id, %(now)s
     FROM advanced, jsonb_to_recordset(%(messages)s)
-        AS m(id uuid, seq integer, role text, content jsonb)
+        AS m(id uuid, seq integer, role text, content jsonb, tokens integer, counter text)
 ), new_events AS (
     INSERT INTO {RunEvent._meta.db_table} (run_id, seq, type, data, created_at)
     SELECT advanced.id, advanced.event_seq - %(event_count)s + e.n, e.type, e.data, %(now)s
@@ -233,8 +244,9 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
         "input_tokens": write.usage.input_tokens, "output_tokens": write.usage.output_tokens,
         "cache_read_tokens": write.usage.cache_read_tokens,
         "cache_write_tokens": write.usage.cache_write_tokens,
-        "messages": json.dumps([{"id": str(id_), "seq": seq, "role": role, "content": content}
-                                for id_, seq, role, content in write.messages]),
+        "messages": json.dumps([{"id": str(m.id), "seq": m.seq, "role": m.role,
+                                 "content": m.content, "tokens": m.tokens, "counter": m.counter}
+                                for m in write.messages]),
         "events": json.dumps([{"n": n, "type": t, "data": d}
                               for n, (t, d) in enumerate(events, start=1)]),
         "tenant": write.tenant_id, "agent": write.agent_id,
@@ -261,8 +273,9 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
         if run is None:
             return None
         Message.objects.bulk_create([
-            Message(id=id_, session_id=write.session_id, seq=seq, role=role, content=content,
-                    run=run) for id_, seq, role, content in write.messages])
+            Message(id=m.id, session_id=write.session_id, seq=m.seq, role=m.role,
+                    content=m.content, content_tokens=m.tokens, tokens_counter=m.counter,
+                    run=run) for m in write.messages])
         run.turn = write.turn
         run.state_json = write.state_json
         run.lease_expires_at = write.lease_expires_at

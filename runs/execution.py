@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache, lru_cache
 from typing import cast
 
@@ -37,6 +37,7 @@ from harness.stack import default_stack
 from harness.state import State, state_from_json
 from harness.stores import Summary
 from harness.tokenizers import tokenizer_for
+from harness.tokens import Tokenizer
 from harness.tools import ToolRegistry, builtin_registry
 from runs import live
 from runs.checkpoint import Claim
@@ -167,16 +168,35 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
                 tools=tool_registry().view(spec.allowed_tools), deltas=deltas)
 
 
-def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False) -> list[HMessage]:
+def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False,
+                    tokenizer: Tokenizer | None = None) -> list[HMessage]:
     """The session's stored messages, in seq order, as harness values (each keeps its seq).
 
     One plain query, decoded here: a run and every inspection load the whole history, and the
     ORM's per-row conversion was a third of the time at 10,000 messages. ``reuse_decoded``
     takes each message from :func:`_shared_message` — for the context inspector's reads, which
-    never run a tool, so no one mutates a shared tool call's input."""
-    rows = fetch(f"SELECT seq, role, content FROM {Message._meta.db_table} "
-                 "WHERE session_id = %s ORDER BY seq", [uuid_param(session_id)])
-    return history_of(rows, reuse_decoded=reuse_decoded)
+    never run a tool, so no one mutates a shared tool call's input. Given a ``tokenizer``, each
+    message's stored count under its :attr:`~harness.tokens.Tokenizer.counts_key` is handed to
+    it (:meth:`~harness.tokens.Tokenizer.remember`): a long history is not counted again."""
+    key = tokenizer.counts_key if tokenizer is not None else None
+    if tokenizer is None or key is None:
+        rows = fetch(f"SELECT seq, role, content FROM {Message._meta.db_table} "
+                     "WHERE session_id = %s ORDER BY seq", [uuid_param(session_id)])
+        return history_of(rows, reuse_decoded=reuse_decoded)
+    counted = fetch(f"SELECT seq, role, content, CASE WHEN tokens_counter = %s THEN "
+                    f"content_tokens END FROM {Message._meta.db_table} "
+                    "WHERE session_id = %s ORDER BY seq", [key, uuid_param(session_id)])
+    history = history_of([row[:3] for row in counted], reuse_decoded=reuse_decoded)
+    remember_counts(tokenizer, history, [row[3] for row in counted])
+    return history
+
+
+def remember_counts(tokenizer: Tokenizer, history: Sequence[HMessage],
+                    counts: Sequence[int | None]) -> None:
+    """Hand ``tokenizer`` each message's stored count (None: not stored under its key)."""
+    for message, tokens in zip(history, counts, strict=True):
+        if tokens is not None:
+            tokenizer.remember(message, tokens)
 
 
 def history_of(rows: Iterable[tuple[int, str, str | list[object]]], *,
@@ -239,11 +259,15 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
     from its last checkpoint, and the next message seq."""
     tenant = run.session.tenant
     budget = DbBudget(tenant.pk, run.pk) if tenant.token_quota is not None else None
-    reads = preload(tenant.pk, run.agent_id, run.session_id)
+    tokenizer = tokenizer_for(run.agent.model)
+    reads = preload(tenant.pk, run.agent_id, run.session_id, counts_key=tokenizer.counts_key)
     loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch), budget=budget,
                       preloaded=reads, deltas=live.run_deltas(run.pk))
-    history = (session_history(run.session_id) if reads.history is None
-               else history_of(reads.history))
+    if reads.history is None:
+        history = session_history(run.session_id, tokenizer=tokenizer)
+    else:
+        history = history_of([row[:3] for row in reads.history])
+        remember_counts(tokenizer, history, [row[3] for row in reads.history])
     next_seq = (history[-1].seq or 0) + 1 if history else 1
     return loop, run_state(run, history), next_seq
 

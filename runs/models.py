@@ -120,6 +120,11 @@ class Message(models.Model):
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.JSONField(help_text="A list of content blocks.")
+    # Its content's tokens as the run's tokenizer counted them, and that count's key
+    # (harness.tokens.Tokenizer.counts_key): the inspector's first look at a long session takes
+    # them instead of counting every message again. Empty where no run counted it.
+    content_tokens = models.PositiveIntegerField(null=True, blank=True)
+    tokens_counter = models.CharField(max_length=100, blank=True, default="")
     # The run it started or that wrote it, kept as a ledger keeps it (accounts.models.
     # UsageRecord): after that run is deleted too, and with no index and no foreign-key
     # constraint, which only the run's deletion would use. Every turn writes messages; nothing

@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 class Preloaded:
     """Each part None where it was not preloaded (its store reads it)."""
 
-    history: list[tuple[int, str, str]] | None  # (seq, role, content as JSON text), by seq
+    # (seq, role, content as JSON text, its stored count under the run's counts key or None)
+    history: list[tuple[int, str, str, int | None]] | None
     overrides: list[tuple[str, str, str | None]] | None  # (part, action, replacement)
     memory: list[tuple[str, str]] | None  # (path, content), by path
     files: list[tuple[str, int]] | None  # (path, size in UTF-8 bytes), by path
@@ -42,10 +43,12 @@ class Preloaded:
 NOTHING_PRELOADED = Preloaded(history=None, overrides=None, memory=None, files=None)
 
 
-def preload(tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID) -> Preloaded:
-    """The four reads of a run of ``agent_id`` in ``session_id``; nothing where they cannot be
-    one statement (SQLite, or inside a caller's transaction, which the timeout would outlive) or
-    the statement failed."""
+def preload(tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID, *,
+            counts_key: str | None = None) -> Preloaded:
+    """The four reads of a run of ``agent_id`` in ``session_id`` (each message with its count
+    stored under ``counts_key``, where one is); nothing where they cannot be one statement
+    (SQLite, or inside a caller's transaction, which the timeout would outlive) or the
+    statement failed."""
     if connection.vendor != "postgresql" or connection.in_atomic_block:
         return NOTHING_PRELOADED
     timeout = f"{max(1, round(hango().context_load_timeout * 1000))}ms"
@@ -53,8 +56,8 @@ def preload(tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID) ->
     try:
         # Two statements in one query string run as one implicit transaction: the timeout set
         # for it ends with it. The cursor returns the last statement's rows.
-        rows = fetch(_PRELOAD, [timeout, session, uuid_param(tenant_id), agent, session, agent,
-                                session])
+        rows = fetch(_PRELOAD, [timeout, counts_key, session, uuid_param(tenant_id), agent,
+                                session, agent, session])
     except DatabaseError:  # outside a transaction: nothing to roll back
         log.info("a run's preload failed; its stores read one by one", exc_info=True)
         return NOTHING_PRELOADED
@@ -64,7 +67,7 @@ def preload(tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID) ->
 def _sorted(rows: list[tuple[Any, ...]]) -> Preloaded:
     parts: dict[int, list[Any]] = {_HISTORY: [], _OVERRIDES: [], _MEMORY: [], _FILES: []}
     for kind, number, a, b, c in rows:
-        parts[kind].append((number, a, b) if kind == _HISTORY
+        parts[kind].append((number, a, b, None if c is None else int(c)) if kind == _HISTORY
                            else (a, b, c) if kind == _OVERRIDES
                            else (a, b) if kind == _MEMORY
                            else (a, number))
@@ -76,12 +79,13 @@ _HISTORY, _OVERRIDES, _MEMORY, _FILES = range(4)
 
 # Each branch's rows carry their kind and their order: the history by seq, the overrides as the
 # store orders them (created_at, part), memory and files by path. ``number`` is a message's seq
-# or a file's size.
+# or a file's size; a message's ``c`` its stored count, when it was counted as the run counts.
 _PRELOAD = f"""
 SELECT set_config('statement_timeout', %s, true);
 SELECT kind, number, a, b, c FROM (
     SELECT {_HISTORY} AS kind, seq::bigint AS number, role AS a, content::text AS b,
-        NULL::text AS c, seq::bigint AS position
+        CASE WHEN tokens_counter = %s THEN content_tokens::text END AS c,
+        seq::bigint AS position
     FROM {Message._meta.db_table} WHERE session_id = %s
   UNION ALL
     SELECT {_OVERRIDES}, NULL, part, action, replacement,

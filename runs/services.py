@@ -266,5 +266,6 @@ def _rewrite_edited_calls(run: Run, batch: approvals.PendingBatch) -> None:
         return
     edited = approvals.apply_edits(stored, batch)
     if edited is not stored:
+        # Its stored count was the model's arguments': gone with them (counted again on read).
         Message.objects.filter(pk=last.pk, run_id=run.pk).update(
-            content=content_to_json(edited.content))
+            content=content_to_json(edited.content), content_tokens=None, tokens_counter="")

@@ -34,12 +34,15 @@ from hango_project.errors import QuotaExceeded
 from hango_project.ids import time_ordered_uuid
 from harness.errors import HarnessError, Superseded
 from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
+from harness.messages import Message as HMessage
 from harness.messages import Usage
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
+from harness.tokenizers import tokenizer_for
 from runs.checkpoint import (
     INTERNAL_ERROR,
     Claim,
+    NewMessage,
     TurnWrite,
     cancel_unheld,
     commit_turn,
@@ -177,18 +180,28 @@ class DbCheckpointer:
         self.next_seq = next_seq
         self.deadline = deadline
         self.committed_turn = run.turn
+        self.tokenizer = tokenizer_for(run.agent.model)
         # The quota as of the claim (one slice): each commit reports the period's spend.
         tenant = run.session.tenant
         self.quota = tenant.token_quota
         self.period_start = (period_bounds(tenant.quota_period)[0]
                              if self.quota is not None else None)
 
+    def _new_message(self, seq: int, message: HMessage) -> NewMessage:
+        """The row of a message the turn added, with its content's count where the run's
+        tokenizer is worth remembering (a family's, not the estimate): the run counted it
+        already, or counts it for its next call anyway, and the inspector's first look at a
+        long session reads it instead of counting every message again."""
+        key = self.tokenizer.counts_key
+        return NewMessage(time_ordered_uuid(), seq, message.role,
+                          content_to_json(message.content),
+                          self.tokenizer.message(message) if key else None, key or "")
+
     def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
-        messages = [(time_ordered_uuid(), self.next_seq + i, m.role, content_to_json(m.content))
-                    for i, m in enumerate(result.messages)]
+        messages = [self._new_message(self.next_seq + i, m) for i, m in enumerate(result.messages)]
         # Message events say what was stored; the message's id and content are added when they
         # are read (runs.selectors.with_message_content): it is stored once, in messages.
-        notices = [(EVENT_MESSAGE, {"seq": seq, "role": role}) for _, seq, role, _ in messages]
+        notices = [(EVENT_MESSAGE, {"seq": m.seq, "role": m.role}) for m in messages]
         terminal = _terminal_status(result.next)
         write = TurnWrite(
             run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,
@@ -207,7 +220,7 @@ class DbCheckpointer:
         # The turn's messages are stored now: give them their seq (their part id from here on).
         stored = len(messages)
         if stored:
-            state.messages[-stored:] = [replace(m, seq=seq) for m, (_, seq, _, _) in
+            state.messages[-stored:] = [replace(m, seq=new.seq) for m, new in
                                         zip(state.messages[-stored:], messages, strict=True)]
         self.next_seq += stored
         self.committed_turn = state.turn

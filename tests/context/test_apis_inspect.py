@@ -10,6 +10,7 @@ from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import AuditEntry, QuotaHold, Tenant, UsageRecord
+from harness.messages import Message as HMessage
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from runs.models import Message, Run, Session
 from tests.support.api import error_of
@@ -345,3 +346,38 @@ def test_the_try_chat_span_carries_the_overrides_like_a_runs(alice, demo, serve_
     assert chat.attributes[telemetry.ATTR_GEN_AI_RESPONSE_FINISH] == ("end_turn",)
     stale = [e for e in chat.events if e.name == telemetry.EVENT_CONTEXT_OVERRIDE_STALE]
     assert [e.attributes[telemetry.ATTR_CONTEXT_PART] for e in stale] == ["message:77"]
+
+
+def test_the_counts_a_run_stored_are_the_ones_shown(alice, make_agent, make_session,
+                                                   inline_runs, serve_model):
+    """A run stores each message's count with the key of the tokenizer that made it; the
+    inspector takes a count stored under its own tokenizer's key instead of counting again
+    (made wrong here on purpose, to see it is taken), and counts one stored under another."""
+    from harness.serde import content_from_json
+    from harness.tokenizers import tokenizer_for
+    from runs.execution import drop_shared_messages
+
+    model = "anthropic:claude-sonnet-4-6"
+    serve_model(model, ScriptedModel([tool_call("echo", {"text": "alpha"}), text("Done.")]))
+    session = make_session(alice, agent_id=make_agent(alice, model=model)["id"])
+    run = alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "echo alpha"},
+                            format="json").json()["run"]
+    assert run["status"] == "completed"
+    tokenizer = tokenizer_for(model)
+    rows = list(Message.objects.filter(session_id=session["id"]).order_by("seq"))
+    assert [(m.seq, m.tokens_counter) for m in rows] == [
+        (1, ""), (2, tokenizer.counts_key), (3, tokenizer.counts_key), (4, tokenizer.counts_key)]
+    for row in rows[1:]:
+        decoded = HMessage(role=row.role, content=content_from_json(row.content))
+        assert row.content_tokens == tokenizer.message(decoded) > 0
+
+    def shown() -> int:
+        drop_shared_messages()  # a process that never decoded these rows
+        parts = snapshot(alice, session)["messages"]
+        return next(p["tokens"] for p in parts if p["id"] == "message:2")
+
+    real = shown()
+    Message.objects.filter(session_id=session["id"], seq=2).update(content_tokens=777)
+    assert shown() == 777
+    Message.objects.filter(session_id=session["id"], seq=2).update(tokens_counter="other@0/r1")
+    assert shown() == real

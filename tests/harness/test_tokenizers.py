@@ -172,3 +172,15 @@ assert data and all(p.startswith(tuple(ctok.__path__) + tuple(quicktok.__path__)
            "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
     assert not any(home.iterdir())
+
+
+def test_each_family_names_how_it_counts_for_stored_counts():
+    """A stored count is taken only under the key it was made with: the encoding, the counting
+    package's version and the counting rules (the estimate stores none)."""
+    from harness import tokenizers
+
+    assert tokenizer_for("anthropic:claude-sonnet-4-6").counts_key == (
+        f"claude-v3@ctok-1.3.0/r{tokenizers.COUNT_RULES}")
+    assert tokenizer_for("openai:gpt-4o").counts_key == (
+        f"o200k_base@quicktok_v1-0.4.0/r{tokenizers.COUNT_RULES}")
+    assert tokenizer_for("scripted:demo").counts_key is None

@@ -22,7 +22,7 @@ from hango_project.ids import time_ordered_uuid
 from hango_project.pgpool.base import pools
 from harness.messages import ModelUsage, Usage
 from runs import checkpoint, claims, tasks, worker
-from runs.checkpoint import Committed, TurnWrite
+from runs.checkpoint import Committed, NewMessage, TurnWrite
 from runs.models import Message, Run, RunEvent, Session
 from runs.services import message_post
 from runs.worker import claim_run
@@ -90,7 +90,8 @@ def _turn(run: Run) -> TurnWrite:
     return TurnWrite(
         run_id=run.pk, session_id=run.session_id, epoch=run.epoch, expected_turn=run.turn,
         turn=run.turn + 1, state_json=STATE, lease_expires_at=LEASE,
-        messages=[(uuid.uuid4(), 2, "assistant", ASSISTANT), (uuid.uuid4(), 3, "user", RESULTS)],
+        messages=[NewMessage(uuid.uuid4(), 2, "assistant", ASSISTANT, 17, "enc@pkg-1/r1"),
+                  NewMessage(uuid.uuid4(), 3, "user", RESULTS)],
         events=EVENTS, usage=sum((call.usage for call in CALLS), Usage()),
         tenant_id=tenant.pk, agent_id=run.agent_id, calls=CALLS,
         quota=tenant.token_quota, period_start=period_bounds(tenant.quota_period)[0],
@@ -140,6 +141,8 @@ def test_both_paths_write_the_same_rows(twin_runs, cancel_requested):
     # Not alike by both writing nothing: the turn is all there.
     assert [(m["seq"], m["role"], m["content"]) for m in rows["messages"][1:]] == [
         (2, "assistant", ASSISTANT), (3, "user", RESULTS)]
+    assert [(m["content_tokens"], m["tokens_counter"]) for m in rows["messages"][1:]] == [
+        (17, "enc@pkg-1/r1"), (None, "")]
     assert [(e["type"], e["data"]) for e in rows["events"][-len(EVENTS):]] == EVENTS
     assert [e["seq"] for e in rows["events"]] == list(range(1, len(EVENTS) + 3))
     assert [u["dedupe_key"] for u in rows["usage"]] == [
@@ -200,7 +203,7 @@ def test_the_statement_is_prepared_once_per_connection(twin_runs):
         assert checkpoint._commit_one_statement(write) is not None
     assert "hango_turn_release" in _prepared_statements()
     again = replace(_turn(run), expected_turn=1, turn=2, messages=[
-        (uuid.uuid4(), 4, "assistant", ASSISTANT)], calls=CALLS[:1])
+        NewMessage(uuid.uuid4(), 4, "assistant", ASSISTANT)], calls=CALLS[:1])
     with CaptureQueriesContext(connection) as second:
         assert checkpoint._commit_one_statement(again) is not None
     assert [q["sql"].split()[0] for q in first] == ["PREPARE", "EXECUTE"]
@@ -219,7 +222,7 @@ def test_a_connection_that_lost_the_statement_prepares_it_again(twin_runs, lose)
         _new_connection()
     assert _prepared_statements() == set()
     second = {run.pk: replace(_turn(run), expected_turn=1, turn=2, calls=CALLS[1:], messages=[
-        (uuid.uuid4(), 4, "assistant", ASSISTANT)]) for run in (sql_run, orm_run)}
+        NewMessage(uuid.uuid4(), 4, "assistant", ASSISTANT)]) for run in (sql_run, orm_run)}
     assert checkpoint._commit_one_statement(second[sql_run.pk]) is not None
     assert checkpoint._commit_orm(second[orm_run.pk]) is not None
     assert _rows(sql_run.pk) == _rows(orm_run.pk)

@@ -49,7 +49,7 @@ def preloaded(session: Session) -> tuple:
     agent = Agent.objects.get(pk=session.agent_id)
     reads = preload(session.tenant_id, agent.pk, session.pk)
     assert reads.history is not None
-    return (history_of(reads.history),
+    return (history_of([row[:3] for row in reads.history]),
             DbOverrideStore(session.tenant_id, agent.pk, session.pk,
                             preloaded=reads.overrides).load(),
             DbMemoryStore(agent, preloaded=reads.memory).load(),
@@ -64,6 +64,16 @@ def test_the_preload_reads_what_the_stores_read_one_by_one(world):
     assert overrides[1].replacement == "mine instead"
     assert [f.path for f in memory] == ["/memories/AGENTS.md", "/memories/z.md"]
     assert [(f.path, f.size) for f in files] == [("/a.md", 4), ("/b.md", 7)]  # ü: 2 bytes
+
+
+def test_the_preload_gives_each_messages_count_stored_under_the_key_asked(world):
+    Message.objects.filter(session=world, seq=1).update(content_tokens=5, tokens_counter="k@1")
+    Message.objects.filter(session=world, seq=2).update(content_tokens=9, tokens_counter="old")
+    counts = [row[3] for row in preload(world.tenant_id, world.agent_id, world.pk,
+                                        counts_key="k@1").history]
+    assert counts == [5, None, None]
+    assert [row[3] for row in preload(world.tenant_id, world.agent_id, world.pk).history] == [
+        None, None, None]
 
 
 def test_a_preloaded_store_reads_afresh_after_its_first_answer(world):
