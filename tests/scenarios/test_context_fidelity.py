@@ -21,7 +21,12 @@ from runs import tasks
 from runs.models import Message as StoredMessage
 from runs.models import Run, Session
 from tests.support.replay import ReplayServer, wire, wire_json
-from tests.support.wire_count import o200k, openai_input_tokens
+from tests.support.wire_count import (
+    anthropic_content_tokens,
+    ctok_counter,
+    o200k,
+    openai_input_tokens,
+)
 
 # Runs stream (HANGO_STREAM_DELTAS): the server answers in each API's streaming wire format.
 MODELS = {
@@ -79,6 +84,23 @@ def snapshot_request(caller, session_id: str) -> Request:
     return Request(model="", system=tuple(system), tools=tuple(tools), messages=tuple(messages))
 
 
+def recount_matches(adapter: str, inspected: dict, sent: dict) -> None:
+    """The snapshot against the body sent, recounted from its bytes on a path of its own.
+    OpenAI: the total, by OpenAI's published rules (the system blocks' joins may merge a token
+    with their neighbours, which the parts count apart). Anthropic, whose framing has no
+    published rule: the included parts' content, with ctok over the wire JSON."""
+    included = sum(p["tokens"] for g in ("system", "tools", "messages") for p in inspected[g]
+                   if p["included"])
+    if adapter == "openai":
+        joins = sum(p["included"] for p in inspected["system"]) - 1
+        recounted = openai_input_tokens(sent, o200k())
+        assert abs(inspected["totals"]["after"] - recounted) <= joins, (
+            inspected["totals"]["after"], recounted)
+    else:
+        assert included == anthropic_content_tokens(sent, ctok_counter("3.0"))
+    assert inspected["totals"]["after"] == included + inspected["framing"]
+
+
 def next_run_sends(caller, session_id: str, server: ReplayServer, adapter: str) -> dict:
     """Post a message (the run waits, queued), inspect, then run it: the first call's body."""
     _, canned, _, _ = MODELS[adapter]
@@ -112,15 +134,7 @@ def test_the_snapshot_is_what_the_next_call_sends(adapter, alice, make_agent, ha
         mapped = map_request(observed["expected"])
         for key in keys:
             assert mapped.get(key) == observed["sent"].get(key), key
-        if adapter == "openai":
-            # The total the inspector showed, against the body sent recounted from its bytes by
-            # OpenAI's published rules on a path of its own; the system blocks' joins may merge
-            # a token with their neighbours, which the parts count apart.
-            inspected = observed["inspected"]
-            joins = sum(p["included"] for p in inspected["system"]) - 1
-            recounted = openai_input_tokens(observed["sent"], o200k())
-            assert abs(inspected["totals"]["after"] - recounted) <= joins, (
-                inspected["totals"]["after"], recounted)
+        recount_matches(adapter, observed["inspected"], observed["sent"])
         return observed["sent"]
 
     first = compare()
@@ -214,10 +228,7 @@ def test_a_paused_run_is_shown_as_it_resumes(adapter, alice, make_agent, hango_s
         assert expected.get(key) == sent.get(key), key
     assert "You count, tersely." in json.dumps(sent) and "call_1" not in json.dumps(sent)
     assert "not now" in json.dumps(sent["messages"][-1])
-    if adapter == "openai":
-        joins = sum(p["included"] for p in decided["system"]) - 1
-        recounted = openai_input_tokens(sent, o200k())
-        assert abs(decided["totals"]["after"] - recounted) <= joins
+    recount_matches(adapter, decided, sent)
 
 
 COUNT_TOKENS = "/v1/messages/count_tokens"
@@ -279,6 +290,8 @@ def test_a_call_compacted_first_is_shown_as_it_is_sent(adapter, stored, alice, m
     for key in keys:
         assert expected.get(key) == calls[-1].get(key), key
     assert (session.summary == STORED_SUMMARY) is stored
+    if stored:  # a summary made on sending is not in the snapshot's count
+        recount_matches(adapter, inspected, calls[-1])
 
 
 def parts_of(snapshot: dict) -> list[tuple[str, int, bool]]:
@@ -321,3 +334,4 @@ def test_a_dangling_call_is_repaired_as_the_run_repairs_it(adapter, alice, make_
     sent = sends_next(server, run_id, text)
     for key in keys:
         assert expected.get(key) == sent.get(key), key
+    recount_matches(adapter, posted, sent)

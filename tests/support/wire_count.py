@@ -69,3 +69,52 @@ def _nested(prop: dict[str, Any], count: Callable[[str], int]) -> int:
     nested = {**prop.get("properties", {}), **(prop.get("items") or {}).get("properties", {})}
     return sum(count(f"{k}:{_type(p)}:{str(p.get('description', '')).removesuffix('.')}")
                + _nested(p, count) for k, p in nested.items())
+
+
+# -- Anthropic -----------------------------------------------------------------------------------
+# No published rule says how Anthropic frames a request, and no count is offline but ctok's: the
+# framing the inspector shows for Claude is an estimate, and this check leaves it out. What it
+# checks is the content: every text of the body the adapter sent, counted with ctok straight
+# from the wire JSON (not harness.tokens over the harness's messages), must come to the sum of
+# the snapshot's included parts.
+
+
+def ctok_counter(version: str) -> Callable[[str], int]:
+    """A text's tokens: ctok's tokens of it as one message, less the frame's ⟨pad⟩ tokens it
+    starts with (read off the tokens, not the constant harness.tokenizers pins)."""
+    import ctok
+    from ctok.constants import PAD
+
+    return lambda text: sum(t != PAD for t in ctok.tokenize(text, version)) if text else 0
+
+
+def anthropic_content_tokens(body: dict[str, Any], count: Callable[[str], int]) -> int:
+    """The content tokens of a messages request's body: system texts, tools (name, description,
+    schema as JSON) and each message's blocks (text; a call's id, name and input as JSON; a
+    result's id and content)."""
+    tokens = sum(count(block["text"]) for block in _blocks(body.get("system", [])))
+    for tool in body.get("tools", ()):
+        tokens += (count(tool["name"]) + count(tool.get("description", ""))
+                   + count(_json(tool["input_schema"])))
+    for message in body["messages"]:
+        for block in _blocks(message["content"]):
+            if block["type"] == "text":
+                tokens += count(block["text"])
+            elif block["type"] == "tool_use":
+                tokens += count(block["id"]) + count(block["name"]) + count(_json(block["input"]))
+            else:
+                content = block.get("content", "")
+                text = content if isinstance(content, str) else "".join(
+                    part["text"] for part in content)
+                tokens += count(block["tool_use_id"]) + count(text)
+    return tokens
+
+
+def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
