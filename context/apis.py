@@ -94,7 +94,8 @@ FULL = OpenApiParameter("full", str, description="A part id: answer that part's 
                         "instead of the snapshot.")
 COUNTED = OpenApiParameter("counted", str, enum=["provider"],
                            description="`provider`: the totals from the provider's own token "
-                                       "counter (one call to it), when it has one and can be "
+                                       "counter (one call to it: Anthropic's count_tokens, "
+                                       "OpenAI's input-token count), when it has one and can be "
                                        "reached; else the tokenizer's.")
 
 

@@ -5,7 +5,8 @@ message (cache breakpoints have no counterpart; OpenAI caches prefixes by itself
 tool uses become ``tool_calls``, and each tool result becomes a ``tool`` message (a failed one
 marked in its content: :mod:`harness.providers.openai_wire`). Retries belong
 to the SDK, bounded by ``settings.max_retries``; what is left is translated in
-:func:`_map_error`. There is no token counting: OpenAI has no counting endpoint.
+:func:`_map_error`. Token counts come from OpenAI's input-token count endpoint, which counts
+the same content as Responses API items (:meth:`OpenAICompatProvider.count_tokens`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ class OpenAICompatProvider:
         with self._errors_mapped():
             completion = self._client.chat.completions.create(**_map_request(request))
         return _map_response(completion)
+
+    def count_tokens(self, request: Request) -> int:
+        """The request's input tokens by OpenAI's count endpoint. It counts Responses API
+        input, not chat completions (which have no count endpoint): the same messages, calls,
+        results and tools in that API's items, so its framing may differ from a chat
+        completion's by a few tokens. A compatible server without the endpoint answers an
+        error, and the caller counts with the tokenizer."""
+        with self._errors_mapped():
+            return self._client.responses.input_tokens.count(
+                **_map_count_request(request)).input_tokens
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         # Accumulated here rather than with the SDK's ``chat.completions.stream`` helper: that
@@ -155,6 +166,29 @@ def _map_tool_call(block: ToolUseBlock) -> dict[str, Any]:
 def _map_tool(tool: ToolDef) -> dict[str, Any]:
     return {"type": "function", "function": {
         "name": tool.name, "description": tool.description, "parameters": tool.input_schema}}
+
+
+def _map_count_request(request: Request) -> dict[str, Any]:
+    """The chat request as Responses API input items, for the count endpoint: each chat
+    message as it is mapped for a completion, a call and a result as items of their own."""
+    items: list[dict[str, Any]] = []
+    for message in _map_messages(request):
+        if message["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": message["tool_call_id"],
+                          "output": message["content"]})
+            continue
+        if message.get("content"):
+            items.append({"role": message["role"], "content": message["content"]})
+        for call in message.get("tool_calls", ()):
+            items.append({"type": "function_call", "call_id": call["id"],
+                          "name": call["function"]["name"],
+                          "arguments": call["function"]["arguments"]})
+    params: dict[str, Any] = {"model": request.model, "input": items}
+    if request.tools:
+        params["tools"] = [{"type": "function", "name": t.name, "description": t.description,
+                            "parameters": t.input_schema, "strict": False}
+                           for t in request.tools]
+    return params
 
 
 # -- from the wire -------------------------------------------------------------------------

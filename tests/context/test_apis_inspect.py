@@ -270,29 +270,36 @@ def test_a_try_answer_is_text_when_the_model_says_text(alice, demo, serve_model)
     assert body["stop_reason"] == "end_turn"
 
 
+@pytest.mark.parametrize(("model", "answer", "path"), [
+    ("anthropic:claude-sonnet-4-6", "anthropic_count_tokens.json", "/messages/count_tokens"),
+    ("openai:gpt-4o", "openai_input_tokens.json", "/responses/input_tokens"),
+])
 def test_counted_provider_asks_the_providers_counter(alice, make_agent, make_session,
-                                                     hango_settings):
+                                                     hango_settings, model, answer, path):
     from tests.support.replay import ReplayServer, wire_json
 
     server = ReplayServer()
+    provider = model.split(":")[0]
     try:
-        hango_settings(anthropic_api_key="test-key", anthropic_base_url=server.url,
-                       provider_max_retries=0, run_inline=False, broker_url="")
-        agent = make_agent(alice, model="anthropic:claude-sonnet-4-6")
+        hango_settings(provider_max_retries=0, run_inline=False, broker_url="",
+                       **{f"{provider}_api_key": "test-key", f"{provider}_base_url": server.url})
+        agent = make_agent(alice, model=model)
         session = make_session(alice, agent_id=agent["id"])
         alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"},
                           format="json")
         assert snapshot(alice, session)["counted"] == "tokenizer" and server.requests == []
-        server.reply(200, wire_json("anthropic_count_tokens.json"))
+        server.reply(200, wire_json(answer))
         body = snapshot(alice, session, "?counted=provider")
         [counted] = server.requests
-        assert counted.path.endswith("/messages/count_tokens")
-        expected = wire_json("anthropic_count_tokens.json")["input_tokens"]
+        assert counted.path.endswith(path)
+        expected = wire_json(answer)["input_tokens"]
         assert (body["counted"], body["totals"]["after"]) == ("provider", expected)
         parts = body["system"] + body["tools"] + body["messages"]
         assert sum(p["tokens"] for p in parts) + body["framing"] == expected
-        # An unreachable counter leaves the tokenizer's count.
+        # An unreachable counter, or a server without one, leaves the tokenizer's count.
         server.reply(503, {"type": "error", "error": {"type": "api_error", "message": "down"}})
+        assert snapshot(alice, session, "?counted=provider")["counted"] == "tokenizer"
+        server.reply(404, {"error": {"message": "Not Found"}})
         assert snapshot(alice, session, "?counted=provider")["counted"] == "tokenizer"
     finally:
         server.close()

@@ -231,7 +231,8 @@ def test_a_paused_run_is_shown_as_it_resumes(adapter, alice, make_agent, hango_s
     recount_matches(adapter, decided, sent)
 
 
-COUNT_TOKENS = "/v1/messages/count_tokens"
+# Each provider's count endpoint (Anthropic's count_tokens, OpenAI's input-token count).
+COUNTERS = {"anthropic": "/v1/messages/count_tokens", "openai": "/responses/input_tokens"}
 SUMMARIZER = {"anthropic": "anthropic_message_text.json", "openai": "openai_completion_text.json"}
 STORED_SUMMARY = "The user had 'alpha' echoed and counted: one word."
 
@@ -243,8 +244,9 @@ def test_a_call_compacted_first_is_shown_as_it_is_sent(adapter, stored, alice, m
     model, text, map_request, keys = MODELS[adapter]
     hango_settings(run_inline=False, broker_url="", provider_max_retries=0,
                    **{f"{adapter}_api_key": "test-key", f"{adapter}_base_url": server.url})
-    # Anthropic's counter decides near the budget, for the inspector as for the run: over it.
-    server.always(COUNT_TOKENS, {"input_tokens": 10 ** 6})
+    # The provider's counter decides near the budget, for the inspector as for the run: over.
+    counter = COUNTERS[adapter]
+    server.always(counter, {"object": "response.input_tokens", "input_tokens": 10 ** 6})
     agent = make_agent(alice, model=model, system_prompt="You count words.")
     session = Session.objects.create(
         tenant_id=alice.member.tenant_id, agent_id=agent["id"], member=alice.member,
@@ -279,8 +281,8 @@ def test_a_call_compacted_first_is_shown_as_it_is_sent(adapter, stored, alice, m
     server.reply_sse(wire(text))
     tasks.advance_run(run_id)
     assert Run.objects.get(pk=run_id).status == "completed"
-    assert bool(server.requests_to(COUNT_TOKENS)) is (adapter == "anthropic")
-    calls = [r.body for r in server.requests[seen:] if not r.path.startswith(COUNT_TOKENS)]
+    assert server.requests_to(counter)
+    calls = [r.body for r in server.requests[seen:] if not r.path.startswith(counter)]
     assert len(calls) == (1 if stored else 2)  # a new summary is one summarizer call first
     session.refresh_from_db()
     if not stored:  # what the snapshot could not know: the text of a summary made on sending

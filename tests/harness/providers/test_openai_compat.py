@@ -315,7 +315,41 @@ def test_resolved_from_a_model_string_with_its_capabilities():
     assert provider.name == "openai"
     assert isinstance(provider, Provider)
     assert isinstance(provider, Streaming)
-    assert not isinstance(provider, TokenCounter)  # OpenAI has no counting endpoint
+    assert isinstance(provider, TokenCounter)
+
+
+def test_count_tokens_asks_the_input_token_endpoint_with_the_same_content(server):
+    server.reply(200, wire_json("openai_input_tokens.json"))
+
+    assert provider_for(server).count_tokens(CONVERSATION) == 118
+
+    [sent] = server.requests
+    assert (sent.method, sent.path) == ("POST", "/responses/input_tokens")
+    assert sent.body["model"] == MODEL
+    # The chat request's messages as Responses items: the system and user texts, the calls
+    # and their results as items of their own (a failed result marked as the chat wire marks it).
+    assert sent.body["input"] == [
+        {"role": "system", "content": "You are terse.\n\nTools: word_count."},
+        {"role": "user", "content": "How many words in 'one two three' and 'four five'?"},
+        {"role": "assistant", "content": "Let me count them."},
+        {"type": "function_call", "call_id": "call_1", "name": "word_count",
+         "arguments": '{"text": "one two three"}'},
+        {"type": "function_call", "call_id": "call_2", "name": "word_count",
+         "arguments": '{"text": "four five"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "3"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "Error: boom"},
+        {"role": "user", "content": "Be quick."},
+    ]
+    assert sent.body["tools"] == [{"type": "function", "name": WORD_COUNT.name,
+                                   "description": WORD_COUNT.description,
+                                   "parameters": WORD_COUNT.input_schema, "strict": False}]
+
+
+def test_a_server_without_the_count_endpoint_is_a_provider_error(server):
+    server.reply(404, {"error": {"message": "Not Found"}})
+
+    with pytest.raises(ProviderError):
+        provider_for(server).count_tokens(CONVERSATION)
 
 
 @pytest.mark.parametrize(("block", "content"), [
