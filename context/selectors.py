@@ -22,8 +22,9 @@ from harness.providers.models import context_window
 from harness.serde import content_from_json
 from harness.tokenizers import tokenizer_for
 from harness.tokens import Tokenizer
-from runs.execution import build_loop, new_state, run_state, session_history
+from runs.execution import build_loop, new_state, preloaded_history, run_state
 from runs.models import ACTIVE_RUN_STATUSES, PendingMessage, Run, Session
+from runs.preload import preload
 
 
 def overrides_list(*, target: Agent | Session) -> list[Override]:
@@ -58,9 +59,12 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored
                        "and the run's next call does not carry it.",
                        detail={"active_run": str(run.pk)})
     with gc_paused():
-        loop = build_loop(session.agent, session, capture_only=True)
         tokenizer = tokenizer_for(session.agent.model)
-        history = session_history(session.pk, reuse_decoded=True, tokenizer=tokenizer)
+        # What a run reads before its first call, in the run's one statement.
+        reads = preload(session.tenant_id, session.agent_id, session.pk,
+                        counts_key=tokenizer.counts_key)
+        loop = build_loop(session.agent, session, capture_only=True, preloaded=reads)
+        history = preloaded_history(reads, session.pk, tokenizer, reuse_decoded=True)
         previewed = None
         if message is not None:
             seq = (history[-1].seq or 0) + 1 if history else 1

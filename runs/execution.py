@@ -191,6 +191,17 @@ def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False,
     return history
 
 
+def preloaded_history(reads: Preloaded, session_id: uuid.UUID, tokenizer: Tokenizer, *,
+                      reuse_decoded: bool = False) -> list[HMessage]:
+    """The session's history as :func:`session_history` gives it, from ``reads`` when the
+    preload read it (its stored counts handed to ``tokenizer``), else read now."""
+    if reads.history is None:
+        return session_history(session_id, reuse_decoded=reuse_decoded, tokenizer=tokenizer)
+    history = history_of([row[:3] for row in reads.history], reuse_decoded=reuse_decoded)
+    remember_counts(tokenizer, history, [row[3] for row in reads.history])
+    return history
+
+
 def remember_counts(tokenizer: Tokenizer, history: Sequence[HMessage],
                     counts: Sequence[int | None]) -> None:
     """Hand ``tokenizer`` each message's stored count (None: not stored under its key)."""
@@ -263,11 +274,7 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
     reads = preload(tenant.pk, run.agent_id, run.session_id, counts_key=tokenizer.counts_key)
     loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch), budget=budget,
                       preloaded=reads, deltas=live.run_deltas(run.pk))
-    if reads.history is None:
-        history = session_history(run.session_id, tokenizer=tokenizer)
-    else:
-        history = history_of([row[:3] for row in reads.history])
-        remember_counts(tokenizer, history, [row[3] for row in reads.history])
+    history = preloaded_history(reads, run.session_id, tokenizer)
     next_seq = (history[-1].seq or 0) + 1 if history else 1
     return loop, run_state(run, history), next_seq
 

@@ -388,3 +388,21 @@ def test_the_counts_a_run_stored_are_the_ones_shown(alice, make_agent, make_sess
     assert shown() == 777
     Message.objects.filter(session_id=session["id"], seq=2).update(tokens_counter="other@0/r1")
     assert shown() == real
+
+
+def test_inspect_reads_what_a_run_reads_in_the_runs_one_statement(alice, make_agent,
+                                                                  make_session,
+                                                                  transactional_db):
+    """History, overrides, memory and the file listing come in the run's preload; besides it,
+    the session's active run and the messages queued behind it: three round trips."""
+    from context.selectors import context_snapshot
+
+    session = Session.objects.select_related("agent", "tenant").get(
+        pk=make_session(alice, agent_id=make_agent(alice)["id"])["id"])
+    context_snapshot(session=session)  # the process's first look loads what it loads once
+    with CaptureQueriesContext(connection) as queries:
+        context_snapshot(session=session)
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert len(statements) == 3, statements
+    assert "statement_timeout" in statements[1]  # the preload
+    assert all(s.lstrip().upper().startswith("SELECT") for s in statements)
