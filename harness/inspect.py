@@ -2,7 +2,7 @@
 
 :func:`inspect` never has its own way of building a request. It takes the loop a run of the
 session would build (the same factory, the same stores, built ``capture_only``: a middleware
-never calls a model, summarization reports instead of compacting, subagents do not run), runs
+never calls a model, summarization compacts without making a summary, subagents do not run), runs
 ``before_run`` on the state the next call starts from exactly as a run does — a new run's, or
 the session's active run's at its last checkpoint, its todos and its middlewares' state with
 it; a batch paused for approval first finished as far as it is known before it runs
@@ -386,15 +386,16 @@ def _message_parts(working: Sequence[Message], after: Sequence[Message], overrid
             label = f"#{message.seq} {message.role}"
             if message.seq == batch_seq:
                 label += f": {_batch_label(batch)}"
-            elif not included and override is None and message.seq in summarized:
-                label += " (summarized)"
+        stood_for = not included and override is None and message.seq in summarized
+        if stood_for:
+            label += " (summarized)"
         parts.append(Part(
             id=part_id, kind="message", label=label,
             preview=preview(_batch_text(shown, batch) if message.seq == batch_seq
                             else _message_text(as_sent(shown))),
             tokens=tokenizer.message(shown),
             included=included, override=override.action if override else None,
-            summarized=not included and override is None and message.seq in summarized,
+            summarized=stood_for,
             paired_with=tuple(partners.get(part_id, ())), counted=tokenizer.source,
             sent=partial(content_json, as_sent(shown)),
             unreplaced=partial(content_json, as_sent(message))
