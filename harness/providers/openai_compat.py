@@ -72,6 +72,7 @@ class OpenAICompatProvider:
                     "scripted:demo", provider=PROVIDER)
             key = PLACEHOLDER_KEY
         self._key = key
+        self._no_counter = False  # the server answered the count endpoint with a 404 or 405
         self._client = openai.OpenAI(
             api_key=key, base_url=base_url or DEFAULT_BASE_URL,
             timeout=settings.timeout_seconds, max_retries=settings.max_retries)
@@ -87,9 +88,22 @@ class OpenAICompatProvider:
         results and tools in that API's items, so its framing may differ from a chat
         completion's by a few tokens. A compatible server without the endpoint answers an
         error, and the caller counts with the tokenizer."""
-        with self._errors_mapped():
-            return self._client.responses.input_tokens.count(
-                **_map_count_request(request)).input_tokens
+        if self._no_counter:
+            raise ProviderError("this server has no input-token count endpoint",
+                                provider=PROVIDER)
+        try:
+            with self._errors_mapped():
+                tokens = self._client.responses.input_tokens.count(
+                    **_map_count_request(request)).input_tokens
+        except ProviderError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, openai.APIStatusError) and cause.status_code in (404, 405):
+                self._no_counter = True  # a compatible server without the endpoint: ask no more
+            raise
+        if not isinstance(tokens, int) or tokens < 0:
+            raise ProviderError(f"the count endpoint answered no token count ({tokens!r})",
+                                provider=PROVIDER)
+        return tokens
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         # Accumulated here rather than with the SDK's ``chat.completions.stream`` helper: that

@@ -345,10 +345,20 @@ def test_count_tokens_asks_the_input_token_endpoint_with_the_same_content(server
                                    "parameters": WORD_COUNT.input_schema, "strict": False}]
 
 
-def test_a_server_without_the_count_endpoint_is_a_provider_error(server):
+def test_a_server_without_the_count_endpoint_is_asked_once(server):
     server.reply(404, {"error": {"message": "Not Found"}})
+    provider = provider_for(server)
 
-    with pytest.raises(ProviderError):
+    for _ in range(2):
+        with pytest.raises(ProviderError):
+            provider.count_tokens(CONVERSATION)
+    assert len(server.requests) == 1  # the run's later calls do not ask again
+
+
+def test_a_count_answer_without_a_count_is_a_provider_error(server):
+    server.reply(200, {"object": "response.input_tokens"})
+
+    with pytest.raises(ProviderError, match="no token count"):
         provider_for(server).count_tokens(CONVERSATION)
 
 
