@@ -45,6 +45,12 @@ WHY = ("skipped when the run has no override store; the inspector's context over
        "once per run, message parts applied before summarization sees the history")
 
 
+def keeps_its_overrides(state: State) -> bool:
+    """A run restored from ``state`` applies the set it loaded when it started, not the one
+    saved now: it loaded one, and is not resuming from a pause for approval."""
+    return NAME in state.private and state.pending_batch is None
+
+
 class ContextOverridesMiddleware:
     name = NAME
 
@@ -53,10 +59,12 @@ class ContextOverridesMiddleware:
         self.tokenizer = tokenizer
 
     def before_run(self, state: State) -> None:
-        if NAME in state.private and state.pending_batch is None:
+        if keeps_its_overrides(state):
             return  # a continued or resumed run keeps the set it started with
-        loaded = load_or_none(self.store.load, middleware=NAME, run_id=state.run_id) or []
-        context.set_active(state, OverrideSet(overrides=tuple(loaded)))
+        loaded = load_or_none(self.store.load, middleware=NAME, run_id=state.run_id)
+        if loaded is None and NAME in state.private:
+            return  # a resume whose reload failed keeps the set it had
+        context.set_active(state, OverrideSet(overrides=tuple(loaded or [])))
 
     def wrap_model_call(self, req: ModelRequest, next: ModelHandler) -> Response:
         overrides = context.active(req.state)

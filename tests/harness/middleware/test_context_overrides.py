@@ -150,6 +150,20 @@ def test_a_run_resuming_a_paused_batch_loads_the_set_saved_during_the_pause():
     assert store.loads == 2 and not context.active(resumed)
 
 
+def test_a_resume_whose_reload_fails_keeps_the_set_it_had():
+    class Broken(MemoryOverrides):
+        def load(self) -> list[Override]:
+            raise TimeoutError("the store is slow")
+
+    state = history()
+    run(loop_over(ScriptedModel([text("ok")]), exclude("message:8")), state)
+    state.pending_batch = PendingBatch()
+    resumed = state_from_json(state_to_json(state), messages=list(state.messages),
+                              turn=state.turn)
+    loop_over(ScriptedModel([]), Broken()).chain.before_run(resumed)
+    assert [o.part for o in context.active(resumed).overrides] == ["message:8"]
+
+
 def test_an_excluded_system_part_is_gone_before_the_cache_breakpoint_is_chosen():
     model = ScriptedModel([text("ok")])
     agent = make_agent(config={"skills": ["s1"]})
