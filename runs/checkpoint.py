@@ -99,6 +99,24 @@ class NewMessage(NamedTuple):
     counter: str = ""  # harness.tokens.Tokenizer.counts_key
 
 
+def reads_back_as_written(content: list[dict[str, Any]]) -> bool:
+    """The stored content reads back as these blocks, each tool call's arguments in the same
+    order: PostgreSQL's jsonb orders an object's keys (shorter first, then by their bytes) and
+    may print a float another way, and a call's count counts its arguments as JSON text."""
+    return all(_jsonb_stable(block["input"]) for block in content
+               if block.get("type") == "tool_use")
+
+
+def _jsonb_stable(value: Any) -> bool:
+    if isinstance(value, dict):
+        keys = list(value)
+        return (keys == sorted(keys, key=lambda k: (len(k.encode()), k.encode()))
+                and all(_jsonb_stable(v) for v in value.values()))
+    if isinstance(value, list):
+        return all(_jsonb_stable(v) for v in value)
+    return not isinstance(value, float)
+
+
 @dataclass(frozen=True, kw_only=True)
 class TurnWrite:
     run_id: uuid.UUID

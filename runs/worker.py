@@ -48,6 +48,7 @@ from runs.checkpoint import (
     commit_turn,
     finish_run,
     poll,
+    reads_back_as_written,
 )
 from runs.claims import claim_unheld
 from runs.events import EVENT_MESSAGE, append_events, status_event
@@ -193,9 +194,11 @@ class DbCheckpointer:
         already, or counts it for its next call anyway, and the inspector's first look at a
         long session reads it instead of counting every message again."""
         key = self.tokenizer.counts_key
-        return NewMessage(time_ordered_uuid(), seq, message.role,
-                          content_to_json(message.content),
-                          self.tokenizer.message(message) if key else None, key or "")
+        content = content_to_json(message.content)
+        if key is None or not reads_back_as_written(content):
+            return NewMessage(time_ordered_uuid(), seq, message.role, content)
+        return NewMessage(time_ordered_uuid(), seq, message.role, content,
+                          self.tokenizer.message(message), key)
 
     def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
         messages = [self._new_message(self.next_seq + i, m) for i, m in enumerate(result.messages)]
@@ -222,6 +225,9 @@ class DbCheckpointer:
         if stored:
             state.messages[-stored:] = [replace(m, seq=new.seq) for m, new in
                                         zip(state.messages[-stored:], messages, strict=True)]
+            for message, new in zip(state.messages[-stored:], messages, strict=True):
+                if new.tokens is not None:  # the next call's count, found counted
+                    self.tokenizer.remember(message, new.tokens)
         self.next_seq += stored
         self.committed_turn = state.turn
         self.control.observed(committed.cancel_requested)
