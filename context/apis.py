@@ -186,7 +186,9 @@ class ContextApi(APIView):
                                "is saved); with `message`, as if that message were posted now "
                                "(its part labelled previewed). The same assembly as the GET, "
                                "and the same checks as the PUTs (their 422s; a message's pair "
-                               "is excluded with it); 409 for a message while a run is active. "
+                               "is excluded with it); 409 for a message while a run is active, "
+                               "and for overrides while a run that keeps the set it started "
+                               "with (one not paused for approval) is in flight. "
                                "Nothing is written and no model is called.")
     def post(self, request, session_id):
         session = session_get(member=caller(request), session_id=session_id)

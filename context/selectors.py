@@ -4,6 +4,8 @@ agent or session (``agents.selectors.agent_get``, ``runs.selectors.session_get``
 from __future__ import annotations
 
 import gc
+import json
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -18,13 +20,14 @@ from harness.context import QUEUED_PREFIX, Override, message_part
 from harness.inspect import Part, RunBasis, Snapshot, content_json, inspect, preview
 from harness.messages import Message as HMessage
 from harness.messages import TextBlock
+from harness.middleware.context_overrides import keeps_its_overrides
 from harness.providers.models import context_window
 from harness.serde import content_from_json
 from harness.tokenizers import tokenizer_for
 from harness.tokens import Tokenizer
 from runs.execution import build_loop, new_state, preloaded_history, run_state
 from runs.models import ACTIVE_RUN_STATUSES, PendingMessage, Run, Session
-from runs.preload import preload
+from runs.preload import Preloaded, preload
 
 
 def overrides_list(*, target: Agent | Session) -> list[Override]:
@@ -53,16 +56,17 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored
     behind). Reads only; calls no model unless ``provider_count`` asks the provider's counter
     for the totals (or, near the summarization budget, as a run would)."""
     session = with_agent_and_tenant(session)
-    run = Run.objects.filter(session=session, status__in=ACTIVE_RUN_STATUSES).first()
-    if run is not None and message is not None:
-        raise Conflict("The session has an active run: a message posted now waits behind it, "
-                       "and the run's next call does not carry it.",
-                       detail={"active_run": str(run.pk)})
     with gc_paused():
         tokenizer = tokenizer_for(session.agent.model)
-        # What a run reads before its first call, in the run's one statement.
+        # What a run reads before its first call, in the run's one statement, with the active
+        # run and its queue: one snapshot, so a turn committed meanwhile is in all or none.
         reads = preload(session.tenant_id, session.agent_id, session.pk,
-                        counts_key=tokenizer.counts_key)
+                        counts_key=tokenizer.counts_key, session_state=True)
+        run, queued = _session_state(session, reads)
+        if run is not None and message is not None:
+            raise Conflict("The session has an active run: a message posted now waits behind "
+                           "it, and the run's next call does not carry it.",
+                           detail={"active_run": str(run.pk)})
         loop = build_loop(session.agent, session, capture_only=True, preloaded=reads)
         history = preloaded_history(reads, session.pk, tokenizer, reuse_decoded=True)
         previewed = None
@@ -70,27 +74,50 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored
             seq = (history[-1].seq or 0) + 1 if history else 1
             history.append(HMessage(role="user", content=content_from_json(message), seq=seq))
             previewed = message_part(seq)
-        if run is not None:
-            run.session = session  # its tenant's trace setting, without reading it again
         state = new_state(session, history) if run is None else run_state(run, history)
+        if run is not None and not stored and keeps_its_overrides(state):
+            raise Conflict("The session's run keeps the overrides it started with until it "
+                           "ends or pauses for approval: a selection previewed now applies from "
+                           "the next run.", detail={"active_run": str(run.pk)})
         snapshot = inspect(loop, state, tokenizer, extra=extra, stored=stored,
                            provider_count=provider_count)
         return replace(
-            snapshot, queued=_queued(session, tokenizer),
+            snapshot, queued=_queued(queued, tokenizer),
             run=None if run is None else RunBasis(id=str(run.pk), status=run.status,
                                                   turn=run.turn),
             messages=tuple(p._replace(label=f"{p.label} (previewed, not posted)")
                            if p.id == previewed else p for p in snapshot.messages))
 
 
-def _queued(session: Session, tokenizer: Tokenizer) -> tuple[Part, ...]:
+def _session_state(session: Session, reads: Preloaded,
+                   ) -> tuple[Run | None, list[tuple[uuid.UUID, list[dict[str, Any]]]]]:
+    """The session's active run (unsaved, as its row holds it, its session the caller's) and
+    the messages queued behind it: from the preload, else read now."""
+    if reads.session is None:
+        run = Run.objects.filter(session=session, status__in=ACTIVE_RUN_STATUSES).first()
+        queued = [(p.message_id, p.content) for p in
+                  PendingMessage.objects.filter(session=session).order_by("position")]
+    else:
+        found = reads.session.run
+        run = None if found is None else Run(
+            id=found[0], session_id=session.pk, agent_id=session.agent_id, status=found[1],
+            turn=found[2], state_json=json.loads(found[3]))
+        queued = [(message_id, json.loads(content)) for message_id, content in
+                  reads.session.queued]
+    if run is not None:
+        run.session = session  # its tenant's trace setting, without reading it again
+    return run, queued
+
+
+def _queued(queued: list[tuple[uuid.UUID, list[dict[str, Any]]]],
+            tokenizer: Tokenizer) -> tuple[Part, ...]:
     """The messages waiting behind the session's active run (multitask ``enqueue``): each
     joins the history when the runs before it end, so the next call does not send it."""
     parts = []
-    for pending in PendingMessage.objects.filter(session=session).order_by("position"):
-        message = HMessage(role="user", content=content_from_json(pending.content))
+    for message_id, content in queued:
+        message = HMessage(role="user", content=content_from_json(content))
         parts.append(Part(
-            id=f"{QUEUED_PREFIX}{pending.message_id}", kind="message",
+            id=f"{QUEUED_PREFIX}{message_id}", kind="message",
             label="queued: joins the history when the runs before it end",
             preview=preview(" ".join(b.text for b in message.content
                                      if isinstance(b, TextBlock))),

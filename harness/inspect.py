@@ -386,7 +386,9 @@ def _message_parts(working: Sequence[Message], after: Sequence[Message], overrid
             label = f"#{message.seq} {message.role}"
             if message.seq == batch_seq:
                 label += f": {_batch_label(batch)}"
-        stood_for = not included and override is None and message.seq in summarized
+        # Summarized: the summary stands for it — a replaced one's replacement summarized.
+        stood_for = (not included and message.seq in summarized
+                     and (override is None or override.action == "replace"))
         if stood_for:
             label += " (summarized)"
         parts.append(Part(

@@ -390,11 +390,12 @@ def test_the_counts_a_run_stored_are_the_ones_shown(alice, make_agent, make_sess
     assert shown() == real
 
 
-def test_inspect_reads_what_a_run_reads_in_the_runs_one_statement(alice, make_agent,
+def test_inspect_reads_in_one_statement_what_a_run_reads_and_the_active_run(alice, make_agent,
                                                                   make_session,
                                                                   transactional_db):
-    """History, overrides, memory and the file listing come in the run's preload; besides it,
-    the session's active run and the messages queued behind it: three round trips."""
+    """History, overrides, memory and the file listing come in the run's preload, the
+    session's active run and the messages queued behind it with them: one round trip, one
+    snapshot."""
     from context.selectors import context_snapshot
 
     session = Session.objects.select_related("agent", "tenant").get(
@@ -403,6 +404,5 @@ def test_inspect_reads_what_a_run_reads_in_the_runs_one_statement(alice, make_ag
     with CaptureQueriesContext(connection) as queries:
         context_snapshot(session=session)
     statements = [q["sql"] for q in queries.captured_queries]
-    assert len(statements) == 3, statements
-    assert "statement_timeout" in statements[1]  # the preload
-    assert all(s.lstrip().upper().startswith("SELECT") for s in statements)
+    assert len(statements) == 1, statements
+    assert "statement_timeout" in statements[0] and "pending_messages" in statements[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import psycopg2
 import pytest
 from django.db import connection, transaction
@@ -11,7 +13,7 @@ from agents.stores import DbMemoryStore
 from context.models import ContextOverride
 from context.stores import DbOverrideStore
 from runs.execution import history_of, session_history
-from runs.models import Message, Session, SessionFile
+from runs.models import Message, PendingMessage, Run, Session, SessionFile
 from runs.preload import NOTHING_PRELOADED, preload
 from runs.stores import DbFileStore
 
@@ -74,6 +76,24 @@ def test_the_preload_gives_each_messages_count_stored_under_the_key_asked(world)
     assert counts == [5, None, None]
     assert [row[3] for row in preload(world.tenant_id, world.agent_id, world.pk).history] == [
         None, None, None]
+
+
+def test_the_inspectors_preload_reads_the_active_run_and_its_queue(world):
+    assert preload(world.tenant_id, world.agent_id, world.pk).session is None
+    empty = preload(world.tenant_id, world.agent_id, world.pk, session_state=True).session
+    assert empty is not None and (empty.run, empty.queued) == (None, [])
+    active = Run.objects.create(session=world, agent_id=world.agent_id, status="running",
+                                turn=2, state_json={"todos": []})
+    Run.objects.create(session=world, agent_id=world.agent_id, status="completed")
+    later = [Run.objects.create(session=world, agent_id=world.agent_id, status="pending")
+             for _ in range(2)]
+    queued = [PendingMessage.objects.create(session=world, run=r, content=[
+        {"type": "text", "text": f"then {i}"}]) for i, r in enumerate(later)]
+    state = preload(world.tenant_id, world.agent_id, world.pk, session_state=True).session
+    assert state.run[:3] == (active.pk, "running", 2)
+    assert json.loads(state.run[3]) == {"todos": []}
+    assert [(m, json.loads(c)[0]["text"]) for m, c in state.queued] == [
+        (q.message_id, f"then {i}") for i, q in enumerate(queued)]
 
 
 def test_a_preloaded_store_reads_afresh_after_its_first_answer(world):

@@ -15,6 +15,7 @@ from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.serde import content_to_json
 from runs import tasks
 from runs.models import Run
+from tests.support.api import error_of
 from tests.support.approvals import ALL, approve
 
 TODOS = {"todos": [{"content": "Count the words", "status": "in_progress"},
@@ -160,6 +161,13 @@ def test_a_run_between_slices_is_shown_from_its_last_checkpoint(alice, session, 
     snapshot, full = inspected(alice, session)
     assert snapshot["run"] == {"id": run["id"], "status": "running", "turn": 1}
     assert snapshot["pending_calls"] == [] and snapshot["batch_part"] is None
+    # The run keeps the overrides it started with: a selection previewed now is the next
+    # run's, and a message posted now would wait; neither is this call's.
+    url = f"/v1/sessions/{session['id']}/context"
+    preview = error_of(alice.client.post(url, {"overrides": []}, format="json"), 409)
+    assert preview["detail"] == {"active_run": run["id"]}
+    error_of(alice.client.post(url, {"message": "and?"}, format="json"), 409)
+    assert alice.client.post(url, {}, format="json").json() == snapshot  # the stored set
     tasks.advance_run(run["id"])
     assert Run.objects.get(pk=run["id"]).status == "completed"
     assert shown_parts(snapshot, full) == sent_parts(model.calls[-1])

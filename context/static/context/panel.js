@@ -126,6 +126,7 @@
 
   function sent(part, pairs) {
     if (part.stale) return !state.sel.excluded.has(part.id) && !state.sel.replaced.has(part.id);
+    if (part.summarized) return false;  // the summary is sent in its place
     if (!kindOf(part.id)) return part.included;  // made up for this request: not overridable
     return !state.sel.excluded.has(part.id) && !pairs.has(part.id);
   }
