@@ -26,8 +26,12 @@ class IdentityCache:
         return value
 
     def put(self, obj: Any, value: int) -> None:
-        """Know ``obj``'s value without computing it (one computed before, kept elsewhere)."""
+        """Know ``obj``'s value without computing it (one computed before, kept elsewhere); an
+        object known already keeps its entry."""
         key, entries = id(obj), self._entries
+        entry = entries.get(key)
+        if entry is not None and entry[0]() is obj:
+            return
         entries[key] = (weakref.ref(obj, lambda _ref: entries.pop(key, None)), value)
 
     def __len__(self) -> int:

@@ -391,15 +391,16 @@ def _message_parts(working: Sequence[Message], after: Sequence[Message], overrid
                      and (override is None or override.action == "replace"))
         if stood_for:
             label += " (summarized)"
+        wire = as_sent(shown)
         parts.append(Part(
             id=part_id, kind="message", label=label,
             preview=preview(_batch_text(shown, batch) if message.seq == batch_seq
-                            else _message_text(as_sent(shown))),
+                            else _message_text(wire)),
             tokens=tokenizer.message(shown),
             included=included, override=override.action if override else None,
             summarized=stood_for,
             paired_with=tuple(partners.get(part_id, ())), counted=tokenizer.source,
-            sent=partial(content_json, as_sent(shown)),
+            sent=partial(content_json, wire),
             unreplaced=partial(content_json, as_sent(message))
             if override and override.action == "replace" else None))
     return tuple(parts)
