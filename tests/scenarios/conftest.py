@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.providers.scripted import ScriptedModel
 from runs.models import Run
 from tests.support.approvals import ALL
 from tests.support.browser import chromium
@@ -37,3 +38,12 @@ def hitl_session(alice, make_agent, make_session):
     """A session of an agent that asks before every word count, allowing every decision."""
     agent = make_agent(alice, config={"interrupt_on": {"word_count": ALL}})
     return make_session(alice, agent_id=agent["id"])
+
+
+@pytest.fixture
+def model(serve_model) -> ScriptedModel:
+    """The provider every run of the test resolves (in this process): one script, every request
+    it receives recorded."""
+    scripted = ScriptedModel()
+    serve_model("scripted", scripted)
+    return scripted

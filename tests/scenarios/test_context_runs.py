@@ -11,7 +11,7 @@ import json
 import pytest
 
 from harness.messages import Message, Request, Response, ToolUseBlock
-from harness.providers.scripted import ScriptedModel, text, tool_call
+from harness.providers.scripted import text, tool_call
 from harness.serde import content_to_json
 from runs import tasks
 from runs.models import Run
@@ -20,13 +20,6 @@ from tests.support.approvals import ALL, approve
 
 TODOS = {"todos": [{"content": "Count the words", "status": "in_progress"},
                    {"content": "Say how many", "status": "pending"}]}
-
-
-@pytest.fixture
-def model(serve_model) -> ScriptedModel:
-    scripted = ScriptedModel()
-    serve_model("scripted", scripted)
-    return scripted
 
 
 @pytest.fixture

@@ -10,19 +10,11 @@ from agents.models import MemoryFile
 from harness import telemetry
 from harness.messages import Request, Response
 from harness.middleware.memory import render
-from harness.providers.scripted import ScriptedModel, text, tool_call
+from harness.providers.scripted import text, tool_call
 from runs import worker
 from runs.models import Run
 
 AGENTS_MD = "/memories/AGENTS.md"
-
-
-@pytest.fixture
-def model(serve_model) -> ScriptedModel:
-    """The provider every run of the test resolves: one script, every request recorded."""
-    scripted = ScriptedModel()
-    serve_model("scripted", scripted)
-    return scripted
 
 
 @pytest.fixture
