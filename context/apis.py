@@ -34,9 +34,10 @@ from hango_project.api import caller, validated
 from hango_project.errors import BadQuery, NotFound, ProviderFailed
 from harness.context import Override, message_part
 from harness.errors import ProviderError
-from harness.inspect import Part, Snapshot
+from harness.inspect import Snapshot
 from harness.middleware.summarization import SummarizationReport
 from harness.serde import message_to_json
+from harness.snapshot_parts import Part
 from runs.models import Session
 from runs.selectors import session_get
 from runs.services import user_content

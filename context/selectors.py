@@ -17,12 +17,13 @@ from context.models import ContextOverride
 from context.stores import overrides_of
 from hango_project.errors import Conflict
 from harness.context import QUEUED_PREFIX, Override, message_part
-from harness.inspect import Part, RunBasis, Snapshot, content_json, inspect, preview
+from harness.inspect import RunBasis, Snapshot, inspect
 from harness.messages import Message as HMessage
 from harness.messages import TextBlock
 from harness.middleware.context_overrides import keeps_its_overrides
 from harness.providers.models import context_window
 from harness.serde import content_from_json
+from harness.snapshot_parts import Part, content_json, preview
 from harness.tokenizers import tokenizer_for
 from harness.tokens import Tokenizer
 from runs.execution import build_loop, new_state, preloaded_history, run_state
