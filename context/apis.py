@@ -142,7 +142,7 @@ def _compaction_json(report: SummarizationReport | None) -> dict[str, Any] | Non
                            "through": message_part(report.summary_through_seq or 0)}
             if summarized else None,
             "summary": report.summary_outcome, "summary_pending": report.summary_pending,
-            "summary_max_tokens": report.summary_max_tokens}
+            "summary_max_tokens": report.summary_max_tokens, "would_fail": report.would_fail}
 
 
 def _snapshot_response(session: Session, **options: Any) -> HttpResponse:

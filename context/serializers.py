@@ -117,6 +117,9 @@ class CompactionOutput(serializers.Serializer):
         "The summary is made when the call is sent: the `summary` part shows it empty, and it "
         "may take up to `summary_max_tokens` more."))
     summary_max_tokens = serializers.IntegerField()
+    would_fail = serializers.CharField(allow_null=True, help_text=(
+        "Why a run would stop here with `context_overflow` instead of calling the model (too "
+        "long for the window even compacted); null when it calls it."))
 
 
 class RunBasisOutput(serializers.Serializer):

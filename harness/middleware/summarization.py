@@ -71,6 +71,8 @@ class SummarizationReport:
     summary_outcome: str | None = None
     summary_pending: bool = False
     summary_max_tokens: int = 0  # the most a summary made for the request may take
+    # Capture-only: why a run would fail here instead of calling the model (context_overflow).
+    would_fail: str | None = None
 
 
 class SummarizationFailed(HarnessError):
@@ -126,26 +128,38 @@ class SummarizationMiddleware:
         req.state.scratch[NAME] = st
         if not st.would_compact:
             return next(req)
-        if self.capture_only:  # the request a run would send, a summary not made yet empty
-            return next(self._compact(req, st, fixed) or req)
+        why = "no older messages can be summarized away"
         try:
             compacted = self._compact(req, st, fixed)
-            why = "no older messages can be summarized away"
         except ProviderError as exc:
             telemetry.summarize_calls.add(1, {telemetry.ATTR_SUMMARY_OUTCOME: "failed"})
             telemetry.record_event(telemetry.EVENT_SUMMARY_FAILED, {
                 telemetry.ATTR_MIDDLEWARE_NAME: NAME, telemetry.ATTR_REASON: exc.code})
             compacted, why = None, f"summarizing it failed ({exc})"
+        sent, failure = self._what_is_sent(req, compacted, tokens, st, why)
+        if failure is None:
+            return next(sent)
+        if self.capture_only:  # shown as assembled; the report says the run would stop here
+            st.would_fail = failure
+            return next(sent)
+        raise SummarizationFailed(failure)
+
+    def _what_is_sent(self, req: ModelRequest, compacted: ModelRequest | None, tokens: int,
+                      st: SummarizationReport, why: str) -> tuple[ModelRequest, str | None]:
+        """The request that goes out — compacted when it fits the window, whole when it could
+        not be compacted and fits anyway — or why the run fails instead (with the request that
+        would have gone out, for a capture to show)."""
         room = self.context_window - req.request.max_tokens
         if compacted is not None:
             if st.tokens_after <= room:
-                return next(compacted)
+                return compacted, None
             tokens, why = st.tokens_after, "even its latest messages alone are too long"
         elif tokens <= room:
-            log.warning("request of %d tokens sent whole over the %d-token budget: %s", tokens,
-                        self.budget, why)
-            return next(req)
-        raise SummarizationFailed(
+            if not self.capture_only:
+                log.warning("request of %d tokens sent whole over the %d-token budget: %s",
+                            tokens, self.budget, why)
+            return req, None
+        return compacted or req, (
             f"The conversation is too long for the model: the next request is about {tokens} "
             f"tokens, the context window holds {self.context_window}, and {why}. Start a new "
             "session, or try again later.")

@@ -238,3 +238,15 @@ def test_inspect_reads_in_one_statement_what_a_run_reads_and_the_active_run(alic
     statements = [q["sql"] for q in queries.captured_queries]
     assert len(statements) == 1, statements
     assert "statement_timeout" in statements[0] and "pending_messages" in statements[0]
+
+
+def test_a_call_a_run_would_refuse_says_so(alice, make_session):
+    """One message longer than the window leaves: nothing older to summarize, too long to send
+    whole. A run stops there (context_overflow); the snapshot says why."""
+    session = make_session(alice)
+    Message.objects.create(session_id=session["id"], seq=1, role="user",
+                           content=[{"type": "text", "text": "word " * 30_000}])
+    body = snapshot(alice, session)
+    assert body["would_compact"] is True
+    assert "no older messages can be summarized away" in body["compaction"]["would_fail"]
+    assert [p["id"] for p in body["messages"]] == ["message:1"]  # shown as assembled

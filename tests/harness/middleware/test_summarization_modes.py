@@ -149,6 +149,24 @@ def test_a_failed_summary_fails_the_run_readably_when_the_request_does_not_fit()
     assert inner.requests == []  # nothing oversized or half-rewritten was sent
 
 
+def test_capture_only_says_where_a_run_would_fail_and_shows_what_it_assembled():
+    """The inspector's view of a request a run would refuse to send: the same verdict as the
+    run's (tests above), reported instead of raised."""
+    history = [Message.user("word " * 2_000, )]
+    state = State(messages=list(history))
+    sent = capture(make(ScriptedModel([]), options=small(500), window=1_500,
+                        capture_only=True), state)
+    assert sent.messages == tuple(history)
+    failure = summarization.report(state).would_fail
+    assert failure is not None and "no older messages can be summarized" in failure
+    step, _, _ = run(make(answers(), options=small(500), window=1_500),
+                     State(messages=list(history)))
+    assert isinstance(step, Failed) and step.message == failure
+    state = State(messages=list(history))
+    capture(make(ScriptedModel([]), options=small(500), capture_only=True), state)
+    assert summarization.report(state).would_fail is None  # it fits the window: sent whole
+
+
 def test_with_nothing_older_to_summarize_the_request_goes_whole_or_the_run_fails():
     history = [Message.user("word " * 2_000, )]
     provider = answers()
