@@ -178,16 +178,13 @@ def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False,
     never run a tool, so no one mutates a shared tool call's input. Given a ``tokenizer``, each
     message's stored count under its :attr:`~harness.tokens.Tokenizer.counts_key` is handed to
     it (:meth:`~harness.tokens.Tokenizer.remember`): a long history is not counted again."""
-    key = tokenizer.counts_key if tokenizer is not None else None
-    if tokenizer is None or key is None:
-        rows = fetch(f"SELECT seq, role, content FROM {Message._meta.db_table} "
-                     "WHERE session_id = %s ORDER BY seq", [uuid_param(session_id)])
-        return history_of(rows, reuse_decoded=reuse_decoded)
-    counted = fetch(f"SELECT seq, role, content, CASE WHEN tokens_counter = %s THEN "
-                    f"content_tokens END FROM {Message._meta.db_table} "
-                    "WHERE session_id = %s ORDER BY seq", [key, uuid_param(session_id)])
-    history = history_of([row[:3] for row in counted], reuse_decoded=reuse_decoded)
-    remember_counts(tokenizer, history, [row[3] for row in counted])
+    key = tokenizer.counts_key if tokenizer is not None else None  # None: no count matches
+    rows = fetch(f"SELECT seq, role, content, CASE WHEN tokens_counter = %s THEN "
+                 f"content_tokens END FROM {Message._meta.db_table} "
+                 "WHERE session_id = %s ORDER BY seq", [key, uuid_param(session_id)])
+    history = history_of([row[:3] for row in rows], reuse_decoded=reuse_decoded)
+    if tokenizer is not None:
+        remember_counts(tokenizer, history, [row[3] for row in rows])
     return history
 
 
