@@ -19,11 +19,10 @@ from hango_project.errors import Conflict
 from harness.context import QUEUED_PREFIX, Override, message_part
 from harness.inspect import RunBasis, Snapshot, inspect
 from harness.messages import Message as HMessage
-from harness.messages import TextBlock
 from harness.middleware.context_overrides import keeps_its_overrides
 from harness.providers.models import context_window
 from harness.serde import content_from_json
-from harness.snapshot_parts import Part, content_json, preview
+from harness.snapshot_parts import Part, content_json, message_text, preview
 from harness.tokenizers import tokenizer_for
 from harness.tokens import Tokenizer
 from runs.execution import build_loop, new_state, preloaded_history, run_state
@@ -120,8 +119,7 @@ def _queued(queued: list[tuple[uuid.UUID, list[dict[str, Any]]]],
         parts.append(Part(
             id=f"{QUEUED_PREFIX}{message_id}", kind="message",
             label="queued: joins the history when the runs before it end",
-            preview=preview(" ".join(b.text for b in message.content
-                                     if isinstance(b, TextBlock))),
+            preview=preview(message_text(message)),
             tokens=tokenizer.message(message), included=False, counted=tokenizer.source,
             sent=partial(content_json, message)))
     return tuple(parts)

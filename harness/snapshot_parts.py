@@ -175,7 +175,7 @@ def message_parts(working: Sequence[Message], after: Sequence[Message], override
         parts.append(Part(
             id=part_id, kind="message", label=label,
             preview=preview(_batch_text(shown, batch) if message.seq == batch_seq
-                            else _message_text(wire)),
+                            else message_text(wire)),
             tokens=tokenizer.message(shown),
             included=included, override=override.action if override else None,
             summarized=stood_for,
@@ -225,7 +225,7 @@ def _batch_text(message: Message, batch: Sequence[ForeseenCall]) -> str:
                     for c in batch)
 
 
-def _message_text(message: Message) -> str:
+def message_text(message: Message) -> str:
     """What a message says, for a preview: its text, its tool calls and results — as far as
     a preview shows."""
     pieces, length = [], 0
