@@ -30,6 +30,7 @@ from harness.messages import Role
 from harness.providers import resolve_provider, split_model
 from harness.providers.base import Provider, ProviderSettings, Unavailable
 from harness.providers.budgeted import Budget, Budgeted
+from harness.providers.counting import CountsOnce
 from harness.providers.models import context_window
 from harness.providers.releasing import Releasing
 from harness.serde import content_from_json
@@ -144,6 +145,8 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
     provider = Releasing(provider, release_connection)
     if budget is not None:
         provider = Budgeted(provider, budget, tokenizer)
+    if capture_only:  # one inspection asks the provider's counter once per request it shows
+        provider = CountsOnce(provider)
     guard = claim.hold if claim is not None else None
     reads = preloaded or NOTHING_PRELOADED
     knobs = hango()

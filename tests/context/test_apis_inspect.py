@@ -187,6 +187,38 @@ def test_counted_provider_asks_the_providers_counter(alice, make_agent, make_ses
         server.close()
 
 
+def test_an_inspection_asks_the_counter_once_per_request(alice, make_agent, make_session,
+                                                         hango_settings):
+    """Near its budget summarization measures the request with the provider's counter, as a
+    run does, and ``?counted=provider`` asks for the total of that same request: one ask (on
+    OpenAI, whose requests carry no cache marker, the two are the same request)."""
+    from tests.support.replay import ReplayServer
+
+    server = ReplayServer()
+    counter = "/responses/input_tokens"
+    try:
+        hango_settings(provider_max_retries=0, run_inline=False, broker_url="",
+                       openai_api_key="test-key", openai_base_url=server.url)
+        agent = make_agent(alice, model="openai:gpt-4o")
+        session = make_session(alice, agent_id=agent["id"])
+        alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"},
+                          format="json")
+        measured = snapshot(alice, session)["compaction"]["tokens"]
+        assert alice.client.patch(f"/v1/agents/{agent['id']}", {"config": {"summarization": {
+            "trigger_tokens": measured}}}, format="json").status_code == 200
+        server.always(counter, {"object": "response.input_tokens", "input_tokens": measured - 1})
+        body = snapshot(alice, session, "?counted=provider")
+        assert (body["counted"], body["totals"]["after"]) == ("provider", measured - 1)
+        assert body["compaction"]["tokens"] == measured - 1 and not body["would_compact"]
+        assert len(server.requests_to(counter)) == 1
+        # A counter that fails is not asked again for the same request either.
+        server.always(counter, {"error": {"message": "down"}}, status=503)
+        assert snapshot(alice, session, "?counted=provider")["counted"] == "tokenizer"
+        assert len(server.requests_to(counter)) == 2
+    finally:
+        server.close()
+
+
 def test_the_counts_a_run_stored_are_the_ones_shown(alice, make_agent, make_session,
                                                    inline_runs, serve_model):
     """A run stores each message's count with the key of the tokenizer that made it; the
