@@ -247,7 +247,7 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
                               f"from {snapshot['cache_minimum']:,}"))
     if snapshot["would_compact"]:
         rows.append(("notice", _compaction_notice(snapshot.get("compaction") or {})))
-    if (failure := (snapshot.get("compaction") or {}).get("would_fail")) is not None:
+    if (failure := snapshot.get("would_fail")) is not None:
         rows.append(("notice", f"a run would stop here, calling no model: {failure}"))
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)

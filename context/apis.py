@@ -130,6 +130,7 @@ def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, 
         "batch_part": snapshot.batch_part,
         "queued": [part_json(p) for p in snapshot.queued],
         "compaction": _compaction_json(snapshot.compaction),
+        "would_fail": snapshot.would_fail,
     }
 
 

@@ -182,6 +182,11 @@ class SnapshotOutput(serializers.Serializer):
     queued = PartOutput(many=True, help_text=(
         "Messages queued behind the active run (`multitask: enqueue`): each joins the history "
         "when the runs before it end; not in this request, not in the totals."))
+    would_fail = serializers.CharField(allow_null=True, help_text=(
+        "Why a run would stop here instead of making this call, in the run's own words: a "
+        "batch paused for approval that no longer matches the history (`invalid_state`), or a "
+        "request too long for the window even compacted (`context_overflow`, as in "
+        "`compaction.would_fail`). Null when the run makes the call."))
 
 
 class PreviewInput(serializers.Serializer):

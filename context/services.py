@@ -225,7 +225,7 @@ def context_try(*, session: Session, extra: Sequence[Override], message: str | N
             telemetry.span(telemetry.SPAN_CHAT, attrs, kind=SpanKind.CLIENT) as chat:
         # Assembled inside the chat span, as a run's request is: the overrides' attributes and
         # events land on it.
-        before, after, overrides, _ = assemble(loop, state, extra)
+        before, after, overrides, *_ = assemble(loop, state, extra)
         _check_no_summary_pending(summarization.report(state))
         try:
             response = loop.provider.complete(after.to_provider_request())

@@ -169,6 +169,10 @@ def decided_event(batch: PendingBatch) -> tuple[str, dict[str, Any]]:
 
 # -- finish -----------------------------------------------------------------------------------
 
+# Why a run whose paused batch does not match its history fails (``invalid_state``).
+MISMATCHED_BATCH = "The paused tool batch does not match the stored history."
+
+
 def waiting_calls(batch: PendingBatch, calls: Sequence[ToolUseBlock]) -> list[ToolUseBlock] | None:
     """The calls of ``calls`` (the last assistant message's) that still wait, in call order; None
     when the batch does not answer exactly those calls — then finishing it would write a result

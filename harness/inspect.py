@@ -84,6 +84,9 @@ class Snapshot:
     queued: tuple[Part, ...] = ()
     # Summarization's measure of the request sent (None when the agent does not summarize).
     compaction: summarization.SummarizationReport | None = None
+    # Why a run would stop here instead of making this call (its failure's message): a paused
+    # batch that does not match the history, or a request too long even compacted.
+    would_fail: str | None = None
 
     def part(self, part_id: str) -> Part | None:
         return next((p for p in (*self.system, *self.tools, *self.messages, *self.queued)
@@ -109,6 +112,7 @@ class Assembled(NamedTuple):
     after: ModelRequest  # what the next call sends
     overrides: OverrideSet  # the overrides applied
     batch: tuple[ForeseenCall, ...]  # a paused batch finished first: what each call sends
+    failure: str | None = None  # why the run would fail before the call (a mismatched batch)
 
 
 def assemble(loop: Loop, state: State, extra: Sequence[Override] = (), *,
@@ -118,29 +122,31 @@ def assemble(loop: Loop, state: State, extra: Sequence[Override] = (), *,
     ``before_run`` as a run starting or resuming from ``state`` does it, and after the batch it
     paused in, if any, finishes."""
     loop.chain.before_run(state)
-    batch = _finish_paused(loop, state)
+    batch, failure = _finish_paused(loop, state)
     overrides = (context.active(state) if stored else context.NONE).merged(extra)
     if not overrides:  # nothing to take out: the request sent is the whole request
         context.set_active(state, overrides)
         after = _capture(loop, state)
-        return Assembled(after, after, overrides, batch)
+        return Assembled(after, after, overrides, batch, failure)
     context.set_active(state, context.NONE)
     before = _capture(loop, state)
     context.set_active(state, overrides)
     after = _capture(loop, state)  # last: the batch's reports describe the request sent
-    return Assembled(before, after, overrides, batch)
+    return Assembled(before, after, overrides, batch, failure)
 
 
-def _finish_paused(loop: Loop, state: State) -> tuple[ForeseenCall, ...]:
+def _finish_paused(loop: Loop, state: State) -> tuple[tuple[ForeseenCall, ...], str | None]:
     """A run paused for approval makes its next call once the batch finishes: ``state`` as
     :meth:`Loop.finish_batch` leaves it, the results message in the history with the seq it
     will be stored with, each result not known before the batch runs left empty (what is known
     of each call is returned). A batch that does not match the history finishes nothing: the
-    run fails instead of calling the model."""
+    run fails instead of calling the model (the run's reason is returned)."""
     batch = state.pending_batch
+    if batch is None:
+        return (), None
     calls = state.messages[-1].tool_uses if state.messages else ()
-    if batch is None or approvals.waiting_calls(batch, calls) is None:
-        return ()
+    if approvals.waiting_calls(batch, calls) is None:
+        return (), approvals.MISMATCHED_BATCH
     offloading = [m for m in loop.chain.middlewares
                   if isinstance(m, filesystem.FilesystemMiddleware)]
     results, foreseen = approvals.foresee(
@@ -151,7 +157,7 @@ def _finish_paused(loop: Loop, state: State) -> tuple[ForeseenCall, ...]:
     state.pending_batch = None
     state.clear_scratch()
     state.turn += 1
-    return foreseen
+    return foreseen, None
 
 
 def left_out(before: ModelRequest, after: ModelRequest) -> list[str]:
@@ -198,7 +204,7 @@ def _as_is(message: Message) -> Message:
 
 def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *,
               as_sent: Callable[[Message], Message], counter: object) -> Snapshot:
-    before, after, overrides, batch = assembled
+    before, after, overrides, batch, failure = assembled
     cache = prompt_cache.report(state)
     breakpoint = cache.breakpoint if cache is not None else None
     report = summarization.report(state)
@@ -239,4 +245,4 @@ def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *,
         cache_minimum=cache.minimum if cache is not None else None,
         overrides_active=len(overrides) - len(stale), stale=stale, request=after,
         batch=batch, batch_part=message_part(batch_seq) if batch_seq is not None else None,
-        compaction=report)
+        compaction=report, would_fail=failure or (report.would_fail if report else None))

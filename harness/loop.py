@@ -208,7 +208,7 @@ class Loop:
         waiting = approvals.waiting_calls(batch, batch_calls)
         if waiting is None:
             return TurnResult(turn=state.turn + 1, next=Failed(
-                "invalid_state", "The paused tool batch does not match the stored history."))
+                "invalid_state", approvals.MISMATCHED_BATCH))
         offered = {t.name: t for t in self.chain.tools(state, self.base_tools)}
         next_step, tool_message = self.run_batch(batch_calls, waiting, state, control, offered,
                                                  done=batch.done)

@@ -31,10 +31,11 @@ def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
     assert set(body) == {"system", "tools", "messages", "totals", "counted", "tokenizer",
                          "framing", "framing_counted", "would_compact", "cache_breakpoint",
                          "cache_prefix_tokens", "cache_minimum", "overrides", "context_window",
-                         "run", "pending_calls", "batch_part", "queued", "compaction"}
-    # No run is active: the first call of a new run, nothing paused or queued.
-    assert (body["run"], body["pending_calls"], body["batch_part"], body["queued"]) == (
-        None, [], None, [])
+                         "run", "pending_calls", "batch_part", "queued", "compaction",
+                         "would_fail"}
+    # No run is active: the first call of a new run, nothing paused or queued, nothing failing.
+    assert (body["run"], body["pending_calls"], body["batch_part"], body["queued"],
+            body["would_fail"]) == (None, [], None, [], None)
     assert [p["id"] for p in body["system"]] == ["system:agent", "system:filesystem",
                                                  "system:todo"]
     assert [p["id"] for p in body["messages"]] == [f"message:{i}" for i in range(1, 11)]
@@ -281,4 +282,5 @@ def test_a_call_a_run_would_refuse_says_so(alice, make_session):
     body = snapshot(alice, session)
     assert body["would_compact"] is True
     assert "no older messages can be summarized away" in body["compaction"]["would_fail"]
+    assert body["would_fail"] == body["compaction"]["would_fail"]
     assert [p["id"] for p in body["messages"]] == ["message:1"]  # shown as assembled

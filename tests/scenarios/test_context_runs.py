@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from harness import approvals
 from harness.messages import Message, Request, Response, ToolUseBlock
 from harness.providers.scripted import text, tool_call
 from harness.serde import content_to_json
@@ -126,6 +127,32 @@ def test_a_paused_run_shows_the_call_after_its_decisions(alice, session, model, 
     # Everything but the one result that was not known until the edited call ran.
     assert shown_messages == blank(messages, {"c_count"})
     assert messages[-1][1]["content"] == "3"
+
+
+def test_a_paused_batch_that_no_longer_matches_says_the_run_would_fail(alice, session, model,
+                                                                     held, transactional_db):
+    """A paused batch that does not answer the calls of the last message finishes nothing: the
+    run fails instead of calling the model, and the snapshot says so in the run's words."""
+    model.steps += [tool_call("word_count", {"text": "a b"}, call_id="c1"), text("Two.")]
+    run = post(alice, session, "count 'a b'")["run"]
+    held()
+    decided = approve(alice, run["id"], {"tool_use_id": "c1", "type": "respond", "message": "2"})
+    assert decided.status_code == 202, decided.content
+    row = Run.objects.get(pk=run["id"])
+    paused = row.state_json["pending_batch"]  # decided, for a call the history does not hold
+    paused["pending"][0]["tool_use_id"] = "c_gone"
+    paused["decisions"]["c_gone"] = paused["decisions"].pop("c1")
+    row.save(update_fields=["state_json"])
+    calls = len(model.calls)
+
+    snapshot = alice.client.get(f"/v1/sessions/{session['id']}/context").json()
+    assert snapshot["would_fail"] == approvals.MISMATCHED_BATCH
+    assert (snapshot["pending_calls"], snapshot["batch_part"]) == ([], None)
+    tasks.advance_run(run["id"])
+    row.refresh_from_db()
+    assert (row.status, row.error) == ("failed", {"code": "invalid_state",
+                                                  "message": approvals.MISMATCHED_BATCH})
+    assert len(model.calls) == calls  # no model call, as the snapshot said
 
 
 def test_an_override_saved_during_a_pause_applies_to_the_call_after_it(alice, session, model,

@@ -353,8 +353,8 @@
                        " tokens, so its text is not known yet." : ", the stored summary sent " +
                        "as it is."), "warn"));
     }
-    if (s.compaction && s.compaction.would_fail) {
-      flags.push(badge("a run would fail here", s.compaction.would_fail, "warn"));
+    if (s.would_fail) {
+      flags.push(badge("a run would fail here", s.would_fail, "warn"));
     }
     if (after > s.context_window) {
       flags.push(badge(`over the window by ${fmt(after - s.context_window)}`, null, "warn"));
