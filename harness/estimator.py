@@ -227,8 +227,8 @@ def estimate_block(block: Block) -> int:
     return content_tokens(block) + BLOCK_OVERHEAD
 
 
-_messages = IdentityCache()
-_tools = IdentityCache()
+_messages: IdentityCache[int] = IdentityCache()
+_tools: IdentityCache[int] = IdentityCache()
 
 
 def _message_tokens(message: Message) -> int:

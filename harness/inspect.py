@@ -191,15 +191,21 @@ def inspect(loop: Loop, state: State, tokenizer: Tokenizer, *, extra: Sequence[O
 
 def _wire_form(loop: Loop) -> Callable[[Message], Message]:
     """How the loop's adapter carries a message's blocks: on OpenAI's wire a failed tool result
-    is marked in its content, with no flag (:mod:`harness.providers.openai_wire`)."""
+    is marked in its content, with no flag (:mod:`harness.providers.openai_wire`). One function
+    per wire, the same each time: the parts' previews are cached by it."""
     if split_model(loop.agent.model)[0] != openai_wire.PROVIDER:
         return _as_is
-    return lambda message: replace(message, content=tuple(
-        openai_wire.as_sent(b) for b in message.content)) if message.tool_results else message
+    return _on_openai_wire
 
 
 def _as_is(message: Message) -> Message:
     return message
+
+
+def _on_openai_wire(message: Message) -> Message:
+    if not message.tool_results:
+        return message
+    return replace(message, content=tuple(openai_wire.as_sent(b) for b in message.content))
 
 
 def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *,

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from harness import approvals, context, history
 from harness.approvals import ForeseenCall
+from harness.caches import IdentityCache
 from harness.context import Override, OverrideSet, PartKind, SourcedBlock, message_part, part_kind
 from harness.history import is_summary
 from harness.messages import Message, TextBlock, ToolDef, ToolUseBlock
@@ -148,6 +149,11 @@ def message_parts(working: Sequence[Message], after: Sequence[Message], override
         parts.append(_summary_part(summary, compaction, overrides, tokenizer))
         if compaction.summary_from_seq is not None and compaction.summary_through_seq:
             summarized = range(compaction.summary_from_seq, compaction.summary_through_seq + 1)
+    previews = _previews.setdefault(as_sent, IdentityCache())
+
+    def preview_of(message: Message) -> str:
+        return preview(message_text(as_sent(message)))
+
     repair_no, last = 0, len(working) - 1
     for index, message in enumerate(working):
         if message.seq is None:  # made up for this request: the repair of an interrupted call
@@ -171,19 +177,29 @@ def message_parts(working: Sequence[Message], after: Sequence[Message], override
                      and (override is None or override.action == "replace"))
         if stood_for:
             label += " (summarized)"
-        wire = as_sent(shown)
         parts.append(Part(
             id=part_id, kind="message", label=label,
-            preview=preview(_batch_text(shown, batch) if message.seq == batch_seq
-                            else message_text(wire)),
+            preview=preview(_batch_text(shown, batch)) if message.seq == batch_seq
+            else previews.get(shown, preview_of),
             tokens=tokenizer.message(shown),
             included=included, override=override.action if override else None,
             summarized=stood_for,
             paired_with=tuple(partners.get(part_id, ())), counted=tokenizer.source,
-            sent=partial(content_json, wire),
-            unreplaced=partial(content_json, as_sent(message))
+            sent=partial(_sent_json, as_sent, shown),
+            unreplaced=partial(_sent_json, as_sent, message)
             if override and override.action == "replace" else None))
     return tuple(parts)
+
+
+# Each message's preview as each wire form shows it, kept as long as the message object lives:
+# an inspection of a long session takes the shared messages the last one decoded (harness
+# messages are immutable; the inspector's reads never run a tool, which could change a call's
+# arguments).
+_previews: dict[Callable[[Message], Message], IdentityCache[str]] = {}
+
+
+def _sent_json(as_sent: Callable[[Message], Message], message: Message) -> str:
+    return content_json(as_sent(message))
 
 
 def _summary_part(summary: Message | None, report: summarization.SummarizationReport,

@@ -150,8 +150,8 @@ class EncodingCounts:
                  key: str | None = None) -> None:
         self.key = key  # Tokenizer.counts_key
         self.text = _TextCache(count, size=cache_size)
-        self.messages = IdentityCache()
-        self.tools = IdentityCache()
+        self.messages: IdentityCache[int] = IdentityCache()
+        self.tools: IdentityCache[int] = IdentityCache()
         # A tool result's content as the family's wire carries it (OpenAI marks a failure in
         # it: harness.providers.openai_wire); the content as it is by default.
         self._result_content = result_content or operator.attrgetter("content")

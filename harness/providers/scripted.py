@@ -89,7 +89,7 @@ def _repr_length(message: Message) -> int:
 
 # A message's length, once per message object: its repr took 2.5 ms a call at turn 300, twenty
 # times the turn around it, and what it did to the caches showed in the turn that followed.
-_content_chars = IdentityCache()
+_content_chars: IdentityCache[int] = IdentityCache()
 
 
 @dataclass(eq=False)
