@@ -7,9 +7,9 @@ tenant's or another member's object answers 404.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+import orjson
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
@@ -149,10 +149,11 @@ def _compaction_json(report: SummarizationReport | None) -> dict[str, Any] | Non
 def _snapshot_response(session: Session, **options: Any) -> HttpResponse:
     with selectors.gc_paused():  # the parts' JSON, like the snapshot, is many objects
         snapshot = selectors.context_snapshot(session=session, **options)
-        body = json.dumps(snapshot_json(snapshot, selectors.tokenizer_name(session),
-                                        selectors.window_of(session)),
-                          ensure_ascii=False, separators=(",", ":"))
-    # Rendered here, the way DRF's JSON renderer would, to stay inside the pause.
+        # The bytes DRF's JSON renderer writes (compact, UTF-8 unescaped), rendered here to stay
+        # inside the pause, by orjson: at 1,000 messages the standard library's json took a
+        # seventh of the request.
+        body = orjson.dumps(snapshot_json(snapshot, selectors.tokenizer_name(session),
+                                          selectors.window_of(session)))
     return HttpResponse(body, content_type="application/json")
 
 
