@@ -8,6 +8,7 @@ lives in :mod:`harness.serde`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 Role = Literal["user", "assistant"]
@@ -69,11 +70,13 @@ class Message:
         """The message's text blocks joined; tool blocks are left out."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
-    @property
+    # Computed once per message (a message never changes): a long history is walked for its
+    # calls and results several times a request.
+    @cached_property
     def tool_uses(self) -> tuple[ToolUseBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
 
-    @property
+    @cached_property
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
 

@@ -27,6 +27,14 @@ def repair_history(messages: list[Message]) -> tuple[list[Message], int]:
     pending: list[str] = []  # tool_use ids the next message must answer
     for message in messages:
         if message.role == "user":
+            answers = [b.tool_use_id for b in message.tool_results]
+            if answers == pending and len(set(answers)) == len(answers):
+                # What a history mostly holds: a message answering each pending call once, or
+                # (none pending) answering nothing; it stands as it is.
+                pending = []
+                if message.content:
+                    out.append(message)
+                continue
             # Keep the first result for each pending call; orphans and duplicates go.
             answered: set[str] = set()
             kept_blocks: list[Block] = []
