@@ -273,6 +273,30 @@ def test_inspect_reads_in_one_statement_what_a_run_reads_and_the_active_run(alic
     assert "statement_timeout" in statements[0] and "pending_messages" in statements[0]
 
 
+def test_a_preview_shows_the_wire_of_the_agents_model_now(alice, make_agent, make_session):
+    """Previews are kept per decoded message and per wire: the same stored rows show a failed
+    result marked in its content on OpenAI's wire and flagged, unmarked, on Anthropic's."""
+    from harness.providers.openai_wire import ERROR_PREFIX
+
+    agent = make_agent(alice, model="openai:gpt-4o")
+    session = make_session(alice, agent_id=agent["id"])
+    for seq, role, content in (
+            (1, "user", [{"type": "text", "text": "run it"}]),
+            (2, "assistant", [{"type": "tool_use", "id": "c1", "name": "echo",
+                               "input": {"text": "x"}}]),
+            (3, "user", [{"type": "tool_result", "tool_use_id": "c1", "content": "boom",
+                          "is_error": True}])):
+        Message.objects.create(session_id=session["id"], seq=seq, role=role, content=content)
+
+    def result_preview() -> str:
+        return snapshot(alice, session)["messages"][2]["preview"]
+
+    assert result_preview() == f"→ {ERROR_PREFIX}boom"
+    assert alice.client.patch(f"/v1/agents/{agent['id']}", {
+        "model": "anthropic:claude-sonnet-4-6"}, format="json").status_code == 200
+    assert result_preview() == "→ boom"
+
+
 def test_a_call_a_run_would_refuse_says_so(alice, make_session):
     """One message longer than the window leaves: nothing older to summarize, too long to send
     whole. A run stops there (context_overflow); the snapshot says why."""
