@@ -1,5 +1,6 @@
 # hango's one image: the web process (the default CMD) and, with another command, the Celery
-# worker (`celery -A hango_project worker --pool gevent`, as make worker runs it).
+# worker group (`python -m hango_project.worker_group`: a gevent Celery worker per core, as make
+# worker runs it).
 # docker-compose.yml runs both against PostgreSQL and Redis.
 FROM python:3.11-slim
 

@@ -51,12 +51,14 @@ serve: install
 	$(PY) -m gunicorn hango_project.wsgi --bind 127.0.0.1:$(PORT) --workers 2 \
 	  --worker-class gevent --worker-connections 2000
 
-# One process runs up to HANGO_WORKER_CONCURRENCY runs at once, each a greenlet (the gevent
-# pool) that holds no database connection while its model call is out (docs/architecture.md,
-# "Runs in flight"). Every worker also runs the reconciler (re-enqueues runs whose worker died)
-# every HANGO_RECONCILE_SECONDS: no beat to start (runs/reconciler.py says why).
+# A Celery worker per core (HANGO_WORKER_PROCESSES), supervised as one group
+# (hango_project/worker_group.py). Each process runs up to HANGO_WORKER_CONCURRENCY runs at once,
+# each a greenlet (the gevent pool) that holds no database connection while its model call is
+# out (docs/architecture.md, "Runs in flight"). Every worker also runs the reconciler
+# (re-enqueues runs whose worker died) every HANGO_RECONCILE_SECONDS: no beat to start
+# (runs/reconciler.py says why).
 worker: install
-	$(PY) -m celery -A hango_project worker --pool gevent --loglevel INFO
+	$(PY) -m hango_project.worker_group --loglevel INFO
 
 # The admin's browser tests drive Debian's Chromium through Playwright (tests/support/browser.py),
 # which never downloads a browser of its own: install the package when it is missing.

@@ -117,6 +117,11 @@ class HangoSettings(BaseSettings):
     worker_concurrency: int = Field(1000, ge=1)
     """Runs a worker process advances at once (its gevent pool's size); the queue holds the
     rest. A run waiting on its model costs a greenlet and its state, no connection."""
+    worker_processes: int | None = Field(None, ge=1)
+    """Worker processes ``make worker`` starts as one group (:mod:`hango_project.worker_group`),
+    each with its own pool of ``worker_concurrency`` runs and of database connections; unset,
+    one per CPU the group may run on. A gevent process uses one core: a turn's CPU of every run
+    it holds shares it."""
     tenant_fair_share: int = Field(20, ge=1)
     """Runs of one tenant, queued or running, whose tasks go at the normal priority; the
     tenant's runs past that go behind every normal one, so another tenant's new run does not

@@ -152,16 +152,22 @@ def test_web_migrates_then_serves_gunicorn_like_make_serve():
     assert f"http://127.0.0.1:{port}/healthz" in " ".join(web["healthcheck"]["test"])
 
 
-def test_worker_runs_celery_like_make_worker_without_beat():
+def test_worker_runs_the_worker_group_like_make_worker_without_beat():
+    from hango_project.worker_group import worker_command
+
     worker = compose()["services"]["worker"]["command"]
     (make_worker,) = make_recipe("worker")
-    assert worker[:4] == make_worker[:4] == ["celery", "-A", "hango_project", "worker"]
-    # Runs in flight are greenlets: the pool is named on the command line, where Celery sees it
-    # before anything is imported (it monkey-patches then), never left to a setting.
-    assert option(worker, "--pool") == option(make_worker, "--pool") == "gevent"
+    assert worker[:3] == ["python", "-m", "hango_project.worker_group"]
+    assert worker[3:] == make_worker[1:] and make_worker[0] == "hango_project.worker_group"
+    # Each of the group's workers is Celery on the gevent pool, named on its command line,
+    # where Celery sees it before anything is imported (it monkey-patches then), never left to
+    # a setting.
+    celery = worker_command(1, worker[3:])
+    assert celery[1:5] == ["-m", "celery", "-A", "hango_project"] and celery[5] == "worker"
+    assert option(celery, "--pool") == "gevent"
     # Each worker runs the reconciler on a thread of its own; an embedded beat would only be a
     # second process that outlives a killed worker, and its tasks wait behind the run tasks.
-    for command in (worker, make_worker):
+    for command in (worker, make_worker, celery):
         assert not {"--beat", "-B"} & set(command)
 
 
