@@ -57,6 +57,8 @@ class RunStatus(models.TextChoices):
 
 # A session has at most one run in these states (a database constraint enforces it).
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL)
+# Queued or running: the runs a worker has or will have (a run paused for approval holds none).
+BUSY_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
 # Not finished yet: active, or pending behind the active one.
 UNFINISHED_RUN_STATUSES = (RunStatus.PENDING, *ACTIVE_RUN_STATUSES)
 
@@ -90,7 +92,13 @@ class Run(TokenCounts):
 
     class Meta:
         db_table = "runs"
-        indexes = [models.Index(fields=["session", "-created_at"])]
+        indexes = [
+            models.Index(fields=["session", "-created_at"]),
+            # A tenant's runs queued or running, through its agents (runs/fairness.py): small
+            # however many runs and sessions the tenant has had.
+            models.Index(fields=["agent"], condition=Q(status__in=BUSY_RUN_STATUSES),
+                         name="run_busy_by_agent"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=RunStatus.values), name="run_status_valid"
