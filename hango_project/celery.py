@@ -1,9 +1,16 @@
 """The Celery app. Tasks are thin entry points; settings come from Django's CELERY_* names."""
 
+import gc
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init
+from celery.signals import (
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+    worker_ready,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
 
@@ -36,3 +43,27 @@ def _close_old_connections(**kwargs: object) -> None:
 
 task_prerun.connect(_close_old_connections, weak=False)
 task_postrun.connect(_close_old_connections, weak=False)
+
+
+# The cyclic garbage collector in a worker. At its defaults (a young collection every 700 net
+# allocations) a gevent worker holding 1,000 runs spent about a sixth of its CPU collecting:
+# 2.0 s of one core over 1,000 runs of 5 turns (900 young, 80 middle, 7 full collections, the
+# full ones walking every run's state and everything Django and the SDKs loaded). With the
+# objects loaded at start frozen out of the collections and collections 70 times rarer: 0.5 s,
+# the runs' wall time 1.83 x ideal instead of 2.16 (bench/README.md, "Runs in flight"). Cycles
+# wait longer for their collection: at most some 50,000 allocations' worth.
+WORKER_GC_THRESHOLD = (50_000, 20, 20)
+
+
+def _tune_gc(**kwargs: object) -> None:
+    gc.set_threshold(*WORKER_GC_THRESHOLD)
+
+
+def _freeze_what_started(**kwargs: object) -> None:
+    gc.collect()
+    gc.freeze()  # the modules, settings and clients loaded so far: never garbage
+    _tune_gc()
+
+
+worker_ready.connect(_freeze_what_started, weak=False)  # the gevent worker's one process
+worker_process_init.connect(_tune_gc, weak=False)  # a prefork pool's children
