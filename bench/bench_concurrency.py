@@ -1,8 +1,8 @@
 """Runs in flight under real model latency: N runs of the shared workload at once, each model
-call taking ``--latency-ms``, on one worker as ``make worker`` starts it (the gevent pool), and
-the peers (langchain ``create_agent`` and deepagents on asyncio, a pool of 20 PostgreSQL
-connections) on the same runs in the same invocation. Prints figures only; how to run it and
-the targets: README.md ("Runs in flight").
+call taking ``--latency-ms``, on workers as ``make worker`` starts them (a gevent process per
+CPU, ``--processes``), and the peers (langchain ``create_agent`` and deepagents on asyncio, a
+pool of 20 PostgreSQL connections) on the same runs in the same invocation. Prints figures
+only; how to run it and the targets: README.md ("Runs in flight").
 
 hango's runs are queued as a post leaves them (session, user message, queued run and its
 status event, written in bulk beforehand: posting is not what is measured), then handed to the
@@ -283,9 +283,9 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=0,
                     help="HANGO_WORKER_CONCURRENCY (default: the largest size)")
     ap.add_argument("--pool-size", type=int, default=10, help="HANGO_DATABASE_POOL_SIZE")
-    ap.add_argument("--processes", type=int, default=1,
-                    help="worker processes (make worker run that many times), each with the "
-                         "concurrency and the pool size")
+    ap.add_argument("--processes", type=int, default=len(os.sched_getaffinity(0)),
+                    help="worker processes, each with the concurrency and the pool size "
+                         "(default: one per CPU, as make worker's group starts them)")
     ap.add_argument("--db", default=os.environ.get("BENCH_CONCURRENCY_DATABASE_URL", DEFAULT_DB))
     ap.add_argument("--broker", default=os.environ.get("BENCH_BROKER_URL", DEFAULT_BROKER),
                     help="a Redis database of the benchmark's own (its run queue is emptied)")
