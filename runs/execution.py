@@ -73,13 +73,21 @@ def _revealed(secret: SecretStr | None) -> str | None:
 
 
 def agent_spec(agent: Agent) -> AgentSpec:
-    """The agent as the harness sees it; its config is parsed here, once per run (a malformed
-    one is a :class:`~harness.errors.ConfigurationError`, failing the run)."""
+    """The agent as the harness sees it; its config is parsed here (a malformed one is a
+    :class:`~harness.errors.ConfigurationError`, failing the run)."""
     allowed = None if agent.allowed_tools is None else tuple(agent.allowed_tools)
     return AgentSpec(id=str(agent.id), name=agent.name, model=agent.model,
                      system_prompt=agent.system_prompt, allowed_tools=allowed,
-                     config=AgentConfig.from_json(agent.config or {}),
+                     config=_parsed_config(json.dumps(agent.config or {}, sort_keys=True)),
                      default_max_turns=hango().default_max_turns)
+
+
+@lru_cache(maxsize=1024)
+def _parsed_config(document: str) -> AgentConfig:
+    """A config document parsed and checked against its schema, once per distinct document in
+    a process (the check was ~3 % of a busy worker's CPU, run for every run of the same agent);
+    an AgentConfig never changes, so runs share it. One that fails is not kept: it fails again."""
+    return AgentConfig.from_json(json.loads(document))
 
 
 class DbBudget:
