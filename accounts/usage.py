@@ -124,7 +124,7 @@ def quota_admit(tenant_id: uuid.UUID) -> None:
     row lock is held until that transaction commits, so concurrent admissions see each other's
     runs. A run that waits in its session's queue is admitted when posted, not again when it
     starts; if the quota is spent by then, its first model call fails it (resumably)."""
-    from runs.models import Run, RunStatus  # runs depends on accounts, not the reverse
+    from runs.models import BUSY_RUN_STATUSES, Run  # runs depends on accounts, not the reverse
 
     assert transaction.get_connection().in_atomic_block, "quota_admit needs a transaction"
     unlocked = Tenant.objects.filter(pk=tenant_id).values_list("token_quota", flat=True).first()
@@ -138,7 +138,7 @@ def quota_admit(tenant_id: uuid.UUID) -> None:
         raise QuotaExceeded("The tenant's token quota for this period is spent.",
                             detail=state.detail())
     active = Run.objects.filter(session__tenant_id=tenant_id,
-                                status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).count()
+                                status__in=BUSY_RUN_STATUSES).count()
     if state.used + (active + 1) * run_reservation() > state.quota:
         raise QuotaExceeded(
             "The tenant's token quota for this period is nearly spent and reserved by its "

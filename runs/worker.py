@@ -54,7 +54,7 @@ from runs.claims import claim_unheld
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
 from runs.leases import LeaseKeeper, lease_length
-from runs.models import Run, RunStatus
+from runs.models import BUSY_RUN_STATUSES, Run, RunStatus
 from runs.queue import lock_session, start_next, start_stalled, waiting_after
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def claim_run(run_id: str, owner: str) -> Run | None:
     with transaction.atomic():
         run = (Run.objects.select_for_update(of=("self",))
                .select_related("agent", "session__tenant").filter(pk=run_id).first())
-        if run is None or run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+        if run is None or run.status not in BUSY_RUN_STATUSES:
             return None
         now = timezone.now()
         if run.lease_expires_at and run.lease_expires_at > now and run.lease_owner != owner:
@@ -376,7 +376,7 @@ def reconcile_runs(*, since: datetime | None = None) -> list[uuid.UUID]:
         untouched = min(untouched, since)
     with transaction.atomic():
         stale = (Run.objects.select_for_update(skip_locked=True)
-                 .filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
+                 .filter(status__in=BUSY_RUN_STATUSES)
                  .filter(Q(lease_expires_at__lt=now)
                          | Q(lease_expires_at__isnull=True, updated_at__lt=untouched)))
         ids = list(stale.values_list("id", flat=True)[:RECONCILE_BATCH])
