@@ -118,8 +118,8 @@ def main() -> None:
     models = a.models.split(",")
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                            check=True, capture_output=True, text=True).stdout.strip()
-    current = revision("HEAD") + ("-dirty" if dirty else "")
-    base_sha = revision(a.baseline)
+    head, base_sha = revision("HEAD"), revision(a.baseline)
+    current = head + ("-dirty" if dirty else "")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the worktree goes on a kill too
     with tempfile.TemporaryDirectory(prefix="inspect-paired-") as tmp:
         base = Path(tmp) / "baseline"
@@ -129,11 +129,10 @@ def main() -> None:
             cases = [(m, n) for m in models for n in sizes]
             times: dict[tuple[str, int], tuple[list[float], list[float]]] = {
                 c: ([], []) for c in cases}
+            revisions = [(0, ROOT, head), (1, base, base_sha)]  # into times[case][0] / [1]
             for r in range(a.rounds):
                 for model, n in cases:
-                    pair = [(ROOT, current.split("-")[0]), (base, base_sha)]
-                    for which, (root, sha) in (enumerate(pair) if r % 2 == 0
-                                               else reversed(list(enumerate(pair)))):
+                    for which, root, sha in revisions if r % 2 == 0 else revisions[::-1]:
                         times[(model, n)][which].append(measure(root, sha, model, n,
                                                                 a.requests))
                 print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)

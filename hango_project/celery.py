@@ -50,8 +50,8 @@ task_postrun.connect(_close_old_connections, weak=False)
 # 2.0 s of one core over 1,000 runs of 5 turns (900 young, 80 middle, 7 full collections, the
 # full ones walking every run's state and everything Django and the SDKs loaded). With the
 # objects loaded at start frozen out of the collections and collections 70 times rarer: 0.5 s,
-# the runs' wall time 1.83 x ideal instead of 2.16 (bench/README.md, "Runs in flight"). Cycles
-# wait longer for their collection: at most some 50,000 allocations' worth.
+# the runs' wall time on one process 1.70 x ideal instead of 2.11-2.24 (bench/README.md, "Runs
+# in flight"). Cycles wait longer for their collection: at most some 50,000 allocations' worth.
 WORKER_GC_THRESHOLD = (50_000, 20, 20)
 
 
