@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics as st
 import subprocess
 import sys
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.databases import ensure_database  # noqa: E402
 from bench.faults_stack import wait_until  # noqa: E402
-from bench.sampling import Sampler, connections_named  # noqa: E402
+from bench.sampling import CpuMeter, Sampler, connections_named, pids_named  # noqa: E402
 from tests.support.servers import stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_concurrency"
@@ -219,8 +220,14 @@ class Hango:
         idle_rss = self.rss_mib()
         sampler = Sampler({"running": running, "connections": connections_named(WORKER_APP),
                            "rss": lambda cur: self.rss_mib()}, every=0.2)
+        me = os.getpid()
+        meter = CpuMeter({"worker": lambda: [w.pid for w in self.workers],
+                          "postgres": lambda: pids_named("postgres"),
+                          "redis": lambda: pids_named("redis-server"),
+                          "sender": lambda: [me]})
         if sample:
             sampler.start()
+        meter.start()
         sent: dict[str, float] = {}
         started = time.time()
         for run_id in run_ids:
@@ -234,6 +241,7 @@ class Hango:
             if any(worker.poll() is not None for worker in self.workers):
                 raise SystemExit(f"a worker died; the logs: {self.logs}")
             time.sleep(0.2)
+        cpu = meter.stop()
         samples = sampler.stop() if sample else sampler.values
         rows = list(Run.objects.filter(pk__in=run_ids).values_list("status", "turn",
                                                                     "finished_at"))
@@ -246,6 +254,8 @@ class Hango:
                 "turns_per_s": sum(t for _, t, _ in rows) / wall,
                 "connections_peak": max(samples["connections"], default=0),
                 "rss_idle_mib": idle_rss, "rss_peak_mib": max(samples["rss"], default=idle_rss),
+                **{f"cpu_ms_{group}": spent * 1000 / len(run_ids)
+                   for group, spent in cpu.items()},
                 "sent": sent}
 
     def round(self, n: int) -> dict:
@@ -265,12 +275,21 @@ class Hango:
 def run_peer(python: str, agent: str, runs: int, turns: int, latency_ms: int) -> dict | None:
     cmd = [python, str(PEER_SCRIPT), "--agent", agent, "--runs", str(runs), "--turns",
            str(turns), "--latency-ms", str(latency_ms), "--pool", "20"]
+    meter = CpuMeter({"postgres": lambda: pids_named("postgres"),
+                      "redis": lambda: pids_named("redis-server")}).start()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, capture_output=True, text=True)
+    after, cpu = resource.getrusage(resource.RUSAGE_CHILDREN), meter.stop()
     if proc.returncode != 0:
         print(f"peer {agent} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}",
               flush=True)
         return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    # The peer's process is its worker and its sender: its whole CPU (start-up included).
+    spent = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    row.update(cpu_ms_worker=spent * 1000 / runs, cpu_ms_sender=0.0,
+               **{f"cpu_ms_{group}": used * 1000 / runs for group, used in cpu.items()})
+    return row
 
 
 def main() -> None:
@@ -363,6 +382,15 @@ def report(a: argparse.Namespace, results: list[dict]) -> None:
                   f"{st.median(walls):>7.2f}{spread:<9} {med('turns_per_s'):>8.0f} "
                   f"{med('connections_peak'):>8.0f} {per_run:>8.3f} {med('first_p50'):>9.3f} "
                   f"{med('first_p99'):>9.3f}")
+    print("\nCPU ms a run (the round's, whole machine's processes by group; a peer's own "
+          "process is its worker and sender, start-up included):")
+    print(f"{'system':<40} {'runs':>5} {'worker':>7} {'sender':>7} {'postgres':>8} "
+          f"{'redis':>6} {'total':>7}")
+    for row in results:
+        groups = [row.get(f"cpu_ms_{g}", float("nan"))
+                  for g in ("worker", "sender", "postgres", "redis")]
+        print(f"{row['config']:<40} {row['n']:>5} {groups[0]:>7.2f} {groups[1]:>7.2f} "
+              f"{groups[2]:>8.2f} {groups[3]:>6.2f} {sum(groups):>7.2f}")
     print("\ntargets (hango):")
     for n, target in TARGET_WALL.items():
         rows = [r for r in results if r["n"] == n and r["system"] == "hango"]

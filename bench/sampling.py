@@ -53,3 +53,50 @@ def connections_named(name: str) -> Probe:
         return float(cur.fetchone()[0])
 
     return probe
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds process ``pid`` of this machine has run (its schedstat); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except OSError:
+        return 0.0
+
+
+def pids_named(*names: str) -> list[int]:
+    """This machine's processes whose command name is one of ``names`` (PostgreSQL's server
+    processes are all ``postgres``; Redis is ``redis-server``)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as f:
+                    if f.read().strip() in names:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+class CpuMeter:
+    """The CPU each group of processes spent between :meth:`start` and :meth:`stop`: a group
+    is a function answering its pids (asked at both ends, so a process that starts meanwhile
+    counts from 0; one that ends meanwhile loses what it spent)."""
+
+    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
+        self.groups = groups
+        self._start: dict[str, dict[int, float]] = {}
+
+    def _read(self) -> dict[str, dict[int, float]]:
+        return {name: {pid: cpu_seconds(pid) for pid in pids()}
+                for name, pids in self.groups.items()}
+
+    def start(self) -> CpuMeter:
+        self._start = self._read()
+        return self
+
+    def stop(self) -> dict[str, float]:
+        end = self._read()
+        return {name: sum(cpu - self._start[name].get(pid, 0.0) for pid, cpu in end[name].items())
+                for name in self.groups}
