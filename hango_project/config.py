@@ -179,7 +179,8 @@ class HangoSettings(BaseSettings):
     run_slice_seconds: int = 300
     """A worker hands a run back (and re-enqueues it) after this long, keeping every task short."""
     cancel_poll_seconds: float = 0.25
-    """How often a worker re-reads a run's cancel flag before tool calls."""
+    """How old a run's cancel flag may be when it is checked before a tool call: each worker
+    process reads all its runs' flags at once twice in this time (runs/leases.py)."""
     reconcile_seconds: int = Field(30, gt=0)
     """How often each worker's reconciler looks for stranded runs (a thread of the worker's main
     process, :mod:`runs.reconciler`)."""

@@ -1,12 +1,20 @@
-"""Keeping a worker's leases alive: one renewing thread per process, for every run it advances.
+"""The process's watch over the runs it advances: one thread per process (a greenlet in a
+gevent worker), started on first use (again after a fork), that keeps their leases alive and
+reads, for all of them in one statement, whether a cancel was asked for.
 
 A lease is short (a dead worker's run is picked up again quickly) yet must outlast a model call
 that takes minutes, so it is renewed in the background every third of its length. One thread per
 run cost each run a thread start — the run waited for the new thread to be scheduled, 1–3 ms of
-its start on a busy machine — a join at its end and a database connection of its own. Here one
-daemon thread per process (a greenlet in a gevent worker), started on first use (again after a
-fork), renews each held lease, holding a connection only while it does; a run only adds itself
-to the set and takes itself out.
+its start on a busy machine — a join at its end and a database connection of its own.
+
+A run stops at its next check once a cancel is asked for, or once its claim was taken over
+(:class:`runs.worker.DbControl`), seeing what is at most ``HANGO_CANCEL_POLL_SECONDS`` old. Each
+run reading its row before its tools cost a round trip a tool turn — a fifth of a worker's CPU
+with a thousand runs in flight, and a seventh of PostgreSQL's. Here the watch reads every held
+run's flag and epoch in one statement twice per poll interval, and a run reads its own row only
+when the watch has fallen behind (the database slow, or the watch's last read failed). The reads
+have a connection of their own while the process holds runs; renewals borrow one from the pool
+for their beat. A run only adds itself to the set and takes itself out.
 """
 
 from __future__ import annotations
@@ -14,10 +22,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
+import psycopg2
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
@@ -28,86 +38,196 @@ log = logging.getLogger(__name__)
 
 
 class Control(Protocol):
-    """What a run's loop checks (:class:`runs.worker.DbControl`): set when its lease was found
-    taken over."""
+    """What a run's loop checks (:class:`runs.worker.DbControl`)."""
 
-    superseded: bool
+    superseded: bool  # set when its lease was found taken over
+
+    def observed(self, flag: bool, at: float) -> None:
+        """The run's cancel flag as read at ``at`` (``time.monotonic()``), under its claim."""
+        ...
 
 
 def lease_length() -> timedelta:
     return timedelta(seconds=hango().run_lease_seconds)
 
 
-class _Renewer:
-    """The process's renewing thread and the leases it keeps: (run id, epoch) → the run's
-    control, told when its lease was found taken over."""
+# The held runs a read has news of: a cancel asked for, a claim taken over (or the run no longer
+# running), or no row at all. The ids and epochs go as two array literals; most reads answer no
+# row, so the watch's cost hardly grows with the runs it holds.
+_READ_SQL = (f"SELECT w.id, w.epoch, r.cancel_requested, "
+             f"r.epoch = w.epoch AND r.status = %(running)s "
+             f"FROM unnest(%(ids)s::uuid[], %(epochs)s::bigint[]) AS w(id, epoch) "
+             f"LEFT JOIN {Run._meta.db_table} r ON r.id = w.id "
+             f"WHERE r.id IS NULL OR r.cancel_requested OR r.epoch <> w.epoch "
+             f"OR r.status <> %(running)s")
+
+Key = tuple[uuid.UUID, int]  # a held run: its id and the epoch its claim holds
+News = tuple[bool, bool] | None  # (cancel asked for, still held), or None: the run has no row
+
+
+class _Watch:
+    """The process's watching thread and the runs it watches: (run id, epoch) → the run's
+    control, told what each read found."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._held: dict[tuple[uuid.UUID, int], Control] = {}
+        self._held: dict[Key, tuple[Control, str]] = {}  # the control, the id as text
         self._wake = threading.Event()
-        self._interval = 0.0  # the wait the thread is in; 0 while none is running
+        self._until = float("inf")  # when the thread's wait ends (monotonic)
         self._thread: threading.Thread | None = None
+        self._reads = _OwnConnection()
 
     def add(self, run_id: uuid.UUID, epoch: int, control: Control) -> None:
-        interval = hango().run_lease_seconds / 3
+        due = time.monotonic() + min(_intervals())
         with self._lock:
-            self._held[(run_id, epoch)] = control
+            self._held[(run_id, epoch)] = control, str(run_id)
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="lease-renewer",
-                                                daemon=True)
-                self._interval = interval
+                self._thread = threading.Thread(target=self._run, name="run-watch", daemon=True)
                 self._thread.start()  # once per process: the runs after it start none
-            elif interval < self._interval:  # leases got shorter (settings changed): beat now
+            elif due < self._until:  # idle, or the settings got shorter: beat now
                 self._wake.set()
 
     def remove(self, run_id: uuid.UUID, epoch: int) -> None:
         with self._lock:
             self._held.pop((run_id, epoch), None)
             if not self._held:
-                self._wake.set()  # the thread gives its connection back
+                self._wake.set()  # the thread closes its connection
 
     def _run(self) -> None:
+        renewed: float | None = None  # the last renewal beat, None while no run is held
         while True:
-            self._wake.wait(self._interval)
-            self._wake.clear()
-            self._interval = hango().run_lease_seconds / 3
+            beat, poll = _intervals()
             with self._lock:
                 held = list(self._held.items())
-            for (run_id, epoch), control in held:
-                if not self._renew(run_id, epoch):
-                    control.superseded = True  # the loop stops at its next check
-                    self.remove(run_id, epoch)
-            # Hold no connection between beats: with a pool (PostgreSQL) it goes back for the
-            # runs to use; a run shorter than a beat never makes this thread take one.
+            now = time.monotonic()
+            if not held:
+                renewed = None
+            elif renewed is None:
+                renewed = now  # a lease is fresh at its claim: the first renewal is a beat on
+            elif now - renewed >= beat:
+                renewed = now
+                self._renew_all(held)
+            if held and hango().cancel_poll_seconds > 0:
+                self._read(held)
+            else:  # nothing to read until a run comes
+                self._reads.close()
+            with self._lock:  # add() reads when this wait ends, under the same lock
+                now = time.monotonic()
+                if not self._held:
+                    self._until = float("inf")
+                elif renewed is None:  # a run came since the snapshot: at once
+                    self._until = now
+                else:
+                    self._until = min(renewed + beat, now + poll)
+                wait = None if self._until == float("inf") else max(0.0, self._until - now)
+            self._wake.wait(wait)
+            self._wake.clear()
+
+    def _renew_all(self, held: list[tuple[Key, tuple[Control, str]]]) -> None:
+        for (run_id, epoch), (control, _) in held:
+            if not _renew(run_id, epoch):
+                control.superseded = True  # the loop stops at its next check
+                self.remove(run_id, epoch)
+        connection.close()  # the pool's: back to it until the next beat
+
+    def _read(self, held: list[tuple[Key, tuple[Control, str]]]) -> None:
+        """Every held run's cancel flag and claim, read at once and told to its control. A read
+        that fails tells nothing: each run reads its own row until the next one succeeds."""
+        at = time.monotonic()
+        try:
+            news = self._reads.news(held)
+        except (DatabaseError, psycopg2.Error):
+            log.warning("the run watch could not read the cancel flags", exc_info=True)
+            self._reads.close()
+            return
+        for key, (control, _) in held:
+            found = news.get(key, (False, True))
+            if found is None:  # no row to read (deleted; its commit will be refused)
+                continue
+            asked, holds = found
+            control.observed(asked, at)
+            if not holds:
+                control.superseded = True
+                self.remove(*key)
+
+
+def _intervals() -> tuple[float, float]:
+    """The watch's two beats: lease renewal, and reading the cancel flags twice per poll
+    interval (so a run always finds a read younger than the interval)."""
+    knobs = hango()
+    return knobs.run_lease_seconds / 3, max(knobs.cancel_poll_seconds / 2, 0.01)
+
+
+class _OwnConnection:
+    """The watch's reads' connection (PostgreSQL): its own, outside the process's pool, open
+    while the process holds runs. Taken from the pool, it waited behind every run wanting one:
+    with a thousand runs in flight the reads fell seconds behind, and every run read its own
+    row again."""
+
+    def __init__(self) -> None:
+        self._raw: Any = None
+
+    def news(self, held: list[tuple[Key, tuple[Control, str]]]) -> dict[Key, News]:
+        """What the database says of the held runs it has news of (the rest: not cancelled,
+        still held)."""
+        if connection.vendor != "postgresql":
+            return _news_read_by_the_orm([key for key, _ in held])
+        if self._raw is None or self._raw.closed:
+            self._raw = psycopg2.connect(**connection.get_connection_params())
+            self._raw.autocommit = True
+        with self._raw.cursor() as cursor:
+            cursor.execute(_READ_SQL, {
+                "ids": "{" + ",".join(text for _, (_, text) in held) + "}",
+                "epochs": "{" + ",".join(str(epoch) for (_, epoch), _ in held) + "}",
+                "running": RunStatus.RUNNING})
+            return {(run_id, epoch): None if asked is None else (asked, holds)
+                    for run_id, epoch, asked, holds in cursor.fetchall()}
+
+    def close(self) -> None:
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            try:
+                raw.close()
+            except psycopg2.Error:  # broken already
+                pass
+        if connection.vendor != "postgresql":
             connection.close()
 
-    @staticmethod
-    def _renew(run_id: uuid.UUID, epoch: int) -> bool:
-        """False when the run is no longer held under ``epoch`` (taken over, or finished). A
-        renewal that waits for the run's row lock gives up after a third of a beat: one run's
-        row held elsewhere must not hold up the other runs' renewals."""
-        try:
-            with transaction.atomic():
-                if connection.vendor == "postgresql":
-                    with connection.cursor() as cursor:
-                        cursor.execute("SELECT set_config('lock_timeout', %s, true)",
-                                       [f"{max(1, round(hango().run_lease_seconds * 111))}ms"])
-                return bool(Run.objects.filter(pk=run_id, epoch=epoch, status=RunStatus.RUNNING)
-                            .update(lease_expires_at=timezone.now() + lease_length()))
-        except DatabaseError:  # missed once (the database restarting? a lock?): next beat
-            log.warning("lease renewal for run %s failed", run_id, exc_info=True)
-            connection.close()  # this thread's own connection; the next beat opens another
-            return True
+
+def _news_read_by_the_orm(keys: list[Key]) -> dict[Key, News]:
+    rows = Run.objects.filter(pk__in=[run_id for run_id, _ in keys]).values_list(
+        "pk", "cancel_requested", "epoch", "status")
+    now = {pk: (asked, epoch, status) for pk, asked, epoch, status in rows}
+    return {(run_id, epoch): (None if run_id not in now else
+                              (now[run_id][0], now[run_id][1:] == (epoch, RunStatus.RUNNING)))
+            for run_id, epoch in keys}
 
 
-_renewer = _Renewer()
+def _renew(run_id: uuid.UUID, epoch: int) -> bool:
+    """False when the run is no longer held under ``epoch`` (taken over, or finished). A
+    renewal that waits for the run's row lock gives up after a third of a beat: one run's row
+    held elsewhere must not hold up the other runs' renewals."""
+    try:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT set_config('lock_timeout', %s, true)",
+                                   [f"{max(1, round(hango().run_lease_seconds * 111))}ms"])
+            return bool(Run.objects.filter(pk=run_id, epoch=epoch, status=RunStatus.RUNNING)
+                        .update(lease_expires_at=timezone.now() + lease_length()))
+    except DatabaseError:  # missed once (the database restarting? a lock?): next beat
+        log.warning("lease renewal for run %s failed", run_id, exc_info=True)
+        connection.close()  # this thread's own connection; the next beat opens another
+        return True
+
+
+_watch = _Watch()
 
 
 def _forget_in_child() -> None:
     # A forked child (a prefork pool's process) has no renewing thread, and no runs yet.
     global _renewer
-    _renewer = _Renewer()
+    _watch = _Watch()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -121,8 +241,8 @@ class LeaseKeeper:
         self.run_id, self.epoch, self.control = run.pk, run.epoch, control
 
     def __enter__(self) -> LeaseKeeper:
-        _renewer.add(self.run_id, self.epoch, self.control)
+        _watch.add(self.run_id, self.epoch, self.control)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _renewer.remove(self.run_id, self.epoch)
+        _watch.remove(self.run_id, self.epoch)

@@ -149,9 +149,11 @@ def _release(run: Run) -> None:
 
 
 class DbControl:
-    """Cancellation as the worker sees it: the flag read at each commit, polled before tools.
-    A claim that was taken over (:func:`runs.checkpoint.take_over`; seen by the poll or the
-    lease keeper) stops the loop the same way — its commit would be refused anyway."""
+    """Cancellation as the worker sees it: the flag read at each commit and by the process's
+    watch (:mod:`runs.leases`), and read here before a tool when neither did for
+    ``HANGO_CANCEL_POLL_SECONDS``. A claim that was taken over (:func:`runs.checkpoint.take_over`;
+    seen by a read or a lease renewal) stops the loop the same way — its commit would be
+    refused anyway."""
 
     def __init__(self, claim: Claim) -> None:
         self.claim = claim
@@ -159,8 +161,11 @@ class DbControl:
         self.superseded = False
         self._checked = time.monotonic()
 
-    def observed(self, flag: bool) -> None:
-        self.flag, self._checked = flag, time.monotonic()
+    def observed(self, flag: bool, at: float | None = None) -> None:
+        """The flag as read at ``at`` (now if not given). A cancel once seen stays: under one
+        claim the flag is cleared only when the run stops running."""
+        self.flag = self.flag or flag
+        self._checked = max(self._checked, time.monotonic() if at is None else at)
 
     def cancel_requested(self) -> bool:
         due = time.monotonic() - self._checked >= hango().cancel_poll_seconds

@@ -9,6 +9,7 @@ from datetime import timedelta
 import psycopg2
 import pytest
 from django.db import OperationalError, connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from hango_project.pgpool.base import pools
@@ -174,6 +175,45 @@ def test_a_renewal_waiting_for_a_locked_row_does_not_hold_up_the_others(alice, m
     finally:
         blocker.rollback()
         blocker.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_watch_reads_every_held_run_s_cancel_in_one_statement(alice, make_session,
+                                                                   hango_settings, by_hand):
+    hango_settings(run_inline=False, broker_url="", cancel_poll_seconds=0.2)
+    claimed = []
+    for _ in range(3):
+        _, run = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
+                              content="hi")
+        claimed.append(claim_run(run.pk, "worker-a"))
+    controls = [DbControl(Claim(c.pk, c.epoch)) for c in claimed]
+    with LeaseKeeper(claimed[0], controls[0]), LeaseKeeper(claimed[1], controls[1]), \
+            LeaseKeeper(claimed[2], controls[2]):
+        Run.objects.filter(pk=claimed[0].pk).update(cancel_requested=True)
+        Run.objects.filter(pk=claimed[1].pk).update(epoch=claimed[1].epoch + 1)  # taken over
+        time.sleep(0.4)  # two of the watch's reads
+        # What each run's loop checks is already known: none reads its own row.
+        with CaptureQueriesContext(connection) as queries:
+            seen = [c.cancel_requested() for c in controls]
+        assert seen == [True, True, False] and not queries.captured_queries
+        assert [c.superseded for c in controls] == [False, True, False]
+        assert not controls[2].flag
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_reads_its_own_cancel_when_the_watch_has_not(alice, make_session,
+                                                           hango_settings, by_hand):
+    hango_settings(run_inline=False, broker_url="", cancel_poll_seconds=0.05)
+    _, run = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
+                          content="hi")
+    claimed = claim_run(run.pk, "worker-a")
+    control = DbControl(Claim(claimed.pk, claimed.epoch))  # not watched: no LeaseKeeper
+    Run.objects.filter(pk=claimed.pk).update(cancel_requested=True)
+    time.sleep(0.1)
+    with CaptureQueriesContext(connection) as queries:
+        assert control.cancel_requested()
+    assert [q["sql"].split()[:2] for q in queries.captured_queries][-1] == ["EXECUTE",
+                                                                           "hango_poll"]
 
 
 class _DatabaseGoneOnce:
