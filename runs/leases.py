@@ -12,9 +12,11 @@ A run stops at its next check once a cancel is asked for, or once its claim was 
 run reading its row before its tools cost a round trip a tool turn — a fifth of a worker's CPU
 with a thousand runs in flight, and a seventh of PostgreSQL's. Here the watch reads every held
 run's flag and epoch in one statement twice per poll interval, and a run reads its own row only
-when the watch has fallen behind (the database slow, or the watch's last read failed). The reads
-have a connection of their own while the process holds runs; renewals borrow one from the pool
-for their beat. A run only adds itself to the set and takes itself out.
+when the watch has fallen behind (the database slow, or the watch's last read failed). The watch
+holds a connection only while it reads or renews, and takes it from the process's pool ahead of
+the runs waiting for one (:func:`hango_project.pgpool.first_in_line`): behind them, under load,
+its reads came seconds late and the runs read their rows again. A run only adds itself to the
+set and takes itself out.
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ import threading
 import time
 import uuid
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
-import psycopg2
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from hango_project.config import hango
+from hango_project.pgpool import first_in_line
 from runs.models import Run, RunStatus
+from runs.prepared import Prepared
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +57,14 @@ def lease_length() -> timedelta:
 # The held runs a read has news of: a cancel asked for, a claim taken over (or the run no longer
 # running), or no row at all. The ids and epochs go as two array literals; most reads answer no
 # row, so the watch's cost hardly grows with the runs it holds.
-_READ_SQL = (f"SELECT w.id, w.epoch, r.cancel_requested, "
-             f"r.epoch = w.epoch AND r.status = %(running)s "
-             f"FROM unnest(%(ids)s::uuid[], %(epochs)s::bigint[]) AS w(id, epoch) "
-             f"LEFT JOIN {Run._meta.db_table} r ON r.id = w.id "
-             f"WHERE r.id IS NULL OR r.cancel_requested OR r.epoch <> w.epoch "
-             f"OR r.status <> %(running)s")
+_READ = Prepared.of(
+    "hango_watch",
+    f"SELECT w.id, w.epoch, r.cancel_requested, r.epoch = w.epoch AND r.status = %(running)s "
+    f"FROM unnest(%(ids)s::uuid[], %(epochs)s::bigint[]) AS w(id, epoch) "
+    f"LEFT JOIN {Run._meta.db_table} r ON r.id = w.id "
+    f"WHERE r.id IS NULL OR r.cancel_requested OR r.epoch <> w.epoch "
+    f"OR r.status <> %(running)s",
+    (("ids", "text"), ("epochs", "text"), ("running", "text")))
 
 Key = tuple[uuid.UUID, int]  # a held run: its id and the epoch its claim holds
 News = tuple[bool, bool] | None  # (cancel asked for, still held), or None: the run has no row
@@ -75,7 +80,6 @@ class _Watch:
         self._wake = threading.Event()
         self._until = float("inf")  # when the thread's wait ends (monotonic)
         self._thread: threading.Thread | None = None
-        self._reads = _OwnConnection()
 
     def add(self, run_id: uuid.UUID, epoch: int, control: Control) -> None:
         due = time.monotonic() + min(_intervals())
@@ -90,35 +94,40 @@ class _Watch:
     def remove(self, run_id: uuid.UUID, epoch: int) -> None:
         with self._lock:
             self._held.pop((run_id, epoch), None)
-            if not self._held:
-                self._wake.set()  # the thread closes its connection
 
     def _run(self) -> None:
-        renewed: float | None = None  # the last renewal beat, None while no run is held
+        first_in_line()  # one statement answers for every run held: it waits behind none of them
+        # The last renewal beat and the last read; None while no run is held. A run comes with
+        # its lease fresh and its flag just read by its claim: the first beat and the first
+        # read are due an interval after the first run.
+        renewed: float | None = None
+        read: float | None = None
         while True:
-            beat, poll = _intervals()
+            beat, read_every = _intervals()
             with self._lock:
                 held = list(self._held.items())
             now = time.monotonic()
             if not held:
-                renewed = None
-            elif renewed is None:
-                renewed = now  # a lease is fresh at its claim: the first renewal is a beat on
-            elif now - renewed >= beat:
-                renewed = now
-                self._renew_all(held)
-            if held and hango().cancel_poll_seconds > 0:
-                self._read(held)
-            else:  # nothing to read until a run comes
-                self._reads.close()
+                renewed = read = None
+            elif renewed is None or read is None:
+                renewed = read = now
+            else:
+                if now - renewed >= beat:
+                    renewed = now
+                    self._renew_all(held)
+                if now - read >= read_every:
+                    read = now
+                    self._read(held)
+                # Hold no connection between beats: back to the pool for the runs to use.
+                connection.close()
             with self._lock:  # add() reads when this wait ends, under the same lock
                 now = time.monotonic()
                 if not self._held:
                     self._until = float("inf")
-                elif renewed is None:  # a run came since the snapshot: at once
+                elif renewed is None or read is None:  # a run came since the snapshot
                     self._until = now
                 else:
-                    self._until = min(renewed + beat, now + poll)
+                    self._until = min(renewed + beat, read + read_every)
                 wait = None if self._until == float("inf") else max(0.0, self._until - now)
             self._wake.wait(wait)
             self._wake.clear()
@@ -128,17 +137,16 @@ class _Watch:
             if not _renew(run_id, epoch):
                 control.superseded = True  # the loop stops at its next check
                 self.remove(run_id, epoch)
-        connection.close()  # the pool's: back to it until the next beat
 
     def _read(self, held: list[tuple[Key, tuple[Control, str]]]) -> None:
         """Every held run's cancel flag and claim, read at once and told to its control. A read
         that fails tells nothing: each run reads its own row until the next one succeeds."""
         at = time.monotonic()
         try:
-            news = self._reads.news(held)
-        except (DatabaseError, psycopg2.Error):
+            news = _news(held)
+        except DatabaseError:
             log.warning("the run watch could not read the cancel flags", exc_info=True)
-            self._reads.close()
+            connection.close()
             return
         for key, (control, _) in held:
             found = news.get(key, (False, True))
@@ -153,45 +161,24 @@ class _Watch:
 
 def _intervals() -> tuple[float, float]:
     """The watch's two beats: lease renewal, and reading the cancel flags twice per poll
-    interval (so a run always finds a read younger than the interval)."""
+    interval (so a run always finds a read younger than the interval; none with no interval,
+    where every check reads its own)."""
     knobs = hango()
-    return knobs.run_lease_seconds / 3, max(knobs.cancel_poll_seconds / 2, 0.01)
+    poll = knobs.cancel_poll_seconds
+    return knobs.run_lease_seconds / 3, poll / 2 if poll > 0 else float("inf")
 
 
-class _OwnConnection:
-    """The watch's reads' connection (PostgreSQL): its own, outside the process's pool, open
-    while the process holds runs. Taken from the pool, it waited behind every run wanting one:
-    with a thousand runs in flight the reads fell seconds behind, and every run read its own
-    row again."""
-
-    def __init__(self) -> None:
-        self._raw: Any = None
-
-    def news(self, held: list[tuple[Key, tuple[Control, str]]]) -> dict[Key, News]:
-        """What the database says of the held runs it has news of (the rest: not cancelled,
-        still held)."""
-        if connection.vendor != "postgresql":
-            return _news_read_by_the_orm([key for key, _ in held])
-        if self._raw is None or self._raw.closed:
-            self._raw = psycopg2.connect(**connection.get_connection_params())
-            self._raw.autocommit = True
-        with self._raw.cursor() as cursor:
-            cursor.execute(_READ_SQL, {
-                "ids": "{" + ",".join(text for _, (_, text) in held) + "}",
-                "epochs": "{" + ",".join(str(epoch) for (_, epoch), _ in held) + "}",
-                "running": RunStatus.RUNNING})
-            return {(run_id, epoch): None if asked is None else (asked, holds)
-                    for run_id, epoch, asked, holds in cursor.fetchall()}
-
-    def close(self) -> None:
-        raw, self._raw = self._raw, None
-        if raw is not None:
-            try:
-                raw.close()
-            except psycopg2.Error:  # broken already
-                pass
-        if connection.vendor != "postgresql":
-            connection.close()
+def _news(held: list[tuple[Key, tuple[Control, str]]]) -> dict[Key, News]:
+    """What the database says of the held runs it has news of (the rest: not cancelled, still
+    held)."""
+    if connection.vendor != "postgresql":
+        return _news_read_by_the_orm([key for key, _ in held])
+    with connection.cursor() as cursor:
+        _READ.run(cursor, {"ids": "{" + ",".join(text for _, (_, text) in held) + "}",
+                           "epochs": "{" + ",".join(str(epoch) for (_, epoch), _ in held) + "}",
+                           "running": RunStatus.RUNNING})
+        return {(run_id, epoch): None if asked is None else (asked, holds)
+                for run_id, epoch, asked, holds in cursor.fetchall()}
 
 
 def _news_read_by_the_orm(keys: list[Key]) -> dict[Key, News]:

@@ -1,9 +1,21 @@
 """Pooled PostgreSQL connections (the database backend in :mod:`hango_project.pgpool.base`),
-and :func:`release`, which a thread calls where it is about to wait on something else."""
+:func:`release`, which a thread calls where it is about to wait on something else, and
+:func:`first_in_line`, for a thread that must not wait behind the others for a connection."""
 
 from __future__ import annotations
 
 from django.db import connections
+
+
+def first_in_line(alias: str = "default") -> None:
+    """From now on this thread takes a pooled connection ahead of the threads waiting for one
+    (the next one given back is its): for a thread whose statement answers for many others.
+    Nothing happens on a database that is not pooled."""
+    from hango_project.pgpool.base import DatabaseWrapper
+
+    db = connections[alias]
+    if isinstance(db, DatabaseWrapper):
+        db.first_in_line = True
 
 
 def release(alias: str = "default") -> None:

@@ -72,6 +72,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     gives its connection back at its end."""
 
     _lent_by: ConnectionPool | None = None  # the pool this wrapper's connection came from
+    first_in_line = False  # this thread takes a connection ahead of the others waiting
     _last_pool: tuple[dict[str, Any], ConnectionPool] | None = None
     _parked: ConnectionPool | None = None  # given back by give_back(): take one there again
 
@@ -89,7 +90,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if self.connection is None and self._parked is not None:
             pool, self._parked = self._parked, None
             try:
-                raw = pool.take_idle() if not pool.inherited else None
+                raw = (pool.take_idle(first=self.first_in_line) if not pool.inherited
+                       else None)
             except PoolTimeout as exc:  # as a database outage would: the task retries
                 raise OperationalError(str(exc)) from None
             if raw is not None:  # opened, set up and given back by this process: as it was
@@ -127,7 +129,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         pool = self._pool(conn_params)
         try:
             raw, new = pool.take(lambda: super(DatabaseWrapper, self).get_new_connection(
-                conn_params))
+                conn_params), first=self.first_in_line)
         except PoolTimeout as exc:
             raise OperationalError(str(exc)) from None
         self._lent_by = pool

@@ -8,6 +8,10 @@ to read, so one whose socket is readable has been ended by its server (a restart
 administrator, an idle timeout: the server says why, then closes) and is closed instead of
 lent — one poll of the socket, no round trip. One that breaks while lent fails its statement,
 is closed when given back, and is replaced on demand.
+
+A taker may ask to be *first in line*: when all connections are lent, the next one given back
+goes to it before any other waiting taker (a process's run watch, whose one statement answers
+for every run the process holds, must not wait behind those runs).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import select
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +60,7 @@ class ConnectionPool:
         self.size, self.timeout, self.max_age = size, timeout, max_age
         self._slots = threading.BoundedSemaphore(size)  # one per connection lent or opening
         self._lock = threading.Lock()
+        self._first: deque[threading.Event] = deque()  # first-in-line takers waiting, in order
         self._idle: list[_Idle] = []
         self._opened_at: dict[int, float] = {}  # id(raw) → when, for every open connection
         self._lent = self._peak = self._opened = self._waits = 0
@@ -63,19 +69,20 @@ class ConnectionPool:
         self.inherited = False
         self._kept: list[Any] = []
 
-    def take_idle(self) -> Any | None:
+    def take_idle(self, *, first: bool = False) -> Any | None:
         """An idle connection, waiting for one to be given back while all are lent; None when
         the pool would have to open one (the caller then takes with :meth:`take`)."""
-        raw, _ = self.take(None)
+        raw, _ = self.take(None, first=first)
         return raw
 
-    def take(self, connect: Connect | None) -> tuple[Any, bool]:
+    def take(self, connect: Connect | None, *, first: bool = False) -> tuple[Any, bool]:
         """A connection, and whether it is new (opened by ``connect`` for this take; with no
-        ``connect``, none is opened: ``(None, False)``)."""
+        ``connect``, none is opened: ``(None, False)``). ``first``: ahead of the takers
+        waiting, if it has to wait."""
         if not self._slots.acquire(blocking=False):
             with self._lock:
                 self._waits += 1
-            if not self._slots.acquire(timeout=self.timeout):
+            if not (self._wait_first() if first else self._slots.acquire(timeout=self.timeout)):
                 raise PoolTimeout(
                     f"all {self.size} database connections of this process stayed in use for "
                     f"{self.timeout:g} s (HANGO_DATABASE_POOL_SIZE, HANGO_DATABASE_POOL_TIMEOUT)")
@@ -90,11 +97,11 @@ class ConnectionPool:
                     self._opened_at.pop(id(idle.raw), None)
                     stale.append(idle)
             if connect is None:
-                self._slots.release()
+                self._release_slot()
                 return None, False
             raw = connect()
         except BaseException:
-            self._slots.release()
+            self._release_slot()
             raise
         finally:
             for entry in stale:
@@ -125,7 +132,38 @@ class ConnectionPool:
                 self._lent -= 1
             _close(raw)
         finally:
-            self._slots.release()
+            self._release_slot()
+
+    def _wait_first(self) -> bool:
+        """Wait for a slot ahead of the semaphore's waiters: the next one given back is handed
+        to the first of these; False after ``timeout``."""
+        handed = threading.Event()
+        with self._lock:
+            self._first.append(handed)
+        if self._slots.acquire(blocking=False):  # given back meanwhile, to the semaphore
+            with self._lock:
+                handed_too = handed not in self._first
+                if not handed_too:
+                    self._first.remove(handed)
+            if handed_too:  # a giver handed one over as well: one is enough
+                self._release_slot()
+            return True
+        if handed.wait(self.timeout):
+            return True
+        with self._lock:
+            if handed in self._first:
+                self._first.remove(handed)
+                return False
+        return True  # handed over just as the wait ended
+
+    def _release_slot(self) -> None:
+        """A connection's slot is free: to the first first-in-line taker waiting, else to the
+        semaphore (its waiters, or the next take)."""
+        with self._lock:
+            if self._first:
+                self._first.popleft().set()
+                return
+        self._slots.release()
 
     def _too_old(self, opened_at: float) -> bool:
         return self.max_age is not None and time.monotonic() - opened_at >= self.max_age

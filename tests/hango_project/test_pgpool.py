@@ -83,6 +83,43 @@ def test_a_taker_that_waits_too_long_is_told_which_settings_bound_it(pools):
     pool.give(raw)
 
 
+def test_a_first_in_line_taker_gets_the_next_connection_given_back(pools):
+    connect = pools.connect
+    pool = pools(size=1, timeout=5)
+    raw, _ = pool.take(connect)
+    order: list[str] = []
+
+    def take(name: str, *, first: bool) -> None:
+        got, _ = pool.take(connect, first=first)
+        order.append(name)
+        time.sleep(0.1)
+        pool.give(got)
+
+    waiting = threading.Thread(target=take, args=("in line",), kwargs={"first": False})
+    waiting.start()
+    time.sleep(0.1)  # it waits first
+    ahead = threading.Thread(target=take, args=("first in line",), kwargs={"first": True})
+    ahead.start()
+    time.sleep(0.1)
+    pool.give(raw)
+    for thread in (waiting, ahead):
+        thread.join(5)
+    assert order == ["first in line", "in line"]
+    assert pool.take(connect) == (raw, False) and pool.stats().open == 1  # no slot lost
+    pool.give(raw)
+
+
+def test_a_first_in_line_taker_that_waits_too_long_fails_and_loses_no_slot(pools):
+    connect = pools.connect
+    pool = pools(size=1, timeout=0.2)
+    raw, _ = pool.take(connect)
+    with pytest.raises(PoolTimeout):
+        pool.take(connect, first=True)
+    pool.give(raw)
+    assert pool.take(connect, first=True) == (raw, False)
+    pool.give(raw)
+
+
 def test_a_connection_comes_back_without_the_transaction_its_taker_left_open(pools):
     connect = pools.connect
     pool = pools(size=1)
