@@ -211,11 +211,14 @@ class AuditAction(models.TextChoices):
     API_KEY_REVOKE = "api_key.revoke"
     CONTEXT_OVERRIDE = "context.override"
     CONTEXT_TRY = "context.try"
+    TRIGGER_ACCEPT = "trigger.accept"
+    TRIGGER_REJECT = "trigger.reject"  # a refused broker message: its reason, not a write
 
 
 class AuditEntry(models.Model):
-    """One successful write. ``detail`` never holds secrets, message content or replacement
-    text. Rows are only ever inserted: no API route changes or deletes one."""
+    """One successful write, or a refused trigger message. ``detail`` never holds secrets,
+    message content or replacement text. Rows are only ever inserted: no API route changes or
+    deletes one."""
 
     tenancy = Tenancy(tenant="tenant", owner="actor")
 

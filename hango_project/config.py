@@ -129,6 +129,12 @@ class HangoSettings(BaseSettings):
     visibility_timeout: int = 3600
     """Seconds after which Redis redelivers an unacknowledged task; must exceed the longest task,
     one run slice plus one turn."""
+    result_backend_url: str = Field(default_factory=_redis_or_none)
+    """Where the answers of ``hango.send_message`` tasks are kept for their senders (a day);
+    runs' tasks keep none."""
+    trigger_order_wait_seconds: float = Field(30, ge=0)
+    """How long a ``hango.send_message`` message with a ``sequence`` waits for the message
+    before it in its session; then it is refused (:mod:`runs.triggers`)."""
 
     # -- API ----------------------------------------------------------------------------------
     key_last_used_resolution_seconds: int = Field(

@@ -206,6 +206,9 @@ CELERY_DB_REUSE_MAX = 1_000_000
 # worker every task is a new greenlet, so each built a backend anew, reading a dozen settings
 # through Django's: a fifth of Celery's own CPU a task. The disabled backend holds no state.
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
+# Only the broker trigger (hango.send_message) answers its sender; run tasks keep no result.
+CELERY_RESULT_BACKEND = HANGO.result_backend_url or None
+CELERY_TASK_IGNORE_RESULT = True
 
 LOGGING = {
     "version": 1,
@@ -232,5 +235,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2,
 }
+# runs.tasks is found by autodiscovery; the broker trigger's task lives with its service.
+CELERY_IMPORTS = ["runs.triggers"]
 CELERY_TASK_ROUTES = {"runs.*": {"queue": "runs"}}
 CELERY_TASK_DEFAULT_QUEUE = "runs"

@@ -10,7 +10,7 @@ from context.panel import ContextPanelAdmin
 from hango_project.admin import AppWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
-from runs.models import Message, PendingMessage, Run, Session, SessionFile
+from runs.models import Message, PendingMessage, Run, Session, SessionFile, Trigger
 
 # The transcript's, the todos' and the event log's styles.
 READABLE_CSS = {"all": ["runs/admin.css"]}
@@ -178,3 +178,16 @@ class SessionFileAdmin(AppWrittenAdmin, admin.ModelAdmin):
     list_display = ["path", "session", "updated_at"]
     search_fields = ["path", "session__id"]
     readonly_fields = ["id", "session", "path", "content", "created_at", "updated_at"]
+
+
+@admin.register(Trigger)
+class TriggerAdmin(AppWrittenAdmin, admin.ModelAdmin):
+    """The messages other services sent through the broker and hango took (the refused ones
+    are in the audit log, ``trigger.reject``): read-only."""
+
+    list_display = ["idempotency_key", "tenant", "member", "session", "run", "sequence",
+                    "created_at"]
+    list_filter = ["tenant"]
+    search_fields = ["idempotency_key", "id", "session__id", "run__id"]
+    readonly_fields = ["id", "tenant", "member", "api_key", "idempotency_key", "fingerprint",
+                       "session", "run", "sequence", "created_at"]

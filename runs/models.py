@@ -230,3 +230,42 @@ class SessionFile(PathFile):
             models.UniqueConstraint(fields=["session", "path"], name="session_file_path_unique"),
             models.CheckConstraint(condition=Q(path__startswith="/"), name="file_path_absolute"),
         ]
+
+
+class Trigger(models.Model):
+    """A message another service sent through the broker (the ``hango.send_message`` task,
+    :mod:`runs.triggers`) and hango took: kept so that the same idempotency key answers with the
+    same run however often it comes, and so that a session's messages sent with a ``sequence``
+    are taken in that order."""
+
+    tenancy = Tenancy(tenant="tenant", owner="member")
+
+    id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="triggers")
+    # The signing key's member: the session and the run are theirs.
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="triggers")
+    api_key = models.ForeignKey("accounts.ApiKey", null=True, on_delete=models.SET_NULL,
+                                related_name="triggers")
+    idempotency_key = models.CharField(max_length=200)
+    # What the message asked for (SHA-256 of its canonical JSON, idempotency key and sequence
+    # aside): the same key with another message is refused, not answered with this run.
+    fingerprint = models.CharField(max_length=64)
+    # Kept when the session or the run is deleted: a replayed message stays a duplicate.
+    session = models.ForeignKey(Session, null=True, on_delete=models.SET_NULL,
+                                related_name="triggers")
+    run = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="triggers")
+    sequence = models.PositiveBigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "triggers"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "idempotency_key"],
+                                    name="trigger_idempotency_key"),
+            models.UniqueConstraint(fields=["session", "sequence"],
+                                    condition=Q(sequence__isnull=False),
+                                    name="trigger_session_sequence"),
+        ]
+
+    def __str__(self) -> str:
+        return self.idempotency_key

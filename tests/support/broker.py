@@ -75,11 +75,12 @@ class RedisServer:
 
 @contextmanager
 def celery_broker(app: Celery, url: str) -> Iterator[None]:
-    """This process's Celery app publishes to ``url`` inside the block, as before after it."""
-    previous = {"broker_url": app.conf.broker_url,
+    """This process's Celery app publishes to ``url`` inside the block, and reads task results
+    there (the trigger's answers); as before after it."""
+    previous = {"broker_url": app.conf.broker_url, "result_backend": app.conf.result_backend,
                 "task_always_eager": app.conf.task_always_eager}
     _forget_connections(app)
-    app.conf.update(broker_url=url, task_always_eager=False)
+    app.conf.update(broker_url=url, result_backend=url, task_always_eager=False)
     try:
         yield
     finally:
@@ -93,3 +94,5 @@ def _forget_connections(app: Celery) -> None:
     # URL configured now.
     app._pool = None
     app.amqp._producer_pool = None
+    app._backend_cache = None  # the result backend, made anew for the URL configured now
+    app._local.__dict__.pop("backend", None)

@@ -1,0 +1,335 @@
+"""Messages other services send through the broker: the ``hango.send_message`` task's service.
+
+A service with access to the broker sends the task by name with two strings: ``payload``, a
+JSON object saying whose message it is and what it says, and ``signature``, the payload signed
+with one of the tenant's API keys. A message on the broker is not trusted by itself — anyone who
+can write to the broker can send one — so it carries no secret and is believed only once its
+signature checks: ``v1,`` then the base64 of HMAC-SHA256 over the payload's exact UTF-8 bytes,
+keyed with the key's SHA-512 hex digest (what hango stores of a key: the plaintext never
+crosses the broker, and a message read off the broker signs nothing else). The key must belong
+to the payload's tenant, be unrevoked and its user active; the key's member is the actor, who
+must be allowed to see the agent or session, as over HTTP.
+
+A message is taken whole or not at all: its session (for ``agent``), user message, run and
+:class:`~runs.models.Trigger` row in one transaction. The same ``idempotency_key`` again
+answers with the same run (a redelivered or replayed message changes nothing); with another
+message it is refused. Messages for one session carrying a ``sequence`` are taken in that
+order: one whose predecessor has not been taken waits for it, up to
+``HANGO_TRIGGER_ORDER_WAIT_SECONDS``. A bad message is refused with a reason — logged, audited
+when its tenant is known, and the task's answer — and never retried.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from celery import shared_task
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
+from django.db.models import Max
+from rest_framework import serializers
+
+from accounts.audit import audit_record
+from accounts.models import ApiKey, AuditAction, Member, Tenant
+from agents.selectors import agent_get
+from hango_project import fields as strict
+from hango_project.config import hango
+from hango_project.errors import ApplicationError, NotFound
+from hango_project.parsers import unstorable_path
+from runs import queue, selectors, services
+from runs.models import Session, Trigger
+from runs.queue import Multitask
+from runs.serializers import UserContentField
+
+log = logging.getLogger(__name__)
+
+TASK_NAME = "hango.send_message"
+SIGNATURE_VERSION = "v1"
+
+
+class TriggerInput(serializers.Serializer):
+    """A message's payload. Exactly one of ``agent`` (a new session of it) and ``session``."""
+
+    tenant = strict.UUIDField()
+    key = strict.CharField(max_length=64, help_text="The signing API key's prefix.")
+    agent = strict.UUIDField(required=False)
+    session = strict.UUIDField(required=False)
+    title = strict.CharField(max_length=200, required=False, allow_blank=True)
+    content = UserContentField()
+    multitask = strict.ChoiceField(choices=[m.value for m in Multitask], required=False,
+                                   default=Multitask.ENQUEUE.value)
+    idempotency_key = strict.CharField(max_length=200)
+    sequence = strict.IntegerField(min_value=1, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        if ("agent" in attrs) == ("session" in attrs):
+            raise serializers.ValidationError(
+                {"session": ["Give exactly one of agent (a new session) and session."]})
+        if "sequence" in attrs and "session" not in attrs:
+            raise serializers.ValidationError(
+                {"sequence": ["A sequence orders the messages of one session: give session."]})
+        if "title" in attrs and "session" in attrs:
+            raise serializers.ValidationError({"title": ["A title names a new session."]})
+        return attrs
+
+
+@dataclass
+class Refused(Exception):
+    """Why a message is not taken: a stable code and a sentence."""
+
+    code: str
+    message: str
+    detail: dict[str, Any] | None = None
+
+    def answer(self) -> dict[str, Any]:
+        return {"status": "rejected",
+                "error": {"code": self.code, "message": self.message, "detail": self.detail or {}}}
+
+
+@dataclass
+class Waiting(Exception):
+    """The message's predecessor in its session's sequence has not been taken yet."""
+
+    session: uuid.UUID
+    sequence: int
+
+
+def sign(payload: str, api_key: str) -> str:
+    """The signature of ``payload`` with the API key ``api_key`` (its plaintext, on the sender's
+    side), as the task checks it."""
+    return _signature(payload, hashlib.sha512(api_key.encode()).hexdigest())
+
+
+def _signature(payload: str, digest: str) -> str:
+    mac = hmac.new(digest.encode(), payload.encode(), hashlib.sha256).digest()
+    return f"{SIGNATURE_VERSION},{base64.b64encode(mac).decode()}"
+
+
+@shared_task(
+    name=TASK_NAME,
+    ignore_result=False,  # the sender reads its answer: which run, or why not
+    acks_late=True,
+    autoretry_for=(InterfaceError, OperationalError),  # the database went away: nothing was taken
+    retry_backoff=True,
+    max_retries=5,
+)
+def send_message_task(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """The task (workers import this module: ``CELERY_IMPORTS``): ``(payload, signature)`` by
+    position or by name, taken; safe to deliver twice."""
+    given = dict(zip(("payload", "signature"), args, strict=False)) | kwargs
+    if len(args) > 2 or set(given) != {"payload", "signature"}:
+        return _refuse(Refused("malformed", "The task takes two arguments: payload and "
+                               "signature."), _parsed_or_none(given.get("payload")))
+    return send_message(given["payload"], given["signature"])
+
+
+def send_message(payload: Any, signature: Any) -> dict[str, Any]:
+    """Take one message: its answer — ``accepted`` or ``duplicate`` with the session and run,
+    or ``rejected`` with the error. A message waiting for its predecessor is tried again until
+    ``HANGO_TRIGGER_ORDER_WAIT_SECONDS`` have passed."""
+    deadline = time.monotonic() + hango().trigger_order_wait_seconds
+    pause = 0.05
+    while True:
+        try:
+            return _take(payload, signature)
+        except Waiting as waiting:
+            if time.monotonic() >= deadline:
+                refused = Refused("predecessor_missing",
+                                  f"Message {waiting.sequence - 1} of the session never came "
+                                  f"(waited {hango().trigger_order_wait_seconds:g} s); send it, "
+                                  f"then this one again.",
+                                  {"sequence": waiting.sequence})
+                return _refuse(refused, _parsed_or_none(payload))
+        except Refused as refused:
+            return _refuse(refused, _parsed_or_none(payload))
+        time.sleep(pause)  # holds no connection meanwhile
+        pause = min(pause * 2, 1.0)
+
+
+def _take(payload: Any, signature: Any) -> dict[str, Any]:
+    data = _validated(payload)
+    member, api_key = _signer(data, payload, signature)
+    fingerprint = _fingerprint(data)
+    known = _known(data, fingerprint)
+    if known is not None:
+        return known
+    session = _session(data, member) if "session" in data else None
+    try:
+        with transaction.atomic():
+            if session is not None:
+                queue.lock_session(session.pk)
+                _check_order(session, data.get("sequence"))
+            else:
+                agent = _visible(lambda: agent_get(member=member, agent_id=data["agent"]),
+                                 "agent")
+                session = services.session_create(member=member, agent=agent,
+                                                  title=data.get("title", ""))
+            trigger = Trigger.objects.create(
+                tenant_id=member.tenant_id, member=member, api_key=api_key,
+                idempotency_key=data["idempotency_key"], fingerprint=fingerprint,
+                session=session, sequence=data.get("sequence"))
+            _, run = services.message_post(session=session, content=data["content"],
+                                           multitask=data["multitask"], actor=member)
+            trigger.run = run
+            trigger.save(update_fields=["run"])
+            audit_record(actor=member, tenant=member.tenant_id, action=AuditAction.TRIGGER_ACCEPT,
+                         obj_type="trigger", obj_id=trigger.pk, detail=_audit_detail(data, run))
+    except IntegrityError:  # the same key (or sequence) taken meanwhile by another worker
+        known = _known(data, fingerprint)
+        if known is None:
+            raise Refused("sequence_taken",
+                          f"Message {data.get('sequence')} of the session was already taken "
+                          f"with another idempotency key.") from None
+        return known
+    except ApplicationError as exc:  # refused by the service: busy session, quota, bad content
+        raise Refused(exc.code, exc.message, exc.detail) from None
+    return _answer("accepted", trigger)
+
+
+def _validated(payload: Any) -> dict[str, Any]:
+    """The payload read and checked as the HTTP API reads a body: JSON, under the body cap,
+    nothing PostgreSQL could not store, each field of its type."""
+    if not isinstance(payload, str):
+        raise Refused("malformed", "The payload must be a string holding a JSON object.")
+    if len(payload.encode()) > hango().max_body_bytes:
+        raise Refused("too_large", f"The payload is over {hango().max_body_bytes} bytes "
+                      f"(HANGO_MAX_BODY_BYTES).")
+    try:
+        data = json.loads(payload)
+    except (ValueError, RecursionError):
+        raise Refused("malformed", "The payload is not JSON.") from None
+    if not isinstance(data, dict):
+        raise Refused("malformed", "The payload must be a JSON object.")
+    where = unstorable_path(data)
+    if where is not None:
+        raise Refused("validation_error", "The payload is not a valid message.",
+                      {where: ["NUL and lone surrogate characters are not allowed."]})
+    serializer = TriggerInput(data=data)
+    if not serializer.is_valid():
+        raise Refused("validation_error", "The payload is not a valid message.",
+                      dict(serializer.errors))
+    return dict(serializer.validated_data)
+
+
+def _signer(data: dict[str, Any], payload: str, signature: Any) -> tuple[Member, ApiKey]:
+    """The key's member, once the signature checks and the key may act in the tenant."""
+    refused = Refused("invalid_signature",
+                      "The message is not signed by a valid API key of the tenant.")
+    api_key = (ApiKey.objects.select_related("member__user")
+               .filter(prefix=data["key"], member__tenant_id=data["tenant"]).first())
+    if api_key is None or not isinstance(signature, str):
+        raise refused
+    expected = _signature(payload, api_key.secret_hash)
+    if not any(hmac.compare_digest(expected, given) for given in signature.split()):
+        raise refused
+    if api_key.revoked_at is not None:
+        raise Refused("key_revoked", "The API key that signed the message has been revoked.")
+    if not api_key.member.user.is_active:
+        raise Refused("user_inactive", "The signing key's user is inactive.")
+    return api_key.member, api_key
+
+
+def _fingerprint(data: dict[str, Any]) -> str:
+    asked = {k: str(v) if isinstance(v, uuid.UUID) else v for k, v in data.items()
+             if k not in ("idempotency_key", "key")}
+    return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
+
+
+def _known(data: dict[str, Any], fingerprint: str) -> dict[str, Any] | None:
+    """The answer to a message whose idempotency key was taken before, or None."""
+    trigger = Trigger.objects.select_related("run").filter(tenant_id=data["tenant"],
+                                     idempotency_key=data["idempotency_key"]).first()
+    if trigger is None:
+        return None
+    if trigger.fingerprint != fingerprint:
+        raise Refused("idempotency_key_reused",
+                      "The idempotency key was used before for another message.",
+                      {"trigger": str(trigger.pk)})
+    return _answer("duplicate", trigger)
+
+
+def _session(data: dict[str, Any], member: Member) -> Session:
+    return _visible(lambda: selectors.session_get(member=member, session_id=data["session"]),
+                    "session")
+
+
+def _visible(get: Any, what: str) -> Any:
+    try:
+        return get()
+    except NotFound:
+        raise Refused("not_found", f"The {what} was not found.", {what: ["not found"]}) from None
+
+
+def _check_order(session: Session, sequence: int | None) -> None:
+    """Under the session's lock: a message with a sequence comes right after the last taken."""
+    if sequence is None:
+        return
+    last = Trigger.objects.filter(session=session).aggregate(m=Max("sequence"))["m"] or 0
+    if sequence > last + 1:
+        raise Waiting(session.pk, sequence)
+    if sequence <= last:
+        raise Refused("sequence_taken",
+                      f"Message {sequence} of the session was already taken with another "
+                      f"idempotency key.", {"sequence": sequence, "last": last})
+
+
+def _answer(status: str, trigger: Trigger) -> dict[str, Any]:
+    run_status = trigger.run.status if trigger.run is not None else None
+    return {"status": status, "trigger": str(trigger.pk),
+            "session": str(trigger.session_id) if trigger.session_id else None,
+            "run": str(trigger.run_id) if trigger.run_id else None, "run_status": run_status}
+
+
+def _audit_detail(data: dict[str, Any], run: Any) -> dict[str, Any]:
+    detail = {"key_prefix": data["key"], "idempotency_key": data["idempotency_key"],
+              "run": str(run.pk), "multitask": data["multitask"]}
+    if "sequence" in data:
+        detail["sequence"] = data["sequence"]
+    return detail
+
+
+def _parsed_or_none(payload: Any) -> dict[str, Any] | None:
+    try:
+        data = json.loads(payload) if isinstance(payload, str) else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _refuse(refused: Refused, data: dict[str, Any] | None) -> dict[str, Any]:
+    """Log the refusal (never the content or the signature), audit it in its tenant when the
+    tenant is known, and answer it."""
+    said = {name: data.get(field) for field, name in _SAID.items()
+            if isinstance(data, dict) and isinstance(data.get(field), str | int)}
+    log.warning("a %s message was refused (%s): %s %s", TASK_NAME, refused.code,
+                refused.message, said)
+    tenant = _tenant(said.get("tenant"))
+    if tenant is not None:
+        with transaction.atomic():
+            audit_record(actor=None, tenant=tenant, action=AuditAction.TRIGGER_REJECT,
+                         obj_type="trigger", obj_id=str(said.get("idempotency_key", ""))[:64],
+                         detail={"code": refused.code, "reason": refused.message, **said})
+    return refused.answer()
+
+
+# What a refusal's log line and audit row say of the message: who and which, never what.
+_SAID = {"tenant": "tenant", "key": "key_prefix", "idempotency_key": "idempotency_key",
+         "sequence": "sequence"}
+
+
+def _tenant(value: Any) -> uuid.UUID | None:
+    try:
+        tenant_id = uuid.UUID(str(value))
+    except ValueError:
+        return None
+    return tenant_id if Tenant.objects.filter(pk=tenant_id).exists() else None

@@ -1,0 +1,91 @@
+"""The broker trigger end to end: another process sends ``hango.send_message`` through the
+suite's Redis, as the README shows, to a real worker, and reads its answer."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from runs.models import Run, Trigger
+from runs.triggers import sign
+from tests.support.runs import wait_for_run
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_example() -> str:
+    """The README's ``send_message.py`` block, as a reader would copy it."""
+    readme = (ROOT / "README.md").read_text()
+    found = re.search(r"```python\n(# send_message\.py:.*?)```", readme, re.S)
+    assert found, "the README lost its send_message.py example"
+    return found.group(1)
+
+
+def test_the_readme_example_starts_a_run_from_another_process(alice, make_agent, start_worker,
+                                                             broker):
+    start_worker()
+    agent = make_agent(alice, model="scripted:demo")
+    sent = subprocess.run(
+        [sys.executable, "-c", readme_example()], capture_output=True, text=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "BROKER_URL": broker, "HANGO_API_KEY": alice.key,
+             "HANGO_TENANT": str(alice.member.tenant_id), "HANGO_AGENT": agent["id"]})
+    assert sent.returncode == 0, sent.stderr
+    answer = json.loads(sent.stdout.strip().splitlines()[-1])
+    assert answer["status"] == "accepted", answer
+    run = wait_for_run(answer["run"])
+    assert run.status == "completed" and str(run.session_id) == answer["session"]
+    assert run.session.member_id == alice.member.pk
+
+
+def test_a_message_sent_twice_through_the_broker_starts_one_run(alice, make_session,
+                                                               start_worker, broker):
+    from hango_project.celery import app
+
+    start_worker()
+    session = make_session(alice)
+    payload = json.dumps({"tenant": str(alice.member.tenant_id), "key": alice.key.split("_")[1],
+                          "session": session["id"], "content": "hello",
+                          "idempotency_key": str(uuid.uuid4())})
+    signature = sign(payload, alice.key)
+    answers = [app.send_task("hango.send_message", args=[payload, signature], queue="runs")
+               for _ in range(2)]
+    got = sorted((a.get(timeout=30) for a in answers), key=lambda a: a["status"])
+    assert [a["status"] for a in got] == ["accepted", "duplicate"]
+    assert got[0]["run"] == got[1]["run"]
+    assert Run.objects.filter(session_id=session["id"]).count() == 1
+    refused = app.send_task("hango.send_message", args=[payload, "v1,forged"],
+                            queue="runs").get(timeout=30)
+    assert refused["status"] == "rejected"
+    assert refused["error"]["code"] == "invalid_signature"
+    assert Trigger.objects.count() == 1
+
+
+def test_a_session_s_messages_sent_out_of_order_are_taken_in_their_sequence(
+        alice, make_session, start_worker, broker):
+    from hango_project.celery import app
+
+    start_worker()
+    session = make_session(alice)
+    sent = {}
+    for n in (3, 2, 1):  # the last first: each waits for the one before it
+        payload = json.dumps({"tenant": str(alice.member.tenant_id),
+                              "key": alice.key.split("_")[1], "session": session["id"],
+                              "content": f"message {n}", "sequence": n,
+                              "idempotency_key": f"order-{n}-{session['id']}"})
+        sent[n] = app.send_task("hango.send_message", args=[payload, sign(payload, alice.key)],
+                                queue="runs")
+    answers = {n: result.get(timeout=60) for n, result in sent.items()}
+    assert all(a["status"] == "accepted" for a in answers.values()), answers
+    order = [str(r) for r in Run.objects.filter(session_id=session["id"])
+             .order_by("created_at").values_list("pk", flat=True)]
+    assert order == [answers[n]["run"] for n in (1, 2, 3)]
+    for n in (1, 2, 3):
+        assert wait_for_run(answers[n]["run"]).status == "completed"
