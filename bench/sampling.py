@@ -81,22 +81,38 @@ def pids_named(*names: str) -> list[int]:
 
 class CpuMeter:
     """The CPU each group of processes spent between :meth:`start` and :meth:`stop`: a group
-    is a function answering its pids (asked at both ends, so a process that starts meanwhile
-    counts from 0; one that ends meanwhile loses what it spent)."""
+    is a function answering its pids. A thread reads them every ``every`` seconds, so a process
+    that ends meanwhile (a peer's database connections, closed as the peer exits) counts what
+    it had spent at its last read; one that starts meanwhile counts from 0."""
 
-    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
-        self.groups = groups
+    def __init__(self, groups: dict[str, Callable[[], list[int]]], *,
+                 every: float = 0.25) -> None:
+        self.groups, self.every = groups, every
         self._start: dict[str, dict[int, float]] = {}
+        self._last: dict[str, dict[int, float]] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _read(self) -> dict[str, dict[int, float]]:
-        return {name: {pid: cpu_seconds(pid) for pid in pids()}
-                for name, pids in self.groups.items()}
+    def _read(self) -> None:
+        for name, pids in self.groups.items():
+            seen = self._last.setdefault(name, {})
+            for pid in pids():
+                seen[pid] = max(seen.get(pid, 0.0), cpu_seconds(pid))
+
+    def _run(self) -> None:
+        while not self._done.wait(self.every):
+            self._read()
 
     def start(self) -> CpuMeter:
-        self._start = self._read()
+        self._read()
+        self._start = {name: dict(seen) for name, seen in self._last.items()}
+        self._thread.start()
         return self
 
     def stop(self) -> dict[str, float]:
-        end = self._read()
-        return {name: sum(cpu - self._start[name].get(pid, 0.0) for pid, cpu in end[name].items())
+        self._done.set()
+        self._thread.join()
+        self._read()
+        return {name: sum(cpu - self._start[name].get(pid, 0.0)
+                          for pid, cpu in self._last[name].items())
                 for name in self.groups}
