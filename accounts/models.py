@@ -213,6 +213,11 @@ class AuditAction(models.TextChoices):
     CONTEXT_TRY = "context.try"
     TRIGGER_ACCEPT = "trigger.accept"
     TRIGGER_REJECT = "trigger.reject"  # a refused broker message: its reason, not a write
+    WEBHOOK_CREATE = "webhook.create"
+    WEBHOOK_UPDATE = "webhook.update"
+    WEBHOOK_DELETE = "webhook.delete"
+    WEBHOOK_ROTATE = "webhook.rotate"
+    WEBHOOK_PING = "webhook.ping"
 
 
 class AuditEntry(models.Model):

@@ -132,6 +132,19 @@ class HangoSettings(BaseSettings):
     result_backend_url: str = Field(default_factory=_redis_or_none)
     """Where the answers of ``hango.send_message`` tasks are kept for their senders (a day);
     runs' tasks keep none."""
+    webhook_timeout_seconds: float = Field(10, gt=0)
+    """Seconds a webhook delivery attempt may take (connect and answer)."""
+    webhook_max_attempts: int = Field(8, ge=1)
+    """Attempts a webhook delivery gets before it counts as failed."""
+    webhook_retry_base_seconds: float = Field(5, gt=0)
+    """The pause after a delivery's first failed attempt; each next one is six times longer,
+    at most 4 hours (webhooks/delivery.py)."""
+    webhook_allow_private: bool = False
+    """Allow webhook URLs that resolve to loopback, private or link-local addresses (a receiver
+    on the same network); refused by default, as a request to them from hango's network could
+    reach what the outside cannot (SSRF)."""
+    webhook_secret_overlap_seconds: int = Field(86400, ge=0)
+    """After a webhook secret's rotation, how long the previous one still signs too."""
     trigger_order_wait_seconds: float = Field(30, ge=0)
     """How long a ``hango.send_message`` message with a ``sequence`` waits for the message
     before it in its session; then it is refused (:mod:`runs.triggers`)."""

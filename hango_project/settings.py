@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "agents",
     "runs",
     "context",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -117,7 +118,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Every app's migrations live in the top-level migrations/ package.
-MIGRATION_MODULES = {app: f"migrations.{app}" for app in ("accounts", "agents", "runs", "context")}
+MIGRATION_MODULES = {app: f"migrations.{app}"
+                     for app in ("accounts", "agents", "runs", "context", "webhooks")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -216,8 +218,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": HANGO.log_level},
-    # Django's own console handler would print every record twice.
-    "loggers": {"django": {"handlers": [], "propagate": True}},
+    # Django's own console handler would print every record twice. httpx logs each request's
+    # whole URL at INFO: a webhook URL may carry its receiver's token in its query.
+    "loggers": {"django": {"handlers": [], "propagate": True},
+                "httpx": {"level": "WARNING"}},
 }
 
 # Celery reliability settings: a task is acknowledged only after it ran, is redelivered when

@@ -32,10 +32,11 @@ from harness import approvals
 from harness.errors import Superseded
 from harness.messages import ModelUsage, Role, ToolUseBlock, Usage
 from harness.serde import content_from_json, content_to_json
-from runs import live
+from runs import live, webhooked
 from runs.events import EVENT_MESSAGE, EVENT_STATUS, append_events, status_event
 from runs.models import Message, Run, RunEvent, RunStatus
 from runs.prepared import Prepared
+from webhooks import tasks as webhook_tasks
 
 Event = tuple[str, dict[str, Any]]
 INTERNAL_ERROR = "internal_error"  # a run's error code when its worker crashed: resumable
@@ -185,7 +186,8 @@ WITH advanced AS (
         cache_write_tokens = cache_write_tokens + %(cache_write_tokens)s{{finish}}
     WHERE id = %(run)s AND epoch = %(epoch)s AND turn = %(expected_turn)s
         AND status = %(running)s
-    RETURNING id, session_id, event_seq, cancel_requested
+    RETURNING id, session_id, event_seq, cancel_requested, input_tokens, output_tokens,
+        cache_read_tokens, cache_write_tokens
 ), new_messages AS (
     INSERT INTO {Message._meta.db_table} (id, session_id, seq, role, content, content_tokens,
         tokens_counter, run_id, created_at)
@@ -214,11 +216,11 @@ SELECT cancel_requested,
                             + r.cache_write_tokens), 0)
         FROM {UsageRecord._meta.db_table} r
         WHERE r.tenant_id = %(tenant)s AND r.created_at >= %(period_start)s
-    ) END
+    ) END{{webhooked}}
 FROM advanced
 """
-_STATEMENTS = {False: _ONE_STATEMENT.format(release="", finish=""),
-               True: _ONE_STATEMENT.format(release=_RELEASE_HOLDS, finish="")}
+_STATEMENTS = {False: _ONE_STATEMENT.format(release="", finish="", webhooked=""),
+               True: _ONE_STATEMENT.format(release=_RELEASE_HOLDS, finish="", webhooked="")}
 
 # The statement's parameters in the order PREPARE numbers them, with their types. A JSON one
 # is bound as its text (``json.dumps``, quoted as psycopg2's ``Json`` quotes it, without that
@@ -235,8 +237,11 @@ _PARAMETERS = (
 
 _TURN = {quota: Prepared.of(name, _STATEMENTS[quota], _PARAMETERS)
          for quota, name in ((False, "hango_turn"), (True, "hango_turn_release"))}
+# ... and makes the deliveries of its end to the tenant's webhooks (runs/webhooked.py).
 _LAST_TURN = Prepared.of(
-    "hango_last_turn", _ONE_STATEMENT.format(release=_RELEASE_HOLDS, finish=_FINISH),
+    "hango_last_turn", _ONE_STATEMENT.format(
+        release=_RELEASE_HOLDS + webhooked.DELIVERIES_CTE, finish=_FINISH,
+        webhooked=", (SELECT array_agg(id) FROM webhooked)"),
     (*_PARAMETERS, ("finish", "text"), ("error", "jsonb"), ("finished_at", "timestamptz"),
      ("keep_cancel", "boolean")))
 
@@ -278,6 +283,8 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
     if row is None:
         return None
     live.events_added(write.run_id)
+    for delivery in (row[2] or []) if finish else ():  # committed: they may go now
+        webhook_tasks.send(delivery)
     # The statement's snapshot does not see its own inserts: add this turn's tokens.
     used = None if row[1] is None else int(row[1]) + write.usage.total
     return Committed(cancel_requested=bool(row[0]), quota_used=used)
@@ -336,6 +343,7 @@ def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> No
     if not paused:
         run.cancel_requested = False
     append_events(run, [status_event(run)])
+    webhooked.deliveries_for(run)
 
 
 def cancel_unheld(run: Run) -> None:

@@ -13,6 +13,7 @@ from accounts.scoping import Tenancy
 from agents.models import Agent, PathFile
 from hango_project.ids import time_ordered_uuid
 from hango_project.models import TextJSONField
+from webhooks.models import Endpoint
 
 
 class Session(models.Model):
@@ -255,6 +256,9 @@ class Trigger(models.Model):
                                 related_name="triggers")
     run = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="triggers")
     sequence = models.PositiveBigIntegerField(null=True, blank=True)
+    # The endpoint the message asked to be told of its run's end, besides the agent's.
+    webhook = models.ForeignKey(Endpoint, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="triggers")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

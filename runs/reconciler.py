@@ -26,6 +26,7 @@ from django.db import close_old_connections, connection
 
 from hango_project.config import hango
 from runs import tasks
+from webhooks import tasks as webhook_tasks
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class ReconcilerThread:
         try:
             close_old_connections()  # a connection the database dropped is not reused
             sent = tasks.reconcile()
+            resent = webhook_tasks.send_due()
         except Exception:  # a database outage, say: the next pass tries again
             log.exception("reconciler pass failed; next one in %ss", self.interval)
             return
@@ -68,6 +70,8 @@ class ReconcilerThread:
             connection.close()  # back to its pool between passes (PostgreSQL)
         if sent:
             log.info("reconciler re-enqueued %d runs", sent)
+        if resent:
+            log.info("reconciler handed on %d due webhook deliveries", resent)
 
 
 class Reconciler(bootsteps.StartStopStep):

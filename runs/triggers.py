@@ -47,6 +47,7 @@ from runs import queue, selectors, services
 from runs.models import Session, Trigger
 from runs.queue import Multitask
 from runs.serializers import UserContentField
+from webhooks import services as webhook_services
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,8 @@ class TriggerInput(serializers.Serializer):
                                    default=Multitask.ENQUEUE.value)
     idempotency_key = strict.CharField(max_length=200)
     sequence = strict.IntegerField(min_value=1, required=False)
+    webhook = strict.UUIDField(required=False, help_text="A webhook endpoint of the tenant's "
+                               "to tell of this run's end, besides the agent's.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(self.initial_data) - set(self.fields))
@@ -164,6 +167,9 @@ def _take(payload: Any, signature: Any) -> dict[str, Any]:
     if known is not None:
         return known
     session = _session(data, member) if "session" in data else None
+    webhook = (_visible(lambda: webhook_services.endpoint_get(member=member,
+                                                              endpoint_id=data["webhook"]),
+                        "webhook") if "webhook" in data else None)
     try:
         with transaction.atomic():
             if session is not None:
@@ -177,7 +183,7 @@ def _take(payload: Any, signature: Any) -> dict[str, Any]:
             trigger = Trigger.objects.create(
                 tenant_id=member.tenant_id, member=member, api_key=api_key,
                 idempotency_key=data["idempotency_key"], fingerprint=fingerprint,
-                session=session, sequence=data.get("sequence"))
+                session=session, sequence=data.get("sequence"), webhook=webhook)
             _, run = services.message_post(session=session, content=data["content"],
                                            multitask=data["multitask"], actor=member)
             trigger.run = run

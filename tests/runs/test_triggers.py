@@ -201,3 +201,24 @@ def test_the_admin_lists_the_messages_taken_and_adds_or_changes_none(staff_clien
     page = staff_client.get(reverse("admin:runs_trigger_change", args=[answer["trigger"]]))
     assert page.status_code == 200 and answer["run"] in page.content.decode()
     assert staff_client.get(reverse("admin:runs_trigger_add")).status_code == 403
+
+
+def test_a_message_may_name_a_webhook_told_of_its_run_s_end(alice, outsider, make_agent):
+    from runs.services import run_cancel
+    from webhooks.models import Delivery
+
+    endpoint = alice.client.post("/v1/webhooks", {"url": "https://hooks.example.com/x"},
+                                 format="json").json()
+    answer = send_message(*message(alice, agent=make_agent(alice)["id"],
+                                   webhook=endpoint["id"]))
+    assert Trigger.objects.get(pk=answer["trigger"]).webhook_id == uuid.UUID(endpoint["id"])
+    run_cancel(run=Run.objects.get(pk=answer["run"]), actor=alice.member)
+    delivery = Delivery.objects.get()
+    assert (str(delivery.endpoint_id), delivery.event, str(delivery.run_id)) == (
+        endpoint["id"], "run.cancelled", answer["run"])
+    # Another tenant's webhook does not exist for this key's member.
+    foreign = outsider.client.post("/v1/webhooks", {"url": "https://hooks.example.com/y"},
+                                   format="json").json()
+    refused = send_message(*message(alice, agent=make_agent(alice)["id"],
+                                    webhook=foreign["id"]))
+    assert refused["error"]["code"] == "not_found"

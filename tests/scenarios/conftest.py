@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from harness.providers.scripted import ScriptedModel
@@ -21,9 +23,13 @@ def route_ids(alice, queued_run: Run) -> dict[str, str]:
     skill = alice.client.post("/v1/skills", {"name": "walker", "description": "d"},
                               format="json")
     assert skill.status_code == 201, skill.content
+    webhook = alice.client.post("/v1/webhooks", {"url": "https://hooks.example.com/x"},
+                                format="json")
+    assert webhook.status_code == 201, webhook.content
     return {"agent_id": agent_id, "session_id": str(queued_run.session_id),
             "run_id": str(queued_run.pk), "skill_id": skill.json()["id"],
-            "path": "memories/notes.md"}
+            "path": "memories/notes.md", "webhook_id": webhook.json()["id"],
+            "delivery_id": str(uuid.uuid4())}
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import pytest
 from agents.models import Agent
 from runs.models import Session
 from tests.support.api import error_of
+from webhooks.models import Endpoint
 
 # (method, url template, body); {agent} and {session} are alice's.
 OBJECT_ROUTES = [
@@ -27,6 +28,10 @@ OBJECT_ROUTES = [
     ("get", "/v1/sessions/{session}/context-overrides", None),
     ("put", "/v1/sessions/{session}/context-overrides",
      [{"part": "message:1", "action": "replace", "replacement": "Hello."}]),
+    ("get", "/v1/webhooks/{webhook}", None),
+    ("patch", "/v1/webhooks/{webhook}", {"description": "renamed"}),
+    ("get", "/v1/webhooks/{webhook}/deliveries", None),
+    ("post", "/v1/webhooks/{webhook}/rotate", None),
 ]
 ROUTE_IDS = [f"{method.upper()} {url}" for method, url, _ in OBJECT_ROUTES]
 
@@ -38,7 +43,9 @@ FORBIDDEN = ["bob", "outsider"]
 def objects(alice, make_agent, make_session) -> dict[str, str]:
     agent = make_agent(alice)
     session = make_session(alice, agent_id=agent["id"])
-    return {"agent": agent["id"], "session": session["id"]}
+    webhook = alice.client.post("/v1/webhooks", {"url": "https://hooks.example.com/x"},
+                                format="json")
+    return {"agent": agent["id"], "session": session["id"], "webhook": webhook.json()["id"]}
 
 
 def call(client, method: str, url: str, body: dict | list | None):
@@ -46,8 +53,8 @@ def call(client, method: str, url: str, body: dict | list | None):
     return send(url, body, format="json") if body else send(url)
 
 
-def with_ids(url: str, agent: str, session: str) -> str:
-    return url.format(agent=agent, session=session)
+def with_ids(url: str, agent: str, session: str, webhook: str | None = None) -> str:
+    return url.format(agent=agent, session=session, webhook=webhook or session)
 
 
 @pytest.mark.parametrize("who", FORBIDDEN)
@@ -69,8 +76,10 @@ def test_own_member_admin_and_owner_may(request, objects, who, method, url, body
     client = request.getfixturevalue(who).client
     response = call(client, method, with_ids(url, **objects), body)
     assert response.status_code == (204 if method == "delete" else 200), response.content
-    if method == "patch":
+    if method == "patch" and "/agents/" in url:
         assert Agent.objects.get(pk=objects["agent"]).name == "renamed"
+    if method == "patch" and "/webhooks/" in url:
+        assert Endpoint.objects.get(pk=objects["webhook"]).description == "renamed"
     if method == "delete":
         assert not Agent.objects.filter(pk=objects["agent"]).exists()
 

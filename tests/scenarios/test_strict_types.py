@@ -46,6 +46,10 @@ VALID: dict[str, Any] = {
                              "message": "m"},
     "sessions_context_preview": {"overrides": [{"part": "system:agent", "action": "replace",
                                                 "replacement": "x"}]},
+    "webhooks_create": {"url": "https://hooks.example.com/x", "description": "d",
+                        "agent": "{agent_id}", "events": ["run.failed"], "active": True},
+    "webhooks_update": {"url": "https://hooks.example.com/y", "description": "e",
+                        "events": ["run.completed"], "active": False},
 }
 
 # One value of each JSON type, and those a lax parser would coerce: "5" to 5, 5.0 to 5, 1 to

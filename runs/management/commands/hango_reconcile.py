@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from runs.tasks import reconcile
+from webhooks.tasks import send_due
 
 
 class Command(BaseCommand):
@@ -8,10 +9,13 @@ class Command(BaseCommand):
         "Re-enqueue active runs that no worker is advancing (expired lease, or a queued run "
         "whose task never arrived). Every Celery worker runs this pass every "
         "HANGO_RECONCILE_SECONDS; use this command without a broker or to nudge a deployment "
-        "by hand."
+        "by hand. Webhook deliveries that are due are handed on too."
     )
 
     def handle(self, *args, **options):
         count = reconcile()
+        resent = send_due()
         if count or options["verbosity"] > 0:
             self.stdout.write(f"re-enqueued {count} run(s)")
+        if resent or options["verbosity"] > 0:
+            self.stdout.write(f"handed on {resent} webhook deliveries")

@@ -1,0 +1,184 @@
+"""Webhooks: endpoints through the API, a run's end told to them, signed per Standard Webhooks
+(checked with the spec's own library), retried with backoff, refused for private addresses,
+secrets shown once and rotated with overlap."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from django.test import override_settings
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from accounts.models import AuditAction, AuditEntry
+from runs.models import Run, Session
+from runs.services import message_post, run_cancel
+from tests.support.api import error_of
+from tests.support.receiver import receiver
+from webhooks import delivery
+from webhooks.models import Delivery, DeliveryStatus, Endpoint
+
+
+@pytest.fixture
+def local(hango_settings, transactional_db):
+    """Deliveries to 127.0.0.1 allowed, attempted at once when their transaction commits, and
+    retried after a fifth of a second."""
+    hango_settings(webhook_allow_private=True, run_inline=True, broker_url="",
+                   webhook_retry_base_seconds=0.2, webhook_max_attempts=3)
+
+
+def make_endpoint(caller, url: str, **fields) -> dict:
+    response = caller.client.post("/v1/webhooks", {"url": url, **fields}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def verified(secret: str, got) -> dict:
+    return Webhook(secret).verify(got.body, got.headers)
+
+
+def test_a_run_s_end_is_told_to_its_agent_s_endpoint_signed(alice, make_agent, make_session,
+                                                           local):
+    agent = make_agent(alice, model="scripted:demo")
+    with receiver() as hook:
+        endpoint = make_endpoint(alice, hook.url, agent=agent["id"])
+        assert endpoint["secret"].startswith("whsec_")
+        session = make_session(alice, agent_id=agent["id"])
+        posted = alice.client.post(f"/v1/sessions/{session['id']}/messages",
+                                   {"content": "count these words"}, format="json")
+        run_id = posted.json()["run"]["id"]
+        got = hook.wait_for(1)[0]
+    assert got.path == "/hooks/hango?token=t0k3n"
+    event = verified(endpoint["secret"], got)
+    run = Run.objects.get(pk=run_id)
+    assert event["type"] == "run.completed"
+    assert event["data"] == {
+        "run": run_id, "session": session["id"], "agent": agent["id"], "status": "completed",
+        "error": None, "turn": run.turn,
+        "usage": {"input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
+                  "cache_read_tokens": 0, "cache_write_tokens": 0}}
+    assert got.headers["webhook-id"] == f"msg_{Delivery.objects.get().pk.hex}"
+    with pytest.raises(WebhookVerificationError):  # another secret does not verify it
+        Webhook("whsec_" + "A" * 32).verify(got.body, got.headers)
+    log = alice.client.get(f"/v1/webhooks/{endpoint['id']}/deliveries").json()["results"]
+    assert [(d["event"], d["status"], d["attempts"], d["last_status_code"]) for d in log] == [
+        ("run.completed", "succeeded", 1, 200)]
+
+
+def test_an_end_written_by_the_orm_tells_the_same_data(alice, make_agent, make_session,
+                                                       local, monkeypatch):
+    from runs import tasks
+
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)  # the run waits, queued
+    agent = make_agent(alice)
+    with receiver() as hook:
+        endpoint = make_endpoint(alice, hook.url, agent=agent["id"],
+                                 events=["run.cancelled"])
+        session = Session.objects.get(pk=make_session(alice, agent_id=agent["id"])["id"])
+        _, run = message_post(session=session, content="hi")
+        run_cancel(run=run, actor=alice.member)  # nobody holds it: cancelled at once
+        event = verified(endpoint["secret"], hook.wait_for(1)[0])
+    assert event["type"] == "run.cancelled"
+    assert event["data"] == {
+        "run": str(run.pk), "session": str(session.pk), "agent": agent["id"],
+        "status": "cancelled", "error": None, "turn": 0,
+        "usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+                  "cache_write_tokens": 0}}
+
+
+def test_an_endpoint_that_fails_is_tried_again_then_given_up(alice, local):
+    with receiver() as hook:
+        hook.answers = [500, 503]
+        endpoint = make_endpoint(alice, hook.url)
+        ping = alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping")
+        assert ping.status_code == 202
+        got = hook.wait_for(3, timeout=10)
+        time.sleep(0.1)
+        ids = {g.headers["webhook-id"] for g in got}
+        assert len(ids) == 1  # every attempt the same message: a receiver drops repeats
+        stamps = [int(g.headers["webhook-timestamp"]) for g in got]
+        assert stamps == sorted(stamps)
+        done = Delivery.objects.get(pk=ping.json()["id"])
+        assert (done.status, done.attempts, done.last_status_code) == (
+            DeliveryStatus.SUCCEEDED, 3, 200)
+        hook.answers = [500, 500, 500]
+        failed = alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping").json()
+        hook.wait_for(6, timeout=10)
+        time.sleep(0.2)
+    failed = Delivery.objects.get(pk=failed["id"])
+    assert (failed.status, failed.attempts, failed.last_error) == (
+        DeliveryStatus.FAILED, 3, "the endpoint answered 500")
+
+
+def test_a_private_address_is_refused_unless_allowed(alice, hango_settings, transactional_db):
+    hango_settings(run_inline=True, broker_url="")
+    refused = alice.client.post("/v1/webhooks", {"url": "http://127.0.0.1:9/x"}, format="json")
+    assert "non-public" in str(error_of(refused, 422, "validation_error")["detail"]["url"])
+    # A name that resolves to a private address passes creation, and fails at delivery.
+    endpoint = make_endpoint(alice, "http://localhost:9/x")
+    ping = alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping").json()
+    attempted = Delivery.objects.get(pk=ping["id"])
+    assert attempted.status == DeliveryStatus.FAILED and attempted.attempts == 1
+    assert "non-public address" in attempted.last_error
+    with pytest.raises(delivery.Refused):
+        delivery.public_target("http://[::1]:8080/")
+    for bad in ("ftp://example.com/", "http://user:pw@example.com/", "not a url"):
+        response = alice.client.post("/v1/webhooks", {"url": bad}, format="json")
+        error_of(response, 422, "validation_error")
+
+
+def test_a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(alice, local):
+    with receiver() as hook:
+        endpoint = make_endpoint(alice, hook.url)
+        rotated = alice.client.post(f"/v1/webhooks/{endpoint['id']}/rotate").json()
+        assert rotated["secret"] != endpoint["secret"]
+        assert rotated["previous_secret_signs_until"] is not None
+        alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping")
+        got = hook.wait_for(1)[0]
+        assert len(got.headers["webhook-signature"].split()) == 2
+        verified(endpoint["secret"], got)  # a receiver not yet switched
+        verified(rotated["secret"], got)
+        Endpoint.objects.filter(pk=endpoint["id"]).update(previous_secret_expires_at=None)
+        alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping")
+        later = hook.wait_for(2)[1]
+    verified(rotated["secret"], later)
+    with pytest.raises(WebhookVerificationError):
+        verified(endpoint["secret"], later)
+
+
+def test_the_secret_is_shown_once_kept_sealed_and_never_audited(alice, local):
+    endpoint = make_endpoint(alice, "http://127.0.0.1:9/x?token=s3cr3t")
+    shown = alice.client.get(f"/v1/webhooks/{endpoint['id']}").json()
+    assert "secret" not in shown and shown["url"] == "http://127.0.0.1:9/x?token=s3cr3t"
+    stored = Endpoint.objects.get(pk=endpoint["id"])
+    assert endpoint["secret"] not in stored.secret and endpoint["secret"][6:] not in stored.secret
+    audit = json.dumps(list(AuditEntry.objects.values_list("detail", flat=True)))
+    assert endpoint["secret"] not in audit and "s3cr3t" not in audit
+    assert AuditEntry.objects.filter(action=AuditAction.WEBHOOK_CREATE).count() == 1
+    # Under another DJANGO_SECRET_KEY the sealed secret opens no more: the delivery says so.
+    with override_settings(SECRET_KEY="another-key"):
+        ping = alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping").json()
+    failed = Delivery.objects.get(pk=ping["id"])
+    assert failed.status == DeliveryStatus.FAILED and "rotate it" in failed.last_error
+
+
+def test_endpoints_answer_their_tenant_s_rule(alice, bob, admin, outsider, make_agent, local):
+    endpoint = make_endpoint(alice, "http://127.0.0.1:9/x")
+    for other in (bob, outsider):
+        for path in ("", "/deliveries", "/ping", "/rotate"):
+            method = "post" if path in ("/ping", "/rotate") else "get"
+            response = getattr(other.client, method)(f"/v1/webhooks/{endpoint['id']}{path}")
+            error_of(response, 404, "not_found")
+        assert other.client.get("/v1/webhooks").json()["results"] == []
+    assert [e["id"] for e in admin.client.get("/v1/webhooks").json()["results"]] == [
+        endpoint["id"]]
+    foreign = make_agent(outsider)
+    response = alice.client.post("/v1/webhooks", {"url": "http://127.0.0.1:9/y",
+                                                  "agent": foreign["id"]}, format="json")
+    error_of(response, 422, "validation_error")
+    changed = alice.client.patch(f"/v1/webhooks/{endpoint['id']}",
+                                 {"active": False, "events": ["run.failed"]}, format="json")
+    assert changed.json()["active"] is False and changed.json()["events"] == ["run.failed"]
+    assert alice.client.delete(f"/v1/webhooks/{endpoint['id']}").status_code == 204
+    assert not Endpoint.objects.exists()
