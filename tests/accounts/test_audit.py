@@ -87,7 +87,10 @@ def world(owner, alice, make_agent, make_session, hango_settings):
         agent=Agent.objects.get(pk=agent["id"]), path="/memories/old.md", content="old")
     skill = alice.client.post("/v1/skills", {"name": "pdf-forms", "description": "Forms.",
                                              "instructions": "Fill them."}, format="json").json()
-    return {"agent": agent["id"], "session": session["id"], "memory": memory, "skill": skill["id"]}
+    webhook = alice.client.post("/v1/webhooks", {"url": "https://hooks.example.com/x"},
+                                format="json").json()
+    return {"agent": agent["id"], "session": session["id"], "memory": memory, "skill": skill["id"],
+            "webhook": webhook["id"]}
 
 
 def queued_run(caller, world) -> str:
@@ -171,6 +174,16 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
     ("session-context-try", "post"): (AuditAction.CONTEXT_TRY, "session", lambda c, w: (
         f"/v1/sessions/{w['session']}/context/try", {"message": "Hello?"},
         lambda r: w["session"])),
+    ("webhooks", "post"): (AuditAction.WEBHOOK_CREATE, "webhook", lambda c, w: (
+        "/v1/webhooks", {"url": "https://hooks.example.com/new"}, _from_body)),
+    ("webhook", "patch"): (AuditAction.WEBHOOK_UPDATE, "webhook", lambda c, w: (
+        f"/v1/webhooks/{w['webhook']}", {"active": False}, lambda r: w["webhook"])),
+    ("webhook", "delete"): (AuditAction.WEBHOOK_DELETE, "webhook", lambda c, w: (
+        f"/v1/webhooks/{w['webhook']}", None, lambda r: w["webhook"])),
+    ("webhook-rotate", "post"): (AuditAction.WEBHOOK_ROTATE, "webhook", lambda c, w: (
+        f"/v1/webhooks/{w['webhook']}/rotate", None, lambda r: w["webhook"])),
+    ("webhook-ping", "post"): (AuditAction.WEBHOOK_PING, "webhook", lambda c, w: (
+        f"/v1/webhooks/{w['webhook']}/ping", None, lambda r: w["webhook"])),
 }
 
 
@@ -219,8 +232,9 @@ def test_details_name_what_changed(alice, world):
 def test_no_read_route_records_a_row(owner, alice, world):
     run_id = queued_run(alice, world)
     SessionFile.objects.create(session_id=world["session"], path="/notes/plan.md", content="x")
+    ping = alice.client.post(f"/v1/webhooks/{world['webhook']}/ping").json()
     ids = {"agent_id": world["agent"], "session_id": world["session"], "run_id": run_id,
-           "skill_id": world["skill"]}
+           "skill_id": world["skill"], "webhook_id": world["webhook"], "delivery_id": ping["id"]}
     paths = {"agent-memory-file": "memories/old.md", "session-file": "notes/plan.md"}
     before = row_ids()
     called = []
