@@ -24,9 +24,11 @@ def _run_backends() -> set[int]:
 
 def test_a_worker_reuses_its_connection(alice, make_agent, start_worker):
     start_worker()
-    seen = []
-    for _ in range(2):
+    seen: set[int] = set()
+    for _ in range(4):
         _, run_id = start_run(alice, make_agent, "scripted:workload-3")
         assert wait_for_run(run_id).status == "completed"
-        seen.append(_run_backends())
-    assert len(seen[0]) == 1 and seen[0] == seen[1]  # one connection, kept between tasks
+        seen |= _run_backends()
+    # Kept between tasks, not one a task: the run's connection, and at most one more that the
+    # process's run watch took while a run held the first (both lent by the process's pool).
+    assert 1 <= len(seen) <= 2, seen
