@@ -122,16 +122,21 @@ def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, han
         assert control.superseded and control.cancel_requested()  # and the loop stops
 
 
+def claimed_runs(caller, make_session, count: int) -> tuple[list[Run], list[DbControl]]:
+    """``count`` runs of new sessions, claimed by one worker, and a control for each."""
+    claimed = []
+    for _ in range(count):
+        _, run = message_post(session=Session.objects.get(pk=make_session(caller)["id"]),
+                              content="hi")
+        claimed.append(claim_run(run.pk, "worker-a"))
+    return claimed, [DbControl(Claim(c.pk, c.epoch)) for c in claimed]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_one_thread_renews_every_lease_of_the_process(alice, make_session, hango_settings,
                                                      by_hand):
     hango_settings(run_inline=False, broker_url="", run_lease_seconds=0.3)
-    claimed = []
-    for _ in range(3):
-        _, run = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
-                              content="hi")
-        claimed.append(claim_run(run.pk, "worker-a"))
-    controls = [DbControl(Claim(c.pk, c.epoch)) for c in claimed]
+    claimed, controls = claimed_runs(alice, make_session, 3)
     first = {c.pk: c.lease_expires_at for c in claimed}
     with LeaseKeeper(claimed[0], controls[0]):
         threads = threading.active_count()
@@ -155,13 +160,8 @@ def test_a_renewal_waiting_for_a_locked_row_does_not_hold_up_the_others(alice, m
                                                                          hango_settings,
                                                                          by_hand):
     hango_settings(run_inline=False, broker_url="", run_lease_seconds=0.9)  # a beat: 0.3 s
-    claimed = []
-    for _ in range(2):
-        _, run = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
-                              content="hi")
-        claimed.append(claim_run(run.pk, "worker-a"))
+    claimed, controls = claimed_runs(alice, make_session, 2)
     first = {c.pk: c.lease_expires_at for c in claimed}
-    controls = [DbControl(Claim(c.pk, c.epoch)) for c in claimed]
     blocker = psycopg2.connect(**connection.get_connection_params())
     try:  # another transaction holds the first run's row
         blocker.cursor().execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE",
@@ -181,12 +181,7 @@ def test_a_renewal_waiting_for_a_locked_row_does_not_hold_up_the_others(alice, m
 def test_the_watch_reads_every_held_run_s_cancel_in_one_statement(alice, make_session,
                                                                    hango_settings, by_hand):
     hango_settings(run_inline=False, broker_url="", cancel_poll_seconds=0.2)
-    claimed = []
-    for _ in range(3):
-        _, run = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
-                              content="hi")
-        claimed.append(claim_run(run.pk, "worker-a"))
-    controls = [DbControl(Claim(c.pk, c.epoch)) for c in claimed]
+    claimed, controls = claimed_runs(alice, make_session, 3)
     with LeaseKeeper(claimed[0], controls[0]), LeaseKeeper(claimed[1], controls[1]), \
             LeaseKeeper(claimed[2], controls[2]):
         Run.objects.filter(pk=claimed[0].pk).update(cancel_requested=True)
