@@ -187,7 +187,7 @@ WITH advanced AS (
     WHERE id = %(run)s AND epoch = %(epoch)s AND turn = %(expected_turn)s
         AND status = %(running)s
     RETURNING id, session_id, event_seq, cancel_requested, input_tokens, output_tokens,
-        cache_read_tokens, cache_write_tokens
+        cache_read_tokens, cache_write_tokens, webhook_id
 ), new_messages AS (
     INSERT INTO {Message._meta.db_table} (id, session_id, seq, role, content, content_tokens,
         tokens_counter, run_id, created_at)

@@ -90,11 +90,18 @@ class Run(TokenCounts):
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The webhook endpoint told of this run's end besides its agent's: named by the trigger
+    # message or the schedule that started it (runs/webhooked.py).
+    webhook = models.ForeignKey(Endpoint, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+", db_index=False)
 
     class Meta:
         db_table = "runs"
         indexes = [
             models.Index(fields=["session", "-created_at"]),
+            # An endpoint's runs, for its deletion: only the few runs that name one.
+            models.Index(fields=["webhook"], condition=Q(webhook__isnull=False),
+                         name="run_by_webhook"),
             # A tenant's runs queued or running, through its agents (runs/fairness.py): small
             # however many runs and sessions the tenant has had.
             models.Index(fields=["agent"], condition=Q(status__in=BUSY_RUN_STATUSES),

@@ -186,6 +186,9 @@ def _take(payload: Any, signature: Any) -> dict[str, Any]:
                 session=session, sequence=data.get("sequence"), webhook=webhook)
             _, run = services.message_post(session=session, content=data["content"],
                                            multitask=data["multitask"], actor=member)
+            if webhook is not None:
+                run.webhook = webhook
+                run.save(update_fields=["webhook"])
             trigger.run = run
             trigger.save(update_fields=["run"])
             audit_record(actor=member, tenant=member.tenant_id, action=AuditAction.TRIGGER_ACCEPT,

@@ -1,5 +1,6 @@
 """What a run's end tells the tenant's webhooks (:mod:`webhooks`): one delivery per active
-endpoint that wants the event — the run's agent's endpoints, and the one its trigger named —
+endpoint that wants the event — the run's agent's endpoints, and the one it names (its
+trigger message's or its schedule's) —
 made in the transaction that ends the run, so an end is never committed without them.
 
 Two twins say the same thing: :data:`DELIVERIES_CTE`, a step of the last turn's one statement
@@ -13,7 +14,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from runs.models import Run, Trigger
+from runs.models import Run
 from webhooks import services
 from webhooks.models import Delivery, Endpoint
 
@@ -33,9 +34,7 @@ DELIVERIES_CTE = f"""
                 'cache_write_tokens', advanced.cache_write_tokens)),
         'pending', 0, %(now)s, '', %(now)s
     FROM advanced JOIN {Endpoint._meta.db_table} e ON e.active AND e.tenant_id = %(tenant)s
-        AND (e.agent_id = %(agent)s
-             OR e.id = (SELECT t.webhook_id FROM {Trigger._meta.db_table} t
-                        WHERE t.run_id = advanced.id LIMIT 1))
+        AND (e.agent_id = %(agent)s OR e.id = advanced.webhook_id)
         AND e.events ? ('run.' || %(finish)s)
     RETURNING id"""
 
@@ -51,8 +50,6 @@ def data(run: Run) -> dict[str, Any]:
 
 def deliveries_for(run: Run) -> list[uuid.UUID]:
     """In the caller's transaction, the deliveries of ``run``'s end (its status set)."""
-    tenant_id = run.session.tenant_id
-    also = Trigger.objects.filter(run_id=run.pk).values_list("webhook_id", flat=True).first()
-    return services.deliveries_for_run(tenant_id=tenant_id, agent_id=run.agent_id,
+    return services.deliveries_for_run(tenant_id=run.session.tenant_id, agent_id=run.agent_id,
                                        event=f"run.{run.status}", run_id=run.pk,
-                                       data=data(run), also=also)
+                                       data=data(run), also=run.webhook_id)
