@@ -218,6 +218,10 @@ class AuditAction(models.TextChoices):
     WEBHOOK_DELETE = "webhook.delete"
     WEBHOOK_ROTATE = "webhook.rotate"
     WEBHOOK_PING = "webhook.ping"
+    SCHEDULE_CREATE = "schedule.create"
+    SCHEDULE_UPDATE = "schedule.update"
+    SCHEDULE_DELETE = "schedule.delete"
+    SCHEDULE_RUN = "schedule.run"
 
 
 class AuditEntry(models.Model):

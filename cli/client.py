@@ -97,6 +97,9 @@ class Client:
     def put(self, path: str, body: Any) -> Any:
         return _json(self._send("PUT", path, json=body))
 
+    def patch(self, path: str, body: dict[str, Any]) -> Any:
+        return _json(self._send("PATCH", path, json=body))
+
     def delete(self, path: str) -> None:
         self._send("DELETE", path)
 

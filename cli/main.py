@@ -27,6 +27,7 @@ from cli.options import (
 )
 from cli.output import AGENT_COLUMNS, MESSAGE_COLUMNS, SESSION_COLUMNS, print_json
 from cli.runs import follow_command, runs, send
+from cli.schedules import schedules
 
 # --- commands -------------------------------------------------------------------------------
 
@@ -176,6 +177,7 @@ cli.add_command(send)
 cli.add_command(follow_command)
 cli.add_command(runs)
 cli.add_command(context)
+cli.add_command(schedules)
 
 
 def main() -> None:

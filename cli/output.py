@@ -23,7 +23,8 @@ from cli.client import ApiError, CliError
 Column = tuple[str, Callable[[dict[str, Any]], str]]
 
 
-def _time(value: Any) -> str:
+def time_text(value: Any) -> str:
+    """An API time as the tables show it: ``YYYY-MM-DD HH:MM`` (UTC)."""
     try:
         return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M")
     except (TypeError, ValueError):
@@ -63,17 +64,17 @@ def content_text(blocks: Any) -> str:
 
 AGENT_COLUMNS: list[Column] = [
     ("id", lambda r: r["id"]), ("name", lambda r: r["name"]), ("model", lambda r: r["model"]),
-    ("created (UTC)", lambda r: _time(r.get("created_at"))),
+    ("created (UTC)", lambda r: time_text(r.get("created_at"))),
 ]
 SESSION_COLUMNS: list[Column] = [
     ("id", lambda r: r["id"]), ("agent", lambda r: r["agent"]), ("title", lambda r: r["title"]),
     ("active run", lambda r: cell_text(r.get("active_run"))),
-    ("created (UTC)", lambda r: _time(r.get("created_at"))),
+    ("created (UTC)", lambda r: time_text(r.get("created_at"))),
 ]
 MESSAGE_COLUMNS: list[Column] = [
     ("seq", lambda r: str(r["seq"])), ("role", lambda r: r["role"]),
     ("content", lambda r: content_text(r.get("content"))),
-    ("created (UTC)", lambda r: _time(r.get("created_at"))),
+    ("created (UTC)", lambda r: time_text(r.get("created_at"))),
 ]
 
 
@@ -87,8 +88,8 @@ def _todos_done(run: dict[str, Any]) -> str:
 RUN_COLUMNS: list[Column] = [
     ("id", lambda r: r["id"]), ("status", lambda r: r["status"]),
     ("turn", lambda r: str(r["turn"])), ("todos done", _todos_done),
-    ("created (UTC)", lambda r: _time(r.get("created_at"))),
-    ("finished (UTC)", lambda r: _time(r.get("finished_at"))),
+    ("created (UTC)", lambda r: time_text(r.get("created_at"))),
+    ("finished (UTC)", lambda r: time_text(r.get("finished_at"))),
 ]
 
 

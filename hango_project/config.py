@@ -145,6 +145,14 @@ class HangoSettings(BaseSettings):
     reach what the outside cannot (SSRF)."""
     webhook_secret_overlap_seconds: int = Field(86400, ge=0)
     """After a webhook secret's rotation, how long the previous one still signs too."""
+    schedule_tick_seconds: float = Field(1, gt=0)
+    """How often each worker's reconciler thread fires the schedules that are due."""
+    schedule_grace_seconds: float = Field(120, gt=0)
+    """A schedule's fire time missed by more than this (no worker up, the database down) is
+    skipped and counted, not fired late."""
+    schedule_pause_after_failures: int = Field(3, ge=0)
+    """A new schedule pauses itself after this many runs in a row failed (0: never); each
+    schedule may set its own."""
     trigger_order_wait_seconds: float = Field(30, ge=0)
     """How long a ``hango.send_message`` message with a ``sequence`` waits for the message
     before it in its session; then it is refused (:mod:`runs.triggers`)."""

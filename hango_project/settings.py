@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "runs",
     "context",
     "webhooks",
+    "schedules",
 ]
 
 MIDDLEWARE = [
@@ -118,8 +119,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Every app's migrations live in the top-level migrations/ package.
-MIGRATION_MODULES = {app: f"migrations.{app}"
-                     for app in ("accounts", "agents", "runs", "context", "webhooks")}
+MIGRATION_MODULES = {app: f"migrations.{app}" for app in (
+    "accounts", "agents", "runs", "context", "webhooks", "schedules")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

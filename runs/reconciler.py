@@ -14,12 +14,19 @@ Why here and not elsewhere:
   them handled), more workers only mean more frequent passes.
 
 The first pass runs as the worker starts, so runs stranded while no worker was up move at once.
+
+Apps above ``runs`` add passes of their own to the same thread (:func:`register`, from their
+``AppConfig.ready``), each on its own beat: schedules fire from here every second, with no
+process of their own to keep alive and no import of theirs in ``runs``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from celery import bootsteps
 from django.db import close_old_connections, connection
@@ -31,8 +38,28 @@ from webhooks import tasks as webhook_tasks
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Pass:
+    """Work the reconciler's thread does every ``every()`` seconds: ``run`` answers what it
+    did, for the log (empty when nothing)."""
+
+    name: str
+    run: Callable[[], str]
+    every: Callable[[], float]
+
+
+_passes: list[Pass] = []
+
+
+def register(name: str, run: Callable[[], str], every: Callable[[], float]) -> None:
+    """Add a pass to every worker's reconciler thread (once per name)."""
+    if all(p.name != name for p in _passes):
+        _passes.append(Pass(name, run, every))
+
+
 class ReconcilerThread:
-    """Runs a reconciler pass now and then every ``interval`` seconds until stopped."""
+    """Runs a reconciler pass now and then every ``interval`` seconds until stopped, and each
+    registered pass on its own beat."""
 
     def __init__(self, interval: float) -> None:
         if interval <= 0:
@@ -40,6 +67,7 @@ class ReconcilerThread:
         self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hango-reconciler", daemon=True)
+        self._due: dict[str, float] = {}  # a registered pass's name → when it is next due
 
     def start(self) -> None:
         self._thread.start()
@@ -51,12 +79,34 @@ class ReconcilerThread:
 
     def _run(self) -> None:
         try:
+            reconcile_due = 0.0
             while True:
-                self._pass()
-                if self._stop.wait(self.interval):
+                now = time.monotonic()
+                if now >= reconcile_due:
+                    self._pass()
+                    reconcile_due = time.monotonic() + self.interval
+                self._registered()
+                soonest = min([reconcile_due, *self._due.values()])
+                if self._stop.wait(max(0.0, soonest - time.monotonic())):
                     return
         finally:
             connection.close()  # this thread's own
+
+    def _registered(self) -> None:
+        for registered in list(_passes):
+            if time.monotonic() < self._due.get(registered.name, 0.0):
+                continue
+            try:
+                close_old_connections()
+                done = registered.run()
+            except Exception:  # a database outage, say: its next beat tries again
+                log.exception("the %s pass failed", registered.name)
+                done = ""
+            finally:
+                connection.close()
+            if done:
+                log.info("%s: %s", registered.name, done)
+            self._due[registered.name] = time.monotonic() + registered.every()
 
     def _pass(self) -> None:
         try:

@@ -89,8 +89,11 @@ def world(owner, alice, make_agent, make_session, hango_settings):
                                              "instructions": "Fill them."}, format="json").json()
     webhook = alice.client.post("/v1/webhooks", {"url": "https://hooks.example.com/x"},
                                 format="json").json()
+    schedule = alice.client.post("/v1/schedules", {"name": "n", "agent": agent["id"],
+                                                   "cron": "0 9 * * *", "content": "hi"},
+                                 format="json").json()
     return {"agent": agent["id"], "session": session["id"], "memory": memory, "skill": skill["id"],
-            "webhook": webhook["id"]}
+            "webhook": webhook["id"], "schedule": schedule["id"]}
 
 
 def queued_run(caller, world) -> str:
@@ -184,17 +187,39 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
         f"/v1/webhooks/{w['webhook']}/rotate", None, lambda r: w["webhook"])),
     ("webhook-ping", "post"): (AuditAction.WEBHOOK_PING, "webhook", lambda c, w: (
         f"/v1/webhooks/{w['webhook']}/ping", None, lambda r: w["webhook"])),
+    ("schedules", "post"): (AuditAction.SCHEDULE_CREATE, "schedule", lambda c, w: (
+        "/v1/schedules", {"name": "s", "agent": w["agent"], "cron": "0 9 * * *",
+                          "content": "hi"}, _from_body)),
+    ("schedule", "patch"): (AuditAction.SCHEDULE_UPDATE, "schedule", lambda c, w: (
+        f"/v1/schedules/{w['schedule']}", {"cron": "0 10 * * *"}, lambda r: w["schedule"])),
+    ("schedule", "delete"): (AuditAction.SCHEDULE_DELETE, "schedule", lambda c, w: (
+        f"/v1/schedules/{w['schedule']}", None, lambda r: w["schedule"])),
 }
 
 
 # Routes with a write method that write nothing: the snapshot of a selection, which is a body.
 READS_WITH_A_BODY = {("session-context", "post")}
+# Routes whose one call makes several writes, each with its row: firing a schedule by hand
+# starts a session and a run (the schedule owner's), and records who fired it.
+SEVERAL_WRITES = {("schedule-run", "post"): [AuditAction.SESSION_CREATE, AuditAction.RUN_CREATE,
+                                             AuditAction.SCHEDULE_RUN]}
 
 
 def test_the_write_routes_listed_here_are_every_write_route_of_the_api(db):
     routes = routes_by_method()
     declared = {(name, method) for method in WRITE_METHODS for name, _ in routes.get(method, [])}
-    assert declared == set(WRITE_ROUTES) | READS_WITH_A_BODY
+    assert declared == set(WRITE_ROUTES) | READS_WITH_A_BODY | set(SEVERAL_WRITES)
+
+
+@pytest.mark.parametrize(("who"), ["alice", "admin"])
+def test_firing_a_schedule_by_hand_records_each_write(request, world, who):
+    caller = request.getfixturevalue(who)
+    before = row_ids()
+    response = caller.client.post(f"/v1/schedules/{world['schedule']}/run")
+    assert response.status_code == 202, response.content
+    rows = new_rows(before)
+    assert [row.action for row in rows] == SEVERAL_WRITES[("schedule-run", "post")]
+    assert rows[-1].actor_id == caller.member.pk and rows[-1].object_id == world["schedule"]
 
 
 @pytest.mark.parametrize(("who"), ["alice", "admin"])
@@ -234,7 +259,8 @@ def test_no_read_route_records_a_row(owner, alice, world):
     SessionFile.objects.create(session_id=world["session"], path="/notes/plan.md", content="x")
     ping = alice.client.post(f"/v1/webhooks/{world['webhook']}/ping").json()
     ids = {"agent_id": world["agent"], "session_id": world["session"], "run_id": run_id,
-           "skill_id": world["skill"], "webhook_id": world["webhook"], "delivery_id": ping["id"]}
+           "skill_id": world["skill"], "webhook_id": world["webhook"], "delivery_id": ping["id"],
+           "schedule_id": world["schedule"]}
     paths = {"agent-memory-file": "memories/old.md", "session-file": "notes/plan.md"}
     before = row_ids()
     called = []

@@ -26,10 +26,14 @@ def route_ids(alice, queued_run: Run) -> dict[str, str]:
     webhook = alice.client.post("/v1/webhooks", {"url": "https://hooks.example.com/x"},
                                 format="json")
     assert webhook.status_code == 201, webhook.content
+    schedule = alice.client.post("/v1/schedules", {"name": "n", "agent": agent_id,
+                                                   "cron": "0 9 * * *", "content": "hi"},
+                                 format="json")
+    assert schedule.status_code == 201, schedule.content
     return {"agent_id": agent_id, "session_id": str(queued_run.session_id),
             "run_id": str(queued_run.pk), "skill_id": skill.json()["id"],
             "path": "memories/notes.md", "webhook_id": webhook.json()["id"],
-            "delivery_id": str(uuid.uuid4())}
+            "delivery_id": str(uuid.uuid4()), "schedule_id": schedule.json()["id"]}
 
 
 @pytest.fixture(scope="module")

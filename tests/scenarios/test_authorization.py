@@ -9,6 +9,7 @@ import pytest
 
 from agents.models import Agent
 from runs.models import Session
+from schedules.models import Schedule
 from tests.support.api import error_of
 from webhooks.models import Endpoint
 
@@ -32,6 +33,10 @@ OBJECT_ROUTES = [
     ("patch", "/v1/webhooks/{webhook}", {"description": "renamed"}),
     ("get", "/v1/webhooks/{webhook}/deliveries", None),
     ("post", "/v1/webhooks/{webhook}/rotate", None),
+    ("get", "/v1/schedules/{schedule}", None),
+    ("patch", "/v1/schedules/{schedule}", {"name": "renamed"}),
+    ("get", "/v1/schedules/{schedule}/fires", None),
+    ("post", "/v1/schedules/{schedule}/run", None),
 ]
 ROUTE_IDS = [f"{method.upper()} {url}" for method, url, _ in OBJECT_ROUTES]
 
@@ -45,7 +50,11 @@ def objects(alice, make_agent, make_session) -> dict[str, str]:
     session = make_session(alice, agent_id=agent["id"])
     webhook = alice.client.post("/v1/webhooks", {"url": "https://hooks.example.com/x"},
                                 format="json")
-    return {"agent": agent["id"], "session": session["id"], "webhook": webhook.json()["id"]}
+    schedule = alice.client.post("/v1/schedules", {"name": "n", "agent": agent["id"],
+                                                   "cron": "0 9 * * *", "content": "hi"},
+                                 format="json")
+    return {"agent": agent["id"], "session": session["id"], "webhook": webhook.json()["id"],
+            "schedule": schedule.json()["id"]}
 
 
 def call(client, method: str, url: str, body: dict | list | None):
@@ -53,8 +62,10 @@ def call(client, method: str, url: str, body: dict | list | None):
     return send(url, body, format="json") if body else send(url)
 
 
-def with_ids(url: str, agent: str, session: str, webhook: str | None = None) -> str:
-    return url.format(agent=agent, session=session, webhook=webhook or session)
+def with_ids(url: str, agent: str, session: str, webhook: str | None = None,
+             schedule: str | None = None) -> str:
+    return url.format(agent=agent, session=session, webhook=webhook or session,
+                      schedule=schedule or session)
 
 
 @pytest.mark.parametrize("who", FORBIDDEN)
@@ -75,11 +86,14 @@ def test_forbidden_caller_gets_the_missing_id_404(request, objects, who, method,
 def test_own_member_admin_and_owner_may(request, objects, who, method, url, body):
     client = request.getfixturevalue(who).client
     response = call(client, method, with_ids(url, **objects), body)
-    assert response.status_code == (204 if method == "delete" else 200), response.content
+    expected = 204 if method == "delete" else 202 if url.endswith("/run") else 200
+    assert response.status_code == expected, response.content
     if method == "patch" and "/agents/" in url:
         assert Agent.objects.get(pk=objects["agent"]).name == "renamed"
     if method == "patch" and "/webhooks/" in url:
         assert Endpoint.objects.get(pk=objects["webhook"]).description == "renamed"
+    if method == "patch" and "/schedules/" in url:
+        assert Schedule.objects.get(pk=objects["schedule"]).name == "renamed"
     if method == "delete":
         assert not Agent.objects.filter(pk=objects["agent"]).exists()
 

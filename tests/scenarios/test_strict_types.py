@@ -50,6 +50,12 @@ VALID: dict[str, Any] = {
                         "agent": "{agent_id}", "events": ["run.failed"], "active": True},
     "webhooks_update": {"url": "https://hooks.example.com/y", "description": "e",
                         "events": ["run.completed"], "active": False},
+    "schedules_create": {"name": "n", "agent": "{agent_id}", "cron": "0 9 * * *",
+                         "timezone": "UTC", "content": "hi", "multitask": "enqueue",
+                         "pause_after_failures": 2, "active": True},
+    "schedules_update": {"name": "m", "cron": "0 10 * * *", "timezone": "UTC",
+                         "content": "hello", "multitask": "reject", "pause_after_failures": 1,
+                         "active": False},
 }
 
 # One value of each JSON type, and those a lax parser would coerce: "5" to 5, 5.0 to 5, 1 to

@@ -71,8 +71,12 @@ def seed_objects(base_url: str, key: str) -> dict[str, str]:
     session = post("/v1/sessions", {"agent": agent["id"], "title": "fuzz"})
     run = post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"})["run"]
     skill = post("/v1/skills", {"name": f"fuzz-{agent['id'][:8]}", "description": "d"})
+    webhook = post("/v1/webhooks", {"url": "https://hooks.example.com/fuzz"})
+    schedule = post("/v1/schedules", {"name": "fuzz", "agent": agent["id"], "cron": "0 9 * * *",
+                                      "content": "hi"})
     return {"agent_id": agent["id"], "session_id": session["id"], "run_id": run["id"],
-            "skill_id": skill["id"], "path": "memories/notes.md"}
+            "skill_id": skill["id"], "path": "memories/notes.md", "webhook_id": webhook["id"],
+            "delivery_id": webhook["id"], "schedule_id": schedule["id"]}
 
 
 # hango under gunicorn for a fuzzer: its pace is not a client's (no rate limit), posted messages
@@ -133,6 +137,10 @@ def _record(report: FuzzReport, event: events.ScenarioFinished) -> None:
             if check.status != Status.FAILURE or check.failure_info is None:
                 continue
             failure = check.failure_info.failure
+            if check.name == "status_code_conformance" and "Received: 414" in failure.message:
+                # gunicorn's own answer to a request line over its 4,094 bytes (a query of
+                # thousands of generated values), before any of hango runs: not the API's.
+                continue
             signature = (check.name, failure.title, failure.message)
             if signature in seen:  # the same failure on several examples counts once
                 continue

@@ -1,0 +1,43 @@
+"""Schedules in the admin: their state and fires, read-only but for pausing and resuming
+(through the same services as the API, audited)."""
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from hango_project.admin import AppWrittenAdmin
+from schedules import services
+from schedules.models import Fire, Schedule
+
+
+class FireInline(AppWrittenAdmin, admin.TabularInline):
+    model = Fire
+    extra = 0
+    fields = readonly_fields = ("fire_at", "fired_at", "manual", "status", "run", "error")
+    ordering = ("-fire_at",)
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(AppWrittenAdmin, admin.ModelAdmin):
+    list_display = ["name", "tenant", "agent", "cron", "timezone", "active", "next_run_at",
+                    "missed", "consecutive_failures"]
+    list_filter = ["tenant", "active"]
+    search_fields = ["name", "id"]
+    readonly_fields = ["id", "tenant", "member", "name", "agent", "session", "cron", "timezone",
+                       "content", "multitask", "webhook", "active", "paused_reason",
+                       "next_run_at", "last_fired_at", "missed", "consecutive_failures",
+                       "pause_after_failures", "created_at", "updated_at"]
+    inlines = [FireInline]
+    actions = ["pause", "resume"]
+
+    @admin.action(description="Pause the selected schedules")
+    def pause(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        for schedule in queryset:
+            services.schedule_pause(schedule=schedule, actor=schedule.member)
+        messages.success(request, f"Paused {queryset.count()} schedule(s).")
+
+    @admin.action(description="Resume the selected schedules (from now on)")
+    def resume(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        for schedule in queryset:
+            services.schedule_resume(schedule=schedule, actor=schedule.member)
+        messages.success(request, f"Resumed {queryset.count()} schedule(s).")

@@ -1,0 +1,131 @@
+"""Writes for schedules, each audited in its transaction, and the selectors that apply the
+tenancy rule (:mod:`accounts.scoping`)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from accounts.audit import audit_record
+from accounts.models import AuditAction, Member
+from accounts.scoping import get_visible, visible_to
+from hango_project.config import hango
+from hango_project.errors import Conflict, Unprocessable
+from runs.services import user_content
+from schedules import cron, firing
+from schedules.models import Fire, Schedule
+
+FIELDS = ("name", "agent", "session", "cron", "timezone", "content", "multitask", "webhook",
+          "pause_after_failures", "active")
+
+
+def schedule_list(*, member: Member) -> QuerySet[Schedule]:
+    return visible_to(Schedule.objects.all(), member).order_by("-created_at")
+
+
+def schedule_get(*, member: Member, schedule_id: uuid.UUID | str) -> Schedule:
+    return get_visible(Schedule.objects.all(), member, schedule_id, what="Schedule")
+
+
+def fire_list(*, schedule: Schedule) -> QuerySet[Fire]:
+    """``schedule`` comes from :func:`schedule_get`: whoever sees it sees its fires."""
+    return Fire.objects.filter(schedule=schedule).order_by("-fired_at", "-id")
+
+
+def _checked(data: dict[str, Any], schedule: Schedule | None = None) -> dict[str, Any]:
+    """The fields as stored: the content as blocks, the cron expression and zone checked (422
+    naming the field), the agent the session's when a session is given."""
+    fields = {k: v for k, v in data.items() if k in FIELDS}
+    if "content" in fields:
+        fields["content"] = user_content(fields["content"])
+    expression = fields.get("cron", schedule.cron if schedule else "")
+    zone = fields.get("timezone", schedule.timezone if schedule else "UTC")
+    try:
+        cron.zone(zone)
+    except cron.BadSchedule as exc:
+        raise Unprocessable(str(exc), detail={"timezone": [str(exc)]}) from None
+    try:
+        cron.check(expression, zone)
+    except cron.BadSchedule as exc:
+        raise Unprocessable(str(exc), detail={"cron": [str(exc)]}) from None
+    if fields.get("session") is not None:
+        fields["agent"] = fields["session"].agent
+    return fields
+
+
+def _next(schedule: Schedule) -> None:
+    schedule.next_run_at = (cron.next_after(schedule.cron, schedule.timezone, timezone.now())
+                            if schedule.active else None)
+
+
+@transaction.atomic
+def schedule_create(*, member: Member, data: dict[str, Any]) -> Schedule:
+    fields = _checked(data)
+    fields.setdefault("pause_after_failures", hango().schedule_pause_after_failures)
+    schedule = Schedule(tenant_id=member.tenant_id, member=member, **fields)
+    _next(schedule)
+    schedule.save()
+    audit_record(actor=member, tenant=member.tenant_id, action=AuditAction.SCHEDULE_CREATE,
+                 obj_type="schedule", obj_id=schedule.pk, detail=_described(schedule))
+    return schedule
+
+
+@transaction.atomic
+def schedule_update(*, schedule: Schedule, data: dict[str, Any], actor: Member) -> Schedule:
+    schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
+    fields = _checked(data, schedule)
+    was_active = schedule.active
+    for name, value in fields.items():
+        setattr(schedule, name, value)
+    if {"cron", "timezone"} & set(fields) or schedule.active != was_active:
+        _next(schedule)
+    if schedule.active and not was_active:
+        schedule.paused_reason, schedule.consecutive_failures = "", 0
+    if not schedule.active and was_active:
+        schedule.paused_reason = "Paused by hand."
+    schedule.save()
+    audit_record(actor=actor, tenant=schedule.tenant_id, action=AuditAction.SCHEDULE_UPDATE,
+                 obj_type="schedule", obj_id=schedule.pk, detail={"fields": sorted(fields)})
+    return schedule
+
+
+def schedule_pause(*, schedule: Schedule, actor: Member) -> Schedule:
+    return schedule_update(schedule=schedule, data={"active": False}, actor=actor)
+
+
+def schedule_resume(*, schedule: Schedule, actor: Member) -> Schedule:
+    """Active again from now on: the fire times that passed while paused are not fired."""
+    return schedule_update(schedule=schedule, data={"active": True}, actor=actor)
+
+
+@transaction.atomic
+def schedule_delete(*, schedule: Schedule, actor: Member) -> None:
+    audit_record(actor=actor, tenant=schedule.tenant_id, action=AuditAction.SCHEDULE_DELETE,
+                 obj_type="schedule", obj_id=schedule.pk, detail=_described(schedule))
+    schedule.delete()
+
+
+@transaction.atomic
+def schedule_run_now(*, schedule: Schedule, actor: Member) -> Fire:
+    """Fire it now, outside its cron (its next fire time stays as it was); 409 while paused."""
+    schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
+    if not schedule.active:
+        raise Conflict("The schedule is paused: resume it first.",
+                       detail={"paused_reason": schedule.paused_reason})
+    now = timezone.now()
+    fired = firing.fire(schedule, fire_at=now, now=now, manual=True)
+    schedule.save()
+    audit_record(actor=actor, tenant=schedule.tenant_id, action=AuditAction.SCHEDULE_RUN,
+                 obj_type="schedule", obj_id=schedule.pk,
+                 detail={"fire": str(fired.pk), "status": fired.status})
+    return fired
+
+
+def _described(schedule: Schedule) -> dict[str, Any]:
+    return {"name": schedule.name, "agent": str(schedule.agent_id),
+            "session": str(schedule.session_id) if schedule.session_id else None,
+            "cron": schedule.cron, "timezone": schedule.timezone}

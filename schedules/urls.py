@@ -1,0 +1,12 @@
+"""Routes under /v1 owned by the schedules app."""
+
+from django.urls import path
+
+from schedules.apis import FireListApi, ScheduleDetailApi, ScheduleListApi, ScheduleRunApi
+
+urlpatterns = [
+    path("schedules", ScheduleListApi.as_view(), name="schedules"),
+    path("schedules/<str:schedule_id>", ScheduleDetailApi.as_view(), name="schedule"),
+    path("schedules/<str:schedule_id>/run", ScheduleRunApi.as_view(), name="schedule-run"),
+    path("schedules/<str:schedule_id>/fires", FireListApi.as_view(), name="schedule-fires"),
+]
