@@ -112,14 +112,17 @@ class _Watch:
             elif renewed is None or read is None:
                 renewed = read = now
             else:
-                if now - renewed >= beat:
-                    renewed = now
-                    self._renew_all(held)
-                if now - read >= read_every:
-                    read = now
-                    self._read(held)
-                # Hold no connection between beats: back to the pool for the runs to use.
-                connection.close()
+                try:  # reads first: a renewal may wait for a row lock (a third of a beat)
+                    if now - read >= read_every:
+                        read = now
+                        self._read(held)
+                    if now - renewed >= beat:
+                        renewed = now
+                        self._renew_all(held)
+                except Exception:  # the watch must outlive any one beat's trouble
+                    log.exception("the run watch's beat failed; the next one tries again")
+                finally:  # no connection held between beats: back to the pool for the runs
+                    connection.close()
             with self._lock:  # add() reads when this wait ends, under the same lock
                 now = time.monotonic()
                 if not self._held:
@@ -212,8 +215,8 @@ _watch = _Watch()
 
 
 def _forget_in_child() -> None:
-    # A forked child (a prefork pool's process) has no renewing thread, and no runs yet.
-    global _renewer
+    # A forked child (a prefork pool's process) has no watching thread, and no runs yet.
+    global _watch
     _watch = _Watch()
 
 

@@ -239,3 +239,14 @@ def test_a_run_that_lost_its_database_is_not_failed_and_its_retry_continues(queu
     # the lease (and the reconciler) instead.
     assert worker.execute_run(str(queued_run.pk), owner="worker-b") is Outcome.SKIPPED
     assert worker.execute_run(str(queued_run.pk), owner="worker-a") is Outcome.COMPLETED
+
+
+def test_a_forked_child_starts_with_a_watch_of_its_own():
+    from runs import leases
+
+    before = leases._watch
+    leases._forget_in_child()
+    try:
+        assert leases._watch is not before
+    finally:
+        leases._watch = before
