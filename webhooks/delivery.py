@@ -32,6 +32,7 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from hango_project.config import hango
+from hango_project.pgpool import release
 from webhooks import secrets
 from webhooks.models import Delivery, DeliveryStatus, Endpoint
 
@@ -58,15 +59,19 @@ def attempt(delivery_id: uuid.UUID | str) -> Delivery | None:
     delivery as it stands after, or None when there was nothing to do."""
     now = timezone.now()
     knobs = hango()
-    claimed = (Delivery.objects
-               .filter(pk=delivery_id, status=DeliveryStatus.PENDING)
+    pending = Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING)
+    claimed = (pending.filter(attempts__lt=knobs.webhook_max_attempts)
                .filter(Q(next_attempt_at__isnull=True)
                        | Q(next_attempt_at__lte=now + CLOCK_SKEW))
                .update(attempts=F("attempts") + 1,
                        next_attempt_at=now + timedelta(seconds=knobs.webhook_timeout_seconds + 30)))
     if not claimed:
+        # Attempts used up, yet still pending (its last attempt's worker died): given up.
+        pending.filter(attempts__gte=knobs.webhook_max_attempts).update(
+            status=DeliveryStatus.FAILED, next_attempt_at=None)
         return None
     delivery = Delivery.objects.select_related("endpoint").get(pk=delivery_id)
+    release()  # no connection held while the receiver takes its time
     outcome = _send(delivery, now)
     _record(delivery, outcome)
     return delivery
@@ -96,14 +101,15 @@ def _send(delivery: Delivery, now: datetime) -> Outcome:
     payload = body(delivery)
     try:
         signature = signatures(endpoint, delivery.message_id, now, payload)
-        target, host = public_target(endpoint.url)
+        target, host, sni = public_target(endpoint.url)
     except (Refused, secrets.SecretUnreadable) as exc:
-        return Outcome(None, str(exc), retry=False)
+        return Outcome(None, str(exc)[:MAX_ERROR], retry=False)
+    except Unresolved as exc:  # the resolver's trouble may pass
+        return Outcome(None, str(exc)[:MAX_ERROR], retry=True)
     headers = {"content-type": "application/json", "user-agent": USER_AGENT, "host": host,
                "webhook-id": delivery.message_id,
                "webhook-timestamp": str(int(now.timestamp())),
                "webhook-signature": signature}
-    sni = urlsplit(endpoint.url).hostname or ""
     try:
         with (httpx.Client(timeout=hango().webhook_timeout_seconds,
                            follow_redirects=False) as client,
@@ -112,32 +118,67 @@ def _send(delivery: Delivery, now: datetime) -> Outcome:
             code = answer.status_code  # the body is never read
     except httpx.HTTPError as exc:
         return Outcome(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR], retry=True)
+    except Exception as exc:  # noqa: BLE001 (a URL the HTTP client cannot use: no retry helps)
+        return Outcome(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR], retry=False)
     if 200 <= code < 300:
         return Outcome(code, "", retry=False)
     return Outcome(code, f"the endpoint answered {code}", retry=True)
 
 
-def public_target(url: str) -> tuple[str, str]:
-    """The URL with its host replaced by an address that may be called, and the ``Host``
-    header's value; :class:`Refused` when none may be."""
+class Unresolved(Exception):
+    """The host did not resolve (the resolver may answer next time)."""
+
+
+def public_target(url: str) -> tuple[str, str, str]:
+    """The URL with its host replaced by an address that may be called, the ``Host`` header's
+    value and the TLS name (the host in IDNA form); :class:`Refused` when none may be."""
     parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise Refused(f"a webhook URL is http(s)://host/…, not {parts.scheme!r}")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        found = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise Refused(f"the host {parts.hostname!r} does not resolve ({exc})") from None
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        name = (parts.hostname or "").encode("idna").decode("ascii")
+    except (ValueError, UnicodeError) as exc:
+        raise Refused(f"the URL cannot be used: {exc}") from None
+    if parts.scheme not in ("https", "http") or not name:
+        raise Refused(f"a webhook URL is http(s)://host/…, not {parts.scheme!r}")
+    try:
+        found = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise Unresolved(f"the host {name!r} does not resolve ({exc})") from None
     addresses = [ipaddress.ip_address(str(entry[4][0]).split("%")[0]) for entry in found]
     if not hango().webhook_allow_private:
-        private = [a for a in addresses if not a.is_global]
+        private = [a for a in addresses if not is_public(a)]
         if private:
-            raise Refused(f"the host {parts.hostname!r} resolves to a non-public address "
+            raise Refused(f"the host {name!r} resolves to a non-public address "
                           f"({private[0]}); set HANGO_WEBHOOK_ALLOW_PRIVATE to allow it")
     address = addresses[0]
     netloc = f"[{address}]" if address.version == 6 else str(address)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, f"{netloc}:{port}", parts.path or "/", parts.query, "")), host
+    shown = f"[{name}]" if ":" in name else name
+    host = shown if parts.port is None else f"{shown}:{parts.port}"
+    target = urlunsplit((parts.scheme, f"{netloc}:{port}", parts.path or "/", parts.query, ""))
+    return target, host, name
+
+
+# IPv6 prefixes that carry an IPv4 address in their last 32 bits: NAT64 (well-known and local
+# use) and IPv4-compatible; a 6to4 address carries one after its first 16 bits.
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"),
+          ipaddress.ip_network("::/96"))
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+
+
+def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Global, and so is any IPv4 address it carries (a NAT64 or 6to4 address reaches the IPv4
+    one; Python calls 64:ff9b::7f00:1 global)."""
+    if not address.is_global:
+        return False
+    if isinstance(address, ipaddress.IPv6Address):
+        carried = address.ipv4_mapped or address.sixtofour
+        if carried is None and any(address in net for net in _NAT64):
+            carried = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if carried is None and address in _SIX_TO_FOUR:
+            carried = ipaddress.IPv4Address((int(address) >> 80) & 0xFFFFFFFF)
+        if carried is not None:
+            return carried.is_global
+    return True
 
 
 def _record(delivery: Delivery, outcome: Outcome) -> None:
@@ -151,7 +192,9 @@ def _record(delivery: Delivery, outcome: Outcome) -> None:
         delivery.next_attempt_at = now + retry_pause(delivery.attempts)
     else:
         delivery.status, delivery.next_attempt_at = DeliveryStatus.FAILED, None
-    Delivery.objects.filter(pk=delivery.pk).update(
+    # Fenced by the attempt it records: a slower, older attempt writes nothing over it.
+    Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING,
+                            attempts=delivery.attempts).update(
         status=delivery.status, delivered_at=delivery.delivered_at,
         next_attempt_at=delivery.next_attempt_at, last_status_code=delivery.last_status_code,
         last_error=delivery.last_error)

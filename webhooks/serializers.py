@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from hango_project import fields as strict
 from hango_project.config import hango
+from webhooks.delivery import is_public
 from webhooks.models import RUN_EVENTS, Delivery, Endpoint
 
 
@@ -23,7 +24,12 @@ class EndpointInput(serializers.Serializer):
     active = strict.BooleanField(required=False)
 
     def validate_url(self, value: str) -> str:
-        parts = urlsplit(value)
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 (read for the ValueError of a bad port)
+            (parts.hostname or "").encode("idna")
+        except (ValueError, UnicodeError):
+            raise serializers.ValidationError("Not a URL hango can call.") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise serializers.ValidationError("An http:// or https:// URL with a host.")
         if parts.username or parts.password:
@@ -32,7 +38,7 @@ class EndpointInput(serializers.Serializer):
             address = ipaddress.ip_address(parts.hostname)
         except ValueError:  # a name: its addresses are checked at every delivery
             return value
-        if not address.is_global and not hango().webhook_allow_private:
+        if not is_public(address) and not hango().webhook_allow_private:
             raise serializers.ValidationError(
                 "A non-public address (HANGO_WEBHOOK_ALLOW_PRIVATE allows it).")
         return value

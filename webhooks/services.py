@@ -127,10 +127,10 @@ def deliveries_for_run(*, tenant_id: uuid.UUID, agent_id: uuid.UUID, event: str,
 
 
 def _described(endpoint: Endpoint) -> dict[str, Any]:
-    """What the audit log says of an endpoint: its URL without the query (a receiver may put
-    a token there), its agent and events."""
+    """What the audit log says of an endpoint: its URL's scheme and host only (a receiver may
+    put a token in its path or query), its agent and events."""
     parts = urlsplit(endpoint.url)
-    return {"url": urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", "")),
+    return {"url": urlunsplit((parts.scheme, parts.hostname or "", "", "", "")),
             "agent": str(endpoint.agent_id) if endpoint.agent_id else None,
             "events": list(endpoint.events)}
 

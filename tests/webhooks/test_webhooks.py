@@ -182,3 +182,30 @@ def test_endpoints_answer_their_tenant_s_rule(alice, bob, admin, outsider, make_
     assert changed.json()["active"] is False and changed.json()["events"] == ["run.failed"]
     assert alice.client.delete(f"/v1/webhooks/{endpoint['id']}").status_code == 204
     assert not Endpoint.objects.exists()
+
+
+def test_urls_that_cannot_be_called_are_refused_and_never_retried_forever(alice, local):
+    for bad in ("http://[::1", "https://example.com:99999/x"):
+        error_of(alice.client.post("/v1/webhooks", {"url": bad}, format="json"), 422)
+    endpoint = make_endpoint(alice, "https://bücher.example/hook")  # a name in IDNA: allowed
+    Endpoint.objects.filter(pk=endpoint["id"]).update(url="https://example.com:99999/x")
+    ping = alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping").json()
+    failed = Delivery.objects.get(pk=ping["id"])
+    assert failed.status == DeliveryStatus.FAILED and failed.attempts == 1
+    # Attempts used up by workers that died mid-attempt: the next look gives it up.
+    stuck = Delivery.objects.create(tenant_id=failed.tenant_id, endpoint_id=endpoint["id"],
+                                    event="webhook.ping", attempts=3)
+    assert delivery.attempt(stuck.pk) is None
+    assert Delivery.objects.get(pk=stuck.pk).status == DeliveryStatus.FAILED
+
+
+@pytest.mark.parametrize(("address", "public"), [
+    ("93.184.216.34", True), ("2606:2800:220:1::1", True), ("10.0.0.5", False),
+    ("::ffff:127.0.0.1", False), ("64:ff9b::7f00:1", False), ("64:ff9b::5db8:d822", True),
+    ("2002:7f00:1::1", False), ("::127.0.0.1", False), ("fe80::1", False),
+])
+def test_an_ipv4_address_carried_in_ipv6_is_checked_too(address, public):
+    import ipaddress
+
+    assert delivery.is_public(ipaddress.ip_address(address)) is public
+
