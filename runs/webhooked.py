@@ -14,9 +14,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from runs.models import Run
+from accounts.models import Member
+from runs.models import Run, Session
 from webhooks import services
 from webhooks.models import Delivery, Endpoint
+
+_WHOLE_TENANT_ROLES = ", ".join(f"'{role.value}'" for role in services.WHOLE_TENANT)
 
 # A step of the last turn's statement, after ``advanced`` (the run's row as updated; its status
 # is %(finish)s): the deliveries it makes, their ids returned by the statement.
@@ -36,6 +39,10 @@ DELIVERIES_CTE = f"""
     FROM advanced JOIN {Endpoint._meta.db_table} e ON e.active AND e.tenant_id = %(tenant)s
         AND (e.agent_id = %(agent)s OR e.id = advanced.webhook_id)
         AND e.events ? ('run.' || %(finish)s)
+        AND (e.member_id = (SELECT s.member_id FROM {Session._meta.db_table} s
+                            WHERE s.id = advanced.session_id)
+             OR EXISTS (SELECT 1 FROM {Member._meta.db_table} m WHERE m.id = e.member_id
+                        AND m.role IN ({_WHOLE_TENANT_ROLES})))
     RETURNING id"""
 
 
@@ -52,4 +59,5 @@ def deliveries_for(run: Run) -> list[uuid.UUID]:
     """In the caller's transaction, the deliveries of ``run``'s end (its status set)."""
     return services.deliveries_for_run(tenant_id=run.session.tenant_id, agent_id=run.agent_id,
                                        event=f"run.{run.status}", run_id=run.pk,
-                                       data=data(run), also=run.webhook_id)
+                                       data=data(run), also=run.webhook_id,
+                                       session_member_id=run.session.member_id)

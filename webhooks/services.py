@@ -19,7 +19,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.audit import audit_record
-from accounts.models import AuditAction, Member
+from accounts.models import AuditAction, Member, Role
 from accounts.scoping import get_visible, visible_to
 from agents.models import Agent
 from hango_project.config import hango
@@ -27,6 +27,9 @@ from webhooks import secrets, tasks
 from webhooks.models import RUN_EVENTS, Delivery, Endpoint, Event
 
 ENDPOINT_FIELDS = ("url", "description", "agent", "events", "active")
+# Whose endpoints hear of every run they name or their agent's; a member's only of the runs of
+# their own sessions (what the tenancy rule lets each see).
+WHOLE_TENANT = (Role.OWNER, Role.ADMIN)
 
 
 def endpoint_list(*, member: Member) -> QuerySet[Endpoint]:
@@ -110,17 +113,19 @@ def ping(*, endpoint: Endpoint, actor: Member) -> Delivery:
 
 
 def deliveries_for_run(*, tenant_id: uuid.UUID, agent_id: uuid.UUID, event: str,
-                       run_id: uuid.UUID, data: dict[str, Any],
+                       run_id: uuid.UUID, data: dict[str, Any], session_member_id: uuid.UUID,
                        also: uuid.UUID | None = None) -> list[uuid.UUID]:
     """In the caller's transaction, one delivery of ``event`` per active endpoint that wants
-    it: the agent's, and ``also`` (the endpoint the run's trigger named); each sent once the
-    transaction commits. The ORM twin of the turn statement's ``webhooked`` step."""
+    it and whose owner may see the run (an owner's or admin's, or the session's member's): the
+    agent's, and ``also`` (the endpoint the run names); each sent once the transaction
+    commits. The ORM twin of the turn statement's ``webhooked`` step."""
     wanted = Q(agent_id=agent_id) | (Q(pk=also) if also is not None else Q(pk__in=[]))
+    sees = Q(member__role__in=WHOLE_TENANT) | Q(member_id=session_member_id)
     now = timezone.now()
+    endpoints = Endpoint.objects.filter(wanted, sees, tenant_id=tenant_id, active=True)
     made = [Delivery.objects.create(tenant_id=tenant_id, endpoint=endpoint, event=event,
                                     run_id=run_id, data=data, next_attempt_at=now)
-            for endpoint in Endpoint.objects.filter(wanted, tenant_id=tenant_id, active=True)
-            if event in endpoint.events]
+            for endpoint in endpoints if event in endpoint.events]
     for delivery in made:
         transaction.on_commit(partial(tasks.send, delivery.pk))
     return [d.pk for d in made]

@@ -209,3 +209,36 @@ def test_an_ipv4_address_carried_in_ipv6_is_checked_too(address, public):
 
     assert delivery.is_public(ipaddress.ip_address(address)) is public
 
+
+def test_a_member_s_endpoint_hears_only_of_the_runs_the_member_may_see(alice, admin, make_agent,
+                                                                      make_session, local,
+                                                                      monkeypatch):
+    from runs import tasks
+
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    agent = make_agent(alice)
+    mine = make_endpoint(alice, "https://hooks.example.com/alice", agent=agent["id"])
+    theirs = make_endpoint(admin, "https://hooks.example.com/admin", agent=agent["id"])
+    for caller in (alice, admin):  # a run in alice's session, and one in the admin's
+        session = Session.objects.get(pk=make_session(caller, agent_id=agent["id"])["id"])
+        _, run = message_post(session=session, content="hi")
+        run_cancel(run=run, actor=caller.member)
+    told = sorted((str(d.endpoint_id), str(Run.objects.get(pk=d.run_id).session.member_id))
+                  for d in Delivery.objects.all())
+    assert told == sorted([(mine["id"], str(alice.member.pk)),
+                           (theirs["id"], str(alice.member.pk)),
+                           (theirs["id"], str(admin.member.pk))])
+
+
+def test_the_turn_statement_tells_a_member_s_endpoint_only_of_their_runs(alice, admin,
+                                                                         make_agent,
+                                                                         make_session, local):
+    agent = make_agent(alice, model="scripted:demo")
+    mine = make_endpoint(alice, "https://hooks.example.com/alice", agent=agent["id"])
+    theirs = make_endpoint(admin, "https://hooks.example.com/admin", agent=agent["id"])
+    session = make_session(admin, agent_id=agent["id"])  # the admin's: alice cannot see it
+    posted = admin.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"},
+                               format="json")
+    assert Run.objects.get(pk=posted.json()["run"]["id"]).status == "completed"
+    assert [str(d.endpoint_id) for d in Delivery.objects.all()] == [theirs["id"]]
+    assert mine["id"] != theirs["id"]
