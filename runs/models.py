@@ -255,8 +255,10 @@ class Trigger(models.Model):
     api_key = models.ForeignKey("accounts.ApiKey", null=True, on_delete=models.SET_NULL,
                                 related_name="triggers")
     idempotency_key = models.CharField(max_length=200)
-    # What the message asked for (SHA-256 of its canonical JSON, idempotency key and sequence
-    # aside): the same key with another message is refused, not answered with this run.
+    # What the message asked for and whose it is (SHA-256 of its canonical JSON without the
+    # idempotency key and the signing key's prefix, with the key's member): the same
+    # idempotency key with another message, or from another member, is refused, not answered
+    # with this run.
     fingerprint = models.CharField(max_length=64)
     # Kept when the session or the run is deleted: a replayed message stays a duplicate.
     session = models.ForeignKey(Session, null=True, on_delete=models.SET_NULL,

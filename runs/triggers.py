@@ -16,7 +16,8 @@ answers with the same run (a redelivered or replayed message changes nothing); w
 message it is refused. Messages for one session carrying a ``sequence`` are taken in that
 order: one whose predecessor has not been taken waits for it, up to
 ``HANGO_TRIGGER_ORDER_WAIT_SECONDS``. A bad message is refused with a reason — logged, audited
-when its tenant is known, and the task's answer — and never retried.
+in its tenant once its signature checked (before, it is anyone's: the broker's writers must not
+fill a tenant's audit log), and the task's answer — and never retried.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from hango_project import fields as strict
 from hango_project.config import hango
 from hango_project.errors import ApplicationError, NotFound
 from hango_project.parsers import unstorable_path
+from hango_project.pgpool import release
 from runs import queue, selectors, services
 from runs.models import Session, Trigger
 from runs.queue import Multitask
@@ -88,11 +90,14 @@ class TriggerInput(serializers.Serializer):
 
 @dataclass
 class Refused(Exception):
-    """Why a message is not taken: a stable code and a sentence."""
+    """Why a message is not taken: a stable code and a sentence. ``signed``: refused after its
+    signature checked (audited then; before, anyone with the broker could fill a tenant's
+    audit log)."""
 
     code: str
     message: str
     detail: dict[str, Any] | None = None
+    signed: bool = False
 
     def answer(self) -> dict[str, Any]:
         return {"status": "rejected",
@@ -114,7 +119,7 @@ def sign(payload: str, api_key: str) -> str:
 
 
 def _signature(payload: str, digest: str) -> str:
-    mac = hmac.new(digest.encode(), payload.encode(), hashlib.sha256).digest()
+    mac = hmac.new(digest.encode(), _bytes(payload), hashlib.sha256).digest()
     return f"{SIGNATURE_VERSION},{base64.b64encode(mac).decode()}"
 
 
@@ -155,14 +160,24 @@ def send_message(payload: Any, signature: Any) -> dict[str, Any]:
                 return _refuse(refused, _parsed_or_none(payload))
         except Refused as refused:
             return _refuse(refused, _parsed_or_none(payload))
-        time.sleep(pause)  # holds no connection meanwhile
+        release()  # no connection held while it waits
+        time.sleep(pause)
         pause = min(pause * 2, 1.0)
 
 
 def _take(payload: Any, signature: Any) -> dict[str, Any]:
-    data = _validated(payload)
-    member, api_key = _signer(data, payload, signature)
-    fingerprint = _fingerprint(data)
+    document = _document(payload)
+    member, api_key = _signer(document, payload, signature)
+    try:
+        return _take_signed(document, member, api_key)
+    except Refused as refused:
+        refused.signed = True
+        raise
+
+
+def _take_signed(document: dict[str, Any], member: Member, api_key: ApiKey) -> dict[str, Any]:
+    data = _validated(document)
+    fingerprint = _fingerprint(data, member)
     known = _known(data, fingerprint)
     if known is not None:
         return known
@@ -174,6 +189,9 @@ def _take(payload: Any, signature: Any) -> dict[str, Any]:
         with transaction.atomic():
             if session is not None:
                 queue.lock_session(session.pk)
+                # Taken meanwhile (a copy waited on the same lock)? Then answer it as such.
+                if (known := _known(data, fingerprint)) is not None:
+                    return known
                 _check_order(session, data.get("sequence"))
             else:
                 agent = _visible(lambda: agent_get(member=member, agent_id=data["agent"]),
@@ -193,24 +211,35 @@ def _take(payload: Any, signature: Any) -> dict[str, Any]:
             trigger.save(update_fields=["run"])
             audit_record(actor=member, tenant=member.tenant_id, action=AuditAction.TRIGGER_ACCEPT,
                          obj_type="trigger", obj_id=trigger.pk, detail=_audit_detail(data, run))
-    except IntegrityError:  # the same key (or sequence) taken meanwhile by another worker
+    except IntegrityError as exc:  # taken meanwhile by another worker, or a row went away
         known = _known(data, fingerprint)
-        if known is None:
+        if known is not None:
+            return known
+        if _constraint(exc) == "trigger_session_sequence":
             raise Refused("sequence_taken",
                           f"Message {data.get('sequence')} of the session was already taken "
                           f"with another idempotency key.") from None
-        return known
+        raise Refused("not_found", "The session, agent or webhook went away meanwhile.") from None
     except ApplicationError as exc:  # refused by the service: busy session, quota, bad content
         raise Refused(exc.code, exc.message, exc.detail) from None
     return _answer("accepted", trigger)
 
 
-def _validated(payload: Any) -> dict[str, Any]:
-    """The payload read and checked as the HTTP API reads a body: JSON, under the body cap,
-    nothing PostgreSQL could not store, each field of its type."""
+def _constraint(exc: IntegrityError) -> str:
+    diag = getattr(exc.__cause__, "diag", None)
+    return str(getattr(diag, "constraint_name", "") or "")
+
+
+def _bytes(text: str) -> bytes:
+    """UTF-8, a lone surrogate kept (it fails the checks after, never the encoding)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _document(payload: Any) -> dict[str, Any]:
+    """The payload read: a JSON object under the body cap."""
     if not isinstance(payload, str):
         raise Refused("malformed", "The payload must be a string holding a JSON object.")
-    if len(payload.encode()) > hango().max_body_bytes:
+    if len(_bytes(payload)) > hango().max_body_bytes:
         raise Refused("too_large", f"The payload is over {hango().max_body_bytes} bytes "
                       f"(HANGO_MAX_BODY_BYTES).")
     try:
@@ -219,6 +248,12 @@ def _validated(payload: Any) -> dict[str, Any]:
         raise Refused("malformed", "The payload is not JSON.") from None
     if not isinstance(data, dict):
         raise Refused("malformed", "The payload must be a JSON object.")
+    return data
+
+
+def _validated(data: dict[str, Any]) -> dict[str, Any]:
+    """The message checked as the HTTP API checks a body: nothing PostgreSQL could not store,
+    each field of its type."""
     where = unstorable_path(data)
     if where is not None:
         raise Refused("validation_error", "The payload is not a valid message.",
@@ -230,16 +265,25 @@ def _validated(payload: Any) -> dict[str, Any]:
     return dict(serializer.validated_data)
 
 
-def _signer(data: dict[str, Any], payload: str, signature: Any) -> tuple[Member, ApiKey]:
-    """The key's member, once the signature checks and the key may act in the tenant."""
+def _signer(document: dict[str, Any], payload: str, signature: Any) -> tuple[Member, ApiKey]:
+    """The key's member, once the signature checks and the key may act in the tenant (the
+    message is read no further before)."""
     refused = Refused("invalid_signature",
                       "The message is not signed by a valid API key of the tenant.")
-    api_key = (ApiKey.objects.select_related("member__user")
-               .filter(prefix=data["key"], member__tenant_id=data["tenant"]).first())
-    if api_key is None or not isinstance(signature, str):
+    prefix, tenant = document.get("key"), document.get("tenant")
+    if not isinstance(prefix, str) or not isinstance(tenant, str) or not isinstance(
+            signature, str):
         raise refused
-    expected = _signature(payload, api_key.secret_hash)
-    if not any(hmac.compare_digest(expected, given) for given in signature.split()):
+    try:
+        tenant_id = uuid.UUID(tenant)
+    except ValueError:
+        raise refused from None
+    api_key = (ApiKey.objects.select_related("member__user")
+               .filter(prefix=prefix[:64], member__tenant_id=tenant_id).first())
+    if api_key is None:
+        raise refused
+    expected = _bytes(_signature(payload, api_key.secret_hash))
+    if not any(hmac.compare_digest(expected, _bytes(given)) for given in signature.split()):
         raise refused
     if api_key.revoked_at is not None:
         raise Refused("key_revoked", "The API key that signed the message has been revoked.")
@@ -248,10 +292,13 @@ def _signer(data: dict[str, Any], payload: str, signature: Any) -> tuple[Member,
     return api_key.member, api_key
 
 
-def _fingerprint(data: dict[str, Any]) -> str:
+def _fingerprint(data: dict[str, Any], member: Member) -> str:
+    """What the message asks for, and whose it is: another member's key reusing an
+    idempotency key is refused, never answered with the first member's run."""
     asked = {k: str(v) if isinstance(v, uuid.UUID) else v for k, v in data.items()
              if k not in ("idempotency_key", "key")}
-    return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
+    asked["member"] = str(member.pk)
+    return hashlib.sha256(_bytes(json.dumps(asked, sort_keys=True))).hexdigest()
 
 
 def _known(data: dict[str, Any], fingerprint: str) -> dict[str, Any] | None:
@@ -310,7 +357,7 @@ def _audit_detail(data: dict[str, Any], run: Any) -> dict[str, Any]:
 def _parsed_or_none(payload: Any) -> dict[str, Any] | None:
     try:
         data = json.loads(payload) if isinstance(payload, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -318,11 +365,12 @@ def _parsed_or_none(payload: Any) -> dict[str, Any] | None:
 def _refuse(refused: Refused, data: dict[str, Any] | None) -> dict[str, Any]:
     """Log the refusal (never the content or the signature), audit it in its tenant when the
     tenant is known, and answer it."""
-    said = {name: data.get(field) for field, name in _SAID.items()
-            if isinstance(data, dict) and isinstance(data.get(field), str | int)}
+    said = {name: value if isinstance(value, int) else value[:200]
+            for field, name in _SAID.items()
+            if isinstance(data, dict) and isinstance(value := data.get(field), str | int)}
     log.warning("a %s message was refused (%s): %s %s", TASK_NAME, refused.code,
                 refused.message, said)
-    tenant = _tenant(said.get("tenant"))
+    tenant = _tenant(said.get("tenant")) if refused.signed else None
     if tenant is not None:
         with transaction.atomic():
             audit_record(actor=None, tenant=tenant, action=AuditAction.TRIGGER_REJECT,

@@ -121,9 +121,11 @@ def test_a_bad_message_is_refused_with_its_reason_and_leaves_nothing(alice, make
     assert code in caplog.text and signed not in caplog.text
     content = fields.get("content", "hello")
     assert not isinstance(content, str) or not content or content[:20] not in caplog.text
-    if change.get("tenant") is None:  # its tenant is known: the refusal is audited there
+    if code not in ("invalid_signature", "too_large"):  # signed: audited in the tenant
         entry = AuditEntry.objects.get(action=AuditAction.TRIGGER_REJECT)
         assert entry.detail["code"] == code and "hello" not in json.dumps(entry.detail)
+    else:  # refused before its signature was read: anyone's, only logged
+        assert not AuditEntry.objects.filter(action=AuditAction.TRIGGER_REJECT).exists()
 
 
 def test_what_is_not_a_signed_json_object_is_refused(alice):
@@ -222,3 +224,40 @@ def test_a_message_may_name_a_webhook_told_of_its_run_s_end(alice, outsider, mak
     refused = send_message(*message(alice, agent=make_agent(alice)["id"],
                                     webhook=foreign["id"]))
     assert refused["error"]["code"] == "not_found"
+
+
+def test_a_sequenced_message_taken_twice_at_once_is_a_duplicate_not_a_refusal(
+        alice, make_session, transactional_db):
+    session = make_session(alice)
+    payload, signature = message(alice, session=session["id"], sequence=1)
+    answers: list[dict] = []
+    barrier = threading.Barrier(2)
+
+    def take() -> None:
+        barrier.wait()
+        try:
+            answers.append(send_message(payload, signature))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=take) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert sorted(a["status"] for a in answers) == ["accepted", "duplicate"]
+
+
+def test_hostile_payloads_are_refused_not_crashed_on(alice, bob, make_session):
+    assert send_message("[" * 5000, "v1,x")["error"]["code"] == "malformed"
+    payload, signature = message(alice, agent=str(uuid.uuid4()))
+    assert send_message(payload, "v1,ſignature")["error"]["code"] == "invalid_signature"
+    surrogate = payload.replace('"hello"', '"\\ud800"')
+    refused = send_message(surrogate, sign(surrogate, alice.key))
+    assert refused["error"]["code"] == "validation_error"
+    # Another member of the tenant reusing an idempotency key gets no answer of the first's.
+    session = make_session(alice)
+    first = send_message(*message(alice, session=session["id"], idempotency_key="shared"))
+    assert first["status"] == "accepted"
+    other = send_message(*message(bob, agent=str(uuid.uuid4()), idempotency_key="shared"))
+    assert other["error"]["code"] == "idempotency_key_reused"
