@@ -204,10 +204,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # its statements again, ~5-10 ms of its start. hango_project.celery closes the unusable and
 # the old ones (CONN_MAX_AGE) at each task's boundaries instead, as Django does per request.
 CELERY_DB_REUSE_MAX = 1_000_000
-# hango keeps no task results (no result backend). Celery still asks the app for its backend at
-# every task's end, and keeps that object per thread unless told it is thread-safe: in a gevent
-# worker every task is a new greenlet, so each built a backend anew, reading a dozen settings
-# through Django's: a fifth of Celery's own CPU a task. The disabled backend holds no state.
+# Celery asks the app for its result backend at every task's end, and keeps that object per
+# thread unless told it is thread-safe: in a gevent worker every task is a new greenlet, so each
+# built a backend anew, reading a dozen settings through Django's: a fifth of Celery's own CPU a
+# task. Both backends hango uses are safe to share: the disabled one holds no state, Redis's
+# takes a connection from its pool per command.
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
 # Only the broker trigger (hango.send_message) answers its sender; run tasks keep no result.
 CELERY_RESULT_BACKEND = HANGO.result_backend_url or None
