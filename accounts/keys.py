@@ -21,16 +21,24 @@ class NewKey:
     prefix: str
     plaintext: str
     digest: str
+    trigger_key: str  # what signs the key's broker messages (runs/triggers.py)
 
 
 def digest(plaintext: str) -> str:
     return hashlib.sha512(plaintext.encode()).hexdigest()
 
 
+def trigger_key(plaintext: str) -> str:
+    """The key a broker message is signed with, derived from the API key (its holder computes
+    it): another digest than the stored one, so the database's digests sign nothing."""
+    return hashlib.sha512(b"hango-trigger\0" + plaintext.encode()).hexdigest()
+
+
 def make_key() -> NewKey:
     prefix = secrets.token_hex(PREFIX_BYTES)
     plaintext = f"{KEY_SCHEME}_{prefix}_{secrets.token_urlsafe(32)}"
-    return NewKey(prefix=prefix, plaintext=plaintext, digest=digest(plaintext))
+    return NewKey(prefix=prefix, plaintext=plaintext, digest=digest(plaintext),
+                  trigger_key=trigger_key(plaintext))
 
 
 def parse_prefix(presented: str) -> str | None:

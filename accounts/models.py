@@ -81,6 +81,9 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=100, blank=True, default="")
     prefix = models.CharField(max_length=16, unique=True)
     secret_hash = models.CharField(max_length=128)
+    # The key's trigger-signing key (accounts/keys.py::trigger_key), sealed
+    # (hango_project/sealing.py); empty for a key issued before broker triggers existed.
+    trigger_key = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

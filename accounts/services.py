@@ -11,6 +11,7 @@ from django.utils import timezone
 from accounts import keys
 from accounts.audit import audit_record
 from accounts.models import ApiKey, AuditAction, Member, Role, Tenant
+from hango_project import sealing
 from hango_project.errors import Conflict, Unprocessable
 
 
@@ -62,8 +63,8 @@ def api_key_issue(*, member: Member, name: str = "", actor: Member | None = None
         try:
             with transaction.atomic():
                 api_key = ApiKey.objects.create(
-                    member=member, name=name, prefix=new.prefix, secret_hash=new.digest
-                )
+                    member=member, name=name, prefix=new.prefix, secret_hash=new.digest,
+                    trigger_key=sealing.seal(new.trigger_key))
                 audit_record(actor=actor, tenant=member.tenant_id,
                              action=AuditAction.API_KEY_CREATE, obj_type="api_key",
                              obj_id=api_key.pk, detail=_key_detail(api_key))

@@ -5,8 +5,10 @@ JSON object saying whose message it is and what it says, and ``signature``, the 
 with one of the tenant's API keys. A message on the broker is not trusted by itself — anyone who
 can write to the broker can send one — so it carries no secret and is believed only once its
 signature checks: ``v1,`` then the base64 of HMAC-SHA256 over the payload's exact UTF-8 bytes,
-keyed with the key's SHA-512 hex digest (what hango stores of a key: the plaintext never
-crosses the broker, and a message read off the broker signs nothing else). The key must belong
+keyed with the key's trigger key (:func:`accounts.keys.trigger_key`: the SHA-512 hex digest
+of ``hango-trigger``, a NUL and the key), which the sender derives from the key it holds and
+hango keeps sealed. The plaintext never crosses the broker, a message read off the broker signs
+nothing else, and a copy of the database signs nothing either. The key must belong
 to the payload's tenant, be unrevoked and its user active; the key's member is the actor, who
 must be allowed to see the agent or session, as over HTTP.
 
@@ -37,10 +39,12 @@ from django.db import IntegrityError, InterfaceError, OperationalError, transact
 from django.db.models import Max
 from rest_framework import serializers
 
+from accounts import keys
 from accounts.audit import audit_record
 from accounts.models import ApiKey, AuditAction, Member, Tenant
 from agents.selectors import agent_get
 from hango_project import fields as strict
+from hango_project import sealing
 from hango_project.config import hango
 from hango_project.errors import ApplicationError, NotFound
 from hango_project.parsers import unstorable_path
@@ -115,11 +119,11 @@ class Waiting(Exception):
 def sign(payload: str, api_key: str) -> str:
     """The signature of ``payload`` with the API key ``api_key`` (its plaintext, on the sender's
     side), as the task checks it."""
-    return _signature(payload, hashlib.sha512(api_key.encode()).hexdigest())
+    return _signature(payload, keys.trigger_key(api_key))
 
 
-def _signature(payload: str, digest: str) -> str:
-    mac = hmac.new(digest.encode(), _bytes(payload), hashlib.sha256).digest()
+def _signature(payload: str, key: str) -> str:
+    mac = hmac.new(key.encode(), _bytes(payload), hashlib.sha256).digest()
     return f"{SIGNATURE_VERSION},{base64.b64encode(mac).decode()}"
 
 
@@ -282,7 +286,15 @@ def _signer(document: dict[str, Any], payload: str, signature: Any) -> tuple[Mem
                .filter(prefix=prefix[:64], member__tenant_id=tenant_id).first())
     if api_key is None:
         raise refused
-    expected = _bytes(_signature(payload, api_key.secret_hash))
+    try:
+        signing_key = sealing.unseal(api_key.trigger_key) if api_key.trigger_key else ""
+    except sealing.Unreadable:
+        signing_key = ""
+    if not signing_key:
+        raise Refused("key_cannot_sign", "The API key cannot sign trigger messages (issued "
+                      "before they existed, or under another DJANGO_SECRET_KEY): issue a new "
+                      "key.")
+    expected = _bytes(_signature(payload, signing_key))
     if not any(hmac.compare_digest(expected, _bytes(given)) for given in signature.split()):
         raise refused
     if api_key.revoked_at is not None:

@@ -261,3 +261,21 @@ def test_hostile_payloads_are_refused_not_crashed_on(alice, bob, make_session):
     assert first["status"] == "accepted"
     other = send_message(*message(bob, agent=str(uuid.uuid4()), idempotency_key="shared"))
     assert other["error"]["code"] == "idempotency_key_reused"
+
+
+def test_the_database_s_digests_sign_nothing_and_old_keys_cannot_sign(alice, make_agent):
+    import base64
+    import hashlib
+    import hmac as hmac_
+
+    from accounts.models import ApiKey
+
+    payload, _ = message(alice, agent=make_agent(alice)["id"])
+    stored = ApiKey.objects.get(member=alice.member)
+    forged = hmac_.new(stored.secret_hash.encode(), payload.encode(), hashlib.sha256).digest()
+    answer = send_message(payload, "v1," + base64.b64encode(forged).decode())
+    assert answer["error"]["code"] == "invalid_signature"
+    assert stored.trigger_key and stored.trigger_key not in (sign(payload, alice.key), alice.key)
+    ApiKey.objects.filter(pk=stored.pk).update(trigger_key="")  # issued before triggers
+    answer = send_message(payload, sign(payload, alice.key))
+    assert answer["error"]["code"] == "key_cannot_sign"
