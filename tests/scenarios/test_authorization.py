@@ -33,6 +33,7 @@ OBJECT_ROUTES = [
     ("patch", "/v1/webhooks/{webhook}", {"description": "renamed"}),
     ("get", "/v1/webhooks/{webhook}/deliveries", None),
     ("post", "/v1/webhooks/{webhook}/rotate", None),
+    ("post", "/v1/webhooks/{webhook}/ping", None),
     ("get", "/v1/schedules/{schedule}", None),
     ("patch", "/v1/schedules/{schedule}", {"name": "renamed"}),
     ("get", "/v1/schedules/{schedule}/fires", None),
@@ -86,7 +87,7 @@ def test_forbidden_caller_gets_the_missing_id_404(request, objects, who, method,
 def test_own_member_admin_and_owner_may(request, objects, who, method, url, body):
     client = request.getfixturevalue(who).client
     response = call(client, method, with_ids(url, **objects), body)
-    expected = 204 if method == "delete" else 202 if url.endswith("/run") else 200
+    expected = 204 if method == "delete" else 202 if url.endswith(("/run", "/ping")) else 200
     assert response.status_code == expected, response.content
     if method == "patch" and "/agents/" in url:
         assert Agent.objects.get(pk=objects["agent"]).name == "renamed"

@@ -34,6 +34,16 @@ def make_endpoint(caller, url: str, **fields) -> dict:
     return response.json()
 
 
+def settled(delivery_id: str, timeout: float = 10) -> Delivery:
+    """The delivery once it is no longer pending (its last answer is written after the
+    receiver has it)."""
+    deadline = time.monotonic() + timeout
+    while (found := Delivery.objects.get(pk=delivery_id)).status == DeliveryStatus.PENDING:
+        assert time.monotonic() < deadline, "the delivery stayed pending"
+        time.sleep(0.02)
+    return found
+
+
 def verified(secret: str, got) -> dict:
     return Webhook(secret).verify(got.body, got.headers)
 
@@ -94,7 +104,7 @@ def test_an_endpoint_that_fails_is_tried_again_then_given_up(alice, local):
         ping = alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping")
         assert ping.status_code == 202
         got = hook.wait_for(3, timeout=10)
-        time.sleep(0.1)
+        settled(ping.json()["id"])
         ids = {g.headers["webhook-id"] for g in got}
         assert len(ids) == 1  # every attempt the same message: a receiver drops repeats
         stamps = [int(g.headers["webhook-timestamp"]) for g in got]
@@ -105,8 +115,7 @@ def test_an_endpoint_that_fails_is_tried_again_then_given_up(alice, local):
         hook.answers = [500, 500, 500]
         failed = alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping").json()
         hook.wait_for(6, timeout=10)
-        time.sleep(0.2)
-    failed = Delivery.objects.get(pk=failed["id"])
+        failed = settled(failed["id"])
     assert (failed.status, failed.attempts, failed.last_error) == (
         DeliveryStatus.FAILED, 3, "the endpoint answered 500")
 
