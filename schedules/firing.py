@@ -104,7 +104,9 @@ def _latest_due(schedule: Schedule, now: datetime) -> tuple[datetime, int]:
 def fire(schedule: Schedule, *, fire_at: datetime, now: datetime,
          manual: bool = False) -> Fire:
     """In the caller's transaction (the schedule's row locked): start the schedule's run, or
-    record why it could not start. Its session is the schedule's, or a new one of its agent."""
+    record why it could not start. Its session is the schedule's, or a new one of its agent.
+    ``now`` is the tick's; the fire's own time is when it is made (later in a busy tick)."""
+    now = timezone.now()
     schedule.last_fired_at = now
     try:
         with transaction.atomic():  # a refusal undoes the half-made session
