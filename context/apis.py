@@ -146,7 +146,9 @@ def _compaction_json(report: SummarizationReport | None) -> dict[str, Any] | Non
             "summary_max_tokens": report.summary_max_tokens, "would_fail": report.would_fail}
 
 
-def _snapshot_response(session: Session, **options: Any) -> HttpResponse:
+def snapshot_response(session: Session, **options: Any) -> HttpResponse:
+    """The snapshot of ``session``'s next call (:func:`context.selectors.context_snapshot`'s
+    ``options``) as the API answers it; a schedule's preview answers the same way."""
     with selectors.gc_paused():  # the parts' JSON, like the snapshot, is many objects
         snapshot = selectors.context_snapshot(session=session, **options)
         # The bytes DRF's JSON renderer writes (compact, UTF-8 unescaped), rendered here to stay
@@ -171,7 +173,7 @@ class ContextApi(APIView):
             raise BadQuery("counted is 'provider' or absent.", detail={"counted": counted})
         full = request.query_params.get("full")
         if full is None:
-            return _snapshot_response(session, provider_count=bool(counted))
+            return snapshot_response(session, provider_count=bool(counted))
         snapshot = selectors.context_snapshot(session=session, provider_count=bool(counted))
         part = snapshot.part(full)
         if part is None or part.stale:
@@ -198,10 +200,10 @@ class ContextApi(APIView):
         data = validated(PreviewInput, request)
         message = user_content(data["message"]) if "message" in data else None
         if "overrides" not in data:
-            return _snapshot_response(session, message=message)
+            return snapshot_response(session, message=message)
         overrides = services.overrides_preview(
             session=session, overrides=[Override(**item) for item in data["overrides"]])
-        return _snapshot_response(session, extra=overrides, stored=False, message=message)
+        return snapshot_response(session, extra=overrides, stored=False, message=message)
 
 
 class ContextTryApi(APIView):

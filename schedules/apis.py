@@ -11,6 +11,8 @@ from rest_framework.views import APIView
 
 from accounts.models import Member
 from agents.selectors import agent_get
+from context.apis import snapshot_response
+from context.serializers import SnapshotOutput
 from hango_project.api import ListApi, caller, paginated, validated
 from hango_project.errors import NotFound, Unprocessable
 from hango_project.pagination import CursorPage
@@ -86,6 +88,19 @@ class ScheduleRunApi(APIView):
         schedule = services.schedule_get(member=member, schedule_id=schedule_id)
         fired = services.schedule_run_now(schedule=schedule, actor=member)
         return Response(FireOutput(fired).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ScheduleContextApi(APIView):
+    @extend_schema(operation_id="schedules_context", responses={200: SnapshotOutput},
+                   description="What the schedule's next fire would send to the model first, "
+                               "part by part with token counts: the context inspector's "
+                               "snapshot of its session (or of a new session of its agent, as "
+                               "each fire makes) with its message posted. 409 while its "
+                               "session has a run active (the fire's message would wait behind "
+                               "it). Nothing is written and no model is called.")
+    def get(self, request, schedule_id):
+        schedule = services.schedule_get(member=caller(request), schedule_id=schedule_id)
+        return snapshot_response(services.next_session(schedule), message=schedule.content)
 
 
 class FirePage(CursorPage):

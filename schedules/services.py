@@ -15,6 +15,7 @@ from accounts.models import AuditAction, Member
 from accounts.scoping import get_visible, visible_to
 from hango_project.config import hango
 from hango_project.errors import Conflict, Unprocessable
+from runs.models import Session
 from runs.services import user_content
 from schedules import cron, firing
 from schedules.models import Fire, Schedule
@@ -123,6 +124,16 @@ def schedule_run_now(*, schedule: Schedule, actor: Member) -> Fire:
                  obj_type="schedule", obj_id=schedule.pk,
                  detail={"fire": str(fired.pk), "status": fired.status})
     return fired
+
+
+def next_session(schedule: Schedule) -> Session:
+    """The session the next fire posts to: the schedule's, or the new one of its agent a fire
+    would make (not saved: nothing of it is stored yet, which is what the inspector reads)."""
+    if schedule.session_id is not None:
+        session = Session.objects.select_related("agent", "tenant").get(pk=schedule.session_id)
+        return session
+    return Session(tenant=schedule.tenant, agent=schedule.agent, member=schedule.member,
+                   title=schedule.name)
 
 
 def _described(schedule: Schedule) -> dict[str, Any]:

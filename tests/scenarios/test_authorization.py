@@ -37,6 +37,7 @@ OBJECT_ROUTES = [
     ("get", "/v1/schedules/{schedule}", None),
     ("patch", "/v1/schedules/{schedule}", {"name": "renamed"}),
     ("get", "/v1/schedules/{schedule}/fires", None),
+    ("get", "/v1/schedules/{schedule}/context", None),
     ("post", "/v1/schedules/{schedule}/run", None),
 ]
 ROUTE_IDS = [f"{method.upper()} {url}" for method, url, _ in OBJECT_ROUTES]

@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from runs import tasks
-from runs.models import Run, RunStatus
+from runs.models import Run, RunStatus, Session
 from schedules import firing
 from schedules.models import Fire, FireStatus, Schedule
 from tests.support.api import error_of
@@ -173,3 +173,27 @@ def test_bad_schedules_are_422_naming_the_field_and_others_see_none(alice, bob, 
         error_of(other.client.post(f"/v1/schedules/{made['id']}/run"), 404, "not_found")
         assert other.client.get("/v1/schedules").json()["results"] == []
     assert alice.client.delete(f"/v1/schedules/{made['id']}").status_code == 204
+
+
+def test_the_inspector_previews_what_the_next_fire_would_send(alice, make_agent, make_session):
+    agent = make_agent(alice)
+    made = make_schedule(alice, agent=agent["id"], content="Summarise yesterday.")
+    preview = alice.client.get(f"/v1/schedules/{made['id']}/context")
+    assert preview.status_code == 200, preview.content
+    snapshot = preview.json()
+    # A new session of the agent with the message posted: what a fire makes, read before.
+    fresh = make_session(alice, agent_id=agent["id"])
+    same = alice.client.post(f"/v1/sessions/{fresh['id']}/context",
+                             {"message": "Summarise yesterday."}, format="json").json()
+    assert snapshot["totals"] == same["totals"]
+    assert [p["id"] for p in snapshot["messages"]] == [p["id"] for p in same["messages"]]
+    assert "previewed" in snapshot["messages"][-1]["label"]
+    assert not Session.objects.filter(title="morning digest").exists()  # nothing written
+    # A session's schedule previews that session; busy, the fire would wait: 409.
+    session = make_session(alice, agent_id=agent["id"])
+    on_session = make_schedule(alice, session=session["id"])
+    assert alice.client.get(f"/v1/schedules/{on_session['id']}/context").status_code == 200
+    alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "busy"},
+                      format="json")
+    busy = alice.client.get(f"/v1/schedules/{on_session['id']}/context")
+    error_of(busy, 409, "conflict")
