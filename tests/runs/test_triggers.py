@@ -17,6 +17,7 @@ from accounts.services import api_key_revoke
 from runs import tasks, triggers
 from runs.models import Message, PendingMessage, Run, Session, Trigger
 from runs.triggers import send_message, sign
+from tests.support.threads import at_once
 
 
 @pytest.fixture(autouse=True)
@@ -69,21 +70,7 @@ def test_two_workers_taking_the_same_message_at_once_start_one_run(alice, make_s
                                                                    transactional_db):
     session = make_session(alice)
     payload, signature = message(alice, session=session["id"])
-    answers: list[dict] = []
-    barrier = threading.Barrier(2)
-
-    def take() -> None:
-        barrier.wait()
-        try:
-            answers.append(send_message(payload, signature))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=take) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(20)
+    answers = at_once(lambda: send_message(payload, signature))
     assert sorted(a["status"] for a in answers) == ["accepted", "duplicate"]
     assert answers[0]["run"] == answers[1]["run"] and Run.objects.count() == 1
 
@@ -230,21 +217,7 @@ def test_a_sequenced_message_taken_twice_at_once_is_a_duplicate_not_a_refusal(
         alice, make_session, transactional_db):
     session = make_session(alice)
     payload, signature = message(alice, session=session["id"], sequence=1)
-    answers: list[dict] = []
-    barrier = threading.Barrier(2)
-
-    def take() -> None:
-        barrier.wait()
-        try:
-            answers.append(send_message(payload, signature))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=take) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(20)
+    answers = at_once(lambda: send_message(payload, signature))
     assert sorted(a["status"] for a in answers) == ["accepted", "duplicate"]
 
 

@@ -4,11 +4,9 @@ a row, fired by hand."""
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from runs import tasks
@@ -16,6 +14,7 @@ from runs.models import Run, RunStatus, Session
 from schedules import firing
 from schedules.models import Fire, FireStatus, Schedule
 from tests.support.api import error_of
+from tests.support.threads import at_once
 
 
 @pytest.fixture(autouse=True)
@@ -62,20 +61,7 @@ def test_two_workers_ticking_at_once_fire_a_time_once(alice, make_agent, transac
     made = make_schedule(alice, agent=make_agent(alice)["id"], cron="* * * * *")
     at = timezone.now().replace(second=0, microsecond=0)
     due(made["id"], at)
-    barrier = threading.Barrier(2)
-
-    def tick() -> None:
-        barrier.wait()
-        try:
-            firing.tick(now=at + timedelta(seconds=5))
-        finally:
-            connection.close()
-
-    workers = [threading.Thread(target=tick) for _ in range(2)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(20)
+    at_once(lambda: firing.tick(now=at + timedelta(seconds=5)))
     assert Fire.objects.count() == 1 and Run.objects.count() == 1
 
 
