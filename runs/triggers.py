@@ -160,7 +160,7 @@ def send_message(payload: Any, signature: Any) -> dict[str, Any]:
                                   f"Message {waiting.sequence - 1} of the session never came "
                                   f"(waited {hango().trigger_order_wait_seconds:g} s); send it, "
                                   f"then this one again.",
-                                  {"sequence": waiting.sequence})
+                                  {"sequence": waiting.sequence}, signed=True)
                 return _refuse(refused, _parsed_or_none(payload))
         except Refused as refused:
             return _refuse(refused, _parsed_or_none(payload))

@@ -177,6 +177,8 @@ def test_a_session_s_messages_with_a_sequence_are_taken_in_its_order(alice, make
     assert again["error"]["code"] == "sequence_taken"
     late = send_message(*message(alice, session=session, sequence=4, content="fourth"))
     assert late["error"]["code"] == "predecessor_missing"
+    assert AuditEntry.objects.filter(action=AuditAction.TRIGGER_REJECT,
+                                     detail__code="predecessor_missing").exists()
     assert Trigger.objects.filter(session_id=session).count() == 2
 
 
