@@ -124,6 +124,22 @@ class ReconcilerThread:
             log.info("reconciler handed on %d due webhook deliveries", resent)
 
 
+_embedded: ReconcilerThread | None = None
+
+
+def start_without_workers() -> None:
+    """In a server with no broker (the embedded quickstart: runs execute on threads of this
+    process, and no worker exists), run the workers' thread here: schedules fire, runs stranded
+    by a stop continue, due webhook deliveries go. Once per process; nothing with a broker (the
+    workers run it) or inline runs (tests)."""
+    global _embedded
+    knobs = hango()
+    if knobs.broker_url or knobs.run_inline or _embedded is not None:
+        return
+    _embedded = ReconcilerThread(knobs.reconcile_seconds)
+    _embedded.start()
+
+
 class Reconciler(bootsteps.StartStopStep):
     """The worker bootstep that starts :class:`ReconcilerThread` with the worker and stops it
     at shutdown (registered in :mod:`hango_project.celery`)."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,25 @@ def _the_printed_cli_line_runs(lines: list[str], base: str, key: str) -> None:
     assert 'You said: "Count my words again". It has 4 words.' in result.stdout
 
 
+def _a_schedule_fires(base: str, key: str, agent_id: str, database: Path) -> None:
+    """With no worker, the server's own reconciler thread fires a due schedule."""
+    status, made = _get(f"{base}/v1/schedules", key, {"name": "nightly", "agent": agent_id,
+                                                      "cron": "0 3 * * *", "content": "hi"})
+    assert status == 201, made
+    due = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")  # Django's SQLite form
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE schedules SET next_run_at = ? WHERE id = ?",
+                   [due, made["id"].replace("-", "")])
+    deadline = time.monotonic() + 20
+    while True:
+        status, fires = _get(f"{base}/v1/schedules/{made['id']}/fires", key)
+        if fires.get("results"):
+            break
+        assert time.monotonic() < deadline, "the schedule did not fire in the quickstart"
+        time.sleep(0.2)
+    assert fires["results"][0]["status"] in ("started", "completed")
+
+
 def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
     agent_ids = []
     for attempt in range(2):
@@ -132,6 +153,7 @@ def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
             assert status == 201, session
             if attempt == 0:
                 _follow_a_run(base, key, session["id"])
+                _a_schedule_fires(base, key, agent["id"], tmp_path / "hango.sqlite3")
             # runserver cannot de-chunk a body: refused clearly, not read as empty (a 422)
             status, refused = raw_request(port, (
                 f"POST /v1/sessions HTTP/1.1\nHost: 127.0.0.1:{port}\n"
