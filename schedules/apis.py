@@ -18,7 +18,12 @@ from hango_project.errors import NotFound, Unprocessable
 from hango_project.pagination import CursorPage
 from runs.selectors import session_get
 from schedules import services
-from schedules.serializers import FireOutput, ScheduleInput, ScheduleOutput
+from schedules.serializers import (
+    FireOutput,
+    ScheduleDetailOutput,
+    ScheduleInput,
+    ScheduleOutput,
+)
 from webhooks.services import endpoint_get
 
 
@@ -55,10 +60,12 @@ class ScheduleListApi(ListApi):
 
 
 class ScheduleDetailApi(APIView):
-    @extend_schema(operation_id="schedules_retrieve", responses=ScheduleOutput)
+    @extend_schema(operation_id="schedules_retrieve", responses=ScheduleDetailOutput)
     def get(self, request, schedule_id):
+        """The schedule, with the tokens all its runs have spent."""
         schedule = services.schedule_get(member=caller(request), schedule_id=schedule_id)
-        return Response(ScheduleOutput(schedule).data)
+        return Response({**ScheduleOutput(schedule).data,
+                         "usage": services.schedule_usage(schedule)})
 
     @extend_schema(operation_id="schedules_update", request=ScheduleInput,
                    responses=ScheduleOutput)

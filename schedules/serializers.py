@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from accounts.usage_apis import UsageOutput
 from hango_project import fields as strict
 from runs.queue import Multitask
 from runs.serializers import ContentField, RunErrorField, UserContentField
@@ -61,8 +62,19 @@ class FireOutput(serializers.ModelSerializer):
     session = serializers.UUIDField(source="session_id", read_only=True, allow_null=True)
     run = serializers.UUIDField(source="run_id", read_only=True, allow_null=True)
     error = RunErrorField(read_only=True, help_text="Why it was refused, or why its run failed.")
+    usage = UsageOutput(source="run", read_only=True, allow_null=True,
+                        help_text="The tokens its run has spent so far (null: no run).")
 
     class Meta:
         model = Fire
-        fields = ["id", "fire_at", "fired_at", "manual", "status", "session", "run", "error"]
+        fields = ["id", "fire_at", "fired_at", "manual", "status", "session", "run", "error",
+                  "usage"]
+        read_only_fields = fields
+
+
+class ScheduleDetailOutput(ScheduleOutput):
+    usage = UsageOutput(read_only=True, help_text="The tokens all its runs have spent.")
+
+    class Meta(ScheduleOutput.Meta):
+        fields = [*ScheduleOutput.Meta.fields, "usage"]
         read_only_fields = fields

@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from accounts.audit import audit_record
@@ -15,7 +15,7 @@ from accounts.models import AuditAction, Member
 from accounts.scoping import get_visible, visible_to
 from hango_project.config import hango
 from hango_project.errors import Conflict, Unprocessable
-from runs.models import Session
+from runs.models import Run, Session
 from runs.services import user_content
 from schedules import cron, firing
 from schedules.models import Fire, Schedule
@@ -33,8 +33,19 @@ def schedule_get(*, member: Member, schedule_id: uuid.UUID | str) -> Schedule:
 
 
 def fire_list(*, schedule: Schedule) -> QuerySet[Fire]:
-    """``schedule`` comes from :func:`schedule_get`: whoever sees it sees its fires."""
-    return Fire.objects.filter(schedule=schedule).order_by("-fired_at", "-id")
+    """``schedule`` comes from :func:`schedule_get`: whoever sees it sees its fires (each with
+    its run, for its usage)."""
+    return (Fire.objects.filter(schedule=schedule).select_related("run")
+            .order_by("-fired_at", "-id"))
+
+
+def schedule_usage(schedule: Schedule) -> dict[str, int]:
+    """The tokens the schedule's runs have spent, from the runs' own counters (one indexed
+    read of its fires and their runs)."""
+    counters = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    sums = Run.objects.filter(pk__in=Fire.objects.filter(schedule=schedule)
+                              .values("run_id")).aggregate(**{c: Sum(c) for c in counters})
+    return {c: int(sums[c] or 0) for c in counters}
 
 
 def _checked(data: dict[str, Any], schedule: Schedule | None = None) -> dict[str, Any]:

@@ -183,3 +183,16 @@ def test_the_inspector_previews_what_the_next_fire_would_send(alice, make_agent,
                       format="json")
     busy = alice.client.get(f"/v1/schedules/{on_session['id']}/context")
     error_of(busy, 409, "conflict")
+
+
+def test_a_schedule_s_usage_is_its_runs_tokens(alice, make_agent):
+    made = make_schedule(alice, agent=make_agent(alice)["id"])
+    runs = [alice.client.post(f"/v1/schedules/{made['id']}/run").json()["run"] for _ in range(2)]
+    for k, run_id in enumerate(runs):  # as the runs' turns would count them
+        Run.objects.filter(pk=run_id).update(input_tokens=100 + k, output_tokens=10,
+                                             cache_read_tokens=k)
+    shown = alice.client.get(f"/v1/schedules/{made['id']}").json()
+    assert shown["usage"] == {"input_tokens": 201, "output_tokens": 20, "cache_read_tokens": 1,
+                              "cache_write_tokens": 0}
+    fires = alice.client.get(f"/v1/schedules/{made['id']}/fires").json()["results"]
+    assert sorted(f["usage"]["input_tokens"] for f in fires) == [100, 101]
