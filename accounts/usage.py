@@ -200,10 +200,12 @@ def quota_release(*, run_id: uuid.UUID | None = None, holds: Sequence[int] = ())
 
 def usage_list(*, member: Member, since: datetime | None = None, until: datetime | None = None,
                agent: uuid.UUID | None = None, session: uuid.UUID | None = None,
-               purpose: str | None = None) -> QuerySet[UsageRecord]:
+               purpose: str | None = None, run: uuid.UUID | None = None,
+               runs: QuerySet[Any] | None = None) -> QuerySet[UsageRecord]:
     """The usage rows the member may see (their own sessions', or the tenant's for owners and
-    admins), filtered. ``since`` is inclusive, ``until`` exclusive. An agent or session the
-    member cannot see simply matches no rows."""
+    admins), filtered. ``since`` is inclusive, ``until`` exclusive. An agent, session or run the
+    member cannot see simply matches no rows. ``runs`` (a query of run ids) keeps the rows of
+    those runs: how an app above this one (a schedule's fires) names the runs it started."""
     rows = visible_to(UsageRecord.objects.all(), member)
     if since is not None:
         rows = rows.filter(created_at__gte=since)
@@ -215,6 +217,10 @@ def usage_list(*, member: Member, since: datetime | None = None, until: datetime
         rows = rows.filter(session_id=session)
     if purpose is not None:
         rows = rows.filter(purpose=purpose)
+    if run is not None:
+        rows = rows.filter(run_id=run)
+    if runs is not None:
+        rows = rows.filter(run_id__in=runs)
     return rows
 
 

@@ -6,8 +6,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import UsageRecord
@@ -66,21 +68,48 @@ def _purpose(params: Any) -> str | None:
     return raw
 
 
+# The filters every usage page takes; the usage route adds agent, session and run.
+TIME_PARAMETERS = [
+    OpenApiParameter("since", datetime, description="Rows created at or after this time (ISO "
+                     "8601; a date means its UTC midnight)."),
+    OpenApiParameter("until", datetime, description="Rows created before this time (as "
+                     "`since`)."),
+    OpenApiParameter("purpose", str, enum=list(PURPOSES), description="Only rows of this "
+                     "purpose."),
+    OpenApiParameter("cursor", str, description="The pagination cursor."),
+    OpenApiParameter("limit", int, description="Rows per page (capped)."),
+]
+
+
+def usage_page(view: APIView, request: Any, *, runs: QuerySet[Any] | None = None) -> Response:
+    """The usage rows the caller may see that the query's filters keep (and, given ``runs``, of
+    those runs only), newest first, with the totals of every row they keep (not just this
+    page)."""
+    params = request.query_params
+    since, until = query_time(params, "since"), query_time(params, "until")
+    if since is not None and until is not None and since > until:
+        raise BadQuery("'since' is after 'until'.",
+                       detail={"since": params["since"], "until": params["until"]})
+    rows = usage_list(member=caller(request), since=since, until=until,
+                      agent=_uuid(params, "agent"), session=_uuid(params, "session"),
+                      purpose=_purpose(params), run=_uuid(params, "run"), runs=runs)
+    paginator = CursorPage()
+    page = paginator.paginate_queryset(rows, request, view=view)
+    response = paginator.get_paginated_response(UsageRowOutput(page, many=True).data)
+    response.data = {"totals": usage_totals(rows), **response.data}
+    return response
+
+
 class UsageApi(APIView):
     @extend_schema(
         operation_id="usage_list",
         parameters=[
-            OpenApiParameter("since", datetime, description="Rows created at or after this "
-                             "time (ISO 8601; a date means its UTC midnight)."),
-            OpenApiParameter("until", datetime, description="Rows created before this time (as "
-                             "`since`)."),
+            *TIME_PARAMETERS,
             OpenApiParameter("agent", uuid.UUID, description="Only this agent's rows."),
             OpenApiParameter("session", uuid.UUID, description="Only this session's rows (a "
                              "session the caller cannot see matches no rows)."),
-            OpenApiParameter("purpose", str, enum=list(PURPOSES),
-                             description="Only rows of this purpose."),
-            OpenApiParameter("cursor", str, description="The pagination cursor."),
-            OpenApiParameter("limit", int, description="Rows per page (capped)."),
+            OpenApiParameter("run", uuid.UUID, description="Only this run's rows: a trigger "
+                             "message's answer names its run."),
         ],
         responses=UsagePageOutput,
     )
@@ -88,16 +117,4 @@ class UsageApi(APIView):
         """One row per model call the caller may see (their own sessions'; the whole tenant's
         for owners and admins), newest first, with the totals of every row the filters match
         (not just this page)."""
-        params = request.query_params
-        since, until = query_time(params, "since"), query_time(params, "until")
-        if since is not None and until is not None and since > until:
-            raise BadQuery("'since' is after 'until'.",
-                           detail={"since": params["since"], "until": params["until"]})
-        rows = usage_list(member=caller(request), since=since, until=until,
-                          agent=_uuid(params, "agent"), session=_uuid(params, "session"),
-                          purpose=_purpose(params))
-        paginator = CursorPage()
-        page = paginator.paginate_queryset(rows, request, view=self)
-        response = paginator.get_paginated_response(UsageRowOutput(page, many=True).data)
-        response.data = {"totals": usage_totals(rows), **response.data}
-        return response
+        return usage_page(self, request)

@@ -39,12 +39,17 @@ def fire_list(*, schedule: Schedule) -> QuerySet[Fire]:
             .order_by("-fired_at", "-id"))
 
 
+def schedule_runs(schedule: Schedule) -> QuerySet[Any]:
+    """The ids of the runs the schedule started (a query, for a filter)."""
+    return Fire.objects.filter(schedule=schedule, run__isnull=False).values("run_id")
+
+
 def schedule_usage(schedule: Schedule) -> dict[str, int]:
     """The tokens the schedule's runs have spent, from the runs' own counters (one indexed
     read of its fires and their runs)."""
     counters = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-    sums = Run.objects.filter(pk__in=Fire.objects.filter(schedule=schedule)
-                              .values("run_id")).aggregate(**{c: Sum(c) for c in counters})
+    sums = Run.objects.filter(pk__in=schedule_runs(schedule)).aggregate(
+        **{c: Sum(c) for c in counters})
     return {c: int(sums[c] or 0) for c in counters}
 
 

@@ -8,6 +8,7 @@ from schedules.apis import (
     ScheduleDetailApi,
     ScheduleListApi,
     ScheduleRunApi,
+    ScheduleUsageApi,
 )
 
 urlpatterns = [
@@ -17,4 +18,5 @@ urlpatterns = [
     path("schedules/<str:schedule_id>/fires", FireListApi.as_view(), name="schedule-fires"),
     path("schedules/<str:schedule_id>/context", ScheduleContextApi.as_view(),
          name="schedule-context"),
+    path("schedules/<str:schedule_id>/usage", ScheduleUsageApi.as_view(), name="schedule-usage"),
 ]

@@ -3,6 +3,7 @@ totals over every matching row, and bad filters answering 400."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -16,10 +17,11 @@ ZERO = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_wr
         "calls": 0}
 
 
-def record(session_id, purpose="run", tokens=(10, 1, 0, 0), *, days_ago=0, key=None):
+def record(session_id, purpose="run", tokens=(10, 1, 0, 0), *, days_ago=0, key=None, run=None):
     session = Session.objects.get(pk=session_id)
     row = UsageRecord.objects.create(
-        tenant_id=session.tenant_id, session=session, agent_id=session.agent_id, purpose=purpose,
+        tenant_id=session.tenant_id, session=session, agent_id=session.agent_id, run_id=run,
+        purpose=purpose,
         provider="scripted", model="demo", input_tokens=tokens[0], output_tokens=tokens[1],
         cache_read_tokens=tokens[2], cache_write_tokens=tokens[3],
         dedupe_key=key or f"k{UsageRecord.objects.count()}")
@@ -85,6 +87,17 @@ def test_filters(alice, owner, usage):
                until=since).json()["totals"]["calls"] == 1
 
 
+def test_the_run_filter_keeps_one_run_s_rows(alice, bob, usage):
+    """What a trigger message's answer names is a run: its usage is this filter's."""
+    run = uuid.uuid4()
+    record(usage["alice"]["id"], "run", (40, 4, 0, 0), run=run)
+    record(usage["alice"]["id"], "summarize", (2, 1, 0, 0), run=run)
+    body = get(alice, run=str(run)).json()
+    assert body["totals"] == {**ZERO, "input_tokens": 42, "output_tokens": 5, "calls": 2}
+    assert {r["run"] for r in body["results"]} == {str(run)}
+    assert get(bob, run=str(run)).json()["totals"] == ZERO  # not bob's session
+
+
 def test_a_session_or_agent_the_caller_cannot_see_matches_no_rows(alice, outsider, usage):
     for params in ({"session": usage["bob"]["id"]}, {"session": usage["outsider"]["id"]},
                    {"agent": usage["outsider"]["agent"]}):
@@ -103,7 +116,7 @@ def test_pages_share_the_totals_of_every_matching_row(owner, usage):
 
 @pytest.mark.parametrize("params", [
     {"since": "yesterday"}, {"until": "2026-13-01"}, {"since": "2026-02-30T00:00:00Z"},
-    {"purpose": "fun"}, {"agent": "nope"}, {"session": "123"},
+    {"purpose": "fun"}, {"agent": "nope"}, {"session": "123"}, {"run": "run-1"},
     {"since": "2026-05-02T00:00:00Z", "until": "2026-05-01T00:00:00Z"},
 ])
 def test_bad_filters_answer_400(alice, usage, params):

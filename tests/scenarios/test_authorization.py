@@ -38,6 +38,7 @@ OBJECT_ROUTES = [
     ("patch", "/v1/schedules/{schedule}", {"name": "renamed"}),
     ("get", "/v1/schedules/{schedule}/fires", None),
     ("get", "/v1/schedules/{schedule}/context", None),
+    ("get", "/v1/schedules/{schedule}/usage", None),
     ("post", "/v1/schedules/{schedule}/run", None),
 ]
 ROUTE_IDS = [f"{method.upper()} {url}" for method, url, _ in OBJECT_ROUTES]

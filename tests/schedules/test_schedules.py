@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.models import UsageRecord
 from runs import tasks
 from runs.models import Run, RunStatus, Session
 from schedules import firing
@@ -196,3 +197,25 @@ def test_a_schedule_s_usage_is_its_runs_tokens(alice, make_agent):
                               "cache_write_tokens": 0}
     fires = alice.client.get(f"/v1/schedules/{made['id']}/fires").json()["results"]
     assert sorted(f["usage"]["input_tokens"] for f in fires) == [100, 101]
+
+
+def test_a_schedule_s_usage_rows_are_its_runs_and_no_one_else_s(alice, bob, outsider,
+                                                                make_agent, make_session):
+    made = make_schedule(alice, agent=make_agent(alice)["id"])
+    runs = [alice.client.post(f"/v1/schedules/{made['id']}/run").json()["run"] for _ in range(2)]
+    other = Session.objects.get(pk=make_session(alice)["id"])
+    for k, run_id in enumerate([*runs, None]):  # the last: a call outside the schedule
+        session = Run.objects.get(pk=run_id).session if run_id else other
+        UsageRecord.objects.create(
+            tenant_id=session.tenant_id, session=session, run_id=run_id,
+            agent_id=session.agent_id, purpose="run",
+            provider="scripted", model="demo", input_tokens=10 + k, output_tokens=1,
+            dedupe_key=f"usage-{k}")
+    body = alice.client.get(f"/v1/schedules/{made['id']}/usage").json()
+    assert body["totals"] == {"input_tokens": 21, "output_tokens": 2, "cache_read_tokens": 0,
+                              "cache_write_tokens": 0, "calls": 2}
+    assert {row["run"] for row in body["results"]} == set(runs)
+    assert alice.client.get(f"/v1/schedules/{made['id']}/usage",
+                            {"purpose": "summarize"}).json()["totals"]["calls"] == 0
+    for stranger in (bob, outsider):
+        error_of(stranger.client.get(f"/v1/schedules/{made['id']}/usage"), 404, "not_found")
