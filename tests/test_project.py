@@ -58,7 +58,7 @@ def test_list_routes_are_documented_as_the_pages_they_answer():
             assert page["properties"]["next"]["type"] == ["string", "null"]
             names = {p["name"] for p in operation.spec["parameters"]}
             assert {"cursor", "limit"} <= names, operation
-    assert listed == LISTS | {"usage_list"}
+    assert listed == LISTS | {"usage_list", "schedules_usage"}
 
 
 def test_the_event_stream_is_documented():
