@@ -1,4 +1,5 @@
-"""Project-wide checks: migrations in sync, a valid OpenAPI schema, the harness boundary."""
+"""Project-wide checks: migrations in sync, a valid OpenAPI schema, the harness boundary, the
+architecture document's module table."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import yaml
 from django.core.management import call_command
 
 from tests.support.openapi import operations
+from tools import module_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -139,6 +141,13 @@ def test_harness_imports_no_framework():
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
+
+
+def test_the_architecture_module_table_is_the_modules_own_docstrings():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    assert "<!-- modules: harness -->" in doc  # a table removed would pass vacuously
+    generated = module_table.render(doc).splitlines()
+    assert doc.splitlines() == generated, "run: python tools/module_table.py"
 
 def test_otel_environment_configures_the_sdk(tmp_path):
     code = (
