@@ -1,28 +1,63 @@
-"""What the apps' admins share."""
+"""What the apps' admins share.
+
+The admin writes nothing the API's services do not: a row the API writes is written here
+through the same service (its checks, its audit row), a row the application alone writes is
+read-only (:class:`AppWrittenAdmin`). Tenants and members, which no API route writes, are the
+operator's and are edited here as plain models (Django's own admin history records who).
+"""
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
-from django.http import HttpRequest
+from django.contrib import messages
+from django.contrib.auth.models import AnonymousUser
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+
+from accounts.models import Member
+from hango_project.errors import ApplicationError
 
 if TYPE_CHECKING:
-    from django.contrib.admin.options import BaseModelAdmin
+    from django.contrib.admin.options import BaseModelAdmin, ModelAdmin
 
     # What the mixin's super() calls reach: ModelAdmin or an inline, whichever it is mixed into.
     _AdminBase = BaseModelAdmin[Any]
+    _ModelAdminBase = ModelAdmin[Any]
 else:
-    _AdminBase = object
+    _AdminBase = _ModelAdminBase = object
+
+
+def acting_member(request: HttpRequest, tenant_id: uuid.UUID) -> Member | None:
+    """Whom the audit row of a write made here names: the staff user's member of the tenant
+    (as the Context panel acts), or nobody when they are none — as for a write from the
+    command line; the admin's own history names the user either way."""
+    assert not isinstance(request.user, AnonymousUser)  # admin_view lets only staff in
+    return Member.objects.filter(user=request.user, tenant_id=tenant_id).first()
+
+
+def refusal(exc: ApplicationError) -> str:
+    """A service's refusal as one line: its message, then the problems its detail lists (a
+    field's list of reasons; a figure such as ``max_files`` is in the message already)."""
+    problems = [p for value in exc.detail.values() if isinstance(value, list)
+                for p in value if isinstance(p, str)]
+    return " ".join([exc.message, *problems])
 
 
 class AppWrittenAdmin(_AdminBase):
     """For rows the application alone writes (its services, the run worker): the admin adds
     none, and changes or deletes one only where a subclass sets ``may_change`` or
     ``may_delete`` (then the user's own permissions decide). Mix in before ``admin.ModelAdmin``
-    or an inline."""
+    or an inline.
+
+    Such rows go with whatever owns them (a session's runs with their agent): the deletion
+    of an owner here does not count them as rows the user may not delete
+    (:class:`OwnerAdmin`), unless a subclass says ``deleted_with_owner = False``."""
 
     may_change = False
     may_delete = False
+    deleted_with_owner = True
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -32,3 +67,52 @@ class AppWrittenAdmin(_AdminBase):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self.may_delete and super().has_delete_permission(request, obj)
+
+
+class OwnerAdmin(_ModelAdminBase):
+    """For a model whose deletion takes app-written rows with it, as the API's own deletion
+    does (an agent's sessions, runs and schedules): those rows refuse a deletion of their own,
+    which Django would otherwise count against deleting their owner. An admin marks its rows
+    so with ``deleted_with_owner``."""
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        owned = {str(model._meta.verbose_name)
+                 for model, model_admin in self.admin_site._registry.items()
+                 if getattr(model_admin, "deleted_with_owner", False)}
+        return deleted, counts, perms_needed - owned, protected
+
+
+class ServiceWrittenAdmin(_ModelAdminBase):
+    """For a model written here through its services: a refusal the form could not foresee
+    (the path taken meanwhile, a set the pair rule refuses) rolls the whole request back and is
+    shown as the service words it, instead of a 500. Mix in before ``admin.ModelAdmin``."""
+
+    def _refused(self, request: HttpRequest, exc: ApplicationError) -> HttpResponse:
+        self.message_user(request, refusal(exc), messages.ERROR)
+        return HttpResponseRedirect(request.get_full_path())
+
+    def changeform_view(self, request: HttpRequest, object_id: str | None = None,
+                        form_url: str = "", extra_context: dict[str, Any] | None = None
+                        ) -> HttpResponse:
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except ApplicationError as exc:
+            return self._refused(request, exc)
+
+    def delete_view(self, request: HttpRequest, object_id: str,
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except ApplicationError as exc:
+            return self._refused(request, exc)
+
+    def changelist_view(self, request: HttpRequest,
+                        extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        if request.method != "POST":
+            return super().changelist_view(request, extra_context)
+        try:  # an action on many rows: all of it or none
+            with transaction.atomic():
+                return super().changelist_view(request, extra_context)
+        except ApplicationError as exc:
+            return self._refused(request, exc)

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rest_framework.test import APIClient
 
-from accounts.models import Role, Tenant
+from accounts.models import Member, Role, Tenant
 from hango_project.celery import app as celery_app
 from hango_project.config import HangoSettings
 from harness.messages import Request, Response
@@ -73,6 +73,14 @@ def staff_client(client, db):
     user = get_user_model().objects.create_superuser("root@example.com", "root@example.com", "pw")
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+def staff_member(staff_client, tenant) -> Member:
+    """The staff user of ``staff_client`` as an owner of ``tenant``: the member the admin's
+    writes in that tenant are audited as."""
+    user = get_user_model().objects.get(username="root@example.com")
+    return Member.objects.create(tenant=tenant, user=user, role=Role.OWNER)
 
 
 @pytest.fixture
