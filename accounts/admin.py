@@ -1,9 +1,17 @@
-from django.contrib import admin, messages
+import json
+from typing import Any
 
-from accounts.models import ApiKey, AuditEntry, Member, QuotaHold, Tenant, UsageRecord
+from django.contrib import admin, messages
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.text import Truncator
+
+from accounts.models import ApiKey, AuditEntry, Member, QuotaHold, QuotaPeriod, Tenant, UsageRecord
 from accounts.services import api_key_issue, api_key_revoke
 from accounts.usage import period_bounds, tenant_spend
 from hango_project.admin import AppWrittenAdmin
+
+PERIOD_WORDS = {QuotaPeriod.DAY: "today", QuotaPeriod.MONTH: "this month"}
 
 
 class MemberInline(admin.TabularInline):
@@ -22,12 +30,16 @@ class TenantAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "quota_used", "created_at"]
     inlines = [MemberInline]
 
-    @admin.display(description="tokens used this period")
+    @admin.display(description="usage")
     def quota_used(self, tenant: Tenant) -> str:
+        """The period's spend, its share of the quota and when it resets (periods are UTC)."""
         start, end = period_bounds(tenant.quota_period)
-        used = tenant_spend(tenant.pk, start)
-        limit = "unlimited" if tenant.token_quota is None else f"of {tenant.token_quota:,}"
-        return f"{used:,} {limit} (resets {end:%Y-%m-%d})"
+        used, quota = tenant_spend(tenant.pk, start), tenant.token_quota
+        period = PERIOD_WORDS[QuotaPeriod(tenant.quota_period)]
+        if quota is None:
+            return f"{used:,} tokens {period} · no quota"
+        share = f" ({used * 100 // quota}%)" if quota else ""
+        return f"{used:,} of {quota:,} tokens {period}{share} · resets {end:%Y-%m-%d} UTC"
 
 
 @admin.register(Member)
@@ -98,11 +110,33 @@ class QuotaHoldAdmin(AppWrittenAdmin, admin.ModelAdmin):
     fields = ["tenant", "run", "tokens", "expires_at", "created_at"]
 
 
+def _shown(value: Any) -> str:
+    """A detail's value in a line: text as it is, a list of plain values joined by commas."""
+    if isinstance(value, list) and not any(isinstance(v, dict | list) for v in value):
+        return ", ".join(str(v) for v in value)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 @admin.register(AuditEntry)
 class AuditEntryAdmin(AppWrittenAdmin, admin.ModelAdmin):
     """Read-only: the audit log is append-only."""
 
-    list_display = ["created_at", "tenant", "actor", "action", "object_type", "object_id"]
+    list_display = ["created_at", "tenant", "actor", "action", "object_type", "object_id",
+                    "detail_summary"]
     list_filter = ["action", "tenant"]
     search_fields = ["object_id"]
     date_hierarchy = "created_at"
+    fields = ["created_at", "tenant", "actor", "action", "object_type", "object_id",
+              "readable_detail"]
+    readonly_fields = ["readable_detail"]
+
+    @admin.display(description="detail")
+    def readable_detail(self, entry: AuditEntry) -> SafeString:
+        text = json.dumps(entry.detail, indent=2, ensure_ascii=False, sort_keys=True)
+        return format_html('<pre class="audit-detail">{}</pre>', text)
+
+    @admin.display(description="detail")
+    def detail_summary(self, entry: AuditEntry) -> str:
+        """One line a list can hold: each key with its value."""
+        line = "; ".join(f"{k}: {_shown(v)}" for k, v in (entry.detail or {}).items())
+        return Truncator(line).chars(120)
