@@ -1,25 +1,67 @@
+"""Agents, their memory files and the tenant's skills in the admin: written through the same
+services as the API (its checks, its audit rows), as the staff user's member of the tenant."""
+
 from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
+from accounts.models import Member, Tenant
 from agents import services
 from agents.config import allowed_tools_problems, config_problems
 from agents.models import SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
+from hango_project.admin import OwnerAdmin, ServiceWrittenAdmin, acting_member
 from hango_project.config import hango
 from hango_project.errors import ApplicationError
 from harness.middleware.memory import content_problem, path_problem
 
 
+def adopt(obj: Model, saved: Model) -> None:
+    """The form's unsaved instance becomes the row a service saved, for what the admin does
+    with it next (its inlines, its history, the message naming it)."""
+    for field in saved._meta.concrete_fields:
+        setattr(obj, field.attname, getattr(saved, field.attname))
+    obj._state.adding = False
+
+
+def written(form: forms.ModelForm, names: tuple[str, ...], change: bool) -> dict[str, Any]:
+    """The fields a service takes from the form: every one given on an add, the changed ones
+    on a change."""
+    return {k: form.cleaned_data[k] for k in names
+            if k in (form.changed_data if change else form.cleaned_data)}
+
+
+class TenantOwnedForm(forms.ModelForm):
+    """A row with a tenant and an owner, both chosen when it is added and fixed after (the
+    admin shows them read-only): the owner must be a member of the tenant."""
+
+    def tenant(self) -> Tenant | None:
+        return self.cleaned_data.get("tenant") if "tenant" in self.fields else self.instance.tenant
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        tenant, owner = cleaned.get("tenant"), cleaned.get("owner")
+        if isinstance(owner, Member) and tenant is not None and owner.tenant_id != tenant.pk:
+            self.add_error("owner", f"{owner} is not a member of {tenant}.")
+        return cleaned
+
+
 class MemoryFileForm(forms.ModelForm):
-    """The API's rules for a memory file: a normalized absolute path, content within budget."""
+    """The API's rules for a memory file: a normalized absolute path, content within budget.
+    A file's path is fixed once it exists (the API has no rename)."""
 
     class Meta:
         model = MemoryFile
         fields = ["agent", "path", "content"]
         widgets = {"content": forms.Textarea(attrs={"rows": 12, "cols": 100})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.instance._state.adding and "path" in self.fields:
+            self.fields["path"].disabled = True
 
     def clean_path(self) -> str:
         path = self.cleaned_data["path"]
@@ -36,15 +78,67 @@ class MemoryFileForm(forms.ModelForm):
         return content
 
 
+def room_problem(agent: Agent | None, adding: int, deleting: int = 0) -> str | None:
+    """The service's cap on an agent's memory files, checked before anything is saved."""
+    cap = hango().memory_max_files
+    kept = MemoryFile.objects.filter(agent=agent).count() if agent and agent.pk else 0
+    if adding and kept - deleting + adding > cap:
+        return f"An agent has at most {cap} memory files; delete one first."
+    return None
+
+
+class OneMemoryFileForm(MemoryFileForm):
+    """A memory file's own page: a new one must fit under its agent's cap."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.instance._state.adding and (problem := room_problem(cleaned.get("agent"), 1)):
+            raise forms.ValidationError(problem)
+        return cleaned
+
+
+class MemoryFileFormSet(BaseInlineFormSet):
+    def clean(self) -> None:
+        super().clean()
+        adding = sum(1 for f in self.extra_forms if f.has_changed() and f not in
+                     self.deleted_forms)
+        deleting = sum(1 for f in self.deleted_forms if not f.instance._state.adding)
+        if problem := room_problem(self.instance, adding, deleting):
+            raise forms.ValidationError(problem)
+
+
 class MemoryFileInline(admin.StackedInline):
     model = MemoryFile
     form = MemoryFileForm
+    formset = MemoryFileFormSet
     extra = 0
     fields = ["path", "content", "updated_at"]
     readonly_fields = ["updated_at"]
 
 
-class AgentForm(forms.ModelForm):
+def save_memory_files(request: HttpRequest, agent: Agent, formset: BaseInlineFormSet) -> None:
+    """The agent page's memory files through the API's services: deletions first (they make
+    room), then each new or changed file. What it did is kept on the formset, as its own
+    ``save()`` would, for the admin's history."""
+    actor = acting_member(request, agent.tenant_id)
+    formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+    for form in formset.deleted_forms:
+        if not form.instance._state.adding:
+            services.memory_file_delete(memory_file=form.instance, actor=actor)
+            formset.deleted_objects.append(form.instance)
+    for form in formset.forms:
+        if form in formset.deleted_forms or not form.has_changed():
+            continue
+        memory_file, created = services.memory_file_put(
+            agent=agent, path=form.cleaned_data["path"], content=form.cleaned_data["content"],
+            actor=actor)
+        if created:
+            formset.new_objects.append(memory_file)
+        else:
+            formset.changed_objects.append((memory_file, form.changed_data))
+
+
+class AgentForm(TenantOwnedForm):
     """The API's rules for an agent's tools and config, so an agent saved here runs like one
     saved through the API (a run parses the config and fails on one it cannot)."""
 
@@ -66,8 +160,8 @@ class AgentForm(forms.ModelForm):
         return value
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        tenant, config = cleaned.get("tenant"), cleaned.get("config")
+        cleaned = super().clean()
+        tenant, config = self.tenant(), cleaned.get("config")
         if tenant is not None and isinstance(config, dict):  # the skills must be the tenant's
             try:
                 cleaned["config"] = services.checked_config(tenant.pk, config)
@@ -76,8 +170,16 @@ class AgentForm(forms.ModelForm):
         return cleaned
 
 
+class TenantOwnedAdmin(ServiceWrittenAdmin, admin.ModelAdmin):
+    """A tenant's row with an owner: both chosen when it is added, read-only after."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fixed = ["tenant", "owner"] if obj else []
+        return [*super().get_readonly_fields(request, obj), *fixed]
+
+
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(OwnerAdmin, TenantOwnedAdmin):
     form = AgentForm
     list_display = ["name", "tenant", "owner", "model", "updated_at"]
     list_filter = ["tenant", "model"]
@@ -86,23 +188,62 @@ class AgentAdmin(admin.ModelAdmin):
     autocomplete_fields = ["owner"]
     inlines = [MemoryFileInline]
 
+    def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
+        actor = acting_member(request, obj.tenant_id)
+        data = written(form, services.WRITABLE_FIELDS, change)
+        if not change:
+            adopt(obj, services.agent_create(member=obj.owner, data=data, actor=actor))
+        elif data:
+            services.agent_update(agent=obj, data=data, actor=actor)
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        save_memory_files(request, form.instance, formset)
+
+    def delete_model(self, request: HttpRequest, obj: Agent) -> None:
+        services.agent_delete(agent=obj, actor=acting_member(request, obj.tenant_id))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        for agent in queryset:
+            self.delete_model(request, agent)
+
 
 @admin.register(MemoryFile)
-class MemoryFileAdmin(admin.ModelAdmin):
-    form = MemoryFileForm
+class MemoryFileAdmin(ServiceWrittenAdmin, admin.ModelAdmin):
+    form = OneMemoryFileForm
     list_display = ["path", "agent", "size", "updated_at"]
     list_filter = ["agent__tenant"]
     search_fields = ["path", "agent__name"]
     readonly_fields = ["id", "created_at", "updated_at"]
     autocomplete_fields = ["agent"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fixed = ["agent", "path"] if obj else []
+        return [*super().get_readonly_fields(request, obj), *fixed]
+
     @admin.display(description="size (bytes)")
     def size(self, obj: MemoryFile) -> int:
         return len(obj.content.encode())
 
+    def save_model(self, request: HttpRequest, obj: MemoryFile, form: Any, change: bool) -> None:
+        actor = acting_member(request, obj.agent.tenant_id)
+        if not change:
+            adopt(obj, services.memory_file_create(agent=obj.agent, path=obj.path,
+                                                   content=obj.content, actor=actor))
+        elif "content" in form.changed_data:
+            services.memory_file_put(agent=obj.agent, path=obj.path, content=obj.content,
+                                     actor=actor)
 
-class SkillForm(forms.ModelForm):
-    """The API's rules for a skill's name and tools."""
+    def delete_model(self, request: HttpRequest, obj: MemoryFile) -> None:
+        services.memory_file_delete(memory_file=obj,
+                                    actor=acting_member(request, obj.agent.tenant_id))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MemoryFile]) -> None:
+        for memory_file in queryset.select_related("agent"):
+            self.delete_model(request, memory_file)
+
+
+class SkillForm(TenantOwnedForm):
+    """The API's rules for a skill's name and tools; a name is the tenant's once."""
 
     name = forms.RegexField(regex=SKILL_NAME_PATTERN, max_length=64,
                             help_text="Lowercase letters, digits and single hyphens.")
@@ -118,9 +259,18 @@ class SkillForm(forms.ModelForm):
             raise forms.ValidationError(problems)
         return value
 
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        name = cleaned.get("name")
+        # On an add, the model's own constraint is checked; on a change its tenant is fixed.
+        if "tenant" not in self.fields and name and Skill.objects.filter(
+                tenant_id=self.instance.tenant_id, name=name).exclude(pk=self.instance.pk).exists():
+            self.add_error("name", "A skill with this name already exists in the tenant.")
+        return cleaned
+
 
 @admin.register(Skill)
-class SkillAdmin(admin.ModelAdmin):
+class SkillAdmin(TenantOwnedAdmin):
     form = SkillForm
     list_display = ["name", "tenant", "owner", "updated_at"]
     list_filter = ["tenant"]
@@ -128,9 +278,18 @@ class SkillAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "created_at", "updated_at"]
     autocomplete_fields = ["owner"]
 
+    def save_model(self, request: HttpRequest, obj: Skill, form: Any, change: bool) -> None:
+        actor = acting_member(request, obj.tenant_id)
+        data = written(form, services.SKILL_FIELDS, change)
+        if not change:
+            adopt(obj, services.skill_create(member=obj.owner, data=data, actor=actor))
+        elif data:
+            services.skill_update(skill=obj, data=data, actor=actor)
+
     def delete_model(self, request: HttpRequest, obj: Skill) -> None:
-        services.skill_delete(skill=obj)  # also detaches it from the tenant's agents
+        # Also detaches it from the tenant's agents.
+        services.skill_delete(skill=obj, actor=acting_member(request, obj.tenant_id))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Skill]) -> None:
         for skill in queryset:
-            services.skill_delete(skill=skill)
+            self.delete_model(request, skill)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from django.db import IntegrityError, transaction
 
@@ -33,14 +33,25 @@ def checked_config(tenant_id: uuid.UUID, config: dict[str, Any]) -> dict[str, An
     return {**config, "skills": ids}
 
 
+# Who made a row for ``member``: the member themself (the API), or someone on their behalf (the
+# admin: the staff user's member of the tenant, or None).
+Maker = Member | None | Literal["member"]
+
+
+def _maker(member: Member, actor: Maker) -> Member | None:
+    return member if isinstance(actor, str) else actor
+
+
 @transaction.atomic
-def agent_create(*, member: Member, data: dict[str, Any]) -> Agent:
+def agent_create(*, member: Member, data: dict[str, Any], actor: Maker = "member") -> Agent:
+    """A new agent owned by ``member``."""
     fields = {k: v for k, v in data.items() if k in WRITABLE_FIELDS}
     if "config" in fields:
         fields["config"] = checked_config(member.tenant_id, fields["config"])
     agent = Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
-    audit_record(actor=member, tenant=agent.tenant_id, action=AuditAction.AGENT_CREATE,
-                 obj_type="agent", obj_id=agent.pk, detail={"name": agent.name})
+    audit_record(actor=_maker(member, actor), tenant=agent.tenant_id,
+                 action=AuditAction.AGENT_CREATE, obj_type="agent", obj_id=agent.pk,
+                 detail={"name": agent.name})
     return agent
 
 
@@ -131,15 +142,17 @@ def _name_taken(name: str) -> Conflict:
 
 
 @transaction.atomic
-def skill_create(*, member: Member, data: dict[str, Any]) -> Skill:
+def skill_create(*, member: Member, data: dict[str, Any], actor: Maker = "member") -> Skill:
+    """A new skill of ``member``'s tenant, owned by them."""
     fields = {k: v for k, v in data.items() if k in SKILL_FIELDS}
     try:
         with transaction.atomic():
             skill = Skill.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
     except IntegrityError:
         raise _name_taken(fields["name"]) from None
-    audit_record(actor=member, tenant=skill.tenant_id, action=AuditAction.SKILL_CREATE,
-                 obj_type="skill", obj_id=skill.pk, detail={"name": skill.name})
+    audit_record(actor=_maker(member, actor), tenant=skill.tenant_id,
+                 action=AuditAction.SKILL_CREATE, obj_type="skill", obj_id=skill.pk,
+                 detail={"name": skill.name})
     return skill
 
 
