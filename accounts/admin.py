@@ -1,15 +1,19 @@
+"""Tenants and members (the operator's: no API route writes them), keys issued and revoked
+through the services, and the usage, holds and audit log the application writes."""
+
 import json
 from typing import Any
 
 from django.contrib import admin, messages
+from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from accounts.models import ApiKey, AuditEntry, Member, QuotaHold, QuotaPeriod, Tenant, UsageRecord
 from accounts.services import api_key_issue, api_key_revoke
-from accounts.usage import period_bounds, tenant_spend
-from hango_project.admin import AppWrittenAdmin
+from accounts.usage import period_bounds, quota_release, tenant_spend
+from hango_project.admin import AppWrittenAdmin, OwnerAdmin, acting_member
 
 PERIOD_WORDS = {QuotaPeriod.DAY: "today", QuotaPeriod.MONTH: "this month"}
 
@@ -23,7 +27,7 @@ class MemberInline(admin.TabularInline):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(OwnerAdmin, admin.ModelAdmin):
     list_display = ["name", "trace_llm_content", "token_quota", "quota_period", "quota_used",
                     "created_at"]
     search_fields = ["name"]
@@ -43,7 +47,7 @@ class TenantAdmin(admin.ModelAdmin):
 
 
 @admin.register(Member)
-class MemberAdmin(admin.ModelAdmin):
+class MemberAdmin(OwnerAdmin, admin.ModelAdmin):
     list_display = ["user", "tenant", "role", "created_at"]
     list_filter = ["role", "tenant"]
     search_fields = ["user__username", "user__email", "tenant__name"]
@@ -53,7 +57,11 @@ class MemberAdmin(admin.ModelAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    """Keys are shown by prefix only; the digest never leaves the database."""
+    """Keys are shown by prefix only; the digest never leaves the database. Issued and revoked
+    through the services (audited as the staff user's member of the key's tenant); a key is
+    revoked, never deleted on its own (its audit rows name it), and goes with its member."""
+
+    deleted_with_owner = True
 
     list_display = ["prefix", "name", "member", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["member__tenant"]
@@ -63,14 +71,16 @@ class ApiKeyAdmin(admin.ModelAdmin):
     autocomplete_fields = ["member"]
     actions = ["revoke"]
 
-    def get_readonly_fields(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Once issued, a key's owner and name are history; only revocation changes it.
-        return [*self.readonly_fields, "member", "name"] if obj else self.readonly_fields
+        return obj is None and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
     def save_model(self, request, obj, form, change):
-        if change:
-            return
-        issued = api_key_issue(member=obj.member, name=obj.name)
+        issued = api_key_issue(member=obj.member, name=obj.name,
+                               actor=acting_member(request, obj.member.tenant_id))
         obj.pk, obj.prefix = issued.api_key.pk, issued.api_key.prefix
         obj._state.adding = False
         self.message_user(
@@ -81,14 +91,18 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request, queryset):
-        for api_key in queryset.filter(revoked_at__isnull=True):
-            api_key_revoke(api_key=api_key)
+        for api_key in queryset.filter(revoked_at__isnull=True).select_related("member"):
+            api_key_revoke(api_key=api_key,
+                           actor=acting_member(request, api_key.member.tenant_id))
         self.message_user(request, "Revoked.")
 
 
 @admin.register(UsageRecord)
 class UsageRecordAdmin(AppWrittenAdmin, admin.ModelAdmin):
-    """Read-only: usage is written by the run worker alone."""
+    """Read-only: usage is written by the run worker alone. A ledger: a tenant that has
+    spent is not deleted here."""
+
+    deleted_with_owner = False
 
     list_display = ["created_at", "tenant", "purpose", "provider", "model", "input_tokens",
                     "output_tokens", "cache_read_tokens", "cache_write_tokens", "run"]
@@ -109,6 +123,12 @@ class QuotaHoldAdmin(AppWrittenAdmin, admin.ModelAdmin):
     list_filter = ["tenant"]
     fields = ["tenant", "run", "tokens", "expires_at", "created_at"]
 
+    def delete_model(self, request: HttpRequest, obj: QuotaHold) -> None:
+        quota_release(holds=[obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        quota_release(holds=list(queryset.values_list("pk", flat=True)))
+
 
 def _shown(value: Any) -> str:
     """A detail's value in a line: text as it is, a list of plain values joined by commas."""
@@ -119,8 +139,9 @@ def _shown(value: Any) -> str:
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(AppWrittenAdmin, admin.ModelAdmin):
-    """Read-only: the audit log is append-only."""
+    """Read-only: the audit log is append-only (a tenant with one is not deleted here)."""
 
+    deleted_with_owner = False
     list_display = ["created_at", "tenant", "actor", "action", "object_type", "object_id",
                     "detail_summary"]
     list_filter = ["action", "tenant"]

@@ -1,12 +1,14 @@
-"""accounts.admin: a tenant's usage read plainly, the audit log's details readable."""
+"""accounts.admin: a tenant's usage read plainly, the audit log's details readable, keys issued
+and revoked through the services (audited) and never deleted on their own."""
 
 from __future__ import annotations
 
 from django.db import transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts.audit import audit_record
-from accounts.models import AuditAction, UsageRecord
+from accounts.models import ApiKey, AuditAction, AuditEntry, QuotaHold, UsageRecord
 
 
 def record_usage(tenant, tokens: int) -> None:
@@ -44,3 +46,31 @@ def test_an_audit_entrys_detail_is_indented_and_escaped(staff_client, tenant):
     assert "&lt;b&gt;x&lt;/b&gt;" in text and "<b>x</b>" not in text
     listed = staff_client.get(reverse("admin:accounts_auditentry_changelist")).content.decode()
     assert "changed: name, description" in listed
+
+
+def test_a_key_issued_and_revoked_here_is_audited_as_the_staff_users_member(
+        staff_client, alice, staff_member):
+    add = staff_client.post(reverse("admin:accounts_apikey_add"),
+                            {"name": "ci", "member": str(alice.member.pk)})
+    assert add.status_code == 302
+    key = ApiKey.objects.get(name="ci")
+    assert AuditEntry.objects.get(action=AuditAction.API_KEY_CREATE,
+                                  object_id=str(key.pk)).actor == staff_member
+    revoke = staff_client.post(reverse("admin:accounts_apikey_changelist"),
+                               {"action": "revoke", "_selected_action": [str(key.pk)]})
+    assert revoke.status_code == 302
+    assert AuditEntry.objects.get(action=AuditAction.API_KEY_REVOKE).actor == staff_member
+
+
+def test_a_key_is_revoked_not_deleted(staff_client, alice):
+    key = ApiKey.objects.get(member=alice.member)
+    delete = reverse("admin:accounts_apikey_delete", args=[key.pk])
+    assert staff_client.post(delete, {"post": "yes"}).status_code == 403
+    assert ApiKey.objects.filter(pk=key.pk).exists()
+
+
+def test_a_stale_quota_hold_is_freed_here(staff_client, tenant):
+    hold = QuotaHold.objects.create(tenant=tenant, tokens=1000, expires_at=timezone.now())
+    delete = reverse("admin:accounts_quotahold_delete", args=[hold.pk])
+    assert staff_client.post(delete, {"post": "yes"}).status_code == 302
+    assert not QuotaHold.objects.exists()
