@@ -1,3 +1,8 @@
+"""Sessions, runs and what they hold, read in the admin: the application writes them. The admin
+changes them only through the run services — cancelling and resuming runs, withdrawing a
+waiting message — audited as the staff user's member of the tenant. Sessions are made through
+the API, by the member whose conversation they are; they and their runs go with their agent."""
+
 from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets, unquote
 from django.core.paginator import Paginator
@@ -7,7 +12,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.safestring import SafeString
 
 from context.panel import ContextPanelAdmin
-from hango_project.admin import AppWrittenAdmin
+from hango_project.admin import AppWrittenAdmin, ServiceWrittenAdmin, acting_member
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
 from runs.models import Message, PendingMessage, Run, Session, SessionFile, Trigger
@@ -20,17 +25,21 @@ class RunInline(AppWrittenAdmin, admin.TabularInline):
     model = Run
     extra = 0
     fields = readonly_fields = ("id", "status", "turn", "created_at", "finished_at")
-    may_change = True  # the session page's permission, which also labels the run link "Change"
     show_change_link = True
 
 
 @admin.register(Session)
-class SessionAdmin(ContextPanelAdmin, admin.ModelAdmin):
+class SessionAdmin(ContextPanelAdmin, AppWrittenAdmin, admin.ModelAdmin):
+    """Read-only. Not added here: a session is a member's conversation with an agent, made
+    through the API as that member (audited as theirs), and one made here could not be
+    written to. Its title and summary are not edited here either: the summary is what later
+    runs send instead of the messages it covers, and the API changes neither."""
+
     list_display = ["__str__", "agent", "member", "tenant", "updated_at"]
     list_filter = ["tenant"]
     search_fields = ["title", "id"]
-    readonly_fields = ["id", "tenant", "agent", "member", "created_at", "updated_at",
-                       "transcript"]
+    fields = readonly_fields = ("id", "tenant", "agent", "member", "title", "created_at",
+                                "updated_at", "summary_seq", "summary", "transcript")
     inlines = [RunInline]
 
     class Media:
@@ -44,8 +53,6 @@ class SessionAdmin(ContextPanelAdmin, admin.ModelAdmin):
 @admin.register(Run)
 class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
     """Runs are changed only through the run services: cancel and resume as actions."""
-
-    may_change = may_delete = True
 
     list_display = ["id", "session", "agent", "status", "turn", "todo_progress", "created_at",
                     "finished_at"]
@@ -114,9 +121,9 @@ class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
 
     def _apply(self, request, queryset, service, verb: str) -> None:
         done, refused = 0, []
-        for run in queryset:
+        for run in queryset.select_related("session"):
             try:
-                service(run=run)
+                service(run=run, actor=acting_member(request, run.session.tenant_id))
                 done += 1
             except ApplicationError as exc:
                 refused.append(f"{run.id}: {exc.message}")
@@ -137,8 +144,6 @@ class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
 class MessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
     """Stored history is append-only: messages are read-only here."""
 
-    may_delete = True  # deleting a session deletes its messages
-
     list_display = ["session", "seq", "role", "run", "created_at"]
     search_fields = ["session__id"]
     readonly_fields = ["id", "session", "seq", "role", "readable", "content", "run", "created_at"]
@@ -152,28 +157,30 @@ class MessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
 
 
 @admin.register(PendingMessage)
-class PendingMessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
-    """Messages waiting in their session's queue for the runs before them to end; read-only:
-    cancelling the waiting run (on its page) keeps the message and skips the run."""
+class PendingMessageAdmin(ServiceWrittenAdmin, AppWrittenAdmin, admin.ModelAdmin):
+    """Messages waiting in their session's queue for the runs before them to end. Deleting one
+    withdraws it with its run (:func:`runs.services.run_withdraw`, audited); cancelling the
+    waiting run instead (on its page) keeps the message and skips the run."""
 
-    may_delete = True  # deleting a session or a run deletes its waiting message
+    may_delete = True
 
     list_display = ["position", "session", "run", "created_at"]
     search_fields = ["session__id", "run__id"]
     readonly_fields = ["position", "message_id", "session", "run", "content", "created_at"]
 
-    # Deleted here, a waiting message is withdrawn with its run: a pending run without its
-    # message would wait for ever (nothing starts it, nothing ends it).
+    # The run goes too: a pending run without its message would wait for ever (nothing starts
+    # it, nothing ends it).
     def delete_model(self, request, obj: PendingMessage) -> None:
-        obj.run.delete()
+        services.run_withdraw(run=obj.run, actor=acting_member(request, obj.run.session.tenant_id))
 
     def delete_queryset(self, request, queryset) -> None:
-        Run.objects.filter(pk__in=queryset.values("run_id")).delete()
+        for pending in queryset.select_related("run__session"):
+            self.delete_model(request, pending)
 
 
 @admin.register(SessionFile)
 class SessionFileAdmin(AppWrittenAdmin, admin.ModelAdmin):
-    may_change = may_delete = True
+    """Read-only: the agent's file tools write these (the API reads them)."""
 
     list_display = ["path", "session", "updated_at"]
     search_fields = ["path", "session__id"]

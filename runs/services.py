@@ -181,6 +181,23 @@ def run_cancel(*, run: Run, actor: Member | None = None) -> Run:
     return run
 
 
+def run_withdraw(*, run: Run, actor: Member | None = None) -> None:
+    """Take back a message still waiting in its session's queue: its pending run is deleted
+    with it, and it never joins the history (the admin's deletion of a waiting message). 409
+    once the run is no longer pending: its message is in the history by then (cancel the run
+    instead). Audited as the run's cancel, ``outcome`` ``withdrawn``."""
+    with transaction.atomic():
+        queue.lock_session(run.session_id)  # the queue starts no run meanwhile
+        locked = Run.objects.select_for_update().filter(pk=run.pk).first()
+        if locked is None or locked.status != RunStatus.PENDING:
+            status = locked.status if locked else "deleted"
+            raise Conflict(f"The run is no longer waiting (it is {status}), so its message is "
+                           "not withdrawn: once a run starts, its message is in the history "
+                           "(cancel the run instead).", detail={"status": status})
+        _audit_run(actor, AuditAction.RUN_CANCEL, locked, outcome="withdrawn")
+        locked.delete()
+
+
 def _audit_run(actor: Member | None, action: AuditAction, run: Run, **extra: Any) -> None:
     """The audit row of a run write, in the caller's transaction (``run`` is locked there)."""
     tenant_id = Session.objects.filter(pk=run.session_id).values_list("tenant_id", flat=True)[0]
