@@ -19,7 +19,7 @@ the inspector reports it stale.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from django.db import transaction
@@ -30,7 +30,7 @@ from accounts.models import AuditAction, Member, UsagePurpose, UsageRecord
 from accounts.usage import quota_admit, quota_release
 from agents.models import Agent
 from context.models import ContextOverride
-from context.selectors import with_agent_and_tenant
+from context.selectors import overrides_list, with_agent_and_tenant
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded, Unprocessable
 from harness import context, history, telemetry
@@ -141,6 +141,32 @@ def overrides_replace(*, target: Agent | Session, overrides: list[Override],
                      detail={"overrides": [{"part": o.part, "action": o.action}
                                            for o in overrides], "added": added})
     return Saved(overrides=list(overrides), added=added)
+
+
+def overrides_paired(*, target: Agent | Session, parts: Collection[str]) -> list[str]:
+    """The stored excluded messages that pair with the excluded ones among ``parts`` (a batch's
+    calls with their results, and the other way round), not among them."""
+    if isinstance(target, Agent):
+        return []
+    stored = {o.part: o.action for o in overrides_list(target=target)}
+    excluded = [p for p in parts if stored.get(p) == "exclude"]
+    messages = session_history(target.pk, reuse_decoded=True)
+    return [p for p in context.with_partners(excluded, messages) if stored.get(p) == "exclude"]
+
+
+def overrides_remove(*, target: Agent | Session, parts: Collection[str],
+                     actor: Member | None = None) -> list[str]:
+    """Take ``parts`` out of the target's stored set, and the excluded messages paired with
+    them: a pair is left out together, so it is put back together. Checked and audited as the
+    PUT of what is left (:func:`overrides_replace`: 422 when it would leave an invalid
+    request). Returns the parts removed."""
+    with transaction.atomic():
+        (Agent if isinstance(target, Agent) else Session).objects.select_for_update().get(
+            pk=target.pk)
+        gone = [*parts, *overrides_paired(target=target, parts=parts)]
+        kept = [o for o in overrides_list(target=target) if o.part not in gone]
+        overrides_replace(target=target, overrides=kept, actor=actor)
+    return gone
 
 
 def overrides_preview(*, session: Session, overrides: list[Override]) -> list[Override]:
