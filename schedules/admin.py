@@ -1,11 +1,11 @@
 """Schedules in the admin: their state and fires, read-only but for pausing and resuming
-(through the same services as the API, audited)."""
+(through the same services as the API, audited as the staff user's member of the tenant)."""
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from hango_project.admin import AppWrittenAdmin
+from hango_project.admin import AppWrittenAdmin, acting_member
 from schedules import services
 from schedules.models import Fire, Schedule
 
@@ -33,11 +33,13 @@ class ScheduleAdmin(AppWrittenAdmin, admin.ModelAdmin):
     @admin.action(description="Pause the selected schedules")
     def pause(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for schedule in queryset:
-            services.schedule_pause(schedule=schedule, actor=schedule.member)
+            services.schedule_pause(schedule=schedule,
+                                    actor=acting_member(request, schedule.tenant_id))
         messages.success(request, f"Paused {queryset.count()} schedule(s).")
 
     @admin.action(description="Resume the selected schedules (from now on)")
     def resume(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for schedule in queryset:
-            services.schedule_resume(schedule=schedule, actor=schedule.member)
+            services.schedule_resume(schedule=schedule,
+                                     actor=acting_member(request, schedule.tenant_id))
         messages.success(request, f"Resumed {queryset.count()} schedule(s).")

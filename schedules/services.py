@@ -92,7 +92,8 @@ def schedule_create(*, member: Member, data: dict[str, Any]) -> Schedule:
 
 
 @transaction.atomic
-def schedule_update(*, schedule: Schedule, data: dict[str, Any], actor: Member) -> Schedule:
+def schedule_update(*, schedule: Schedule, data: dict[str, Any],
+                    actor: Member | None) -> Schedule:
     schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
     fields = _checked(data, schedule)
     was_active = schedule.active
@@ -110,11 +111,11 @@ def schedule_update(*, schedule: Schedule, data: dict[str, Any], actor: Member) 
     return schedule
 
 
-def schedule_pause(*, schedule: Schedule, actor: Member) -> Schedule:
+def schedule_pause(*, schedule: Schedule, actor: Member | None) -> Schedule:
     return schedule_update(schedule=schedule, data={"active": False}, actor=actor)
 
 
-def schedule_resume(*, schedule: Schedule, actor: Member) -> Schedule:
+def schedule_resume(*, schedule: Schedule, actor: Member | None) -> Schedule:
     """Active again from now on: the fire times that passed while paused are not fired."""
     return schedule_update(schedule=schedule, data={"active": True}, actor=actor)
 
