@@ -9,11 +9,12 @@ from django.db.models import Model, QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
+from accounts.admin import acting_member
 from accounts.models import Member, Tenant
 from agents import services
 from agents.config import allowed_tools_problems, config_problems
 from agents.models import SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
-from hango_project.admin import OwnerAdmin, ServiceWrittenAdmin, acting_member
+from hango_project.admin import OwnerAdmin, ServiceWrittenAdmin
 from hango_project.config import hango
 from hango_project.errors import ApplicationError
 from harness.middleware.memory import content_problem, path_problem

@@ -10,10 +10,11 @@ from typing import Any
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
+from accounts.admin import acting_member
 from agents.models import Agent
 from context import services
 from context.models import ContextOverride
-from hango_project.admin import AppWrittenAdmin, ServiceWrittenAdmin, acting_member
+from hango_project.admin import AppWrittenAdmin, ServiceWrittenAdmin
 from runs.models import Session
 
 

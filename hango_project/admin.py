@@ -8,15 +8,12 @@ operator's and are edited here as plain models (Django's own admin history recor
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
-from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
-from accounts.models import Member
 from hango_project.errors import ApplicationError
 
 if TYPE_CHECKING:
@@ -27,14 +24,6 @@ if TYPE_CHECKING:
     _ModelAdminBase = ModelAdmin[Any]
 else:
     _AdminBase = _ModelAdminBase = object
-
-
-def acting_member(request: HttpRequest, tenant_id: uuid.UUID) -> Member | None:
-    """Whom the audit row of a write made here names: the staff user's member of the tenant
-    (as the Context panel acts), or nobody when they are none — as for a write from the
-    command line; the admin's own history names the user either way."""
-    assert not isinstance(request.user, AnonymousUser)  # admin_view lets only staff in
-    return Member.objects.filter(user=request.user, tenant_id=tenant_id).first()
 
 
 def refusal(exc: ApplicationError) -> str:

@@ -11,8 +11,9 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.safestring import SafeString
 
+from accounts.admin import acting_member
 from context.panel import ContextPanelAdmin
-from hango_project.admin import AppWrittenAdmin, ServiceWrittenAdmin, acting_member
+from hango_project.admin import AppWrittenAdmin, ServiceWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
 from runs.models import Message, PendingMessage, Run, Session, SessionFile, Trigger

@@ -5,7 +5,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from hango_project.admin import AppWrittenAdmin, acting_member
+from accounts.admin import acting_member
+from hango_project.admin import AppWrittenAdmin
 from schedules import services
 from schedules.models import Fire, Schedule
 
