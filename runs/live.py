@@ -9,7 +9,8 @@ channel is a Redis pub/sub channel, so a follower on any web process sees any wo
 (Pub/sub channels belong to the whole Redis server, not to its numbered database: the run id in
 the name keeps runs apart.) Without it — the embedded quickstart, where runs execute on a
 thread of the web process — the channel lives in this process (:class:`LocalHub`), and only
-followers served by the process running the model see the deltas.
+followers served by the process running the model see the deltas; there, a stream that opens
+while a model call is under way starts with its deltas so far (:class:`CallsUnderWay`).
 
 Publishing is fire and forget: a delta is one PUBLISH written to one of the process's few
 shared connections (the same one for every delta of a run, so they stay in order), its reply not
@@ -43,19 +44,63 @@ class RunDeltas:
     """The loop's :class:`~harness.loop.DeltaSink` for one run: each delta published on the
     run's channel as the JSON the event stream forwards, and after a stream's last delta an end
     marker, ``{"run", "turn", "end": <deltas>}``, which the stream does not forward: it tells a
-    follower it has the turn's whole text, so it may send the turn's events."""
+    follower it has the turn's whole text, so it may send the turn's events.
 
-    def __init__(self, run_id: uuid.UUID | str, hub: Hub) -> None:
+    Given ``calls`` (a run executing in the process that serves its streams) it publishes
+    through them, which keep the deltas of the model call under way for a stream that opens
+    mid-call."""
+
+    def __init__(self, run_id: uuid.UUID | str, hub: Hub, *,
+                 calls: CallsUnderWay | None = None) -> None:
         self.channel = channel(run_id)
         self._head = f'{{"run": "{run_id}", "turn": '
         self._publish = hub.publish
+        self._calls = calls
 
     def delta(self, turn: int, index: int, text: str) -> None:
-        self._publish(self.channel,
-                      f'{self._head}{turn}, "index": {index}, "text": {json.dumps(text)}}}')
+        payload = f'{self._head}{turn}, "index": {index}, "text": {json.dumps(text)}}}'
+        if self._calls is None:
+            self._publish(self.channel, payload)
+        else:
+            self._calls.delta(self.channel, payload, first=index == 0)
 
     def end(self, turn: int, count: int) -> None:
-        self._publish(self.channel, f'{self._head}{turn}, "end": {count}}}')
+        payload = f'{self._head}{turn}, "end": {count}}}'
+        if self._calls is None:
+            self._publish(self.channel, payload)
+        else:
+            self._calls.end(self.channel, payload)
+
+
+class CallsUnderWay:
+    """The in-process hub, keeping the deltas published so far of each model call under way
+    (at most :data:`FOLLOWER_BACKLOG` a call) until its end marker: what a stream that opens
+    mid-call missed. Without them a follower that connects after the model began to write (the
+    quickstart's demo model writes its first word at once) would be sent the turn's text
+    without its start. A subscription and the deltas it missed are taken at once (one lock with
+    the publishing), so a delta is in one of the two, never both or neither."""
+
+    def __init__(self, hub: LocalHub) -> None:
+        self._hub = hub
+        self._lock = threading.Lock()
+        self._calls: dict[str, list[str]] = {}
+
+    def delta(self, channel: str, payload: str, *, first: bool) -> None:
+        with self._lock:
+            if first:  # a call starts (or starts again: tried again, its turn re-executed)
+                self._calls[channel] = [payload]
+            elif len(kept := self._calls.setdefault(channel, [])) < FOLLOWER_BACKLOG:
+                kept.append(payload)
+            self._hub.publish(channel, payload)
+
+    def end(self, channel: str, payload: str) -> None:
+        with self._lock:
+            self._calls.pop(channel, None)
+            self._hub.publish(channel, payload)
+
+    def subscribe(self, channel: str) -> tuple[Subscription, list[str]]:
+        with self._lock:
+            return self._hub.subscribe(channel), list(self._calls.get(channel, ()))
 
 
 def events_added(run_id: uuid.UUID | str) -> None:
@@ -82,8 +127,22 @@ def hub() -> Hub:
 
 
 def run_deltas(run_id: uuid.UUID | str) -> RunDeltas | None:
-    """The delta sink of a run about to execute; None when runs do not stream."""
-    return RunDeltas(run_id, hub()) if hango().stream_deltas else None
+    """The delta sink of a run about to execute; None when runs do not stream. In-process, its
+    calls are kept for the streams that open while they are under way."""
+    if not hango().stream_deltas:
+        return None
+    current = hub()
+    return RunDeltas(run_id, current, calls=CALLS if current is LOCAL else None)
+
+
+def follow(run_id: uuid.UUID | str) -> tuple[Subscription, list[str]]:
+    """Subscribe to the run's channel: the subscription, and the deltas so far of its model
+    call under way in this process, if any, which the stream takes first. Through Redis, none
+    are kept: a stream that opens mid-call sends none of that call's deltas."""
+    current = hub()
+    if current is LOCAL:
+        return CALLS.subscribe(channel(run_id))
+    return current.subscribe(channel(run_id)), []
 
 
 # -- in this process ------------------------------------------------------------------------
@@ -144,3 +203,4 @@ class _LocalSubscription:
 
 
 LOCAL = LocalHub()
+CALLS = CallsUnderWay(LOCAL)

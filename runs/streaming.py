@@ -6,7 +6,9 @@ so an EventSource's last event id stays the last durable seq and a reconnect wit
 ``Last-Event-ID`` resumes the durable events exactly where they stopped (the deltas sent while
 the follower was away are gone: the ``message.created`` events it then receives hold the whole
 text). The stream subscribes before its first poll, so once it is open nothing of the run is
-missed.
+missed; in-process it also takes the deltas so far of a model call under way. A turn's deltas
+are sent only from the first of its call on and without a gap (:meth:`_Follower.in_sequence`),
+so joined they are the start of the text it stores, or there are none.
 
 Between two polls the stream waits on the run's channel. Following a live one, it polls when
 the run's worker, or a request, marks new events there (a turn committed, a status changed:
@@ -141,6 +143,9 @@ class _Follower:
         self.partial = False  # events of a turn after shown_turn were sent (a full batch)
         self.held: list[tuple[int, str]] = []  # (turn, frame) taken, in the order received
         self.open: set[int] = set()  # turns with deltas taken and no end marker yet
+        # The index each turn's next delta must have to be sent; a turn whose deltas this
+        # stream did not receive from its first on, or lost one of, is absent (none sent).
+        self.next_index: dict[int, int] = {}
         self.idle_since = time.monotonic()
         # When the run's last marker reached this process (a read begun before it may not
         # see what it marks), from the subscription on; and whether one came since the poll.
@@ -243,12 +248,14 @@ class _Follower:
         early = self.release(first) if placed else []
         self.held = [(t, frame) for t, frame in self.held if t > turn]
         self.open = {t for t in self.open if t > turn}  # an end that never came: given up
+        self.next_index = {t: i for t, i in self.next_index.items() if t > turn}
         return early
 
     def take(self, payload: str) -> int | None:
         """Hold a delta to forward and return its turn; None for an end marker, a marker of
         new events (noted: the stream reads them before it waits again), or a delta that is
-        stale (its turn's events were sent) or not one of ours."""
+        stale (its turn's events were sent), out of place (:meth:`in_sequence`) or not one of
+        ours."""
         if live.is_events_marker(payload):
             self.marked, self.woken = True, self.deltas.arrived
             return None
@@ -262,11 +269,29 @@ class _Follower:
         if "end" in data:
             self.open.discard(turn)
             return None
-        if turn <= self.shown_turn or "text" not in data:
+        if turn <= self.shown_turn or "text" not in data or not self.in_sequence(turn, data):
             return None
         self.open.add(turn)
         self.held.append((turn, delta_frame(payload)))
         return turn
+
+    def in_sequence(self, turn: int, data: dict[str, Any]) -> bool:
+        """Whether a delta goes on from the turn's deltas taken before it, so that joined they
+        are the start of the text the turn stores. A model call's deltas count from index 0,
+        and a call that starts again (tried again, its turn executed again) starts from 0
+        again; a delta received twice is sent once; after one that never came (the stream
+        subscribed after the call's first delta, through Redis; it fell behind) none of the
+        turn's are sent until a call starts again: its ``message.created`` holds the text."""
+        index = data.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            return False
+        expected = self.next_index.get(turn, 0)
+        if index == 0 or (index == expected and turn in self.next_index):
+            self.next_index[turn] = index + 1
+            return True
+        if index > expected:
+            self.next_index.pop(turn, None)
+        return False
 
     def release(self, turn: int) -> list[str]:
         """The held deltas of ``turn``, in order, no longer held."""
@@ -277,10 +302,12 @@ class _Follower:
 
 
 def _frames(run_id: uuid.UUID, after: int) -> Iterator[str]:
-    deltas = (live.hub().subscribe(live.channel(run_id)) if hango().stream_deltas
-              else live.Silent())
+    deltas, missed = live.follow(run_id) if hango().stream_deltas else (live.Silent(), [])
     try:
-        yield from _Follower(run_id, after, deltas).frames()
+        follower = _Follower(run_id, after, deltas)
+        for payload in missed:  # a model call under way in this process
+            follower.take(payload)
+        yield from follower.frames()
     finally:  # the response closes this generator when the client goes away
         deltas.close()
 

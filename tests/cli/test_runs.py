@@ -5,12 +5,15 @@ lines a person reads, the exit codes, and the errors."""
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 
 import pytest
 from click.testing import CliRunner
 
+from cli.client import Client
 from cli.main import cli
+from runs import live
 from tests.support.api import HITL
 from tests.support.cli import ok_json
 from tests.support.servers import free_port
@@ -63,6 +66,43 @@ def test_send_follow_prints_the_run_as_it_went(hango, session):
     assert lines.count("  [x] Write the answer") == 1
     assert lines[-2:] == [ANSWER, lines[-1]] and lines[-1].startswith("(completed in 5 turns")
     assert result.stdout.count(ANSWER) == 1
+
+
+@pytest.fixture
+def quickstart_session(api, hango_settings, transactional_db) -> str:
+    """A session served as the quickstart serves it: no broker, each run executed on a thread
+    of the server's process, its deltas through this process, a word every 100 ms."""
+    hango_settings(broker_url="", run_inline=False, live_redis_url="", scripted_word_delay_ms=100)
+    agent = api.post("/v1/agents", json={"name": "demo", "model": "scripted:demo"}).json()
+    return api.post("/v1/sessions", json={"agent": agent["id"]}).json()["id"]
+
+
+def test_send_follow_that_connects_after_the_first_word_prints_it(hango, quickstart_session,
+                                                                   monkeypatch):
+    # The run starts writing as soon as its message is posted; the follower's stream opens a
+    # little later (here: once the first word is out, as it did about half the time).
+    first_word = threading.Event()
+    publish = live.LOCAL.publish
+
+    def spied(channel: str, payload: str) -> None:
+        publish(channel, payload)
+        if '"index": 0' in payload:
+            first_word.set()
+
+    monkeypatch.setattr(live.LOCAL, "publish", spied)
+    connect = Client.sse
+
+    def late(self, path, **options):
+        assert first_word.wait(10)
+        return connect(self, path, **options)
+
+    monkeypatch.setattr(Client, "sse", late)
+    result = hango("send", "--session", quickstart_session, MESSAGE, "--follow")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Let me plan this."
+    assert "differs" not in result.stdout
+    assert lines[-2] == ANSWER
 
 
 def test_send_follow_json_is_the_answer_then_one_event_a_line(hango, session):

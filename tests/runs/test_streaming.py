@@ -158,11 +158,16 @@ def test_a_message_rewritten_after_its_event_shows_its_current_content(alice, wa
 
 
 def delta(run_id, turn: int, index: int, text: str) -> None:
-    live.RunDeltas(run_id, live.LOCAL).delta(turn, index, text)
+    """A delta as a run executing in this process publishes it."""
+    sink = live.run_deltas(run_id)
+    assert sink is not None
+    sink.delta(turn, index, text)
 
 
 def end(run_id, turn: int, count: int) -> None:
-    live.RunDeltas(run_id, live.LOCAL).end(turn, count)
+    sink = live.run_deltas(run_id)
+    assert sink is not None
+    sink.end(turn, count)
 
 
 def commit_turn(run_id, turn: int) -> None:
@@ -263,6 +268,57 @@ def test_a_run_streamed_word_by_word_keeps_every_turn_s_deltas_in_their_place(
     stored = Message.objects.filter(run=waiting_run, role="assistant").order_by("seq")
     expected = {turn: text_of(m.content) for turn, m in enumerate(stored, 1) if text_of(m.content)}
     assert live_text(got) == expected
+
+
+def test_a_stream_opened_mid_call_starts_with_the_call_s_deltas_so_far(
+        alice, waiting_run, in_process, hango_settings):
+    # The quickstart's `send --follow`: the run's model starts writing on a thread of this
+    # process before the follower's stream is open.
+    hango_settings(event_stream_max_seconds=5)  # a stream short of frames ends soon
+    run_id = waiting_run.pk
+    delta(run_id, 1, 0, "Let ")
+    delta(run_id, 1, 1, "me ")
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    delta(run_id, 1, 2, "plan.")
+    end(run_id, 1, 3)
+    commit_turn(run_id, 1)
+    got = [next(frames) for _ in range(4)]
+    assert [(f.event, f.data.get("index"), f.data.get("text")) for f in got[:3]] == [
+        ("message.delta", 0, "Let "), ("message.delta", 1, "me "), ("message.delta", 2, "plan.")]
+    assert got[3].id == "2"
+    # A call that has ended leaves nothing for the streams that open later.
+    subscription, missed = live.follow(run_id)
+    subscription.close()
+    assert missed == []
+
+
+def test_a_stream_that_missed_a_call_s_first_deltas_sends_none_of_the_turn_s(
+        alice, waiting_run, in_process, hango_settings):
+    # A worker's deltas through Redis are published, not kept: a stream that subscribes after
+    # the first one cannot send the turn's text from its start, so it sends none of it (the
+    # turn's message.created holds it whole). Published here as a worker publishes them.
+    hango_settings(event_stream_max_seconds=5)
+    run_id = waiting_run.pk
+    through_redis = live.RunDeltas(run_id, live.LOCAL)
+    through_redis.delta(1, 0, "Let ")
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    through_redis.delta(1, 1, "me ")
+    through_redis.delta(1, 2, "plan.")
+    through_redis.end(1, 3)
+    commit_turn(run_id, 1)
+    assert next(frames).id == "2"
+    # The next call is followed from its start: sent, each delta once.
+    for index, word in enumerate(["It ", "has ", "3."]):
+        through_redis.delta(2, index, word)
+        if index == 1:
+            through_redis.delta(2, index, word)  # delivered twice: sent once
+    assert [next(frames).data["text"] for _ in range(3)] == ["It ", "has ", "3."]
+    through_redis.delta(2, 4, "lost one")  # a gap: the rest of the turn comes whole
+    through_redis.end(2, 5)
+    commit_turn(run_id, 2)
+    assert next(frames).id == "3"
 
 
 def test_an_end_that_never_comes_holds_the_events_only_briefly(alice, waiting_run, in_process,
