@@ -4,13 +4,17 @@ tool calls and their results, the todo list whenever it changes.
 Text reaches a follower twice: live, as ``message.delta`` events while the model writes, then
 whole, in the content of the ``message.created`` event the committed turn emits (older servers
 send no content there: it is read from the messages route). What the deltas of a message
-already printed is not printed again; only the rest of the stored text is.
+already printed is not printed again; only the rest of the stored text is. Deltas are printed
+only from their model call's first on and without a gap (their ``index``), so what they print
+is the start of the stored text: a stream that joined a call late, or lost a delta, leaves the
+rest of that call to its stored message.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -42,13 +46,24 @@ def _texts(content: list[dict[str, Any]]) -> list[str]:
     return [b.get("text", "") for b in content if b.get("type") == "text"]
 
 
+@dataclass
+class _Streamed:
+    """A turn's streamed text: what its deltas printed, and what its model call has written so
+    far, received from its first delta on (``next``: the index its next delta must have; None
+    once one was missed)."""
+
+    shown: str = ""
+    received: str = ""
+    next: int | None = 0
+
+
 class Renderer:
     """Prints events with ``click.echo``; ``lookup`` reads a message whose event came without
     its content."""
 
     def __init__(self, lookup: ContentLookup) -> None:
         self._lookup = lookup
-        self._streamed: dict[Any, str] = {}  # turn -> text its deltas printed, not yet stored
+        self._streamed: dict[Any, _Streamed] = {}  # by turn, until its message is stored
         self._tools: dict[str, str] = {}  # tool_use_id -> tool name
         self._mid_line = False
         self._delta_turn: Any = None  # the turn of the last delta printed
@@ -86,33 +101,50 @@ class Renderer:
             self._mid_line = not text.endswith("\n")
 
     def _delta(self, data: dict[str, Any]) -> None:
-        text = data.get("text")
-        if isinstance(text, str):
-            turn = data.get("turn")
-            if data.get("index") == 0 and self._streamed.get(turn):
-                # ``index`` counts a model call's deltas: a turn's call streaming from its first
-                # delta again was tried again, and what it writes now is what will be stored.
-                self.line("[the model call was tried again]", style={"dim": True})
-                self._streamed[turn] = ""
-            if turn != self._delta_turn:  # another turn's text starts on a line of its own
-                self.end_line()
-                self._delta_turn = turn
-            self._streamed[turn] = self._streamed.get(turn, "") + text
-            self._write(text)
+        text, turn, index = data.get("text"), data.get("turn"), data.get("index")
+        if not isinstance(text, str):
+            return
+        streamed = self._streamed.setdefault(turn, _Streamed())
+        if index == 0:  # the call from its first delta: again if it was tried again, or sent
+            streamed.received, streamed.next = "", 0  # again to a stream that reconnected
+        if isinstance(index, int) and index != streamed.next:
+            # Received already, or one before it never came (the stream opened mid-call, or
+            # fell behind): printing more would not be the stored text's start.
+            if streamed.next is not None and index > streamed.next:
+                streamed.next = None
+            return
+        if streamed.next is not None and isinstance(index, int):
+            streamed.next += 1
+        streamed.received += text
+        self._show(turn, streamed)
+
+    def _show(self, turn: Any, streamed: _Streamed) -> None:
+        """Print what the turn's call has written beyond what is on the screen."""
+        if streamed.shown.startswith(streamed.received):
+            return
+        if not streamed.received.startswith(streamed.shown):
+            # The call was tried again and writes something else: what it writes now counts.
+            self.line("[the model call was tried again]", style={"dim": True})
+            streamed.shown = ""
+        if turn != self._delta_turn:  # another turn's text starts on a line of its own
+            self.end_line()
+            self._delta_turn = turn
+        self._write(streamed.received[len(streamed.shown):])
+        streamed.shown = streamed.received
 
     def _take_streamed(self, turn: Any, stored: str) -> tuple[Any, str]:
-        """The turn and streamed text of the message a ``message.created`` stores (``stored``
+        """The turn and printed text of the message a ``message.created`` stores (``stored``
         its text): its turn's when the event names it. Else a later turn's deltas may have come
         before this message's event, so it is the oldest turn's whose text the stored text goes
         on from; a message without text took none, and one that goes on from none, the oldest
         (a call tried again)."""
         if turn in self._streamed:
-            return turn, self._streamed.pop(turn)
+            return turn, self._streamed.pop(turn).shown
         if turn is not None or not stored or not self._streamed:
             return None, ""
-        waiting = next((t for t, text in self._streamed.items() if stored.startswith(text)),
-                       next(iter(self._streamed)))
-        return waiting, self._streamed.pop(waiting)
+        waiting = next((t for t, streamed in self._streamed.items()
+                        if stored.startswith(streamed.shown)), next(iter(self._streamed)))
+        return waiting, self._streamed.pop(waiting).shown
 
     def _drop_streamed(self) -> None:
         # The run stopped (or paused): deltas whose turn was never stored stay on the screen,

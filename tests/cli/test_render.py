@@ -123,11 +123,32 @@ def test_todos_write_todos_and_errors(capsys):
 
 
 def test_a_model_call_streaming_again_from_its_first_delta_is_compared_anew(capsys):
-    render([delta("Counting your", index=0), delta(" wor", index=1),
+    render([delta("Counting my", index=0), delta(" wor", index=1),
             delta("Counting ", index=0), delta("your words now.", index=1),
             created("assistant", TEXT)])
     assert capsys.readouterr().out.splitlines() == [
-        "Counting your wor", "[the model call was tried again]", "Counting your words now."]
+        "Counting my wor", "[the model call was tried again]", "Counting your words now."]
+
+
+def test_a_call_sent_again_from_its_first_delta_is_not_printed_again(capsys):
+    # A stream that reconnected mid-call starts again with the call's deltas so far.
+    render([delta("Counting ", index=0), delta("your ", index=1),
+            delta("Counting ", index=0), delta("your ", index=1), delta("words now.", index=2),
+            created("assistant", TEXT)])
+    assert capsys.readouterr().out == "Counting your words now.\n"
+
+
+def test_deltas_that_miss_the_start_of_their_call_are_not_printed(capsys):
+    # A stream that opened after the call's first delta: what came would print the text
+    # without its first word; the stored message prints it whole.
+    render([delta("your ", index=1), delta("words ", index=2), created("assistant", TEXT)])
+    assert capsys.readouterr().out == "Counting your words now.\n"
+
+
+def test_after_a_missed_delta_the_stored_message_finishes_the_text(capsys):
+    render([delta("Counting ", index=0), delta("your ", index=1), delta("now.", index=3),
+            delta("your ", index=1), created("assistant", TEXT)])
+    assert capsys.readouterr().out == "Counting your words now.\n"
 
 
 def test_a_later_turns_deltas_before_earlier_messages_are_kept_for_their_own(capsys):
