@@ -3,7 +3,8 @@
 Each message starts a run, followed live until it ends: the text as the model writes it, tool
 calls and results, the todo list as it changes. A pause for approval is asked in place (approve,
 edit, reject or respond, as the agent allows) and the run goes on. Ctrl-C during a run cancels
-it (a second one leaves); /quit, Ctrl-D or Ctrl-C at the prompt leaves.
+it (a second one leaves) at its next boundary, and says so when the run ended otherwise (the
+cancel came during its last turn); /quit, Ctrl-D or Ctrl-C at the prompt leaves.
 """
 
 from __future__ import annotations
@@ -42,31 +43,50 @@ def _session(client: Client, agent_id: str | None, session_id: str | None,
 
 def _follow(client: Client, run_id: str) -> None:
     """Follow a run to its end, asking at each pause; Ctrl-C asks the server to cancel it and
-    goes on following until it stops."""
+    goes on following until it stops, then says why a run it could not stop ended otherwise."""
     watch = Watch(client, run_id)
-    cancelling = False
+    cancel: str | None = None  # once Ctrl-C was pressed: how the server took the cancel
     while True:
         try:
             watch.to_the_end(ask)
             break
         except KeyboardInterrupt:
-            if cancelling:
+            if cancel is not None:
                 raise
-            cancelling = True
             watch.renderer.line("Cancelling the run (Ctrl-C again leaves the chat)…",
                                 style={"dim": True})
-            try:
-                client.post(f"/v1/runs/{path_id(run_id)}/cancel", {})
-            except ApiError as exc:
-                if exc.status != 409:  # 409: it has just finished
-                    raise
+            cancel = _cancel(client, run_id)
         except click.Abort:  # Ctrl-C or Ctrl-D at an approval prompt: leave it waiting
             watch.renderer.end_line()
             watch.run = watch.follower.read_run()
             if watch.run["status"] == AWAITING:
                 watch.report()
             raise
+    status = watch.run["status"]
+    if cancel is not None and status != "cancelled":
+        watch.renderer.line(_not_cancelled(cancel, status), style={"dim": True})
     watch.report()
+
+
+def _cancel(client: Client, run_id: str) -> str:
+    """Ask the server to cancel the run: ``requested``, or ``finished`` if it already was."""
+    try:
+        client.post(f"/v1/runs/{path_id(run_id)}/cancel", {})
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+        return "finished"
+    return "requested"
+
+
+def _not_cancelled(cancel: str, status: str) -> str:
+    """Why a run Ctrl-C asked to cancel ended ``status`` instead."""
+    if cancel == "finished":
+        return f"The run had already {status} when the cancel arrived."
+    if status == "completed":  # a run stops at a boundary: before a model call or tool call
+        return ("The cancel came during the run's last turn: a run stops before its next model "
+                "call or tool call, and it had none left, so it completed.")
+    return f"The run {status} before the cancel could stop it."
 
 
 @click.command()

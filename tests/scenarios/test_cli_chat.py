@@ -26,15 +26,29 @@ ANSWER = f'You said: "{MESSAGE}". It has 4 words. All planned steps are done.'
 PROMPT = "you> "
 
 
+def serve(broker: str, tmp_path) -> GunicornProcess:
+    # Threads: a follower's stream and the chat's other requests at once, as `make serve`'s two
+    # workers (or runserver's threads) allow.
+    return GunicornProcess(tmp_path, database_url=workers.test_database_url(), threads=4, env={
+        "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0", "HANGO_EVENT_POLL_SECONDS": "0.1"})
+
+
 @pytest.fixture
 def server(alice, broker, start_worker, tmp_path) -> Iterator[GunicornProcess]:
     """gunicorn on the test database and the suite's Redis, and one worker whose demo model
     takes 0.4 s a call (time to press Ctrl-C mid-run)."""
     start_worker(HANGO_SCRIPTED_DELAY_MS="400")
-    # Threads: a follower's stream and the chat's other requests at once, as `make serve`'s two
-    # workers (or runserver's threads) allow.
-    served = GunicornProcess(tmp_path, database_url=workers.test_database_url(), threads=4, env={
-        "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0", "HANGO_EVENT_POLL_SECONDS": "0.1"})
+    served = serve(broker, tmp_path)
+    yield served
+    served.stop()
+
+
+@pytest.fixture
+def writing_server(alice, broker, start_worker, tmp_path) -> Iterator[GunicornProcess]:
+    """The same, whose demo model writes a word every 0.1 s (time to press Ctrl-C while it
+    writes its answer)."""
+    start_worker(HANGO_SCRIPTED_WORD_DELAY_MS="100")
+    served = serve(broker, tmp_path)
     yield served
     served.stop()
 
@@ -123,3 +137,21 @@ def test_ctrl_c_cancels_a_run_which_resumes_to_an_answer_that_agrees_with_its_pl
     assert [t["status"] for t in run.state_json["todos"]] == ["completed"] * 3
     last = Message.objects.filter(session_id=session).order_by("-seq").first()
     assert last is not None and last.content == [{"type": "text", "text": ANSWER}]
+
+
+def test_ctrl_c_during_the_last_answer_says_why_the_run_completed(alice, writing_server):
+    agent = make_agent(writing_server, alice.key)
+    child = spawn(writing_server, alice.key, "chat", "--agent", agent)
+    try:
+        chat_sent(child)
+        child.expect_exact("You said: ")  # the last turn's model call is under way
+        child.sendintr()
+        child.expect_exact("Cancelling the run (Ctrl-C again leaves the chat)")
+        child.expect_exact("The cancel came during the run's last turn")
+        child.expect(r"\(completed in 5 turns; ")
+        child.expect_exact(PROMPT)
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, child.before
