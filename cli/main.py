@@ -18,6 +18,7 @@ from cli.client import DEFAULT_URL, path_id
 from cli.context import context
 from cli.options import (
     CliGroup,
+    JsonFile,
     State,
     as_json,
     json_option,
@@ -100,16 +101,26 @@ def agentsshow_record(state: State, agent_id: str) -> None:
               help="<provider>:<model>, e.g. scripted:demo, anthropic:claude-sonnet-4-5.")
 @click.option("--system-prompt", help="The agent's instructions.")
 @click.option("--description")
+@click.option("--config", type=JsonFile(), metavar="FILE",
+              help="The agent's config: a JSON file, or - for standard input (max_turns, "
+              "interrupt_on, skills, ...; the server checks it).")
 @json_option
 @click.pass_obj
 def agents_create(state: State, name: str, model: str, system_prompt: str | None,
-                  description: str | None) -> None:
-    """Create an agent and show it."""
+                  description: str | None, config: Any) -> None:
+    """Create an agent and show it.
+
+    \b
+    hango agents create --name careful --model scripted:demo --config config.json
+    echo '{"max_turns": 10}' | hango agents create --name brief --model scripted:demo --config -
+    """
     body: dict[str, Any] = {"name": name, "model": model}
     if system_prompt is not None:
         body["system_prompt"] = system_prompt
     if description is not None:
         body["description"] = description
+    if config is not None:
+        body["config"] = config
     show_record(state.client().post("/v1/agents", body))
 
 

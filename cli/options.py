@@ -3,6 +3,7 @@ and the group that turns the client's errors into a message and an exit code."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,22 @@ def json_option(f: Callable) -> Callable:
 def list_options(f: Callable) -> Callable:
     f = click.option("--limit", type=click.IntRange(min=1), help="Rows per page.")(f)
     return click.option("--all", "fetch_all", is_flag=True, help="Follow `next` to the end.")(f)
+
+
+class JsonFile(click.File):
+    """An option's JSON document, read from a file or, for ``-``, standard input: a usage error
+    (exit 2) saying where it stops being JSON. What the document means, the server checks."""
+
+    name = "json file"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        file = super().convert(value, param, ctx)
+        try:
+            return json.load(file)
+        except ValueError as exc:
+            where = "standard input" if value == "-" else repr(click.format_filename(value))
+            self.fail(f"{where} is not JSON: {exc}.", param, ctx)
 
 
 def as_json() -> bool:

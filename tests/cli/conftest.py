@@ -22,12 +22,14 @@ def key(transactional_db) -> str:
 
 @pytest.fixture
 def hango(live_server, key):
-    """Run ``hango ARGS`` against the live server with ``key``; env entries set to None unset."""
+    """Run ``hango ARGS`` against the live server with ``key``; env entries set to None unset;
+    ``input``, its standard input."""
     runner = CliRunner()
     base_env = {"HANGO_API_URL": live_server.url, "HANGO_API_KEY": key, "COLUMNS": "200"}
 
-    def run(*args: str, env: dict[str, str | None] | None = None) -> Result:
-        return runner.invoke(cli, list(args), env={**base_env, **(env or {})},
+    def run(*args: str, env: dict[str, str | None] | None = None,
+            input: str | None = None) -> Result:
+        return runner.invoke(cli, list(args), env={**base_env, **(env or {})}, input=input,
                              catch_exceptions=False)
 
     return run

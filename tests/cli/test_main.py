@@ -97,6 +97,31 @@ def test_invalid_input_shows_the_problem(hango):
     assert "validation_error" in agent_missing.stderr
 
 
+def test_agents_create_reads_its_config_from_a_file_or_standard_input(hango, tmp_path):
+    config = {"max_turns": 7, "interrupt_on": {"word_count": ["approve", "reject"]}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    create = ("--json", "agents", "create", "--name", "careful", "--model", "scripted:demo")
+    assert ok_json(hango(*create, "--config", str(path)))["config"] == config
+    assert ok_json(hango(*create, "--config", "-", input=json.dumps(config)))["config"] == config
+
+    # What the server refuses, it says why, as for the API.
+    path.write_text('{"max_turns": "many"}')
+    refused = hango(*create, "--config", str(path))
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("error 422 validation_error: ")
+    assert "config" in refused.stderr
+    # Not JSON, or no file: the argument is wrong, and nothing is sent.
+    path.write_text('{"max_turns": 7,}')
+    not_json = hango(*create, "--config", str(path))
+    assert not_json.exit_code == 2
+    assert "--config" in not_json.stderr and "not JSON" in not_json.stderr
+    assert "line 1 column 17" in not_json.stderr
+    missing = hango(*create, "--config", str(tmp_path / "nope.json"))
+    assert missing.exit_code == 2 and "nope.json" in missing.stderr
+    assert ok_json(hango("--json", "agents", "list"))["results"][0]["config"] == config
+
+
 def test_missing_key_says_how_to_get_one(hango):
     result = hango("agents", "list", env={"HANGO_API_KEY": None})
     assert result.exit_code == 2
