@@ -57,12 +57,15 @@ def _post_run(state: State, run_id: str, action: str, body: dict[str, Any] | Non
 @click.pass_obj
 def send(state: State, session_id: str, text: tuple[str, ...], follow: bool) -> None:
     """Send a message to a session: it starts a run (202). TEXT's words are joined by spaces;
-    a lone - reads the message from standard input.
+    a lone - reads the message from standard input, without its trailing line breaks (the
+    newline echo or a file's last line ends with); the rest of its whitespace is sent as read.
 
     \b
     hango send --session ID Count the words in this sentence. [--follow] [--json]
+    echo 'Count these words.' | hango send --session ID -
     """
-    content = sys.stdin.read() if text == ("-",) else " ".join(text)
+    # As $(...) does in a shell: a line break ends the input, it is not part of the message.
+    content = sys.stdin.read().rstrip("\r\n") if text == ("-",) else " ".join(text)
     if not content.strip():
         raise click.BadParameter("the message is empty.", param_hint="TEXT")
     with naming("session", session_id):

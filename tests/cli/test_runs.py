@@ -56,6 +56,17 @@ def test_send_json_is_the_apis_answer_and_runs_list_and_show_find_the_run(hango,
     assert "status    completed" in shown.stdout
 
 
+def test_a_message_from_standard_input_loses_only_its_trailing_line_breaks(hango, session):
+    # `echo ... | hango send -` ends the message with the newline echo adds; the rest of its
+    # whitespace is the message's.
+    for read, sent in (("count these four words\n", "count these four words"),
+                       ("  two\n\tlines  \r\n\n", "  two\n\tlines  ")):
+        answer = ok_json(hango("send", "--session", session, "-", "--json", input=read))
+        assert answer["message"]["content"] == [{"type": "text", "text": sent}]
+    empty = hango("send", "--session", session, "-", input="\n\n")
+    assert empty.exit_code == 2 and "the message is empty" in empty.stderr
+
+
 def test_send_follow_prints_the_run_as_it_went(hango, session):
     result = hango("send", "--session", session, MESSAGE, "--follow")
     assert result.exit_code == 0, result.stderr
