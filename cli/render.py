@@ -113,8 +113,8 @@ class Renderer:
             if streamed.next is not None and index > streamed.next:
                 streamed.next = None
             return
-        if streamed.next is not None and isinstance(index, int):
-            streamed.next += 1
+        if isinstance(index, int):
+            streamed.next = index + 1
         streamed.received += text
         self._show(turn, streamed)
 

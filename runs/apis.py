@@ -180,7 +180,8 @@ _DELTA_FRAME = {
                          "description": "The turn whose model call writes the text."},
                 "index": {"type": "integer", "minimum": 0,
                           "description": "The delta's place in its model call, from 0. A turn "
-                          "executed again (its worker died) starts again at 0: replace what "
+                          "executed again (its worker died) starts again at 0, as does a call "
+                          "under way sent again to a stream that reconnected: replace what "
                           "you had of that turn."},
                 "text": {"type": "string", "description": "The next piece of the text."}}}},
     },

@@ -285,13 +285,12 @@ class _Follower:
         index = data.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             return False
-        expected = self.next_index.get(turn, 0)
-        if index == 0 or (index == expected and turn in self.next_index):
-            self.next_index[turn] = index + 1
-            return True
-        if index > expected:
-            self.next_index.pop(turn, None)
-        return False
+        if index != 0 and index != self.next_index.get(turn):
+            if index > self.next_index.get(turn, index):  # one before it never came
+                del self.next_index[turn]
+            return False
+        self.next_index[turn] = index + 1
+        return True
 
     def release(self, turn: int) -> list[str]:
         """The held deltas of ``turn``, in order, no longer held."""
