@@ -22,6 +22,8 @@ from agents.selectors import agent_get
 from context import selectors, services
 from context.serializers import (
     MAX_OVERRIDES,
+    BothOverridesInput,
+    BothOverridesOutput,
     OverrideInput,
     OverridesOutput,
     PartContentOutput,
@@ -89,6 +91,47 @@ class SessionOverridesApi(APIView):
                                "history would start with an assistant message.")
     def put(self, request, session_id):
         return _put(request, session_get(member=caller(request), session_id=session_id))
+
+
+def _both(agent: services.Saved, session: services.Saved) -> Response:
+    return Response(BothOverridesOutput({
+        "agent": {"overrides": agent.overrides, "added": agent.added},
+        "session": {"overrides": session.overrides, "added": session.added}}).data)
+
+
+class BothOverridesApi(APIView):
+    """The session's overrides and its agent's, read and replaced together: the Context panel's
+    Save, one change that either happens whole or not at all."""
+
+    @extend_schema(operation_id="sessions_context_overrides_both_list",
+                   responses=BothOverridesOutput,
+                   description="The agent's overrides and the session's, as their own GETs "
+                               "answer them: every override that applies to the session.")
+    def get(self, request, session_id):
+        member = caller(request)
+        session = session_get(member=member, session_id=session_id)
+        agent = agent_get(member=member, agent_id=session.agent_id)
+        return _both(services.Saved(overrides=selectors.overrides_list(target=agent), added=[]),
+                     services.Saved(overrides=selectors.overrides_list(target=session),
+                                    added=[]))
+
+    @extend_schema(operation_id="sessions_context_overrides_both_replace",
+                   request=BothOverridesInput, responses=BothOverridesOutput,
+                   description="Replace the agent's overrides and the session's in one "
+                               "transaction: each set is checked as its own PUT checks it "
+                               "(`PUT /v1/agents/{id}/context-overrides`, `PUT "
+                               "/v1/sessions/{id}/context-overrides`: the same 422s, the "
+                               "session's pairs added and listed in its `added`), and either "
+                               "both are saved, each with its `context.override` audit row, or "
+                               "neither is. An empty list clears a set.")
+    def put(self, request, session_id):
+        member = caller(request)
+        session = session_get(member=member, session_id=session_id)
+        agent_get(member=member, agent_id=session.agent_id)  # 404 unless it is theirs to change
+        data = validated(BothOverridesInput, request)
+        return _both(*services.overrides_replace_both(
+            session=session, agent_overrides=[Override(**item) for item in data["agent"]],
+            session_overrides=[Override(**item) for item in data["session"]], actor=member))
 
 
 FULL = OpenApiParameter("full", str, description="A part id: answer that part's whole content "

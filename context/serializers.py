@@ -57,6 +57,21 @@ class OverridesOutput(serializers.Serializer):
                                             "is (a batch's calls and their results go together).")
 
 
+class BothOverridesInput(serializers.Serializer):
+    agent = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES,
+                             help_text="The agent's set (`system:*` and `tool:*` parts), as "
+                                       "`PUT /v1/agents/{id}/context-overrides` takes it.")
+    session = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES,
+                               help_text="The session's set (`message:*` parts and `summary`), "
+                                         "as `PUT /v1/sessions/{id}/context-overrides` takes "
+                                         "it.")
+
+
+class BothOverridesOutput(serializers.Serializer):
+    agent = OverridesOutput(help_text="The agent's set, for every session of the agent.")
+    session = OverridesOutput(help_text="The session's set, with the pairs added.")
+
+
 class PartOutput(serializers.Serializer):
     id = serializers.CharField(help_text="`system:<contributor>`, `tool:<name>`, "
                                          "`message:<seq>`, `summary`, or `repair:<n>` for a "

@@ -1,7 +1,8 @@
 """Writes of the context inspector: replacing an agent's or a session's overrides.
 
 A PUT replaces the target's whole set in one transaction (its rows deleted, the new ones
-inserted) under the target's row lock, after checking that the set leaves a valid request:
+inserted) under the target's row lock, after checking that the set leaves a valid request (a
+session's and its agent's sets can be replaced together, in one transaction, checked alike):
 
 * an agent holds ``system:*`` and ``tool:*`` parts, a session ``message:*`` and ``summary``;
 * a tool part can only be excluded (a changed schema would no longer match the tool's own
@@ -58,8 +59,8 @@ def _refuse(problems: list[str]) -> Unprocessable:
                          detail={"overrides": problems})
 
 
-def _checked_kinds(overrides: Sequence[Override], kinds: tuple[str, ...], where: str,
-                   elsewhere: str) -> None:
+def _kind_problems(overrides: Sequence[Override], kinds: tuple[str, ...], where: str,
+                   elsewhere: str) -> list[str]:
     problems = []
     seen: set[str] = set()
     for o in overrides:
@@ -74,7 +75,12 @@ def _checked_kinds(overrides: Sequence[Override], kinds: tuple[str, ...], where:
         if o.part in seen:
             problems.append(f"{o.part!r} has more than one override.")
         seen.add(o.part)
-    if problems:
+    return problems
+
+
+def _checked_kinds(overrides: Sequence[Override], kinds: tuple[str, ...], where: str,
+                   elsewhere: str) -> None:
+    if problems := _kind_problems(overrides, kinds, where, elsewhere):
         raise _refuse(problems)
 
 
@@ -123,23 +129,49 @@ def overrides_replace(*, target: Agent | Session, overrides: list[Override],
                        "PUT /v1/agents/{id}/context-overrides")
     with transaction.atomic():
         locked = (Agent if is_agent else Session).objects.select_for_update().get(pk=target.pk)
-        added: list[str] = []
-        if isinstance(locked, Session):
-            messages = session_history(locked.pk, reuse_decoded=True)
-            overrides, added = _with_pairs(list(overrides), messages)
-            _check_history(overrides, messages)
-        rows = ContextOverride.objects.filter(**{"agent" if is_agent else "session": locked})
-        rows.delete()
-        ContextOverride.objects.bulk_create([
-            ContextOverride(tenant_id=locked.tenant_id, created_by=actor, part=o.part,
-                            action=o.action, replacement=o.replacement,
-                            **{"agent" if is_agent else "session": locked})
-            for o in overrides])
-        # Part ids and actions only: never a replacement's text.
-        audit_record(actor=actor, tenant=locked.tenant_id, action=AuditAction.CONTEXT_OVERRIDE,
-                     obj_type="agent" if is_agent else "session", obj_id=locked.pk,
-                     detail={"overrides": [{"part": o.part, "action": o.action}
-                                           for o in overrides], "added": added})
+        return _replaced(locked, overrides, actor)
+
+
+def overrides_replace_both(*, session: Session, agent_overrides: list[Override],
+                           session_overrides: list[Override],
+                           actor: Member | None = None) -> tuple[Saved, Saved]:
+    """Replace the session's agent's overrides and the session's own in one transaction: both
+    sets are checked as :func:`overrides_replace` checks each, and either both are saved (each
+    with its audit row) or neither is. Returns the agent's saved set, then the session's."""
+    problems = (_kind_problems(agent_overrides, AGENT_KINDS, "an agent", "the session's set")
+                + _kind_problems(session_overrides, SESSION_KINDS, "a session",
+                                 "the agent's set"))
+    if problems:
+        raise _refuse(problems)
+    with transaction.atomic():
+        # The agent's row, then the session's, always in this order: two saves of one session
+        # queue one behind the other instead of deadlocking.
+        agent = Agent.objects.select_for_update().get(pk=session.agent_id)
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        return (_replaced(agent, agent_overrides, actor),
+                _replaced(locked, session_overrides, actor))
+
+
+def _replaced(locked: Agent | Session, overrides: list[Override], actor: Member | None) -> Saved:
+    """Write ``locked``'s set (its row locked by the caller's transaction): a session's with
+    its pairs added, refused when it would leave an invalid history; audited."""
+    is_agent = isinstance(locked, Agent)
+    added: list[str] = []
+    if isinstance(locked, Session):
+        messages = session_history(locked.pk, reuse_decoded=True)
+        overrides, added = _with_pairs(list(overrides), messages)
+        _check_history(overrides, messages)
+    target = {"agent" if is_agent else "session": locked}
+    ContextOverride.objects.filter(**target).delete()
+    ContextOverride.objects.bulk_create([
+        ContextOverride(tenant_id=locked.tenant_id, created_by=actor, part=o.part,
+                        action=o.action, replacement=o.replacement, **target)
+        for o in overrides])
+    # Part ids and actions only: never a replacement's text.
+    audit_record(actor=actor, tenant=locked.tenant_id, action=AuditAction.CONTEXT_OVERRIDE,
+                 obj_type="agent" if is_agent else "session", obj_id=locked.pk,
+                 detail={"overrides": [{"part": o.part, "action": o.action}
+                                       for o in overrides], "added": added})
     return Saved(overrides=list(overrides), added=added)
 
 

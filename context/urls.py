@@ -2,7 +2,13 @@
 
 from django.urls import path
 
-from context.apis import AgentOverridesApi, ContextApi, ContextTryApi, SessionOverridesApi
+from context.apis import (
+    AgentOverridesApi,
+    BothOverridesApi,
+    ContextApi,
+    ContextTryApi,
+    SessionOverridesApi,
+)
 
 urlpatterns = [
     path("sessions/<str:session_id>/context", ContextApi.as_view(), name="session-context"),
@@ -12,4 +18,6 @@ urlpatterns = [
          name="agent-context-overrides"),
     path("sessions/<str:session_id>/context-overrides", SessionOverridesApi.as_view(),
          name="session-context-overrides"),
+    path("sessions/<str:session_id>/context-overrides/both", BothOverridesApi.as_view(),
+         name="session-context-overrides-both"),
 ]

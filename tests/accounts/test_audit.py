@@ -200,9 +200,12 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
 # Routes with a write method that write nothing: the snapshot of a selection, which is a body.
 READS_WITH_A_BODY = {("session-context", "post")}
 # Routes whose one call makes several writes, each with its row: firing a schedule by hand
-# starts a session and a run (the schedule owner's), and records who fired it.
+# starts a session and a run (the schedule owner's), and records who fired it; saving a
+# session's overrides with its agent's replaces both sets, as their two PUTs do.
 SEVERAL_WRITES = {("schedule-run", "post"): [AuditAction.SESSION_CREATE, AuditAction.RUN_CREATE,
-                                             AuditAction.SCHEDULE_RUN]}
+                                             AuditAction.SCHEDULE_RUN],
+                  ("session-context-overrides-both", "put"): [AuditAction.CONTEXT_OVERRIDE,
+                                                              AuditAction.CONTEXT_OVERRIDE]}
 
 
 def test_the_write_routes_listed_here_are_every_write_route_of_the_api(db):
@@ -220,6 +223,24 @@ def test_firing_a_schedule_by_hand_records_each_write(request, world, who):
     rows = new_rows(before)
     assert [row.action for row in rows] == SEVERAL_WRITES[("schedule-run", "post")]
     assert rows[-1].actor_id == caller.member.pk and rows[-1].object_id == world["schedule"]
+
+
+@pytest.mark.parametrize(("who"), ["alice", "admin"])
+def test_saving_both_override_sets_records_each_set(request, world, who):
+    caller = request.getfixturevalue(who)
+    before = row_ids()
+    response = caller.client.put(f"/v1/sessions/{world['session']}/context-overrides/both", {
+        "agent": [{"part": "tool:echo", "action": "exclude"}],
+        "session": [{"part": "message:1", "action": "replace", "replacement": "Say hi."}]},
+        format="json")
+    assert response.status_code == 200, response.content
+    rows = new_rows(before)
+    assert [row.action for row in rows] == SEVERAL_WRITES[
+        ("session-context-overrides-both", "put")]
+    assert [(row.object_type, row.object_id) for row in rows] == [
+        ("agent", world["agent"]), ("session", world["session"])]
+    assert {(row.actor_id, row.tenant_id) for row in rows} == {
+        (caller.member.pk, caller.member.tenant_id)}
 
 
 @pytest.mark.parametrize(("who"), ["alice", "admin"])

@@ -10,6 +10,7 @@ import pytest
 
 from accounts.models import AuditEntry
 from context.models import ContextOverride
+from runs.models import Session
 from tests.support.api import error_of
 
 
@@ -156,3 +157,127 @@ def test_a_paused_runs_session_takes_overrides_and_the_refusals_name_parts(
     error = error_of(put(alice, url, [{"part": "message:1", "action": "exclude"}]), 422)
     assert error["detail"]["overrides"] == [
         "message:2: the history starts with an assistant message"]
+
+
+# -- both sets in one request: the Context panel's Save ---------------------------------------
+
+def both_url(session) -> str:
+    return f"/v1/sessions/{session['id']}/context-overrides/both"
+
+
+PROMPT = {"part": "system:agent", "action": "replace", "replacement": "Be terse."}
+
+
+def test_both_sets_are_replaced_by_one_request(alice, demo):
+    response = put(alice, both_url(demo), {
+        "agent": [PROMPT, {"part": "tool:echo", "action": "exclude"}],
+        "session": [{"part": "message:5", "action": "exclude"}]})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body == {
+        "agent": {"overrides": [PROMPT, {"part": "tool:echo", "action": "exclude",
+                                         "replacement": None}], "added": []},
+        "session": {"overrides": [
+            {"part": "message:5", "action": "exclude", "replacement": None},
+            {"part": "message:4", "action": "exclude", "replacement": None}],
+            "added": ["message:4"]}}
+    assert alice.client.get(both_url(demo)).json() == {
+        "agent": {**body["agent"], "added": []}, "session": {**body["session"], "added": []}}
+    # The routes of each set read what the one request wrote.
+    assert alice.client.get(session_url(demo)).json()["overrides"] == body["session"][
+        "overrides"]
+    assert alice.client.get(f"/v1/agents/{demo['agent']}/context-overrides").json()[
+        "overrides"] == body["agent"]["overrides"]
+    assert put(alice, both_url(demo), {"agent": [], "session": []}).json() == {
+        "agent": {"overrides": [], "added": []}, "session": {"overrides": [], "added": []}}
+    assert not ContextOverride.objects.exists()
+
+
+def test_a_refused_session_set_leaves_the_agents_untouched(alice, demo):
+    agent_url = f"/v1/agents/{demo['agent']}/context-overrides"
+    assert put(alice, agent_url, [PROMPT]).status_code == 200
+    before = list(AuditEntry.objects.values_list("pk", flat=True))
+    error = error_of(put(alice, both_url(demo), {
+        "agent": [{"part": "tool:echo", "action": "exclude"}],
+        "session": [{"part": "message:1", "action": "exclude"}]}), 422, "validation_error")
+    assert error["detail"]["overrides"] == [
+        "message:2: the history starts with an assistant message"]
+    assert alice.client.get(agent_url).json()["overrides"] == [PROMPT]
+    assert list(AuditEntry.objects.values_list("pk", flat=True)) == before
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    ({"agent": [{"part": "message:3", "action": "exclude"}], "session": []},
+     "'message:3' is not a part of an agent"),
+    ({"agent": [], "session": [{"part": "system:agent", "action": "exclude"}]},
+     "'system:agent' is not a part of a session"),
+    ({"agent": [{"part": "tool:echo", "action": "replace", "replacement": "x"}], "session": []},
+     "a tool can only be excluded"),
+    ({"agent": [PROMPT, PROMPT], "session": []}, "more than one override"),
+    ({"agent": [], "session": [{"part": "message:5", "action": "exclude"},
+                               {"part": "message:4", "action": "replace",
+                                "replacement": "x"}]}, "cannot be replaced"),
+    ({"agent": [PROMPT], "session": [{"part": f"message:{i}", "action": "exclude"}
+                                     for i in range(1, 11)]}, "No user message would be left"),
+])
+def test_both_sets_are_checked_as_their_own_puts_check_them(alice, demo, body, reason):
+    error = error_of(put(alice, both_url(demo), body), 422, "validation_error")
+    assert reason in json.dumps(error["detail"]), error
+    assert not ContextOverride.objects.exists()
+    assert not AuditEntry.objects.filter(action="context.override").exists()
+
+
+@pytest.mark.parametrize("body", [
+    [PROMPT],  # a list, as the single PUTs take, not the two sets
+    {"agent": [PROMPT]},
+    {"session": []},
+    {"agent": PROMPT, "session": []},
+    {"agent": [], "session": [{"part": "message:10", "action": "hide"}]},
+    {"agent": [{"part": "system:agent", "action": "replace"}], "session": []},
+    {"agent": [], "session": [{"part": f"message:{i}", "action": "exclude"}
+                              for i in range(1, 1_002)]},
+])
+def test_a_malformed_pair_of_sets_answers_422(alice, demo, body):
+    error_of(put(alice, both_url(demo), body), 422, "validation_error")
+    assert not ContextOverride.objects.exists()
+
+
+def test_saving_both_writes_the_two_audit_rows_the_two_puts_write(alice, demo):
+    put(alice, both_url(demo), {
+        "agent": [{"part": "system:agent", "action": "replace", "replacement": "SECRET PROMPT"}],
+        "session": [{"part": "message:1", "action": "replace", "replacement": "SECRET TEXT"},
+                    {"part": "message:7", "action": "exclude"}]})
+    rows = list(AuditEntry.objects.filter(action="context.override").order_by("created_at"))
+    assert [(r.object_type, r.object_id, r.actor_id) for r in rows] == [
+        ("agent", demo["agent"], alice.member.pk), ("session", demo["id"], alice.member.pk)]
+    assert rows[0].detail == {"overrides": [{"part": "system:agent", "action": "replace"}],
+                              "added": []}
+    assert rows[1].detail == {"overrides": [{"part": "message:1", "action": "replace"},
+                                            {"part": "message:7", "action": "exclude"},
+                                            {"part": "message:6", "action": "exclude"}],
+                              "added": ["message:6"]}
+    assert "SECRET" not in json.dumps([r.detail for r in rows])
+
+
+def test_both_sets_belong_to_their_tenant_and_member(alice, bob, admin, outsider, demo):
+    url = both_url(demo)
+    body = {"agent": [PROMPT], "session": [{"part": "message:10", "action": "exclude"}]}
+    for other in (bob, outsider):
+        error_of(other.client.get(url), 404, "not_found")
+        error_of(put(other, url, body), 404, "not_found")
+    assert not ContextOverride.objects.exists()
+    assert put(admin, url, body).status_code == 200
+    assert alice.client.get(url).json()["agent"]["overrides"] == [PROMPT]
+
+
+def test_a_member_who_may_not_change_the_agent_saves_neither_set(alice, owner, make_agent):
+    """A session of alice's on an agent she cannot see (an owner's): the session's own PUT is
+    hers, but the pair of sets includes the agent's, which answers as a missing agent."""
+    agent = make_agent(owner)
+    session = Session.objects.create(tenant_id=alice.member.tenant_id, agent_id=agent["id"],
+                                     member=alice.member, title="on the owner's agent")
+    url = f"/v1/sessions/{session.pk}/context-overrides/both"
+    error_of(alice.client.get(url), 404, "not_found")
+    error_of(put(alice, url, {"agent": [PROMPT], "session": []}), 404, "not_found")
+    assert not ContextOverride.objects.exists()
+    assert owner.client.get(url).status_code == 200

@@ -42,6 +42,9 @@ VALID: dict[str, Any] = {
                                           "replacement": "x"}],
     "sessions_context_overrides_replace": [{"part": "message:1", "action": "replace",
                                             "replacement": "x"}],
+    "sessions_context_overrides_both_replace": {
+        "agent": [{"part": "system:agent", "action": "replace", "replacement": "x"}],
+        "session": [{"part": "message:1", "action": "replace", "replacement": "x"}]},
     "sessions_context_try": {"exclude": ["system:todo"], "replace": {"system:agent": "x"},
                              "message": "m"},
     "sessions_context_preview": {"overrides": [{"part": "system:agent", "action": "replace",
