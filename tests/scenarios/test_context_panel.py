@@ -5,7 +5,7 @@ leave it and its pair out, the panel's totals are the inspect response's, and th
 model request (executed by a real Celery worker, recorded by a local OpenAI-compatible server)
 no longer carries it. Try shows the model's answer and adds nothing to the session; no
 JavaScript error is logged on the way. A staff user who is not a member of the session's tenant
-is told so, plainly."""
+is told so, plainly. Save is one request, both sets or neither."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import json
 
 import pytest
 from django.contrib.auth import get_user_model
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Request, expect
 
 from accounts.models import Member, Role
+from context.models import ContextOverride
 from harness.state import STATE_VERSION
 from runs.models import Message, PendingMessage, Run, Session
 from tests.support import workers
@@ -140,6 +141,12 @@ def test_uncheck_save_and_try_in_the_panel(page, web, session, alice, tenant, mo
     page.get_by_role("button", name="Use this text").click()
     expect(page.locator('tr[data-part="system:agent"] .cp-notes')).to_contain_text("replaced")
     settled(page)
+    requests: list[tuple[str, str]] = []
+
+    def record(sent: Request) -> None:
+        requests.append((sent.method, sent.url.removeprefix(web.url)))
+
+    page.on("request", record)
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator('#cp-added li[data-part="message:2"]')).to_be_visible()
     expect(page.locator("#cp-saved")).to_contain_text("Saved the agent's overrides (1) and the "
@@ -147,6 +154,13 @@ def test_uncheck_save_and_try_in_the_panel(page, web, session, alice, tenant, mo
     settled(page)
     expect(page.locator("#cp-detail-content")).to_have_text("You count words, tersely.")
     expect(page.locator("#cp-detail-original pre")).to_have_text("You count words.")
+    page.wait_for_load_state("networkidle")
+    page.remove_listener("request", record)
+    # Save is one request for both sets; then the snapshot and the open part are read again, in
+    # place: neither the page nor the sets.
+    api = f"/v1/sessions/{session.pk}"
+    assert requests == [("PUT", f"{api}/context-overrides/both"), ("GET", f"{api}/context"),
+                        ("GET", f"{api}/context?full=system%3Aagent")]
 
     # (a) the session's overrides leave the message and its pair out
     saved = alice.client.get(f"/v1/sessions/{session.pk}/context-overrides").json()
@@ -266,3 +280,27 @@ def test_the_panel_shows_what_a_compacted_call_sends(page, web, session, tenant)
     expect(page.locator('tr[data-part="message:4"] .cp-notes')).not_to_contain_text(
         "summarized")
     assert errors == []
+
+
+def test_a_save_the_server_refuses_stores_neither_set(page, web, session, tenant):
+    """The agent's prompt replaced and a message left out, then the history changes under the
+    selection (its first message becomes the assistant's): the session's set would leave no user
+    message, so the save is refused whole — the agent's set is not stored either."""
+    errors = watch_errors(page)
+    open_panel(page, web, staff("kim@acme.test", tenant), session)
+    settled(page)
+    page.locator('tr[data-part="system:agent"] .cp-open').click()
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.fill("#cp-edit-text", "Be terse.")
+    page.get_by_role("button", name="Use this text").click()
+    page.locator('tr[data-part="message:3"] input[type=checkbox]').uncheck()
+    settled(page)
+    Message.objects.filter(session=session, seq=1).update(
+        role="assistant", content=[{"type": "text", "text": "Hello."}])
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#cp-status")).to_contain_text("Not saved:")
+    expect(page.locator("#cp-status")).to_contain_text("No user message would be left")
+    assert not ContextOverride.objects.exists()
+    # The selection stays, unsaved, for the user to change.
+    expect(page.locator('tr[data-part="system:agent"] .cp-notes')).to_contain_text("unsaved")
+    assert errors and all("422" in e for e in errors), errors

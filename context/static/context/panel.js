@@ -1,7 +1,8 @@
 /* The admin's Context panel (context/panel.py): the context inspector's snapshot of a session's
  * next model request as three groups of parts with a checkbox each, a picture of the budget, and
  * Save / Try. It uses the public HTTP API only, with the admin's login session: the CSRF token
- * in X-CSRFToken, the session's tenant in X-Hango-Tenant.
+ * in X-CSRFToken, the session's tenant in X-Hango-Tenant. Save is one request that replaces the
+ * agent's and the session's sets together (PUT .../context-overrides/both): both or neither.
  *
  * The selection (which parts are left out, which are replaced) lives here until Save. Totals move
  * at once from the parts' counts; the server's follow, debounced, from POST .../context, which
@@ -21,7 +22,6 @@
   const $ = (id) => document.getElementById(id);
 
   const state = {
-    agent: null,                 // the session's agent id
     snapshot: null,              // the server's last snapshot (of the saved set or a preview)
     parts: new Map(),            // part id -> part of that snapshot
     saved: emptySet(),           // the stored overrides, agent's and session's
@@ -463,26 +463,24 @@
 
   async function save() {
     const chosen = overridesOf(state.sel);
-    const saved = overridesOf(state.saved);
-    const puts = [["agent", `agents/${state.agent}/context-overrides`, onAgent],
-                  ["session", `sessions/${SESSION}/context-overrides`, (o) => !onAgent(o)]];
-    const done = [];
-    const added = [];
+    const body = {agent: chosen.filter(onAgent), session: chosen.filter((o) => !onAgent(o))};
     busy(true, "Saving…");
+    let sets = null;
     try {
-      for (const [who, path, mine] of puts) {
-        const set = chosen.filter(mine);
-        if (same(set, saved.filter(mine))) continue;
-        const answer = await api("PUT", path, set);
-        done.push(`the ${who}'s overrides (${answer.overrides.length})`);
-        added.push(...answer.added);
-      }
-      await reload();
-      savedNote(done.length ? "Saved " + done.join(" and ") + "." : "Nothing to save.", added);
-      busy(false, "");
-    } catch (err) {
+      sets = await api("PUT", `sessions/${SESSION}/context-overrides/both`, body);
+    } catch (err) {  // neither set was saved: the selection stays, checked again
       busy(false, "Not saved: " + reasons(err), "error");
       await reload(true).catch(() => undefined);
+      return;
+    }
+    adopt(sets, false);
+    savedNote(`Saved the agent's overrides (${sets.agent.overrides.length}) and the ` +
+              `session's overrides (${sets.session.overrides.length}).`, sets.session.added);
+    try {
+      draw(await api("GET", `sessions/${SESSION}/context`));
+      busy(false, "");
+    } catch (err) {
+      busy(false, "Saved, but the snapshot could not be read again: " + err.message, "error");
     }
   }
 
@@ -538,25 +536,33 @@
 
   /* -- loading ------------------------------------------------------------------------------ */
 
-  async function reload(keepSelection) {
-    const [session, sessionSet] = await Promise.all([
-      api("GET", `sessions/${SESSION}`), api("GET", `sessions/${SESSION}/context-overrides`)]);
-    state.agent = session.agent;
-    const agentSet = await api("GET", `agents/${state.agent}/context-overrides`);
-    state.saved = setOf([...agentSet.overrides, ...sessionSet.overrides]);
-    if (!keepSelection) {
-      clearTimeout(state.previewTimer);
-      state.previewSeq += 1;  // a preview still on its way is of a selection now saved
-      state.sel = copySet(state.saved);
-      show(await api("GET", `sessions/${SESSION}/context`));
-      root.dataset.state = "settled";
-      update();
-      if (state.detail) {  // what it showed may have changed with the save
-        if (state.parts.has(state.detail.id)) openPart(state.detail.id); else closePart();
-      }
-    } else {
-      changed();
+  function adopt(sets, keepSelection) {  // the saved sets, as the server answered them
+    state.saved = setOf([...sets.agent.overrides, ...sets.session.overrides]);
+    if (keepSelection) return;
+    clearTimeout(state.previewTimer);
+    state.previewSeq += 1;  // a preview still on its way is of a selection now saved
+    state.sel = copySet(state.saved);
+  }
+
+  function draw(snapshot) {  // the snapshot of the saved sets, drawn in place
+    show(snapshot);
+    root.dataset.state = "settled";
+    update();
+    if (state.detail) {  // what it showed may have changed with the save
+      if (state.parts.has(state.detail.id)) openPart(state.detail.id); else closePart();
     }
+  }
+
+  async function reload(keepSelection) {
+    const both = api("GET", `sessions/${SESSION}/context-overrides/both`);
+    if (keepSelection) {
+      adopt(await both, true);
+      changed();
+      return;
+    }
+    const [sets, snapshot] = await Promise.all([both, api("GET", `sessions/${SESSION}/context`)]);
+    adopt(sets, false);
+    draw(snapshot);
   }
 
   $("cp-save").addEventListener("click", save);
