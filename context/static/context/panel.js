@@ -197,6 +197,11 @@
     if (!same(before, allParts().map((p) => p.id))) build();
   }
 
+  // The part's cell holds its id, label and notes: a long id (a memory file's path) wraps there
+  // instead of widening the table past its column.
+  const COLUMNS = [["sent", "cp-sent"], ["part", "cp-id"], ["preview", "cp-preview"],
+                   ["tokens", "cp-tokens"]];
+
   function build() {
     const groups = $("cp-groups");
     groups.replaceChildren();
@@ -205,10 +210,11 @@
       const body = el("tbody");
       for (const part of state.snapshot[key]) body.append(row(part));
       if (!state.snapshot[key].length) {
-        body.append(el("tr", {}, el("td", {colspan: "6", class: "cp-empty"}, "No parts.")));
+        body.append(el("tr", {}, el("td", {colspan: String(COLUMNS.length), class: "cp-empty"},
+                                    "No parts.")));
       }
-      const head = el("tr", {}, ...["sent", "part", "label", "preview", "tokens", ""]
-        .map((name) => el("th", {scope: "col"}, name)));
+      const head = el("tr", {}, ...COLUMNS.map(([name, cls]) => el("th", {scope: "col", class: cls},
+                                                                    name)));
       groups.append(el("section", {class: "cp-group", "data-group": key},
         el("h2", {}, title + " ", el("span", {class: "cp-group-total"})),
         el("table", {}, el("thead", {}, head), body)));
@@ -223,13 +229,18 @@
       else include(part.id);
       changed();
     });
-    const open = el("button", {type: "button", class: "cp-open"}, part.id);
+    const open = el("button", {type: "button", class: "cp-open"}, ...breakable(part.id));
     open.addEventListener("click", () => openPart(part.id));
     const tr = el("tr", {"data-part": part.id, class: "cp-part"},
-      el("td", {}, box), el("td", {class: "cp-id"}, open), el("td", {class: "cp-label"}),
-      el("td", {class: "cp-preview"}), el("td", {class: "cp-tokens"}), el("td", {class: "cp-notes"}));
+      el("td", {class: "cp-sent"}, box),
+      el("td", {class: "cp-id"}, open, el("div", {class: "cp-label"}), el("div", {class: "cp-notes"})),
+      el("td", {class: "cp-preview"}), el("td", {class: "cp-tokens"}));
     state.rows.set(part.id, tr);
     return tr;
+  }
+
+  function breakable(id) {  // the id as text, a line break allowed after each ":" and "/"
+    return id.split(/(?<=[:/])/).flatMap((piece, i) => i ? [el("wbr"), piece] : [piece]);
   }
 
   function badge(text, title, kind) {
@@ -422,6 +433,9 @@
       : "As the next call sends it, with the saved overrides.";
     $("cp-detail-content").textContent = part.stale ? "" : "Loading…";
     state.detail = {id, part, text: ""};
+    // The side column stays in view as the parts scroll by; below them (a narrow window), the
+    // page is brought to the card.
+    $("cp-detail").scrollIntoView({block: "nearest"});
     if (part.stale) return;
     try {
       const full = await api("GET", `sessions/${SESSION}/context?full=${encodeURIComponent(id)}`);
