@@ -423,3 +423,31 @@ def test_a_part_low_in_the_list_opens_in_view(page, web, long_session, tenant):
         "document.body.scrollHeight") - 1
     assert_card_in_view(page)
     assert errors == []
+
+
+@pytest.mark.parametrize("page", WIDTHS, indirect=True, ids=lambda w: f"{w}px")
+def test_an_edit_shows_in_the_part_card(page, web, long_session, tenant):
+    errors = watch_errors(page)
+    open_panel(page, web, staff("kim@acme.test", tenant), long_session)
+    settled(page)
+    open_low_part(page)
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.fill("#cp-edit-text", "Only this, now.")
+    page.get_by_role("button", name="Use this text").click()
+    # At once, the card shows the text the selection sends, and what it replaces.
+    content = page.locator("#cp-detail-content")
+    expect(content).to_contain_text('"text": "Only this, now."')
+    expect(content).not_to_contain_text("lorem ipsum")
+    expect(page.locator("#cp-detail-note")).to_contain_text("not saved yet")
+    expect(page.locator("#cp-detail-original pre")).to_contain_text("Message 39: lorem ipsum")
+    settled(page)
+    expect(page.locator('tr[data-part="message:39"] .cp-preview')).to_have_text(
+        "Only this, now.")
+    assert_card_in_view(page)
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#cp-saved")).to_contain_text("Saved")
+    settled(page)
+    expect(page.locator("#cp-detail-note")).to_contain_text("with the saved replacement")
+    expect(content).to_contain_text('"text": "Only this, now."')
+    expect(content).not_to_contain_text("lorem ipsum")
+    assert errors == []

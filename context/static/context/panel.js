@@ -31,7 +31,7 @@
     previewTimer: 0,
     invalid: null,               // why the server would refuse the selection, or null
     busy: false,
-    detail: null,                // the part shown in full: {id, part, text}
+    detail: null,                // the part shown in full: {id, part, own, sent, error}
   };
 
   function emptySet() { return {excluded: new Set(), replaced: new Map()}; }
@@ -139,6 +139,10 @@
     state.sel.excluded.delete(id);
     state.sel.replaced.delete(id);
   }
+
+  // What a set does to a part: EXCLUDED, its replacement text, or undefined (nothing).
+  const EXCLUDED = Symbol("excluded");
+  const choiceOf = (s, id) => s.excluded.has(id) ? EXCLUDED : s.replaced.get(id);
 
   function dirty() { return !same(overridesOf(state.sel), overridesOf(state.saved)); }
 
@@ -285,6 +289,7 @@
     $("cp-revert").disabled = state.busy || !changes;
     $("cp-try-send").disabled = state.busy || Boolean(state.invalid);
     $("cp-dirty").textContent = changes ? "Unsaved changes." : "";
+    drawDetail();
   }
 
   function setTokens(node, value) {
@@ -335,8 +340,8 @@
       }
     }
     if (!kindOf(part.id) && !part.stale) notes.push(badge("made up for this request", null));
-    const was = state.saved.excluded.has(part.id) ? "x" : state.saved.replaced.get(part.id);
-    const now = state.sel.excluded.has(part.id) ? "x" : state.sel.replaced.get(part.id);
+    const was = choiceOf(state.saved, part.id);
+    const now = choiceOf(state.sel, part.id);
     if (was !== now) notes.push(badge("unsaved", "Changed since the last save.", "dirty"));
     tr.classList.toggle("cp-changed", was !== now);
     tr.querySelector(".cp-notes").replaceChildren(...notes);
@@ -419,36 +424,89 @@
     try { return JSON.stringify(JSON.parse(content), null, 2); } catch (e) { return content; }
   }
 
-  async function openPart(id) {
-    const part = state.parts.get(id);
+  // A message's content blocks with ``text`` in place of its text, as the server replaces it
+  // (harness.context.replace_text): one text block where the first was, every tool block kept.
+  function withText(part, content, text) {
+    if (part.kind === "system") return text;
+    let blocks = null;
+    try { blocks = JSON.parse(content); } catch (e) { blocks = null; }
+    if (!Array.isArray(blocks)) return text;
+    const out = [];
+    let placed = false;
+    for (const block of blocks) {
+      if (block.type !== "text") out.push(block);
+      else if (!placed) { out.push({type: "text", text}); placed = true; }
+    }
+    if (!placed) out.push({type: "text", text});
+    return JSON.stringify(out);
+  }
+
+  function openPart(id) {
+    state.detail = {id, part: state.parts.get(id), own: null, sent: null, error: null};
     $("cp-detail").hidden = false;
-    $("cp-detail-title").textContent = `${id} — ${part.label}`;
-    $("cp-detail-original").hidden = true;
     $("cp-editor").hidden = true;
-    const editable = ["system", "message", "summary"].includes(kindOf(id)) && !part.stale;
-    $("cp-edit").hidden = !editable;
-    $("cp-detail-note").textContent = part.stale
-      ? "This override's part is not in the request." : kindOf(id) === "tool"
-      ? "A tool can only be left out: a changed definition would no longer match its checks."
-      : "As the next call sends it, with the saved overrides.";
-    $("cp-detail-content").textContent = part.stale ? "" : "Loading…";
-    state.detail = {id, part, text: ""};
+    drawDetail();
     // The side column stays in view as the parts scroll by; below them (a narrow window), the
     // page is brought to the card.
     $("cp-detail").scrollIntoView({block: "nearest"});
-    if (part.stale) return;
+    if (!state.detail.part.stale) loadPart(id);
+  }
+
+  async function loadPart(id) {
     try {
       const full = await api("GET", `sessions/${SESSION}/context?full=${encodeURIComponent(id)}`);
       if (!state.detail || state.detail.id !== id) return;
-      state.detail.text = textOf(part, full.content);
-      $("cp-detail-content").textContent = pretty(part, full.content);
-      if (full.original !== undefined) {
-        $("cp-detail-original").hidden = false;
-        $("cp-detail-original").querySelector("pre").textContent = pretty(part, full.original);
-      }
+      // Its own content (before a saved replacement) and what the next call sends.
+      state.detail.own = full.original !== undefined ? full.original : full.content;
+      state.detail.sent = full.content;
     } catch (err) {
-      $("cp-detail-content").textContent = "Could not load it: " + err.message;
+      if (!state.detail || state.detail.id !== id) return;
+      state.detail.error = err.message;
     }
+    drawDetail();
+  }
+
+  function drawDetail() {
+    const d = state.detail;
+    if (!d) return;
+    const [note, shown, before] = detailView(d);
+    $("cp-detail-title").textContent = `${d.id} — ${d.part.label}`;
+    $("cp-detail-note").textContent = note;
+    setText($("cp-detail-content"), shown);
+    $("cp-detail-original").hidden = before === null;
+    setText($("cp-detail-original").querySelector("pre"), before || "");
+    const kind = kindOf(d.id);
+    $("cp-edit").hidden = !["system", "message", "summary"].includes(kind) || d.part.stale;
+    $("cp-edit").disabled = d.own === null;
+  }
+
+  function setText(node, text) {  // a long part is not laid out again on every change
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function detailView(d) {  // [note, the content shown, the content before its replacement]
+    if (d.part.stale) return ["This override's part is not in the request.", "", null];
+    if (d.error) return ["", "Could not load it: " + d.error, null];
+    if (d.own === null) return ["", "Loading…", null];
+    const now = choiceOf(state.sel, d.id);
+    const was = choiceOf(state.saved, d.id);
+    const unsaved = now !== was;
+    const notes = kindOf(d.id) === "tool" ? ["A tool can only be left out: a changed " +
+                                             "definition would no longer match its checks."] : [];
+    if (now === EXCLUDED) {
+      notes.push(unsaved ? "Left out by the selection: Save stores it." :
+                 "Left out of the next call by the saved overrides.");
+      return [notes.join(" "), pretty(d.part, d.own), null];
+    }
+    if (typeof now === "string") {
+      notes.push(unsaved ? "Your replacement, not saved yet: Save stores it." :
+                 "As the next call sends it, with the saved replacement.");
+      const sent = !unsaved && d.sent !== null ? d.sent : withText(d.part, d.own, now);
+      return [notes.join(" "), pretty(d.part, sent), pretty(d.part, d.own)];
+    }
+    notes.push(unsaved ? "The original: the replacement is taken out of the selection, and " +
+               "Save stores that." : "As the next call sends it, with the saved overrides.");
+    return [notes.join(" "), pretty(d.part, d.own), null];
   }
 
   function closePart() {
@@ -457,9 +515,10 @@
   }
 
   function startEdit() {
-    const {id, text} = state.detail;
+    const {id, part, own} = state.detail;
     $("cp-editor").hidden = false;
-    $("cp-edit-text").value = state.sel.replaced.has(id) ? state.sel.replaced.get(id) : text;
+    $("cp-edit-text").value = state.sel.replaced.has(id) ? state.sel.replaced.get(id)
+                                                         : textOf(part, own);
     $("cp-edit-text").focus();
   }
 
@@ -468,9 +527,7 @@
     if (keep) state.sel.replaced.delete(id); else state.sel.replaced.set(id, $("cp-edit-text").value);
     include(id);
     $("cp-editor").hidden = true;
-    $("cp-detail-note").textContent = keep ? "The replacement is taken out of the selection."
-      : "The replacement is in the selection: Save stores it.";
-    changed();
+    changed();  // the card shows the selection's text from now on
   }
 
   /* -- save and try ------------------------------------------------------------------------- */
@@ -556,15 +613,17 @@
     clearTimeout(state.previewTimer);
     state.previewSeq += 1;  // a preview still on its way is of a selection now saved
     state.sel = copySet(state.saved);
+    if (state.detail) state.detail.sent = null;  // read again below, with the saved set
   }
 
   function draw(snapshot) {  // the snapshot of the saved sets, drawn in place
     show(snapshot);
     root.dataset.state = "settled";
     update();
-    if (state.detail) {  // what it showed may have changed with the save
-      if (state.parts.has(state.detail.id)) openPart(state.detail.id); else closePart();
-    }
+    if (!state.detail) return;
+    if (!state.parts.has(state.detail.id)) return closePart();
+    state.detail.part = state.parts.get(state.detail.id);
+    loadPart(state.detail.id);  // what the card shows may have changed with the save
   }
 
   async function reload(keepSelection) {
