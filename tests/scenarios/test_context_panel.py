@@ -404,7 +404,7 @@ def assert_card_in_view(page: Page) -> None:
     """The part's card is wholly in the viewport, beside the parts."""
     box = page.locator("#cp-detail").bounding_box()
     assert box is not None
-    assert 0 <= box["y"] and box["y"] + box["height"] <= HEIGHT, box
+    assert 0 <= box["y"] and box["y"] + box["height"] <= HEIGHT + 1, box  # + subpixels
     assert box["x"] >= page.evaluate(LAYOUT)["groups"]["right"], box
 
 
@@ -423,6 +423,21 @@ def test_a_part_low_in_the_list_opens_in_view(page, web, long_session, tenant):
         "document.body.scrollHeight") - 1
     assert_card_in_view(page)
     assert errors == []
+
+
+@pytest.mark.parametrize("page", [1000], indirect=True, ids=lambda w: f"{w}px")
+def test_below_the_parts_on_a_narrow_screen_the_card_is_scrolled_to(page, web, long_session,
+                                                                      tenant):
+    """One column under 1,024 px: the card comes after every part, and the page is brought to
+    it, once it holds the part's content."""
+    open_panel(page, web, staff("kim@acme.test", tenant), long_session)
+    settled(page)
+    open_low_part(page)
+    box = page.locator("#cp-detail").bounding_box()
+    assert box is not None
+    assert 0 <= box["y"] and box["y"] + box["height"] <= HEIGHT + 1, box  # + subpixels
+    groups = page.evaluate(LAYOUT)["groups"]
+    assert box["y"] >= groups["bottom"], (box, groups)
 
 
 @pytest.mark.parametrize("page", WIDTHS, indirect=True, ids=lambda w: f"{w}px")

@@ -446,10 +446,14 @@
     $("cp-detail").hidden = false;
     $("cp-editor").hidden = true;
     drawDetail();
+    reveal();
+    if (!state.detail.part.stale) loadPart(id).then(reveal);  // and again, grown to its content
+  }
+
+  function reveal() {
     // The side column stays in view as the parts scroll by; below them (a narrow window), the
     // page is brought to the card.
     $("cp-detail").scrollIntoView({block: "nearest"});
-    if (!state.detail.part.stale) loadPart(id);
   }
 
   async function loadPart(id) {
