@@ -21,7 +21,8 @@ exactly the sum of its parts — system blocks, tools, messages — so a caller 
 context inspector) gets the same total.
 
 Where the provider can count a request exactly (:class:`harness.providers.base.TokenCounter`),
-:func:`count_request` asks it and falls back to the estimate when it cannot.
+:func:`harness.tokens.count_request` asks it. This module knows no provider: the scripted model
+(:mod:`harness.providers.scripted`) reports its usage with it.
 """
 
 from __future__ import annotations
@@ -31,10 +32,9 @@ import operator
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
 from harness.caches import IdentityCache
-from harness.errors import ProviderError
 from harness.messages import (
     Block,
     Message,
@@ -44,10 +44,7 @@ from harness.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from harness.providers.base import Provider, TokenCounter
 from harness.serde import json_text
-
-Counted = Literal["provider", "estimate"]
 
 # Framing the provider adds around content (role markers, block delimiters, a tool's wrapper).
 # Small and provider-specific; they keep an empty message from costing nothing.
@@ -280,14 +277,3 @@ def estimate_request(request: Request) -> int:
     return (sum(estimate_block(b) for b in request.system)
             + sum(estimate_tool(t) for t in request.tools)
             + estimate_messages(request.messages))
-
-
-def count_request(request: Request, provider: Provider | None) -> tuple[int, Counted]:
-    """The request's input tokens from the provider's own counter when it has one (one API
-    call), else the estimate; says which."""
-    if isinstance(provider, TokenCounter):
-        try:
-            return provider.count_tokens(request), "provider"
-        except ProviderError:
-            pass  # counting is advisory: an unreachable counter must not stop the caller
-    return estimate_request(request), "estimate"

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness import estimator
 from harness.approvals import CANCELLED_BEFORE_DECISION, CANCELLED_BEFORE_RUN
-from harness.caches import IdentityCache
 from harness.errors import ScriptExhausted, UnknownModel
 from harness.history import is_summary
 from harness.messages import (
@@ -76,20 +76,12 @@ def stream_words(response: Response, *, word_delay_ms: int = 0) -> Iterator[Stre
 
 
 def _estimate_usage(request: Request, response: Response) -> Usage:
-    """A rough, deterministic token count (4 characters a token) so usage is never zero."""
-    chars_in = sum(len(b.text) for b in request.system) + sum(
-        _content_chars.get(m, _repr_length) for m in request.messages)
-    chars_out = len(repr(response.message.content))
-    return Usage(input_tokens=max(1, chars_in // 4), output_tokens=max(1, chars_out // 4))
-
-
-def _repr_length(message: Message) -> int:
-    return len(repr(message.content))
-
-
-# A message's length, once per message object: its repr took 2.5 ms a call at turn 300, twenty
-# times the turn around it, and what it did to the caches showed in the turn that followed.
-_content_chars: IdentityCache[int] = IdentityCache()
+    """What the request carries — system prompt, tools and messages — counted as the context
+    inspector counts a ``scripted:*`` model's request (:mod:`harness.tokenizers`: the estimate),
+    so a Try's usage is the panel's total; the answer's content as its output."""
+    output = sum(estimator.content_tokens(b) for b in response.message.content)
+    return Usage(input_tokens=estimator.estimate_request(request),
+                 output_tokens=max(1, output))
 
 
 @dataclass(eq=False)

@@ -175,3 +175,12 @@ def test_the_try_chat_span_carries_the_overrides_like_a_runs(alice, demo, serve_
     assert chat.attributes[telemetry.ATTR_GEN_AI_RESPONSE_FINISH] == ("end_turn",)
     stale = [e for e in chat.events if e.name == telemetry.EVENT_CONTEXT_OVERRIDE_STALE]
     assert [e.attributes[telemetry.ATTR_CONTEXT_PART] for e in stale] == ["message:77"]
+
+
+def test_a_try_on_the_offline_model_reports_the_panels_total(alice, demo):
+    # The quickstart's agent: what a Try of the next request reports is what the panel showed.
+    shown = alice.client.post(f"/v1/sessions/{demo['id']}/context", {"message": "And now?"},
+                              format="json").json()["totals"]["after"]
+    tried = try_(alice, demo, {"message": "And now?"})
+    assert tried.status_code == 200, tried.content
+    assert tried.json()["usage"]["input_tokens"] == shown

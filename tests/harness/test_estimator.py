@@ -11,12 +11,10 @@ import tiktoken
 from bench import estimator_samples as samples
 from bench import tool_samples
 from harness import estimator
-from harness.errors import ProviderUnavailable
 from harness.estimator import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
     content_tokens,
-    count_request,
     estimate_block,
     estimate_message,
     estimate_request,
@@ -24,8 +22,6 @@ from harness.estimator import (
     estimate_tool,
 )
 from harness.messages import Message, Request, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock
-from harness.providers.scripted import ScriptedModel
-from tests.support.harness import Counting
 
 
 @pytest.fixture(scope="module")
@@ -136,16 +132,6 @@ def test_tools_are_cached_by_identity_too(monkeypatch):
     value = estimate_tool(tool)
     monkeypatch.setattr(estimator, "_tool_tokens", lambda t: pytest.fail("estimated twice"))
     assert estimate_tool(tool) == value
-
-
-def test_count_request_prefers_the_providers_counter():
-    request = Request(model="m", messages=(Message.user("hello there"),))
-    assert count_request(request, Counting(1234)) == (1234, "provider")
-    assert count_request(request, ScriptedModel()) == (estimate_request(request), "estimate")
-    assert count_request(request, None) == (estimate_request(request), "estimate")
-    # A counter that cannot be reached does not stop the caller: the estimate stands in.
-    failing = Counting(ProviderUnavailable("down"))
-    assert count_request(request, failing) == (estimate_request(request), "estimate")
 
 
 def test_a_growing_history_costs_only_its_new_messages(monkeypatch):

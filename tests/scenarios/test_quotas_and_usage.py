@@ -220,7 +220,10 @@ def test_a_run_stops_before_the_call_that_could_pass_the_quota(alice, tenant, qu
     run = Run.objects.get(pk=queued_run.pk)
     assert (run.status, run.turn, run.error["code"]) == ("failed", 1, "quota_exceeded"), run.error
     used = tenant_spend(tenant.pk, period_bounds(QuotaPeriod.MONTH)[0])
-    assert len(rows(run.pk)) == 1 and 0 < used <= 300
+    [row] = rows(run.pk)
+    # The offline model spends what the inspector counted, and an answer within the 300.
+    assert row.input_tokens == first_input and 0 < row.output_tokens <= 300
+    assert used == row.input_tokens + row.output_tokens
     assert not QuotaHold.objects.exists()
 
 
@@ -324,7 +327,9 @@ def test_runs_on_two_workers_never_spend_past_the_quota(alice, tenant, make_agen
     for name in ("w1", "w2"):
         start_worker(name, HANGO_SCRIPTED_DELAY_MS="5", HANGO_QUOTA_RUN_RESERVATION_TOKENS="0")
     agent = make_agent(alice, model="scripted:workload-60")
-    quota = 40_000
+    # Room for all six to start (a start is refused once the quota is nearly spent), not for
+    # all six to finish: a run's 61 calls carry its tools and history, ~1,700 tokens at first.
+    quota = 200_000
     set_quota(tenant, quota)
     run_ids = []
     for i in range(6):

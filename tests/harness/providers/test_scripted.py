@@ -8,7 +8,15 @@ import pytest
 
 from harness.errors import ScriptExhausted, UnknownModel
 from harness.loop import FinalOutput, Interrupted
-from harness.messages import Message, Request, TextBlock, ToolUseBlock, Usage
+from harness.messages import (
+    Message,
+    Request,
+    TextBlock,
+    ToolDef,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from harness.providers import resolve_provider, split_model
 from harness.providers.base import Provider, ProviderSettings, StreamDone, Streaming
 from harness.providers.scripted import (
@@ -19,6 +27,7 @@ from harness.providers.scripted import (
     tool_call,
 )
 from harness.state import State
+from harness.tokenizers import tokenizer_for
 from tests.support.harness import CancelAfter, make_loop, run
 
 
@@ -87,6 +96,35 @@ def test_the_estimate_follows_the_content_not_the_message_object():
     longer = (*history, Message.user("and one more question, longer than the first"))
     assert (model.complete(Request(model="script", messages=longer)).usage.input_tokens
             > first.input_tokens)
+
+
+def a_full_request(model: str) -> Request:
+    """A system prompt, tools, and a history with a call and its result: all of it is sent."""
+    schema = {"type": "object", "properties": {"text": {"type": "string"}},
+              "required": ["text"]}
+    return Request(
+        model=model, system=(TextBlock(text="You are a careful assistant. " * 20),),
+        tools=(ToolDef(name="word_count", description="Count the words of a text.",
+                       input_schema=schema),
+               ToolDef(name="echo", description="Say the text back.", input_schema=schema)),
+        messages=(Message.user("count these four words"),
+                  Message(role="assistant", content=(
+                      ToolUseBlock(id="d1_wc", name="word_count",
+                                   input={"text": "count these four words"}),)),
+                  Message(role="user", content=(
+                      ToolResultBlock(tool_use_id="d1_wc", content="4"),))))
+
+
+@pytest.mark.parametrize("model", [ScriptedModel([text("ok")] * 2), named_script("demo")],
+                         ids=["steps", "demo"])
+def test_input_tokens_are_the_inspectors_count_of_the_whole_request(model):
+    # The context inspector counts a scripted:* request with its family's tokenizer: a Try of
+    # the request it shows reports that same total, system prompt and tools included.
+    request = a_full_request(model.model)
+    usage = model.complete(request).usage
+    assert usage.input_tokens == tokenizer_for(f"scripted:{model.model}").request(request)
+    without_tools = replace(request, tools=())
+    assert model.complete(without_tools).usage.input_tokens < usage.input_tokens
 
 
 def test_step_builders():
