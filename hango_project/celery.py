@@ -32,6 +32,18 @@ worker_init.connect(_instrument, weak=False)
 worker_process_init.connect(_instrument, weak=False)
 
 
+def _wait_for_the_database(**kwargs: object) -> None:
+    """Before the worker takes a task or starts its reconciler: a database still being
+    migrated (``make serve`` or the web service migrating as the worker starts) is waited for,
+    said in one line, instead of a traceback on every pass."""
+    from hango_project.dbready import wait_until_ready
+
+    wait_until_ready()
+
+
+worker_init.connect(_wait_for_the_database, weak=False)
+
+
 def _close_old_connections(**kwargs: object) -> None:
     """Django's per-request connection hygiene, per task: a connection that broke or passed
     CONN_MAX_AGE is closed; the others are kept, with the statements prepared on them

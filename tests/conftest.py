@@ -256,9 +256,10 @@ def worker_processes(tmp_path, transactional_db):
     test. :func:`start_worker` starts them on the suite's Redis."""
     started: list[WorkerProcess] = []
 
-    def _start(name: str, broker: str, *, pool: str = "gevent", **env: str) -> WorkerProcess:
+    def _start(name: str, broker: str, *, pool: str = "gevent", ready: bool = True,
+               **env: str) -> WorkerProcess:
         worker = WorkerProcess(name, broker, tmp_path, env={k: str(v) for k, v in env.items()},
-                               pool=pool)
+                               pool=pool, ready=ready)
         started.append(worker)
         return worker
 
@@ -269,9 +270,11 @@ def worker_processes(tmp_path, transactional_db):
 
 @pytest.fixture
 def start_worker(broker, worker_processes):
-    """Start real worker processes on the suite's Redis (``start_worker("w2", HANGO_…=1)``)."""
+    """Start real worker processes on the suite's Redis (``start_worker("w2", HANGO_…=1)``);
+    each is ready when it returns, unless ``ready=False``."""
 
-    def _start(name: str = "w1", *, pool: str = "gevent", **env: str) -> WorkerProcess:
-        return worker_processes(name, broker, pool=pool, **env)
+    def _start(name: str = "w1", *, pool: str = "gevent", ready: bool = True,
+               **env: str) -> WorkerProcess:
+        return worker_processes(name, broker, pool=pool, ready=ready, **env)
 
     return _start

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 
 import pytest
+from django.db import connection
 
 from harness.providers.scripted import ScriptedModel
 from runs.models import Run
 from tests.support.approvals import ALL
 from tests.support.browser import chromium
+from tests.support.workers import create_database, drop_database
 
 
 @pytest.fixture
@@ -57,3 +60,12 @@ def model(serve_model) -> ScriptedModel:
     scripted = ScriptedModel()
     serve_model("scripted", scripted)
     return scripted
+
+
+@pytest.fixture
+def empty_database(transactional_db) -> Iterator[str]:
+    """A database of the test's own beside the test database, empty (never migrated), dropped
+    after the test: its URL."""
+    name = f"{connection.settings_dict['NAME']}_empty"
+    yield create_database(name)
+    drop_database(name)

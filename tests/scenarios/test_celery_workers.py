@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -11,6 +14,7 @@ from runs.models import Message, Run, RunEvent
 from runs.tasks import execute_run
 from tests.support.history import assert_valid_history
 from tests.support.runs import wait_for_run
+from tests.support.workers import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -151,3 +155,22 @@ def test_the_context_stack_on_a_worker_compacts_and_keeps_memory(alice, make_age
     messages = assert_valid_history(session["id"])  # the stored history is whole
     assert messages[0].content[0]["text"] == task
     assert alice.client.get(f"/v1/sessions/{session['id']}/files").json()["results"] == []
+
+
+def test_a_worker_started_before_the_migrations_waits_for_them(empty_database, start_worker):
+    """``make worker`` while ``make serve`` still migrates (or ``docker compose up``): the
+    worker says what it waits for and starts once the database is migrated, with no traceback
+    from a reconciler pass meeting tables not there yet."""
+    worker = start_worker(ready=False, DATABASE_URL=empty_database)
+    worker.wait_for(lambda log: "waiting for the database: migrations not applied yet" in log,
+                    what="the worker to wait for the migrations", timeout=30)
+    migrated = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT,
+                              env={**os.environ, "DATABASE_URL": empty_database},
+                              capture_output=True, text=True, timeout=300)
+    assert migrated.returncode == 0, migrated.stderr
+    worker.wait_for(lambda log: " ready." in log, what="worker ready")
+    time.sleep(1.5)  # its reconciler's first passes, and a schedules pass or two
+    log = worker.log()
+    assert log.index("waiting for the database") < log.index("the database is ready") < (
+        log.index(" ready."))
+    assert "Traceback" not in log and "failed" not in log, log

@@ -8,9 +8,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import psycopg2
 from django.db import connection
 
 from tests.support.servers import stop_group
@@ -24,6 +27,34 @@ def test_database_url() -> str:
     host = db.get("HOST") or "127.0.0.1"
     port = db.get("PORT") or 5432
     return f"postgres://{user}@{host}:{port}/{db['NAME']}"
+
+
+def create_database(name: str) -> str:
+    """A database ``name`` on the test database's server, created anew and empty (never
+    migrated): its URL. :func:`drop_database` drops it."""
+    with _server() as cursor:
+        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        cursor.execute(f'CREATE DATABASE "{name}"')
+    return test_database_url().rsplit("/", 1)[0] + f"/{name}"
+
+
+def drop_database(name: str) -> None:
+    with _server() as cursor:
+        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def _server() -> Iterator[Any]:
+    """A cursor on the test database's server, outside any transaction (CREATE DATABASE)."""
+    db = connection.settings_dict
+    raw = psycopg2.connect(dbname="postgres", user=db.get("USER") or "postgres",
+                           host=db.get("HOST") or "127.0.0.1", port=db.get("PORT") or 5432)
+    raw.autocommit = True
+    try:
+        with raw.cursor() as cursor:
+            yield cursor
+    finally:
+        raw.close()
 
 
 def worker_environment(broker_url: str, env: dict[str, str]) -> dict[str, str]:
@@ -45,7 +76,7 @@ class WorkerProcess:
     once); another pool takes one task at a time."""
 
     def __init__(self, name: str, broker_url: str, log_dir: Path, *, env: dict[str, str],
-                 pool: str = "gevent") -> None:
+                 pool: str = "gevent", ready: bool = True) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         cmd = [sys.executable, "-m", "celery", "-A", "hango_project", "worker",
@@ -57,6 +88,8 @@ class WorkerProcess:
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
+        if not ready:  # the test waits for what it expects
+            return
         try:
             self.wait_for(lambda log: " ready." in log, what="worker ready")
         except BaseException:  # never left running by a test that could not use it
