@@ -6,12 +6,15 @@ server it starts over HTTP, then interrupts it.
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,8 +126,29 @@ def _a_schedule_fires(base: str, key: str, agent_id: str, database: Path) -> Non
     assert fires["results"][0]["status"] in ("started", "completed")
 
 
+def _admin_login(base: str, user: str, password: str) -> str:
+    """Log in to the admin as a person does (the form, its CSRF token); where it lands."""
+    browser = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    with browser.open(f"{base}/admin/login/", timeout=10) as page:
+        [token] = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.read().decode())
+    form = urllib.parse.urlencode({"username": user, "password": password, "next": "/admin/",
+                                   "csrfmiddlewaretoken": token}).encode()
+    request = urllib.request.Request(f"{base}/admin/login/", data=form,
+                                     headers={"Referer": f"{base}/admin/login/"})
+    with browser.open(request, timeout=10) as landed:
+        return urllib.parse.urlparse(landed.url).path
+
+
+def _admin_password(lines: list[str]) -> str:
+    """The admin password the quickstart printed ("unchanged" when it kept the one it had)."""
+    [admin] = [line for line in lines if line.startswith("  admin:  ")]
+    return admin.split("  password ", 1)[1].split()[0]
+
+
 def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
     agent_ids = []
+    passwords = []
     for attempt in range(2):
         port = free_port()
         proc, key, lines = _run_quickstart(tmp_path, port)
@@ -161,9 +185,11 @@ def test_quickstart_serves_on_embedded_defaults_and_runs_twice(tmp_path):
                 "Transfer-Encoding: chunked\nConnection: close"),
                 chunked(json.dumps({"agent": agent["id"]}).encode(), 8))
             assert (status, refused["error"]["code"]) == (411, "length_required"), refused
-            with urllib.request.urlopen(f"{base}/admin/login/", timeout=10) as response:
-                assert response.status == 200
+            # The admin's password is made once: the first one printed still logs in.
+            passwords.append(_admin_password(lines))
+            assert _admin_login(base, "demo@example.com", passwords[0]) == "/admin/"
         finally:
             _stop(proc)
     assert agent_ids[0] == agent_ids[1]
+    assert passwords[1] == "unchanged" != passwords[0]
     assert (tmp_path / "hango.sqlite3").exists()

@@ -1,7 +1,9 @@
 """Prepare the embedded demo: a tenant with an agent, a fresh key and an admin login.
 
-Safe to run again: the tenant, user and agent are reused; a new key and admin password are
-issued each time (the old ones are never printed again, so they cannot be recovered anyway).
+Safe to run again: the tenant, user and agent are reused and a new key is issued each time (the
+old ones are never printed again, so they cannot be recovered anyway). The admin's password is
+set, and printed, only when the command makes the demo user the admin: a password the user
+saved, or changed since, keeps working.
 """
 
 import json
@@ -45,11 +47,7 @@ class Command(BaseCommand):
                 "model": "scripted:demo",
             },
         )
-        password = secrets.token_urlsafe(12)
-        user = get_user_model().objects.get(pk=member.user_id)
-        user.is_staff = user.is_superuser = True
-        user.set_password(password)
-        user.save()
+        password = self.admin_password(member.user_id)
 
         demo_session = self.demo_conversation(issued.plaintext, str(agent.id))
 
@@ -59,7 +57,9 @@ class Command(BaseCommand):
             "",
             "hango quickstart: embedded SQLite database, no broker, offline scripted model.",
             f"  tenant: {DEMO_TENANT}   agent: {agent.name} ({agent.id})",
-            f"  admin:  {url}/admin/  user {DEMO_EMAIL}  password {password}",
+            f"  admin:  {url}/admin/  user {DEMO_EMAIL}  password "
+            + (password or f"unchanged ({_venv('python')} manage.py changepassword "
+                           f"{DEMO_EMAIL} sets another)"),
             f"  docs:   {url}/v1/docs",
             "",
             "Try:",
@@ -75,13 +75,25 @@ class Command(BaseCommand):
             "",
             "Or talk with the agent in the CLI, in another terminal:",
             f"  export HANGO_API_URL={url} HANGO_API_KEY={key}",
-            f"  {_hango()} chat --agent {agent.id}",
-            f"  {_hango()} send --session {demo_session} Count my words again --follow",
+            f"  {_venv('hango')} chat --agent {agent.id}",
+            f"  {_venv('hango')} send --session {demo_session} Count my words again --follow",
             "",
             "Demo API key (shown once):",
             key,
         ]
         self.stdout.write("\n".join(lines))
+
+    def admin_password(self, user_id: int) -> str | None:
+        """The demo user made the admin, with a new password (returned), unless it is one
+        already, with a password: then its password is kept (None)."""
+        user = get_user_model().objects.get(pk=user_id)
+        if user.is_staff and user.is_superuser and user.password and user.has_usable_password():
+            return None
+        password = secrets.token_urlsafe(12)
+        user.is_staff = user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        return password
 
     def demo_conversation(self, key: str, agent_id: str) -> str:
         """One conversation through the real API and run service, printed as a transcript."""
@@ -112,10 +124,10 @@ class Command(BaseCommand):
         return session["id"]
 
 
-def _hango() -> str:
-    """The ``hango`` script beside this Python (the venv's), as a path from here when it is
+def _venv(name: str) -> str:
+    """The script ``name`` beside this Python (the venv's), as a path from here when it is
     under the current directory."""
-    script = Path(sys.executable).with_name("hango")
+    script = Path(sys.executable).with_name(name)
     try:
         return str(script.relative_to(Path.cwd()))
     except ValueError:
