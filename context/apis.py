@@ -123,15 +123,21 @@ class BothOverridesApi(APIView):
                                "/v1/sessions/{id}/context-overrides`: the same 422s, the "
                                "session's pairs added and listed in its `added`), and either "
                                "both are saved, each with its `context.override` audit row, or "
-                               "neither is. An empty list clears a set.")
+                               "neither is. An empty list clears a set; a set left out is "
+                               "left as it is.")
     def put(self, request, session_id):
         member = caller(request)
         session = session_get(member=member, session_id=session_id)
-        agent_get(member=member, agent_id=session.agent_id)  # 404 unless it is theirs to change
         data = validated(BothOverridesInput, request)
+        if "agent" in data:
+            agent_get(member=member, agent_id=session.agent_id)  # 404 unless theirs to change
+
+        def given(name: str) -> list[Override] | None:
+            return [Override(**item) for item in data[name]] if name in data else None
+
         return _both(*services.overrides_replace_both(
-            session=session, agent_overrides=[Override(**item) for item in data["agent"]],
-            session_overrides=[Override(**item) for item in data["session"]], actor=member))
+            session=session, agent_overrides=given("agent"), session_overrides=given("session"),
+            actor=member))
 
 
 FULL = OpenApiParameter("full", str, description="A part id: answer that part's whole content "

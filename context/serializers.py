@@ -58,13 +58,20 @@ class OverridesOutput(serializers.Serializer):
 
 
 class BothOverridesInput(serializers.Serializer):
-    agent = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES,
+    agent = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES, required=False,
                              help_text="The agent's set (`system:*` and `tool:*` parts), as "
-                                       "`PUT /v1/agents/{id}/context-overrides` takes it.")
-    session = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES,
+                                       "`PUT /v1/agents/{id}/context-overrides` takes it; "
+                                       "absent: left as it is.")
+    session = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES, required=False,
                                help_text="The session's set (`message:*` parts and `summary`), "
                                          "as `PUT /v1/sessions/{id}/context-overrides` takes "
-                                         "it.")
+                                         "it; absent: left as it is.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("Give `agent`, `session` or both: the sets to "
+                                              "replace.")
+        return attrs
 
 
 class BothOverridesOutput(serializers.Serializer):

@@ -132,14 +132,18 @@ def overrides_replace(*, target: Agent | Session, overrides: list[Override],
         return _replaced(locked, overrides, actor)
 
 
-def overrides_replace_both(*, session: Session, agent_overrides: list[Override],
-                           session_overrides: list[Override],
+def overrides_replace_both(*, session: Session, agent_overrides: list[Override] | None,
+                           session_overrides: list[Override] | None,
                            actor: Member | None = None) -> tuple[Saved, Saved]:
     """Replace the session's agent's overrides and the session's own in one transaction: both
     sets are checked as :func:`overrides_replace` checks each, and either both are saved (each
-    with its audit row) or neither is. Returns the agent's saved set, then the session's."""
-    problems = (_kind_problems(agent_overrides, AGENT_KINDS, "an agent", "the session's set")
-                + _kind_problems(session_overrides, SESSION_KINDS, "a session",
+    with its audit row) or neither is. A set given as None is left as it is (not written, not
+    audited: a save that changed only the session's set does not write back the agent's, which
+    every session of the agent shares, as it was read). Returns the agent's set, then the
+    session's."""
+    problems = (_kind_problems(agent_overrides or [], AGENT_KINDS, "an agent",
+                               "the session's set")
+                + _kind_problems(session_overrides or [], SESSION_KINDS, "a session",
                                  "the agent's set"))
     if problems:
         raise _refuse(problems)
@@ -148,8 +152,15 @@ def overrides_replace_both(*, session: Session, agent_overrides: list[Override],
         # queue one behind the other instead of deadlocking.
         agent = Agent.objects.select_for_update().get(pk=session.agent_id)
         locked = Session.objects.select_for_update().get(pk=session.pk)
-        return (_replaced(agent, agent_overrides, actor),
-                _replaced(locked, session_overrides, actor))
+        return (_replaced_or_kept(agent, agent_overrides, actor),
+                _replaced_or_kept(locked, session_overrides, actor))
+
+
+def _replaced_or_kept(locked: Agent | Session, overrides: list[Override] | None,
+                      actor: Member | None) -> Saved:
+    if overrides is None:
+        return Saved(overrides=overrides_list(target=locked), added=[])
+    return _replaced(locked, overrides, actor)
 
 
 def _replaced(locked: Agent | Session, overrides: list[Override], actor: Member | None) -> Saved:

@@ -229,9 +229,9 @@ def test_both_sets_are_checked_as_their_own_puts_check_them(alice, demo, body, r
 
 @pytest.mark.parametrize("body", [
     [PROMPT],  # a list, as the single PUTs take, not the two sets
-    {"agent": [PROMPT]},
-    {"session": []},
+    {},  # neither set
     {"agent": PROMPT, "session": []},
+    {"agent": None, "session": []},
     {"agent": [], "session": [{"part": "message:10", "action": "hide"}]},
     {"agent": [{"part": "system:agent", "action": "replace"}], "session": []},
     {"agent": [], "session": [{"part": f"message:{i}", "action": "exclude"}
@@ -259,6 +259,25 @@ def test_saving_both_writes_the_two_audit_rows_the_two_puts_write(alice, demo):
     assert "SECRET" not in json.dumps([r.detail for r in rows])
 
 
+def test_a_set_left_out_is_left_as_it_is(alice, demo):
+    """The panel sends only the sets its Save changes: the agent's, shared by every session of
+    the agent, is not written back as the page read it (a change made elsewhere meanwhile
+    stays), nor audited."""
+    agent_url = f"/v1/agents/{demo['agent']}/context-overrides"
+    assert put(alice, agent_url, [PROMPT]).status_code == 200
+    before = list(AuditEntry.objects.values_list("pk", flat=True))
+    body = put(alice, both_url(demo), {"session": [{"part": "message:5", "action": "exclude"}]})
+    assert body.status_code == 200, body.content
+    assert body.json()["agent"] == {"overrides": [PROMPT], "added": []}
+    assert [o["part"] for o in body.json()["session"]["overrides"]] == ["message:5", "message:4"]
+    rows = AuditEntry.objects.exclude(pk__in=before)
+    assert [(r.action, r.object_type) for r in rows] == [("context.override", "session")]
+    stored = alice.client.get(agent_url).json()["overrides"]
+    assert stored == [PROMPT]
+    agent_only = put(alice, both_url(demo), {"agent": []}).json()
+    assert agent_only["agent"]["overrides"] == [] and len(agent_only["session"]["overrides"]) == 2
+
+
 def test_both_sets_belong_to_their_tenant_and_member(alice, bob, admin, outsider, demo):
     url = both_url(demo)
     body = {"agent": [PROMPT], "session": [{"part": "message:10", "action": "exclude"}]}
@@ -281,3 +300,6 @@ def test_a_member_who_may_not_change_the_agent_saves_neither_set(alice, owner, m
     error_of(put(alice, url, {"agent": [PROMPT], "session": []}), 404, "not_found")
     assert not ContextOverride.objects.exists()
     assert owner.client.get(url).status_code == 200
+    # Her session's own set alone is hers to save, as its own PUT is.
+    session_only = {"session": [{"part": "message:1", "action": "replace", "replacement": "Hi."}]}
+    assert put(alice, url, session_only).status_code == 200

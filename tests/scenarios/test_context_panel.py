@@ -460,7 +460,8 @@ def test_an_edit_shows_in_the_part_card(page, web, long_session, tenant):
         "Only this, now.")
     assert_card_in_view(page)
     page.get_by_role("button", name="Save", exact=True).click()
-    expect(page.locator("#cp-saved")).to_contain_text("Saved")
+    # Only the set that changed is sent: the agent's, every session's, is not written back.
+    expect(page.locator("#cp-saved")).to_have_text("Saved the session's overrides (1).")
     settled(page)
     expect(page.locator("#cp-detail-note")).to_contain_text("with the saved replacement")
     expect(content).to_contain_text('"text": "Only this, now."')

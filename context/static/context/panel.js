@@ -537,8 +537,13 @@
   /* -- save and try ------------------------------------------------------------------------- */
 
   async function save() {
-    const chosen = overridesOf(state.sel);
-    const body = {agent: chosen.filter(onAgent), session: chosen.filter((o) => !onAgent(o))};
+    // Only the sets that changed: the agent's is every session's of the agent, and writing it
+    // back as this page read it would undo a change made elsewhere meanwhile.
+    const chosen = overridesOf(state.sel), stored = overridesOf(state.saved);
+    const body = {};
+    for (const [name, on] of [["agent", onAgent], ["session", (o) => !onAgent(o)]]) {
+      if (!same(chosen.filter(on), stored.filter(on))) body[name] = chosen.filter(on);
+    }
     busy(true, "Saving…");
     let sets = null;
     try {
@@ -549,8 +554,9 @@
       return;
     }
     adopt(sets, false);
-    savedNote(`Saved the agent's overrides (${sets.agent.overrides.length}) and the ` +
-              `session's overrides (${sets.session.overrides.length}).`, sets.session.added);
+    const written = Object.keys(body).map((name) =>
+      `the ${name}'s overrides (${sets[name].overrides.length})`);
+    savedNote(`Saved ${written.join(" and ")}.`, sets.session.added);
     try {
       draw(await api("GET", `sessions/${SESSION}/context`));
       busy(false, "");
