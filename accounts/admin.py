@@ -15,7 +15,7 @@ from django.utils.text import Truncator
 from accounts.models import ApiKey, AuditEntry, Member, QuotaHold, QuotaPeriod, Tenant, UsageRecord
 from accounts.services import api_key_issue, api_key_revoke
 from accounts.usage import period_bounds, quota_release, tenant_spend
-from hango_project.admin import AppWrittenAdmin, OwnerAdmin
+from hango_project.admin import ActionsAdmin, AppWrittenAdmin, OwnerAdmin
 
 PERIOD_WORDS = {QuotaPeriod.DAY: "today", QuotaPeriod.MONTH: "this month"}
 
@@ -58,7 +58,7 @@ class TenantAdmin(OwnerAdmin, admin.ModelAdmin):
 
 
 @admin.register(Member)
-class MemberAdmin(OwnerAdmin, admin.ModelAdmin):
+class MemberAdmin(admin.ModelAdmin):
     list_display = ["user", "tenant", "role", "created_at"]
     list_filter = ["role", "tenant"]
     search_fields = ["user__username", "user__email", "tenant__name"]
@@ -67,7 +67,7 @@ class MemberAdmin(OwnerAdmin, admin.ModelAdmin):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(ActionsAdmin, admin.ModelAdmin):
     """Keys are shown by prefix only; the digest never leaves the database. Issued and revoked
     through the services (audited as the staff user's member of the key's tenant); a key is
     revoked, never deleted on its own (its audit rows name it), and goes with its member."""
@@ -100,7 +100,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
             level=messages.WARNING,
         )
 
-    @admin.action(description="Revoke selected keys")
+    @admin.action(description="Revoke selected keys", permissions=["act"])
     def revoke(self, request, queryset):
         for api_key in queryset.filter(revoked_at__isnull=True).select_related("member"):
             api_key_revoke(api_key=api_key,

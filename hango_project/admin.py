@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
+from django.contrib.auth import get_permission_codename
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
@@ -105,3 +106,15 @@ class ServiceWrittenAdmin(_ModelAdminBase):
                 return super().changelist_view(request, extra_context)
         except ApplicationError as exc:
             return self._refused(request, exc)
+
+
+class ActionsAdmin(_ModelAdminBase):
+    """For an admin whose actions write (cancel, resume, pause, revoke) where its change form
+    does not: an action declared ``@admin.action(permissions=["act"])`` is offered to, and
+    taken from, only a user with the model's change permission. Django filters only actions
+    that declare a permission; a view-only user was offered these. Mix in before
+    ``admin.ModelAdmin``."""
+
+    def has_act_permission(self, request: HttpRequest) -> bool:
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.{get_permission_codename('change', opts)}")

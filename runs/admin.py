@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString
 
 from accounts.admin import acting_member
 from context.panel import ContextPanelAdmin
-from hango_project.admin import AppWrittenAdmin, ServiceWrittenAdmin
+from hango_project.admin import ActionsAdmin, AppWrittenAdmin, ServiceWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
 from runs.models import Message, PendingMessage, Run, Session, SessionFile, Trigger
@@ -52,7 +52,7 @@ class SessionAdmin(ContextPanelAdmin, AppWrittenAdmin, admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
+class RunAdmin(AppWrittenAdmin, ActionsAdmin, admin.ModelAdmin):
     """Runs are changed only through the run services: cancel and resume as actions."""
 
     list_display = ["id", "session", "agent", "status", "turn", "todo_progress", "created_at",
@@ -132,11 +132,11 @@ class RunAdmin(AppWrittenAdmin, admin.ModelAdmin):
         for line in refused:
             self.message_user(request, line, level=messages.WARNING)
 
-    @admin.action(description="Cancel selected runs")
+    @admin.action(description="Cancel selected runs", permissions=["act"])
     def cancel_runs(self, request, queryset):
         self._apply(request, queryset, services.run_cancel, "Cancelled (or asked to stop)")
 
-    @admin.action(description="Resume selected runs")
+    @admin.action(description="Resume selected runs", permissions=["act"])
     def resume_runs(self, request, queryset):
         self._apply(request, queryset, services.run_resume, "Resumed")
 

@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from accounts.admin import acting_member
-from hango_project.admin import AppWrittenAdmin
+from hango_project.admin import ActionsAdmin, AppWrittenAdmin
 from schedules import services
 from schedules.models import Fire, Schedule
 
@@ -19,7 +19,7 @@ class FireInline(AppWrittenAdmin, admin.TabularInline):
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(AppWrittenAdmin, admin.ModelAdmin):
+class ScheduleAdmin(AppWrittenAdmin, ActionsAdmin, admin.ModelAdmin):
     list_display = ["name", "tenant", "agent", "cron", "timezone", "active", "next_run_at",
                     "missed", "consecutive_failures"]
     list_filter = ["tenant", "active"]
@@ -31,14 +31,15 @@ class ScheduleAdmin(AppWrittenAdmin, admin.ModelAdmin):
     inlines = [FireInline]
     actions = ["pause", "resume"]
 
-    @admin.action(description="Pause the selected schedules")
+    @admin.action(description="Pause the selected schedules", permissions=["act"])
     def pause(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for schedule in queryset:
             services.schedule_pause(schedule=schedule,
                                     actor=acting_member(request, schedule.tenant_id))
         messages.success(request, f"Paused {queryset.count()} schedule(s).")
 
-    @admin.action(description="Resume the selected schedules (from now on)")
+    @admin.action(description="Resume the selected schedules (from now on)",
+                  permissions=["act"])
     def resume(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for schedule in queryset:
             services.schedule_resume(schedule=schedule,

@@ -8,12 +8,15 @@ import re
 from django.apps import apps
 from django.contrib import admin
 from django.contrib.admin import ModelAdmin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db.models import CompositePrimaryKey
 from django.urls import reverse
 
 from accounts.models import Member, Tenant
-from runs.models import Run, RunEvent
+from runs.models import Run, RunEvent, RunStatus
 from schedules.models import Fire
+from tests.support.api import post_message
 
 HANGO_APPS = ("accounts", "agents", "runs", "context", "schedules", "webhooks")
 # Written by the operator, here and from the command line; no API route writes them.
@@ -97,3 +100,37 @@ def test_every_write_the_admin_allows_goes_through_a_service(rf, admin_user):
             if (inline.has_add_permission(request, None) or inline.has_change_permission(request)
                     or inline.has_delete_permission(request)):
                 assert overrides(model_admin, "save_formset"), (model, inline)
+
+
+def test_a_view_only_user_is_neither_offered_nor_allowed_an_action(client, alice, make_session,
+                                                                   hango_settings):
+    """Cancel, resume, pause and revoke write where their admins' forms do not: they need the
+    model's change permission, not just a look at the list."""
+    hango_settings(run_inline=False, broker_url="")  # the run stays queued
+    session = make_session(alice)
+    viewer = get_user_model().objects.create_user("viewer", "viewer@example.com", "pw",
+                                                  is_staff=True)
+    viewer.user_permissions.set(Permission.objects.filter(
+        codename__in=["view_run", "view_schedule", "view_apikey"]))
+    client.force_login(viewer)
+    for changelist, action in (("admin:runs_run_changelist", "cancel_runs"),
+                               ("admin:schedules_schedule_changelist", "pause"),
+                               ("admin:accounts_apikey_changelist", "revoke")):
+        listed = client.get(reverse(changelist))
+        assert listed.status_code == 200 and f'value="{action}"'.encode() not in listed.content
+    run = Run.objects.get(pk=post_message(alice, session["id"], "hi").json()["run"]["id"])
+    client.post(reverse("admin:runs_run_changelist"),
+                {"action": "cancel_runs", "_selected_action": [str(run.pk)]})
+    run.refresh_from_db()
+    assert run.status != RunStatus.CANCELLED and not run.cancel_requested
+
+
+def test_a_member_who_owns_agents_is_not_deleted_here(staff_client, alice, make_agent):
+    """A member's agents carry other members' sessions and are deleted through their service
+    (audited, skills detached): the admin does not cascade past it."""
+    make_agent(alice)
+    delete = reverse("admin:accounts_member_delete", args=[alice.member.pk])
+    page = staff_client.get(delete)
+    assert page.status_code == 200 and b"permission to delete" in page.content
+    assert staff_client.post(delete, {"post": "yes"}).status_code == 403
+    assert Member.objects.filter(pk=alice.member.pk).exists()
