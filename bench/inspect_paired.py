@@ -61,7 +61,7 @@ def child(root: str, db: str, model: str, n: int, requests: int) -> None:
     from agents.services import agent_create
     from harness.messages import Message as HMessage
     from harness.serde import content_from_json
-    from harness.tokenizers import tokenizer_for
+    from harness.tokens.tokenizers import tokenizer_for
     from runs.models import Message, Session
 
     member = tenant_bootstrap(tenant_name=f"paired-{uuid.uuid4().hex[:8]}",

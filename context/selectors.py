@@ -23,8 +23,8 @@ from harness.middleware.context_overrides import keeps_its_overrides
 from harness.providers.models import context_window
 from harness.serde import content_from_json
 from harness.snapshot_parts import Part, content_json, message_text, preview
-from harness.tokenizers import tokenizer_for
-from harness.tokens import Tokenizer
+from harness.tokens.base import Tokenizer
+from harness.tokens.tokenizers import tokenizer_for
 from runs.execution import build_loop, new_state, preloaded_history, run_state
 from runs.models import ACTIVE_RUN_STATUSES, PendingMessage, Run, Session
 from runs.preload import Preloaded, preload

@@ -10,7 +10,7 @@ from context.models import OverrideAction
 from hango_project import fields as strict
 from hango_project.config import hango
 from harness.approvals import CallOutlook
-from harness.tokens import Counted
+from harness.tokens.base import Counted
 from runs.models import ACTIVE_RUN_STATUSES
 from runs.serializers import UserContentField
 

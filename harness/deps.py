@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from harness.agent import AgentSpec
 from harness.providers.base import Provider
 from harness.stores import FileStore, MemoryStore, OverrideStore, SkillStore, SummaryStore
-from harness.tokens import ESTIMATE, Tokenizer
+from harness.tokens.base import ESTIMATE, Tokenizer
 from harness.tools.base import Tool
 
 MEMORY_MAX_BYTES = 32_768

@@ -43,7 +43,7 @@ from harness.snapshot_parts import (
     tool_parts,
 )
 from harness.state import State
-from harness.tokens import Counted, Tokenizer
+from harness.tokens.base import Counted, Tokenizer
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,7 +22,7 @@ from harness.history import is_summary
 from harness.messages import Message, TextBlock, ToolDef, ToolUseBlock
 from harness.middleware import filesystem, memory, skills, subagent, summarization, todo
 from harness.serde import content_to_json, json_text
-from harness.tokens import Counted, Tokenizer
+from harness.tokens.base import Counted, Tokenizer
 from harness.tools.base import Tool
 
 PREVIEW_CHARS = 200
@@ -48,7 +48,7 @@ class Part(NamedTuple):
     paired_with: tuple[str, ...] = ()
     cached_prefix: bool = False  # before the prompt cache's breakpoint: editing it costs a miss
     summarized: bool = False  # a message the compacted call's summary stands for (not sent)
-    counted: Counted = "tokenizer"  # how ``tokens`` was counted (harness.tokens.Counted)
+    counted: Counted = "tokenizer"  # how ``tokens`` was counted (harness.tokens.base.Counted)
     # The whole part as the next call sends it (the replacement, if any), and as it was before
     # a replace override: rendered when asked for (``?full=``), not for every part of a snapshot.
     sent: Callable[[], str] = str

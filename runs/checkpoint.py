@@ -97,7 +97,7 @@ class NewMessage(NamedTuple):
     role: Role
     content: list[dict[str, Any]]
     tokens: int | None = None  # its content's tokens as ``counter`` counts them
-    counter: str = ""  # harness.tokens.Tokenizer.counts_key
+    counter: str = ""  # harness.tokens.base.Tokenizer.counts_key
 
 
 def reads_back_as_written(content: list[dict[str, Any]]) -> bool:

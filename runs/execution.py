@@ -37,8 +37,8 @@ from harness.serde import content_from_json
 from harness.stack import default_stack
 from harness.state import State, state_from_json
 from harness.stores import Summary
-from harness.tokenizers import tokenizer_for
-from harness.tokens import Tokenizer
+from harness.tokens.base import Tokenizer
+from harness.tokens.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
 from runs import live
 from runs.checkpoint import Claim
@@ -187,8 +187,8 @@ def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False,
     ORM's per-row conversion was a third of the time at 10,000 messages. ``reuse_decoded``
     takes each message from :func:`_shared_message` — for the context inspector's reads, which
     never run a tool, so no one mutates a shared tool call's input. Given a ``tokenizer``, each
-    message's stored count under its :attr:`~harness.tokens.Tokenizer.counts_key` is handed to
-    it (:meth:`~harness.tokens.Tokenizer.remember`): a long history is not counted again."""
+    message's stored count under its :attr:`~harness.tokens.base.Tokenizer.counts_key` is handed to
+    it (:meth:`~harness.tokens.base.Tokenizer.remember`): a long history is not counted again."""
     key = tokenizer.counts_key if tokenizer is not None else None  # None: no count matches
     rows = fetch(f"SELECT seq, role, content, CASE WHEN tokens_counter = %s THEN "
                  f"content_tokens END FROM {Message._meta.db_table} "

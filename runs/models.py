@@ -137,7 +137,7 @@ class Message(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.JSONField(help_text="A list of content blocks.")
     # Its content's tokens as the run's tokenizer counted them, and that count's key
-    # (harness.tokens.Tokenizer.counts_key): the inspector's first look at a long session takes
+    # (harness.tokens.base.Tokenizer.counts_key): the inspector's first look at a long session takes
     # them instead of counting every message again. Empty where no run counted it.
     content_tokens = models.PositiveIntegerField(null=True, blank=True)
     tokens_counter = models.CharField(max_length=100, blank=True, default="")

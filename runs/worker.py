@@ -38,7 +38,7 @@ from harness.messages import Message as HMessage
 from harness.messages import Usage
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
-from harness.tokenizers import tokenizer_for
+from harness.tokens.tokenizers import tokenizer_for
 from runs.checkpoint import (
     INTERNAL_ERROR,
     Claim,

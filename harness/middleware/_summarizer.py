@@ -18,7 +18,6 @@ from opentelemetry.trace import SpanKind
 
 from harness import telemetry
 from harness.errors import ProviderError
-from harness.estimator import estimate_text
 from harness.messages import (
     Message,
     ModelUsage,
@@ -29,6 +28,7 @@ from harness.messages import (
 )
 from harness.providers.base import Provider
 from harness.state import State
+from harness.tokens.estimator import estimate_text
 
 PURPOSE = "summarize"
 CLIP_CHARS = 4000

@@ -37,7 +37,7 @@ from harness.messages import Response
 from harness.middleware._stores import load_or_none
 from harness.state import State
 from harness.stores import OverrideStore
-from harness.tokens import ESTIMATE, Tokenizer, messages_tokens
+from harness.tokens.base import ESTIMATE, Tokenizer, messages_tokens
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from harness.deps import StackConfig
 from harness.messages import CacheControl, Request, Response, TextBlock
 from harness.providers.models import cache_minimum
 from harness.state import State
-from harness.tokens import ESTIMATE, Tokenizer
+from harness.tokens.base import ESTIMATE, Tokenizer
 
 NAME = "prompt_cache"
 WHY = ("skipped when a bare stack has no provider; marks the end of the stable system prefix "

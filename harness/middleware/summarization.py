@@ -1,6 +1,6 @@
 """SummarizationMiddleware: keep the outgoing request within the agent's token budget.
 
-Each request is measured (:mod:`harness.estimator`; near the budget — 90 to 125% of it — the
+Each request is measured (:mod:`harness.tokens.estimator`; near the budget — 90 to 125% of it — the
 provider's own counter when it has one). Over the budget, older messages are replaced **in the
 outgoing request only** by a user message "Summary of the earlier conversation: …" made by a
 model call (usage purpose ``summarize``), keeping the latest messages, cut where
@@ -41,7 +41,7 @@ from harness.middleware._summarizer import PURPOSE, SYSTEM_PROMPT, Summarizer  #
 from harness.providers.base import Provider
 from harness.state import State
 from harness.stores import Summary, SummaryStore
-from harness.tokens import ESTIMATE, HistoryTotal, Tokenizer, count_request, messages_tokens
+from harness.tokens.base import ESTIMATE, HistoryTotal, Tokenizer, count_request, messages_tokens
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from harness.messages import Request, Response
 from harness.providers.base import Provider, StreamDone, StreamEvent, Streaming, TokenCounter
-from harness.tokens import Tokenizer
+from harness.tokens.base import Tokenizer
 
 
 class Budget(Protocol):

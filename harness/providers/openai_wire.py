@@ -3,7 +3,7 @@
 A ``tool`` message carries content only: there is no ``is_error``. A failed result (a tool
 error, a rejected or cancelled call, an interrupted one) is sent as ``Error: <content>``, so the
 model learns the call failed. The adapter sends it so (:mod:`harness.providers.openai_compat`),
-the OpenAI tokenizers count it so (:mod:`harness.tokenizers`) and the context inspector shows
+the OpenAI tokenizers count it so (:mod:`harness.tokens.tokenizers`) and the context inspector shows
 it so: one function for the three.
 
 The model never reads a tool's JSON schema either: OpenAI renders the functions as a TypeScript
@@ -12,7 +12,7 @@ published rule for that rendering (the cookbook "How to count tokens with tiktok
 ``num_tokens_for_tools``): the ``name:description`` line, 3 tokens when it has properties, and
 per property 3 plus its ``key:type:description`` line, an enum's values at 3 plus their text
 each, less 3 for the enum. The rule's constants beside a function — 7 per function (10 for
-cl100k models) and 12 per request that has tools — are framing (:mod:`harness.tokenizers`).
+cl100k models) and 12 per request that has tools — are framing (:mod:`harness.tokens.tokenizers`).
 The rule counts top-level properties only; where it is silent it is extended as the rendering
 goes: a missing type or description is empty, a type list is joined with ``|``, and an object
 property's own properties (an array's items' too), which the namespace renders inline, add

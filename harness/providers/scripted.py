@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import estimator
 from harness.approvals import CANCELLED_BEFORE_DECISION, CANCELLED_BEFORE_RUN
 from harness.errors import ScriptExhausted, UnknownModel
 from harness.history import is_summary
@@ -37,6 +36,7 @@ from harness.messages import (
     Usage,
 )
 from harness.providers.base import StreamDone, StreamEvent, TextDelta
+from harness.tokens import estimator
 
 Step = Response | Exception | Callable[[Request], Response]
 
@@ -77,8 +77,8 @@ def stream_words(response: Response, *, word_delay_ms: int = 0) -> Iterator[Stre
 
 def _estimate_usage(request: Request, response: Response) -> Usage:
     """What the request carries — system prompt, tools and messages — counted as the context
-    inspector counts a ``scripted:*`` model's request (:mod:`harness.tokenizers`: the estimate),
-    so a Try's usage is the panel's total; the answer's content as its output."""
+    inspector counts a ``scripted:*`` model's request (:mod:`harness.tokens.tokenizers`: the
+    estimate), so a Try's usage is the panel's total; the answer's content as its output."""
     output = sum(estimator.content_tokens(b) for b in response.message.content)
     return Usage(input_tokens=estimator.estimate_request(request),
                  output_tokens=max(1, output))

@@ -226,7 +226,7 @@ def test_the_counts_a_run_stored_are_the_ones_shown(alice, make_agent, make_sess
     inspector takes a count stored under its own tokenizer's key instead of counting again
     (made wrong here on purpose, to see it is taken), and counts one stored under another."""
     from harness.serde import content_from_json
-    from harness.tokenizers import tokenizer_for
+    from harness.tokens.tokenizers import tokenizer_for
     from runs.execution import drop_shared_messages
 
     model = "anthropic:claude-sonnet-4-6"

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from harness import estimator
 from harness.context import Override
 from harness.deps import RunDeps, StackConfig
 from harness.inspect import inspect
@@ -18,8 +17,9 @@ from harness.providers.scripted import ScriptedModel
 from harness.stack import default_stack
 from harness.state import State
 from harness.stores import MemoryFile, SkillSpec
-from harness.tokenizers import tokenizer_for
-from harness.tokens import ESTIMATE
+from harness.tokens import estimator
+from harness.tokens.base import ESTIMATE
+from harness.tokens.tokenizers import tokenizer_for
 from harness.tools import builtin_registry
 from tests.support.files import MemoryFiles
 from tests.support.harness import make_agent, make_loop

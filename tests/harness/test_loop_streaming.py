@@ -12,7 +12,7 @@ from harness.providers.base import StreamDone, StreamEvent, Streaming, TextDelta
 from harness.providers.budgeted import Budgeted
 from harness.providers.scripted import ScriptedModel, named_script, text, tool_call
 from harness.state import State
-from harness.tokenizers import tokenizer_for
+from harness.tokens.tokenizers import tokenizer_for
 from tests.support.doubles import Recording
 from tests.support.harness import Deltas, make_loop, run
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from harness import estimator
 from harness.deps import RunDeps, StackConfig
 from harness.errors import ProviderUnavailable
 from harness.messages import (
@@ -22,6 +21,7 @@ from harness.providers.scripted import ConversationScript, text
 from harness.stack import default_stack
 from harness.state import State
 from harness.stores import Summary
+from harness.tokens import estimator
 from tests.support.harness import make_agent, make_loop
 
 TASK = "Please echo every step of the plan."

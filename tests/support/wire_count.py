@@ -81,7 +81,7 @@ def _nested(prop: dict[str, Any], count: Callable[[str], int]) -> int:
 
 def ctok_counter(version: str) -> Callable[[str], int]:
     """A text's tokens: ctok's tokens of it as one message, less the frame's ⟨pad⟩ tokens it
-    starts with (read off the tokens, not the constant harness.tokenizers pins)."""
+    starts with (read off the tokens, not the constant harness.tokens.tokenizers pins)."""
     import ctok
     from ctok.constants import PAD
 

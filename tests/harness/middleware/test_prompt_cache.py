@@ -23,7 +23,7 @@ from harness.providers.models import cache_minimum
 from harness.providers.scripted import ScriptedModel, text
 from harness.stack import default_stack
 from harness.state import State, state_to_json
-from harness.tokenizers import tokenizer_for
+from harness.tokens.tokenizers import tokenizer_for
 from tests.support.doubles import Contributes
 from tests.support.harness import make_agent, make_loop, run
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from harness import estimator
 from harness.history import is_summary, validate
 from harness.loop import FinalOutput
 from harness.providers.scripted import named_script
 from harness.state import State
 from harness.stores import Summary
+from harness.tokens import estimator
 from tests.support.harness import run
 from tests.support.summarization import (
     MemorySummaries,

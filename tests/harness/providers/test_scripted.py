@@ -27,7 +27,7 @@ from harness.providers.scripted import (
     tool_call,
 )
 from harness.state import State
-from harness.tokenizers import tokenizer_for
+from harness.tokens.tokenizers import tokenizer_for
 from tests.support.harness import CancelAfter, make_loop, run
 
 

@@ -1,4 +1,5 @@
-"""harness.estimator: accuracy per kind of content, the sum-of-parts contract, and the caches."""
+"""harness.tokens.estimator: accuracy per kind of content, the sum-of-parts contract, and the
+caches."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import tiktoken
 
 from bench import estimator_samples as samples
 from bench import tool_samples
-from harness import estimator
-from harness.estimator import (
+from harness.messages import Message, Request, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock
+from harness.tokens import estimator
+from harness.tokens.estimator import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
     content_tokens,
@@ -21,7 +23,6 @@ from harness.estimator import (
     estimate_text,
     estimate_tool,
 )
-from harness.messages import Message, Request, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock
 
 
 @pytest.fixture(scope="module")

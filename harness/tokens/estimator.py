@@ -21,7 +21,7 @@ exactly the sum of its parts — system blocks, tools, messages — so a caller 
 context inspector) gets the same total.
 
 Where the provider can count a request exactly (:class:`harness.providers.base.TokenCounter`),
-:func:`harness.tokens.count_request` asks it. This module knows no provider: the scripted model
+:func:`harness.tokens.base.count_request` asks it. This module knows no provider: the scripted model
 (:mod:`harness.providers.scripted`) reports its usage with it.
 """
 

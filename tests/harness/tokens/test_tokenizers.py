@@ -1,4 +1,4 @@
-"""harness.tokenizers: pinned counts per family, the model table, the ctok frames, the
+"""harness.tokens.tokenizers: pinned counts per family, the model table, the ctok frames, the
 documented preambles, and counting with no network."""
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import tiktoken
 
 from bench import estimator_samples as samples
 from harness.messages import Message, Request, ToolDef
-from harness.tokenizers import CTOK_FRAMES, tokenizer_for
-from harness.tokens import (
+from harness.tokens.base import (
     FamilyTokenizer,
 )
+from harness.tokens.tokenizers import CTOK_FRAMES, tokenizer_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # One model per tokenizer, and each tokenizer's content counts of the strings below.
 STRINGS = (
@@ -157,7 +157,7 @@ def audit(event, args):
         opened.append(args[0])
 sys.addaudithook(audit)
 import ctok, quicktok
-from harness.tokenizers import tokenizer_for
+from harness.tokens.tokenizers import tokenizer_for
 for model in {list(PINNED)!r}:
     assert tokenizer_for(model).text("héllo, 世界 {{}}") > 0
 loaded = [m for m in ("requests", "urllib.request", "http.client", "httpx", "socket")
@@ -177,7 +177,7 @@ assert data and all(p.startswith(tuple(ctok.__path__) + tuple(quicktok.__path__)
 def test_each_family_names_how_it_counts_for_stored_counts():
     """A stored count is taken only under the key it was made with: the encoding, the counting
     package's version and the counting rules (the estimate stores none)."""
-    from harness import tokenizers
+    from harness.tokens import tokenizers
 
     assert tokenizer_for("anthropic:claude-sonnet-4-6").counts_key == (
         f"claude-v3@ctok-1.3.0/r{tokenizers.COUNT_RULES}")

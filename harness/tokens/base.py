@@ -5,11 +5,11 @@ content only — and, separately, the **framing** a provider adds around them (r
 system message's frame, a tool's wrapper, the tool-use system prompt). ``request()`` is exactly
 the parts plus the framing, so a caller listing parts (the context inspector) shows framing as a
 line of its own and the lines sum to the total.
-:mod:`harness.tokenizers` says which tokenizer counts which model, with what framing.
+:mod:`harness.tokens.tokenizers` says which tokenizer counts which model, with what framing.
 
-The estimator keeps its own overheads (:data:`harness.estimator.MESSAGE_OVERHEAD` and the
+The estimator keeps its own overheads (:data:`harness.tokens.estimator.MESSAGE_OVERHEAD` and the
 others), moved into ``framing`` here, so :class:`Estimate` totals what
-:func:`harness.estimator.estimate_request` does.
+:func:`harness.tokens.estimator.estimate_request` does.
 
 Counting must be cheap: summarization counts every request. Messages and tool definitions are
 immutable and cached by identity (as the estimator does); texts are also cached by content in a
@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, assert_never
 
-from harness import estimator
 from harness.caches import IdentityCache
 from harness.errors import ProviderError
 from harness.messages import (
@@ -44,6 +43,7 @@ from harness.messages import (
 )
 from harness.providers.base import Provider, TokenCounter
 from harness.serde import json_text
+from harness.tokens import estimator
 
 # How a count was made: the provider's count endpoint; the family's tokenizer over the exact
 # text; a published rule (OpenAI's function rendering and message framing); an estimate (the
@@ -291,11 +291,11 @@ class FamilyTokenizer(_ContentCounts):
 
 
 class Estimate(_ContentCounts):
-    """:mod:`harness.estimator` behind the same interface, its overheads as the framing: the
-    total is :func:`harness.estimator.estimate_request`'s. Its texts go through the same bounded
-    content cache as a tokenizer's, over the estimator's uncached core (its own cache keeps only
-    512), so a state rebuilt from the database — the inspector's, every request — finds a long
-    history counted already."""
+    """:mod:`harness.tokens.estimator` behind the same interface, its overheads as the framing:
+    the total is :func:`harness.tokens.estimator.estimate_request`'s. Its texts go through the
+    same bounded content cache as a tokenizer's, over the estimator's uncached core (its own
+    cache keeps only 512), so a state rebuilt from the database — the inspector's, every request
+    — finds a long history counted already."""
 
     name = "estimate"
     source: Counted = "estimate"

@@ -11,11 +11,10 @@ import pytest
 
 from bench import estimator_samples as samples
 from bench import tool_samples
-from harness import estimator, tokenizers, tokens
 from harness.errors import ProviderUnavailable
 from harness.messages import Message, Request, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock
-from harness.tokenizers import tokenizer_for
-from harness.tokens import (
+from harness.tokens import base, estimator, tokenizers
+from harness.tokens.base import (
     ESTIMATE,
     Estimate,
     FamilyTokenizer,
@@ -23,6 +22,7 @@ from harness.tokens import (
     HistoryTotal,
     count_request,
 )
+from harness.tokens.tokenizers import tokenizer_for
 from tests.support.harness import Counting
 
 
@@ -198,15 +198,15 @@ class Recorder:
 
 def recording(size: int = 1000) -> tuple[FamilyTokenizer, Recorder]:
     recorder = Recorder()
-    content = tokens.EncodingCounts(recorder, cache_size=size)
+    content = base.EncodingCounts(recorder, cache_size=size)
     return FamilyTokenizer(name="recorded", content=content, framing=Framing(message=1)), recorder
 
 
 def test_a_message_is_counted_once_however_often_it_is_asked(monkeypatch):
     tokenizer, _ = recording()
     counted: list[Message] = []
-    original = tokens.EncodingCounts._message
-    monkeypatch.setattr(tokens.EncodingCounts, "_message",
+    original = base.EncodingCounts._message
+    monkeypatch.setattr(base.EncodingCounts, "_message",
                         lambda self, m: counted.append(m) or original(self, m))
     history: list[Message] = [Message.user("start")]
     for turn in range(30):

@@ -1,6 +1,6 @@
 """Which tokenizer counts which model, and the framing each model's API adds around a request.
 
-:func:`tokenizer_for` picks the :class:`harness.tokens.Tokenizer` for a ``<provider>:<model>``
+:func:`tokenizer_for` picks the :class:`harness.tokens.base.Tokenizer` for a ``<provider>:<model>``
 string by longest prefix, like :mod:`harness.providers.models`:
 
 ================ ============================================ ==================================
@@ -14,7 +14,7 @@ tokenizer        models                                       counted with
 ``claude-v4.7``  claude-opus-4-7*                             ctok, family v4.7
 ``claude-v4.8``  claude-opus-4-8*, claude-{opus,sonnet,       ctok, family v4.8 (v4.7's
                  fable}-5*                                    vocabulary, a six-token frame)
-``estimate``     scripted:*, unknown models, OpenAI-          :mod:`harness.estimator`
+``estimate``     scripted:*, unknown models, OpenAI-          :mod:`harness.tokens.estimator`
                  compatible servers running other models
 ================ ============================================ ==================================
 
@@ -77,7 +77,7 @@ from types import ModuleType
 
 from harness.providers.models import longest_prefix
 from harness.providers.openai_wire import function_tokens, tool_result_content
-from harness.tokens import (
+from harness.tokens.base import (
     ESTIMATE,
     Counted,
     EncodingCounts,
