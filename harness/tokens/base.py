@@ -331,7 +331,8 @@ def messages_tokens(tokenizer: Tokenizer, messages: Iterable[Message]) -> int:
 class HistoryTotal:
     """A growing history's tokens, framing included (a run's, turn after turn): when the
     messages start with those of the previous call — the same objects — only the new ones are
-    counted. Holds the last history it was given; keep one per run."""
+    counted, so a turn costs an identity check of the history instead of a cache lookup per
+    message. Holds the last history it was given; keep one per run."""
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer

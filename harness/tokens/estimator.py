@@ -15,22 +15,21 @@ punctuation runs, whitespace — and each piece is weighed by its character clas
 
 Messages and tool definitions are immutable, so their estimates are cached by identity in a
 weak map: each turn estimates only the messages it has not seen, and an entry disappears with
-its message (the map never keeps a finished run's history alive); :class:`HistoryTotal` sums a
-run's growing history by looking at the new messages only. ``estimate_request`` is
-exactly the sum of its parts — system blocks, tools, messages — so a caller listing parts (the
-context inspector) gets the same total.
+its message (the map never keeps a finished run's history alive); a run's growing history is
+summed by :class:`harness.tokens.base.HistoryTotal` over :data:`harness.tokens.base.ESTIMATE`.
+``estimate_request`` is exactly the sum of its parts — system blocks, tools, messages — so a
+caller listing parts (the context inspector) gets the same total.
 
 Where the provider can count a request exactly (:class:`harness.providers.base.TokenCounter`),
-:func:`harness.tokens.base.count_request` asks it. This module knows no provider: the scripted model
-(:mod:`harness.providers.scripted`) reports its usage with it.
+:func:`harness.tokens.base.count_request` asks it. This module knows no provider: the scripted
+model (:mod:`harness.providers.scripted`) reports its usage with it.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, assert_never
 
@@ -249,26 +248,6 @@ def estimate_tool(tool: ToolDef) -> int:
 
 def estimate_messages(messages: Iterable[Message]) -> int:
     return sum(estimate_message(m) for m in messages)
-
-
-class HistoryTotal:
-    """The estimate of a history that grows between calls (a run's, turn after turn): when the
-    messages start with those of the previous call — the same objects — only the new ones are
-    looked at, so a turn costs an identity check of the history instead of a cache lookup per
-    message. Holds the last history it was given; keep one per run."""
-
-    def __init__(self) -> None:
-        self._messages: tuple[Message, ...] = ()
-        self._total = 0
-
-    def __call__(self, messages: Sequence[Message]) -> int:
-        seen = len(self._messages)
-        if len(messages) >= seen and all(map(operator.is_, messages, self._messages)):
-            total = self._total + estimate_messages(messages[seen:])
-        else:
-            total = estimate_messages(messages)
-        self._messages, self._total = tuple(messages), total
-        return total
 
 
 def estimate_request(request: Request) -> int:

@@ -270,8 +270,9 @@ def test_a_real_tokenizer_counts_a_rebuilt_history_from_its_cache():
     assert claude._content.text.misses == misses
 
 
-def test_a_growing_history_costs_only_its_new_messages(monkeypatch):
-    tokenizer = tokenizer_for("openai:gpt-4o")
+@pytest.mark.parametrize("model", ["openai:gpt-4o", "scripted:demo"])
+def test_a_growing_history_costs_only_its_new_messages(monkeypatch, model):
+    tokenizer = tokenizer_for(model)
     history = [Message.user(f"message {i}") for i in range(20)]
     total = HistoryTotal(tokenizer)
 
@@ -280,7 +281,7 @@ def test_a_growing_history_costs_only_its_new_messages(monkeypatch):
 
     assert total(history) == whole(history)
     request = Request(model="m", messages=tuple(history))
-    assert total(history) == tokenizer.request(request) - tokenizer.framing_costs.request
+    assert total(history) == tokenizer.request(request) - tokenizer.framing(Request(model="m"))
     grown = history + [Message.user("one more"), Message.user("and another")]
     expected = whole(grown)
     looked_up: list[Message] = []

@@ -134,19 +134,3 @@ def test_tools_are_cached_by_identity_too(monkeypatch):
     monkeypatch.setattr(estimator, "_tool_tokens", lambda t: pytest.fail("estimated twice"))
     assert estimate_tool(tool) == value
 
-
-def test_a_growing_history_costs_only_its_new_messages(monkeypatch):
-    history = [Message.user(f"message {i}") for i in range(20)]
-    total = estimator.HistoryTotal()
-    assert total(history) == estimator.estimate_messages(history)
-    looked_up: list[Message] = []
-    original = estimator.estimate_message
-    monkeypatch.setattr(estimator, "estimate_message",
-                        lambda m: looked_up.append(m) or original(m))
-    grown = history + [Message.user("one more"), Message.user("and another")]
-    assert total(tuple(grown)) == sum(original(m) for m in grown)
-    assert looked_up == grown[-2:]
-    # Not an extension (a message replaced, or a shorter history): counted afresh.
-    changed = [Message.user("replaced"), *grown[1:]]
-    assert total(changed) == sum(original(m) for m in changed)
-    assert total(history[:5]) == sum(original(m) for m in history[:5])
