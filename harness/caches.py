@@ -1,4 +1,4 @@
-"""Values computed once per live object, shared by the token counters and the scripted model."""
+"""Values computed once per live object, shared by the token counters and the inspector."""
 
 from __future__ import annotations
 

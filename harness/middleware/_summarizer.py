@@ -28,7 +28,7 @@ from harness.messages import (
 )
 from harness.providers.base import Provider
 from harness.state import State
-from harness.tokens.estimator import estimate_text
+from harness.tokens.base import ESTIMATE
 
 PURPOSE = "summarize"
 CLIP_CHARS = 4000
@@ -76,7 +76,7 @@ def transcript_parts(messages: Sequence[Message], limit: int) -> list[str]:
     size = 0
     for message in messages:
         text = render(message, names)
-        tokens = estimate_text(text)
+        tokens = ESTIMATE.text(text)
         if current and size + tokens > limit:
             parts.append("\n\n".join(current))
             current, size = [], 0

@@ -39,9 +39,10 @@ from harness.errors import ConfigurationError, HarnessError, ProviderError
 from harness.messages import Message, Response
 from harness.middleware._summarizer import PURPOSE, SYSTEM_PROMPT, Summarizer  # noqa: F401
 from harness.providers.base import Provider
+from harness.providers.counting import count_request
 from harness.state import State
 from harness.stores import Summary, SummaryStore
-from harness.tokens.base import ESTIMATE, HistoryTotal, Tokenizer, count_request, messages_tokens
+from harness.tokens.base import ESTIMATE, HistoryTotal, Tokenizer, messages_tokens
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,10 @@
-"""A provider whose token counts are asked once per request, for the context inspector.
+"""A request's tokens as its provider counts them, else as the tokenizer does; and a provider
+whose counts are asked once per request, for the context inspector.
+
+:func:`count_request` asks the provider's count endpoint
+(:class:`~harness.providers.base.TokenCounter`) when it has one and it answers, and takes the
+tokenizer's count otherwise: counting is advisory, so an unreachable counter must not stop the
+caller. Summarization asks it near its budget.
 
 One inspection may count the same request more than once: summarization measures it near its
 budget (as a run does) and ``?counted=provider`` asks for its total again; an override that
@@ -15,6 +21,19 @@ from collections.abc import Callable
 from harness.errors import ProviderError
 from harness.messages import Request, Response
 from harness.providers.base import Provider, TokenCounter
+from harness.tokens.base import Counted, Tokenizer
+
+
+def count_request(request: Request, *, tokenizer: Tokenizer,
+                  provider: Provider | None = None) -> tuple[int, Counted]:
+    """The request's input tokens and where they come from: the provider's count endpoint when
+    it has one and answers (one API call), else ``tokenizer``."""
+    if isinstance(provider, TokenCounter):
+        try:
+            return provider.count_tokens(request), "provider"
+        except ProviderError:
+            pass  # counting is advisory: an unreachable counter must not stop the caller
+    return tokenizer.request(request), tokenizer.source
 
 
 class CountsOnce:

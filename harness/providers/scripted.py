@@ -19,7 +19,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.approvals import CANCELLED_BEFORE_DECISION, CANCELLED_BEFORE_RUN
@@ -36,7 +36,7 @@ from harness.messages import (
     Usage,
 )
 from harness.providers.base import StreamDone, StreamEvent, TextDelta
-from harness.tokens import estimator
+from harness.tokens.base import ESTIMATE, HistoryTotal
 
 Step = Response | Exception | Callable[[Request], Response]
 
@@ -75,13 +75,18 @@ def stream_words(response: Response, *, word_delay_ms: int = 0) -> Iterator[Stre
     yield StreamDone(response=response)
 
 
-def _estimate_usage(request: Request, response: Response) -> Usage:
+def _estimate_usage(request: Request, response: Response, history: HistoryTotal) -> Usage:
     """What the request carries — system prompt, tools and messages — counted as the context
     inspector counts a ``scripted:*`` model's request (:mod:`harness.tokens.tokenizers`: the
-    estimate), so a Try's usage is the panel's total; the answer's content as its output."""
-    output = sum(estimator.content_tokens(b) for b in response.message.content)
-    return Usage(input_tokens=estimator.estimate_request(request),
-                 output_tokens=max(1, output))
+    estimate), so a Try's usage is the panel's total; the answer's content as its output. The
+    messages through ``history``, the model's: a run's next call adds only its new ones."""
+    fixed = ESTIMATE.request(replace(request, messages=()))
+    return Usage(input_tokens=fixed + history(request.messages),
+                 output_tokens=max(1, ESTIMATE.message(response.message)))
+
+
+def _history_total() -> HistoryTotal:
+    return HistoryTotal(ESTIMATE)
 
 
 @dataclass(eq=False)
@@ -94,6 +99,7 @@ class ScriptedModel:
     name: str = "scripted"
     calls: list[Request] = field(default_factory=list)
     word_delay_ms: int = 0
+    _history: HistoryTotal = field(default_factory=_history_total, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.steps = list(self.steps)
@@ -118,7 +124,8 @@ class ScriptedModel:
         response = step(request) if callable(step) else step
         if response.usage == Usage():
             response = Response(message=response.message, stop_reason=response.stop_reason,
-                                usage=_estimate_usage(request, response), model=self.model)
+                                usage=_estimate_usage(request, response, self._history),
+                                model=self.model)
         return response
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
@@ -136,6 +143,7 @@ class ConversationScript:
     delay_ms: int = 0
     name: str = "scripted"
     word_delay_ms: int = 0
+    _history: HistoryTotal = field(default_factory=_history_total, init=False, repr=False)
 
     def complete(self, request: Request) -> Response:
         if self.delay_ms:
@@ -144,7 +152,8 @@ class ConversationScript:
         summarizing = request.metadata.get("purpose") == "summarize"
         response = summary_script(request) if summarizing else self.script(request)
         return Response(message=response.message, stop_reason=response.stop_reason,
-                        usage=_estimate_usage(request, response), model=self.model)
+                        usage=_estimate_usage(request, response, self._history),
+                        model=self.model)
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         return stream_words(self.complete(request), word_delay_ms=self.word_delay_ms)

@@ -7,16 +7,17 @@ the parts plus the framing, so a caller listing parts (the context inspector) sh
 line of its own and the lines sum to the total.
 :mod:`harness.tokens.tokenizers` says which tokenizer counts which model, with what framing.
 
-The estimator keeps its own overheads (:data:`harness.tokens.estimator.MESSAGE_OVERHEAD` and the
-others), moved into ``framing`` here, so :class:`Estimate` totals what
-:func:`harness.tokens.estimator.estimate_request` does.
+Where no tokenizer fits, :data:`ESTIMATE` counts with :mod:`harness.tokens.estimator`, its
+overheads (:data:`~harness.tokens.estimator.MESSAGE_OVERHEAD` and the others) as the framing.
+Counting knows no provider (the scripted one reports its usage with :data:`ESTIMATE`): a
+provider's own count endpoint is asked by :func:`harness.providers.counting.count_request`.
 
-Counting must be cheap: summarization counts every request. Messages and tool definitions are
-immutable and cached by identity (as the estimator does); texts are also cached by content in a
-bounded LRU, so a state rebuilt from the database (the inspector builds one per request) finds
-its texts counted already. ctok is pure Python (a few ms per 1,000 characters), so for Claude
-this cache is what keeps a request cheap; :class:`HistoryTotal` adds a growing history's new
-messages only.
+Counting must be cheap: summarization counts every request, and the scripted model reports
+every call's usage. Messages and tool definitions are immutable and cached by identity, in a
+weak map an entry leaves with its object; texts are also cached by content in a bounded LRU, so
+a state rebuilt from the database (the inspector builds one per request) finds its texts
+counted already. ctok is pure Python (a few ms per 1,000 characters), so for Claude this cache
+is what keeps a request cheap; :class:`HistoryTotal` adds a growing history's new messages only.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, assert_never
 
 from harness.caches import IdentityCache
-from harness.errors import ProviderError
 from harness.messages import (
     Block,
     Message,
@@ -41,7 +41,6 @@ from harness.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from harness.providers.base import Provider, TokenCounter
 from harness.serde import json_text
 from harness.tokens import estimator
 
@@ -291,11 +290,10 @@ class FamilyTokenizer(_ContentCounts):
 
 
 class Estimate(_ContentCounts):
-    """:mod:`harness.tokens.estimator` behind the same interface, its overheads as the framing:
-    the total is :func:`harness.tokens.estimator.estimate_request`'s. Its texts go through the
-    same bounded content cache as a tokenizer's, over the estimator's uncached core (its own
-    cache keeps only 512), so a state rebuilt from the database — the inspector's, every request
-    — finds a long history counted already."""
+    """:mod:`harness.tokens.estimator` behind the same interface, its overheads as the framing.
+    Its texts go through the same bounded content cache as a tokenizer's, so a state rebuilt
+    from the database — the inspector's, every request — finds a long history counted
+    already."""
 
     name = "estimate"
     source: Counted = "estimate"
@@ -303,7 +301,7 @@ class Estimate(_ContentCounts):
     framing_source: Counted = "estimate"
 
     def __init__(self) -> None:
-        self._content = EncodingCounts(estimator.estimate_text_uncached)
+        self._content = EncodingCounts(estimator.estimate_text)
 
     def message_framing(self, message: Message) -> int:
         return estimator.MESSAGE_OVERHEAD + estimator.BLOCK_OVERHEAD * len(message.content)
@@ -350,16 +348,4 @@ class HistoryTotal:
             total = self._count(messages)
         self._messages, self._total = tuple(messages), total
         return total
-
-
-def count_request(request: Request, *, tokenizer: Tokenizer,
-                  provider: Provider | None = None) -> tuple[int, Counted]:
-    """The request's input tokens and where they come from: the provider's count endpoint when
-    it has one and answers (one API call), else ``tokenizer``."""
-    if isinstance(provider, TokenCounter):
-        try:
-            return provider.count_tokens(request), "provider"
-        except ProviderError:
-            pass  # counting is advisory: an unreachable counter must not stop the caller
-    return tokenizer.request(request), tokenizer.source
 

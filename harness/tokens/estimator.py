@@ -1,4 +1,4 @@
-"""Token estimates for a block, a message, a tool definition and a whole request.
+"""The token estimate of a text, for models no tokenizer fits, and the framing it assumes.
 
 The estimate is a heuristic tuned against a real BPE tokenizer (cl100k_base; ``bench/
 bench_estimator.py`` reports its error per kind of content). Text is split the way BPE
@@ -13,37 +13,16 @@ punctuation runs, whitespace — and each piece is weighed by its character clas
   other scripts a per-character weight;
 * punctuation costs a token per one or two characters, whitespace a token per run.
 
-Messages and tool definitions are immutable, so their estimates are cached by identity in a
-weak map: each turn estimates only the messages it has not seen, and an entry disappears with
-its message (the map never keeps a finished run's history alive); a run's growing history is
-summed by :class:`harness.tokens.base.HistoryTotal` over :data:`harness.tokens.base.ESTIMATE`.
-``estimate_request`` is exactly the sum of its parts — system blocks, tools, messages — so a
-caller listing parts (the context inspector) gets the same total.
-
-Where the provider can count a request exactly (:class:`harness.providers.base.TokenCounter`),
-:func:`harness.tokens.base.count_request` asks it. This module knows no provider: the scripted
-model (:mod:`harness.providers.scripted`) reports its usage with it.
+Blocks, messages, tool definitions and whole requests are counted by
+:data:`harness.tokens.base.ESTIMATE`, the :class:`~harness.tokens.base.Tokenizer` over this
+estimate: it caches texts by content and messages and tools by identity, and takes the overheads
+below as its framing. This module knows no message type and keeps no cache.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
-from functools import lru_cache
-from typing import Any, assert_never
-
-from harness.caches import IdentityCache
-from harness.messages import (
-    Block,
-    Message,
-    Request,
-    TextBlock,
-    ToolDef,
-    ToolResultBlock,
-    ToolUseBlock,
-)
-from harness.serde import json_text
 
 # Framing the provider adds around content (role markers, block delimiters, a tool's wrapper).
 # Small and provider-specific; they keep an empty message from costing nothing.
@@ -88,8 +67,6 @@ _OTHER_LETTER = 1.0
 _SYMBOL_BMP = 1.0        # “ ” — … ， 。
 _SYMBOL_ASTRAL = 2.5     # emoji: several byte-level tokens each
 
-# Texts up to this many characters are cached by value (system blocks are rebuilt every call).
-_TEXT_CACHE_MAX_CHARS = 65_536
 _CAMEL = re.compile(r"[a-z][A-Z]")
 
 
@@ -172,8 +149,8 @@ def _punct_tokens(piece: str) -> float:
     return tokens + math.ceil(ascii_run / 2)
 
 
-def estimate_text_uncached(text: str) -> int:
-    """:func:`estimate_text` without its cache (for a caller caching texts itself)."""
+def estimate_text(text: str) -> int:
+    """Tokens of plain text (not cached: :data:`harness.tokens.base.ESTIMATE` caches texts)."""
     total = 0.0
     for match in _PIECES.finditer(text):
         kind = match.lastgroup
@@ -184,75 +161,3 @@ def estimate_text_uncached(text: str) -> int:
         else:  # short words, contractions, digits, whitespace: one token each
             total += 1.0
     return math.ceil(total)
-
-
-@lru_cache(maxsize=512)
-def _estimate_text_cached(text: str) -> int:
-    return estimate_text_uncached(text)
-
-
-def estimate_text(text: str) -> int:
-    """Tokens of plain text."""
-    if not text:
-        return 0
-    if len(text) <= _TEXT_CACHE_MAX_CHARS:
-        return _estimate_text_cached(text)
-    return estimate_text_uncached(text)
-
-
-def estimate_json(value: Any) -> int:
-    """Tokens of a JSON value as a model reads it (tool inputs and schemas)."""
-    return estimate_text(json_text(value))
-
-
-def content_tokens(block: Block) -> int:
-    """Tokens of a block's content, without the provider's framing around it."""
-    match block:
-        case TextBlock():
-            return estimate_text(block.text)
-        case ToolUseBlock():
-            return estimate_text(block.id) + estimate_text(block.name) + estimate_json(block.input)
-        case ToolResultBlock():
-            return estimate_text(block.tool_use_id) + estimate_text(block.content)
-        case _:
-            assert_never(block)
-
-
-def estimate_block(block: Block) -> int:
-    """Tokens of one content block, framing included."""
-    return content_tokens(block) + BLOCK_OVERHEAD
-
-
-_messages: IdentityCache[int] = IdentityCache()
-_tools: IdentityCache[int] = IdentityCache()
-
-
-def _message_tokens(message: Message) -> int:
-    return MESSAGE_OVERHEAD + sum(estimate_block(b) for b in message.content)
-
-
-def estimate_message(message: Message) -> int:
-    """Tokens of one message (cached: a message is estimated once however many turns see it)."""
-    return _messages.get(message, _message_tokens)
-
-
-def _tool_tokens(tool: ToolDef) -> int:
-    return (TOOL_OVERHEAD + estimate_text(tool.name) + estimate_text(tool.description)
-            + estimate_json(tool.input_schema))
-
-
-def estimate_tool(tool: ToolDef) -> int:
-    """Tokens of one tool definition (cached by identity, like messages)."""
-    return _tools.get(tool, _tool_tokens)
-
-
-def estimate_messages(messages: Iterable[Message]) -> int:
-    return sum(estimate_message(m) for m in messages)
-
-
-def estimate_request(request: Request) -> int:
-    """Input tokens of a whole request: exactly the sum of its system blocks, tools and
-    messages as estimated one by one."""
-    return (sum(estimate_block(b) for b in request.system)
-            + sum(estimate_tool(t) for t in request.tools)
-            + estimate_messages(request.messages))

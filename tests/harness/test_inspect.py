@@ -17,7 +17,6 @@ from harness.providers.scripted import ScriptedModel
 from harness.stack import default_stack
 from harness.state import State
 from harness.stores import MemoryFile, SkillSpec
-from harness.tokens import estimator
 from harness.tokens.base import ESTIMATE
 from harness.tokens.tokenizers import tokenizer_for
 from harness.tools import builtin_registry
@@ -85,7 +84,7 @@ def test_every_contributor_tool_and_message_is_a_part_and_they_sum_to_the_total(
     assert all(p.included and p.override is None and not p.stale for p in parts)
     assert sum(p.tokens for p in parts) + snapshot.framing == snapshot.total_after
     # The estimate of the captured request, as the spec's success criterion words it.
-    assert snapshot.total_after == estimator.estimate_request(
+    assert snapshot.total_after == ESTIMATE.request(
         snapshot.request.to_provider_request()) == snapshot.total_before
     assert snapshot.counted == "estimate" and files.writes == []
 

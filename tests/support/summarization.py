@@ -21,7 +21,7 @@ from harness.providers.scripted import ConversationScript, text
 from harness.stack import default_stack
 from harness.state import State
 from harness.stores import Summary
-from harness.tokens import estimator
+from harness.tokens.base import ESTIMATE
 from tests.support.harness import make_agent, make_loop
 
 TASK = "Please echo every step of the plan."
@@ -47,15 +47,18 @@ class MemorySummaries:
 
 @dataclass
 class Recording:
-    """The run's provider, keeping every request it receives (summaries included)."""
+    """The run's provider, keeping every request it receives (summaries included) and every
+    answer it gives."""
 
     inner: Provider
     name: str = "scripted"
     requests: list[Request] = field(default_factory=list)
+    answers: list[Response] = field(default_factory=list)
 
     def complete(self, request: Request) -> Response:
         self.requests.append(request)
-        return self.inner.complete(request)
+        self.answers.append(self.inner.complete(request))
+        return self.answers[-1]
 
     @property
     def run_requests(self) -> list[Request]:
@@ -132,7 +135,7 @@ class Reports:
 def size(history: list[Message]) -> int:
     """The estimated size of the first request a run over ``history`` sends."""
     loop = make(answers(), options={"enabled": False})
-    return estimator.estimate_request(loop.prepare(State(messages=history)).to_provider_request())
+    return ESTIMATE.request(loop.prepare(State(messages=history)).to_provider_request())
 
 
 def purposes(recorder) -> list[str]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from harness.history import is_summary, validate
 from harness.loop import FinalOutput
+from harness.messages import Message
 from harness.providers.scripted import named_script
 from harness.state import State
 from harness.stores import Summary
-from harness.tokens import estimator
+from harness.tokens.base import ESTIMATE, EncodingCounts
 from tests.support.harness import run
 from tests.support.summarization import (
     MemorySummaries,
@@ -49,7 +50,7 @@ def test_over_trigger_tokens_older_messages_become_one_summary_and_the_last_are_
     assert summary.text.startswith("Summary of the earlier conversation: The user said:")
     assert kept == history[-4:]  # the last call, its result, the answer, the question
     assert validate(sent.messages) == []
-    assert estimator.estimate_request(sent) <= budget
+    assert ESTIMATE.request(sent) <= budget
     # The summary was made by a model call recorded with purpose "summarize", then stored.
     assert purposes(recorder) == ["summarize", "run"]
     assert store.saved == [Summary(text=summary.text.split(": ", 1)[1],
@@ -144,7 +145,7 @@ def test_within_a_run_the_summary_is_extended_turn_after_turn_and_requests_stay_
     assert step == FinalOutput("end_turn")
     assert state.messages[-1].text == "All 300 steps done."
     assert len(provider.run_requests) == 301
-    sizes = [estimator.estimate_request(r) for r in provider.run_requests]
+    sizes = [ESTIMATE.request(r) for r in provider.run_requests]
     assert max(sizes) <= budget
     assert all(validate(r.messages) == [] for r in provider.run_requests)
     first, *later = provider.summary_requests
@@ -153,17 +154,21 @@ def test_within_a_run_the_summary_is_extended_turn_after_turn_and_requests_stay_
     for request in later:
         prompt = request.messages[0].text
         assert prompt.startswith("The summary so far:") and "step 0:" not in prompt
-        assert estimator.estimate_request(request) < budget
+        assert ESTIMATE.request(request) < budget
 
 
 def test_every_message_is_estimated_once_over_a_long_run(monkeypatch):
-    computed: list[int] = []
-    original = estimator._message_tokens
-    monkeypatch.setattr(estimator, "_message_tokens",
-                        lambda m: computed.append(id(m)) or original(m))
+    computed: list[Message] = []  # kept alive, so no two of them share an id
+    original = EncodingCounts._message
+    monkeypatch.setattr(EncodingCounts, "_message",
+                        lambda self, m: computed.append(m) or original(self, m))
     provider = Recording(named_script("workload-60"))
-    run(make(provider, options=small(1_500), tools=("echo", "write_todos")))
-    # The summarizer's requests too: the scripted model counts whatever it is sent.
+    _, state, _ = run(make(provider, options=small(1_500), tools=("echo", "write_todos")))
+    # The summarizer's requests too: the scripted model counts whatever it is sent, and its
+    # answers (their output tokens).
     sent = {id(m) for r in provider.requests for m in r.messages}
-    assert len(computed) == len(set(computed))  # never the same message twice
-    assert set(computed) <= sent  # and only what was (or was about to be) sent
+    answered = {id(a.message) for a in provider.answers}
+    ids = [id(m) for m in computed]
+    assert len(ids) == len(set(ids))  # never the same message twice
+    # and only the run's own: what was sent or answered, or the history a summary stood in for
+    assert set(ids) <= sent | answered | {id(m) for m in state.messages}

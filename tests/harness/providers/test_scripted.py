@@ -27,6 +27,7 @@ from harness.providers.scripted import (
     tool_call,
 )
 from harness.state import State
+from harness.tokens.base import ESTIMATE
 from harness.tokens.tokenizers import tokenizer_for
 from tests.support.harness import CancelAfter, make_loop, run
 
@@ -125,6 +126,27 @@ def test_input_tokens_are_the_inspectors_count_of_the_whole_request(model):
     assert usage.input_tokens == tokenizer_for(f"scripted:{model.model}").request(request)
     without_tools = replace(request, tools=())
     assert model.complete(without_tools).usage.input_tokens < usage.input_tokens
+
+
+def test_a_growing_history_is_counted_by_its_new_messages(monkeypatch):
+    # A run's next call repeats its history and adds to it: only the additions are counted,
+    # and the usage is still the whole request's; a history that is not an extension is
+    # counted whole.
+    model = ScriptedModel([text("ok")] * 3)
+    request = a_full_request(model.model)
+    counted: list[Message] = []
+    original = ESTIMATE.message
+    monkeypatch.setattr(ESTIMATE, "message", lambda m: counted.append(m) or original(m))
+    added = (Message(role="assistant", content=(TextBlock(text="It has 4 words."),)),
+             Message.user("thanks"))
+    for messages, new in [(request.messages, request.messages),
+                          ((*request.messages, *added), added),
+                          (added, added)]:
+        sent = replace(request, messages=messages)
+        counted.clear()
+        response = model.complete(sent)
+        assert counted == [*new, response.message]  # the answer: its output tokens
+        assert response.usage.input_tokens == ESTIMATE.request(sent)
 
 
 def test_step_builders():

@@ -11,19 +11,15 @@ import pytest
 
 from bench import estimator_samples as samples
 from bench import tool_samples
-from harness.errors import ProviderUnavailable
 from harness.messages import Message, Request, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock
 from harness.tokens import base, estimator, tokenizers
 from harness.tokens.base import (
     ESTIMATE,
-    Estimate,
     FamilyTokenizer,
     Framing,
     HistoryTotal,
-    count_request,
 )
 from harness.tokens.tokenizers import tokenizer_for
-from tests.support.harness import Counting
 
 
 def a_request() -> Request:
@@ -175,14 +171,11 @@ def test_claude_framing_is_derived_as_documented():
 def test_where_no_tokenizer_fits_the_estimator_counts(model):
     tokenizer = tokenizer_for(model)
     assert tokenizer is ESTIMATE and tokenizer.source == "estimate"
-    request = a_request()
-    assert tokenizer.request(request) == estimator.estimate_request(request)
     assert tokenizer.text(samples.PROSE[1]) == estimator.estimate_text(samples.PROSE[1])
+    request = a_request()
     for message in request.messages:
-        assert tokenizer.message(message) == sum(estimator.content_tokens(b)
-                                                 for b in message.content)
-    assert tokenizer.tool(request.tools[0]) + estimator.TOOL_OVERHEAD == estimator.estimate_tool(
-        request.tools[0])
+        assert tokenizer.message_framing(message) == (
+            estimator.MESSAGE_OVERHEAD + estimator.BLOCK_OVERHEAD * len(message.content))
 
 
 class Recorder:
@@ -217,6 +210,13 @@ def test_a_message_is_counted_once_however_often_it_is_asked(monkeypatch):
             ToolResultBlock(tool_use_id=f"t{turn}", content=str(turn)),)))
     tokenizer.request(Request(model="m", messages=tuple(history)))
     assert len(counted) == len({id(m) for m in counted}) == len(history) == 61
+
+
+def test_a_tool_is_counted_once_too(monkeypatch):
+    tool = ToolDef(name="lookup", description="Look up a word.", input_schema={"type": "object"})
+    value = ESTIMATE.tool(tool)
+    monkeypatch.setattr(ESTIMATE._content, "_tool", lambda t: pytest.fail("counted twice"))
+    assert ESTIMATE.tool(tool) == value
 
 
 def test_a_fresh_equal_message_is_served_by_the_content_cache():
@@ -293,14 +293,3 @@ def test_a_growing_history_costs_only_its_new_messages(monkeypatch, model):
     assert total(changed) == whole(changed)
     assert total(history[:5]) == whole(history[:5])
 
-
-def test_count_request_prefers_the_providers_counter_then_the_tokenizer():
-    request = Request(model="claude-sonnet-4-5", messages=(Message.user("hello there"),))
-    claude = tokenizer_for("anthropic:claude-sonnet-4-5")
-    assert count_request(request, tokenizer=claude, provider=Counting(1234)) == (1234, "provider")
-    assert count_request(request, tokenizer=claude) == (claude.request(request), "tokenizer")
-    failing = Counting(ProviderUnavailable("down"))
-    assert count_request(request, tokenizer=claude, provider=failing) == (
-        claude.request(request), "tokenizer")
-    assert count_request(request, tokenizer=Estimate()) == (
-        estimator.estimate_request(request), "estimate")
