@@ -1,25 +1,24 @@
 """The agent ``config`` document and ``allowed_tools`` list, as the API validates them.
 
-The config's schema is the harness's (:data:`harness.agent.CONFIG_SCHEMA`): the API refuses
-exactly what a run would refuse, and the worker parses the stored document into a frozen
-:class:`harness.agent.AgentConfig` once per run.
+Both are the harness's types (:class:`harness.agent.AgentConfig`, :data:`harness.agent.ToolList`):
+the API refuses exactly what a run would refuse, and the worker parses the stored document into
+a frozen :class:`~harness.agent.AgentConfig` once per distinct document.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.agent import TOOL_LIST_SCHEMA, JsonValidator, config_problems, schema_problems
+from pydantic import TypeAdapter
+
+from harness.agent import ToolList, config_problems
+from harness.documents import problems
 
 __all__ = ["allowed_tools_problems", "config_problems"]
 
-# A type list rather than a oneOf: a wrong value's error then names the types ("5 is not of
-# type 'array', 'null'").
-ALLOWED_TOOLS_SCHEMA: dict[str, Any] = {**TOOL_LIST_SCHEMA, "type": ["array", "null"]}
-
-_tools_validator = JsonValidator(ALLOWED_TOOLS_SCHEMA)
+_ALLOWED_TOOLS: TypeAdapter[ToolList | None] = TypeAdapter(ToolList | None)
 
 
 def allowed_tools_problems(allowed_tools: Any) -> list[str]:
     """Readable reasons ``allowed_tools`` is neither null nor a list of tool names."""
-    return schema_problems(_tools_validator, allowed_tools)
+    return problems(_ALLOWED_TOOLS, allowed_tools)

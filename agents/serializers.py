@@ -26,7 +26,7 @@ def _checked(problems: list[str], value: Any) -> Any:
     return value
 
 
-# TOOL_LIST_SCHEMA, not ALLOWED_TOOLS_SCHEMA: the fields allow null, which drf-spectacular adds.
+# The list alone: the fields allow null, which drf-spectacular adds.
 @extend_schema_field(published(TOOL_LIST_SCHEMA, "Tool names this agent may use; null means all."))
 class AllowedToolsField(serializers.JSONField):
     pass

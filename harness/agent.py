@@ -1,8 +1,10 @@
 """The harness's view of an agent: what the loop and the chain need, nothing of Django.
 
-An agent's ``config`` document (middleware options) is validated against one JSON schema —
-the API refuses what the harness would refuse — and parsed once, at the edge, into a frozen
-:class:`AgentConfig`; nothing deeper reads the raw document.
+An agent's ``config`` document (middleware options) is one strict, frozen pydantic model,
+:class:`AgentConfig`, parsed once, at the edge; nothing deeper reads the raw document. The model
+is the one description of the document: the API validates with it — it refuses exactly what a
+run would refuse — and publishes its JSON schema (:data:`CONFIG_SCHEMA`; how strict a document
+is, and how its schema is published: :mod:`harness.documents`).
 """
 
 from __future__ import annotations
@@ -10,174 +12,123 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
 
-from jsonschema import Draft202012Validator, TypeChecker, validators
-from jsonschema.protocols import Validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
-from harness.approvals import DECISIONS, Decision
+from harness.approvals import Decision
+from harness.documents import (
+    Document,
+    Items,
+    NeverNull,
+    error_lines,
+    problems,
+    published_schema,
+)
 from harness.errors import ConfigurationError
 
 DEFAULT_MAX_TURNS = 50
 DEFAULT_MAX_TOKENS = 4096
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# The canonical form only (JSON Schema's "uuid" format): no braces, no "urn:", no bare hex.
+UUID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
 
-TOOL_LIST_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "items": {"type": "string", "pattern": TOOL_NAME_PATTERN},
-    "uniqueItems": True,
-    "maxItems": 256,
-}
-
-SUMMARIZATION_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "properties": {
-        "enabled": {"type": "boolean"},
-        "trigger_tokens": {"type": "integer", "minimum": 1},
-        "trigger_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "keep_messages": {"type": "integer", "minimum": 1},
-        "summary_max_tokens": {"type": "integer", "minimum": 16},
-    }, "not": {"required": ["trigger_tokens", "trigger_fraction"]},
-}
-
-CONFIG_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "additionalProperties": False,  # a typo (max_turn) is an error, not an ignored option
-    "properties": {
-        "max_turns": {"type": "integer", "minimum": 1, "maximum": 10_000},
-        "interrupt_on": {
-            "type": "object",
-            "propertyNames": {"pattern": TOOL_NAME_PATTERN},
-            "additionalProperties": {
-                "type": "array",
-                "items": {"enum": list(DECISIONS)},
-                "minItems": 1,
-                "uniqueItems": True,
-            },
-        },
-        "summarization": SUMMARIZATION_SCHEMA,
-        "subagents": {
-            "type": "array",
-            "maxItems": 32,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["name", "description", "system_prompt"],
-                "properties": {
-                    "name": {"type": "string", "pattern": TOOL_NAME_PATTERN},
-                    "description": {"type": "string", "minLength": 1, "maxLength": 1024},
-                    "system_prompt": {"type": "string"},
-                    "tools": TOOL_LIST_SCHEMA,
-                },
-            },
-        },
-        "memory": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {"writable": {"type": "boolean"}},
-        },
-        # Ids of skills of the agent's tenant (the server checks they are the tenant's).
-        "skills": {
-            "type": "array",
-            "items": {"type": "string", "format": "uuid"},
-            "uniqueItems": True,
-            "maxItems": 256,
-        },
-    },
-}
+ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN)]
+ToolList = Annotated[tuple[ToolName, ...], Field(max_length=256), Items(unique=True)]
+SkillId = Annotated[str, StringConstraints(pattern=UUID_PATTERN),
+                    Field(json_schema_extra={"format": "uuid"})]
+Decisions = Annotated[tuple[Decision, ...], Items(unique=True, min_items=1)]
 
 
-
-def _json_integer(checker: TypeChecker, instance: object) -> bool:
-    # JSON Schema counts 5.0 as an integer; a config's integers are JSON integers (5, never 5.0
-    # or true), as the API's other integer fields are.
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-# Draft 2020-12 with that integer: every validator of a config or tool list is built from it.
-JsonValidator = validators.create(
-    meta_schema=Draft202012Validator.META_SCHEMA,
-    validators=Draft202012Validator.VALIDATORS,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _json_integer),
-    format_checker=Draft202012Validator.FORMAT_CHECKER,
-)
-
-# The API checks formats too (skill ids are UUIDs); the harness needs only the shape.
-_shape = JsonValidator(CONFIG_SCHEMA)
-_strict = JsonValidator(CONFIG_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SummarizationOptions:
+class SummarizationOptions(Document):
     """``config.summarization``: when and how SummarizationMiddleware compacts a request."""
 
+    model_config = ConfigDict(
+        json_schema_extra={"not": {"required": ["trigger_tokens", "trigger_fraction"]}})
+
     enabled: bool = True
-    trigger_tokens: int | None = None  # an absolute budget, else trigger_fraction of the window
-    trigger_fraction: float = 0.8
-    keep_messages: int = 6
-    summary_max_tokens: int = 1024
+    trigger_tokens: Annotated[int | None, NeverNull()] = Field(None, ge=1)
+    """An absolute budget in tokens; left out, ``trigger_fraction`` of the context window."""
+    trigger_fraction: float = Field(0.8, gt=0, le=1)
+    keep_messages: int = Field(6, ge=1)
+    summary_max_tokens: int = Field(1024, ge=16)
+
+    @model_validator(mode="after")
+    def _one_budget(self) -> SummarizationOptions:
+        if {"trigger_tokens", "trigger_fraction"} <= self.model_fields_set:
+            raise PydanticCustomError("one_budget", "Give trigger_tokens or trigger_fraction, "
+                                                    "not both")
+        return self
 
 
-@dataclass(frozen=True, kw_only=True)
-class SubagentSpec:
+class SubagentSpec(Document):
     """One of ``config.subagents``: a named helper the ``task`` tool hands work to."""
 
-    name: str
-    description: str
+    name: ToolName
+    description: str = Field(min_length=1, max_length=1024)
     system_prompt: str
-    tools: tuple[str, ...] | None = None  # None: every tool the parent may use
+    tools: Annotated[ToolList | None, NeverNull()] = None
+    """The tools it may use, within the parent's; left out, every tool the parent may use."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class AgentConfig:
+class MemoryOptions(Document):
+    """``config.memory``: the agent's memory files."""
+
+    writable: bool = False
+    """Whether the agent may write its memory (``update_memory``), not only read it."""
+
+
+def _named_once(subagents: tuple[SubagentSpec, ...]) -> tuple[SubagentSpec, ...]:
+    names = [s.name for s in subagents]
+    if len(names) != len(set(names)):
+        raise PydanticCustomError("unique_names", "names must be unique")
+    return subagents
+
+
+class AgentConfig(Document):
     """The agent's validated ``config`` document."""
 
-    max_turns: int | None = None  # None: the server's default
-    # tool name -> the decisions a human may take on a call to it
-    interrupt_on: Mapping[str, tuple[Decision, ...]] = field(
+    max_turns: Annotated[int | None, NeverNull()] = Field(None, ge=1, le=10_000)
+    """Turns a run may take; left out, the server's default."""
+    interrupt_on: Annotated[Mapping[ToolName, Decisions], AfterValidator(MappingProxyType)] = Field(
         default_factory=lambda: MappingProxyType({}))
-    summarization: SummarizationOptions = field(default_factory=SummarizationOptions)
-    subagents: tuple[SubagentSpec, ...] = ()
-    memory_writable: bool = False  # config.memory.writable
-    skills: tuple[str, ...] = ()  # skill ids
+    """Tool name -> the decisions a human may take on a call to it before it runs."""
+    summarization: SummarizationOptions = Field(default_factory=SummarizationOptions)
+    subagents: Annotated[tuple[SubagentSpec, ...], Field(max_length=32),
+                         AfterValidator(_named_once)] = ()
+    memory: MemoryOptions = Field(default_factory=MemoryOptions)
+    skills: Annotated[tuple[SkillId, ...], Field(max_length=256), Items(unique=True)] = ()
+    """Ids of skills of the agent's tenant (the server checks they are the tenant's)."""
 
     @classmethod
-    def from_json(cls, data: Any) -> AgentConfig:
-        """Parse a config document; :class:`ConfigurationError` says what is wrong."""
-        if problems := config_problems(data, formats=False):
-            raise ConfigurationError("agent config is malformed: " + "; ".join(problems))
-        return cls(
-            max_turns=data.get("max_turns"),
-            interrupt_on=MappingProxyType({tool: tuple(decisions)
-                                           for tool, decisions in
-                                           data.get("interrupt_on", {}).items()}),
-            summarization=SummarizationOptions(**data.get("summarization", {})),
-            subagents=tuple(SubagentSpec(name=s["name"], description=s["description"],
-                                         system_prompt=s["system_prompt"],
-                                         tools=None if s.get("tools") is None
-                                         else tuple(s["tools"]))
-                            for s in data.get("subagents", ())),
-            memory_writable=bool(data.get("memory", {}).get("writable", False)),
-            skills=tuple(data.get("skills", ())),
-        )
+    def from_json(cls, document: str | bytes) -> AgentConfig:
+        """Parse a config document (JSON text); :class:`ConfigurationError` says what is wrong."""
+        try:
+            return cls.model_validate_json(document)
+        except ValidationError as exc:
+            raise ConfigurationError(
+                "agent config is malformed: " + "; ".join(error_lines(exc))) from None
 
 
-def schema_problems(validator: Validator, value: Any) -> list[str]:
-    """Every way ``value`` fails ``validator``, as ``path: message`` lines in path order."""
-    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
-            for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))]
+_CONFIG: TypeAdapter[AgentConfig] = TypeAdapter(AgentConfig)
+# What the API publishes for an agent's config and for a list of tool names.
+CONFIG_SCHEMA: dict[str, Any] = published_schema(_CONFIG)
+TOOL_LIST_SCHEMA: dict[str, Any] = published_schema(TypeAdapter(ToolList))
 
 
-def config_problems(data: Any, *, formats: bool = True) -> list[str]:
-    """Readable reasons ``data`` is not a valid agent config; empty when it is. ``formats``
-    also checks string formats (the skill ids' UUIDs), as the API does."""
-    problems = schema_problems(_strict if formats else _shape, data)
-    if problems:  # only a schema-valid document has the shape the checks below rely on
-        return problems
-    names = [s["name"] for s in data.get("subagents", [])]
-    if len(names) != len(set(names)):
-        problems.append("subagents: names must be unique")
-    return problems
+def config_problems(data: Any) -> list[str]:
+    """Readable reasons ``data`` (a JSON value) is not a valid agent config; empty when it
+    is."""
+    return problems(_CONFIG, data)
 
 
 @dataclass(frozen=True, kw_only=True)

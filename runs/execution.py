@@ -87,7 +87,7 @@ def _parsed_config(document: str) -> AgentConfig:
     """A config document parsed and checked against its schema, once per distinct document in
     a process (the check was ~3 % of a busy worker's CPU, run for every run of the same agent);
     an AgentConfig never changes, so runs share it. One that fails is not kept: it fails again."""
-    return AgentConfig.from_json(json.loads(document))
+    return AgentConfig.from_json(document)
 
 
 class DbBudget:

@@ -212,5 +212,5 @@ def from_config(cfg: StackConfig) -> MemoryMiddleware | None:
     if cfg.deps.memory is None:
         return None
     return MemoryMiddleware(store=cfg.deps.memory, max_bytes=cfg.deps.memory_max_bytes,
-                            writable=cfg.agent.config.memory_writable
+                            writable=cfg.agent.config.memory.writable
                             and cfg.agent.allows(TOOL_NAME))

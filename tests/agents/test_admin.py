@@ -20,7 +20,7 @@ def form(alice, **fields) -> dict:
 
 
 @pytest.mark.parametrize(("config", "problem"), [
-    ('{"max_turn": 3}', "Additional properties are not allowed"),
+    ('{"max_turn": 3}', "max_turn: Extra inputs are not permitted"),
     ('{"interrupt_on": {"echo": ["maybe"]}}', "interrupt_on/echo/0"),
     (f'{{"skills": ["{uuid.uuid4()}"]}}', "there is no skill with id"),
 ])

@@ -1,16 +1,21 @@
-"""harness.agent: the config document parsed once into a frozen AgentConfig, and the spec's
-one answer to "may this agent use this tool"."""
+"""harness.agent: the config document parsed once into a frozen AgentConfig, the schema the
+API publishes for it, and the spec's one answer to "may this agent use this tool"."""
 
 from __future__ import annotations
 
-import dataclasses
+import json
 import uuid
 
+import jsonschema
 import pytest
+from pydantic import ValidationError
 
 from harness.agent import (
+    CONFIG_SCHEMA,
+    TOOL_LIST_SCHEMA,
     AgentConfig,
     AgentSpec,
+    MemoryOptions,
     SubagentSpec,
     SummarizationOptions,
     config_problems,
@@ -31,22 +36,25 @@ FULL = {
 
 
 def test_every_option_is_parsed_into_typed_values():
-    config = AgentConfig.from_json(FULL)
+    config = AgentConfig.from_json(json.dumps(FULL))
     assert config.max_turns == 7
     assert dict(config.interrupt_on) == {"delete": ("approve", "reject")}
     assert config.summarization == SummarizationOptions(trigger_tokens=900, keep_messages=2)
     assert config.subagents == (
         SubagentSpec(name="r", description="Finds.", system_prompt="Find.", tools=("echo",)),
         SubagentSpec(name="w", description="Writes.", system_prompt="Write.", tools=None))
-    assert config.memory_writable is True and config.skills == (SKILL,)
+    assert config.memory == MemoryOptions(writable=True) and config.skills == (SKILL,)
 
 
 def test_an_empty_document_is_the_defaults_and_the_config_is_frozen():
-    config = AgentConfig.from_json({})
+    config = AgentConfig.from_json("{}")
     assert config == AgentConfig()
     assert config.max_turns is None and config.summarization.enabled
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    assert not config.memory.writable and config.subagents == config.skills == ()
+    with pytest.raises(ValidationError, match="frozen"):
         config.max_turns = 3  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        config.summarization.keep_messages = 1  # type: ignore[misc]
     with pytest.raises(TypeError):
         config.interrupt_on["x"] = ("approve",)  # type: ignore[index]
 
@@ -60,23 +68,76 @@ def test_an_empty_document_is_the_defaults_and_the_config_is_frozen():
     ({"summarization": {"keep_messages": 4.0}}, "summarization/keep_messages"),
     ({"memory": {"writable": 1}}, "memory/writable"),
     ({"interrupt_on": {"x": ["maybe"]}}, "interrupt_on/x/0"),
+    # Left out is unset, but no option is ever null.
+    ({"max_turns": None}, "max_turns"),
+    ({"summarization": {"trigger_tokens": None}}, "summarization/trigger_tokens"),
+    ({"subagents": [{**FULL["subagents"][1], "tools": None}]}, "subagents/0/tools"),
+    ({"interrupt_on": {"x": []}}, "interrupt_on/x"),
+    ({"interrupt_on": {"x": ["approve", "approve"]}}, "interrupt_on/x"),
+    ({"interrupt_on": {"no spaces": ["approve"]}}, "interrupt_on/no spaces"),
     ({"summarization": {"trigger_tokens": 100, "trigger_fraction": 0.5}}, "summarization"),
+    ({"summarization": {"trigger_fraction": 1.5}}, "summarization/trigger_fraction"),
     ({"subagents": [{"name": "x"}]}, "subagents/0"),
+    # A name is the whole string: no newline after it (Python's "$" would let one through).
+    ({"subagents": [{**FULL["subagents"][1], "name": "w\n"}]}, "subagents/0/name"),
     ({"subagents": [FULL["subagents"][1], FULL["subagents"][1]]}, "subagents: names must be "
                                                                    "unique"),
+    ({"skills": ["not-a-uuid"]}, "skills/0"),
+    ({"skills": [SKILL.replace("-", "")]}, "skills/0"),  # the canonical form only
+    ({"skills": [SKILL, SKILL]}, "skills"),
     ([], "(root)"),
 ])
 def test_a_bad_document_is_refused_saying_where(document, where):
     with pytest.raises(ConfigurationError, match="malformed") as raised:
-        AgentConfig.from_json(document)
+        AgentConfig.from_json(json.dumps(document))
     assert where in str(raised.value)
-    assert any(where in p for p in config_problems(document))
+    assert any(p.startswith(where) for p in config_problems(document))
 
 
-def test_the_api_also_checks_formats_the_harness_does_not_need():
-    assert config_problems({"skills": ["not-a-uuid"]}) == [
-        "skills/0: 'not-a-uuid' is not a 'uuid'"]
-    assert AgentConfig.from_json({"skills": ["not-a-uuid"]}).skills == ("not-a-uuid",)
+def test_each_problem_is_one_line_naming_its_place():
+    assert config_problems({"max_turns": 5.0, "memory": {"writable": True, "extra": 1},
+                            "interrupt_on": {"x": ["maybe"]}}) == [
+        "max_turns: Input should be a valid integer",
+        "interrupt_on/x/0: Input should be 'approve', 'edit', 'reject' or 'respond'",
+        "memory/extra: Extra inputs are not permitted",
+    ]
+    assert config_problems({"interrupt_on": {"x": []}}) == [
+        "interrupt_on/x: List should have at least 1 item, not 0"]
+    assert config_problems({"skills": [SKILL, SKILL]}) == [
+        f"skills: Items should be unique, {SKILL!r} is repeated"]
+
+
+VALID = [{}, FULL, {"summarization": {"trigger_fraction": 1}},
+         {"summarization": {"enabled": False, "trigger_fraction": 0.5}},
+         {"skills": [SKILL.upper()]}, {"subagents": [], "interrupt_on": {}}]
+# Not {"max_turns": 5.0}: JSON Schema counts 5.0 as an integer, hango's JSON does not.
+INVALID = [{"max_turn": 3}, {"max_turns": True}, {"max_turns": None},
+           {"max_turns": 10_001}, {"interrupt_on": {"x y": ["approve"]}},
+           {"interrupt_on": {"x": ["approve", "approve"]}}, {"interrupt_on": {"x": []}},
+           {"summarization": {"trigger_tokens": 9, "trigger_fraction": 0.5}},
+           {"summarization": {"trigger_fraction": 0}}, {"summarization": {"x": 1}},
+           {"subagents": [{"name": "a", "description": "", "system_prompt": ""}]},
+           {"subagents": [{"name": "a", "description": "d", "system_prompt": "", "tools": None}]},
+           {"memory": {"writable": 1}}, {"skills": ["not-a-uuid"]}, {"skills": [SKILL, SKILL]}, []]
+
+
+@pytest.mark.parametrize("document", VALID + INVALID, ids=json.dumps)
+def test_the_published_schema_says_what_the_model_accepts(document):
+    # The API publishes CONFIG_SCHEMA: a client validating against it gets the server's answer
+    # (the one rule it cannot state, unique subagent names, aside).
+    checker = jsonschema.Draft202012Validator(
+        CONFIG_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    assert checker.is_valid(document) == (document in VALID) == (not config_problems(document))
+
+
+def test_the_published_schemas_stand_alone():
+    # OpenAPI embeds them in a field: no $defs to point into, no titles made from field names.
+    for schema in (CONFIG_SCHEMA, TOOL_LIST_SCHEMA):
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert "$ref" not in json.dumps(schema) and "$defs" not in schema
+    assert "title" not in CONFIG_SCHEMA["properties"]["max_turns"]
+    assert TOOL_LIST_SCHEMA == {"type": "array", "maxItems": 256, "uniqueItems": True,
+                                "items": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}}
 
 
 def test_allows_and_max_turns():

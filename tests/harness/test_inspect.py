@@ -21,7 +21,7 @@ from harness.tokens.base import ESTIMATE
 from harness.tokens.tokenizers import tokenizer_for
 from harness.tools import builtin_registry
 from tests.support.files import MemoryFiles
-from tests.support.harness import make_agent, make_loop
+from tests.support.harness import SKILL_IDS, make_agent, make_loop
 from tests.support.summarization import MemorySummaries, stored_history
 
 
@@ -57,7 +57,7 @@ class NoCalls:
 
 
 def inspected(*overrides: Override, history=None, tokenizer=ESTIMATE, **options):
-    agent = make_agent(config={"skills": ["s1"], "memory": {"writable": True},
+    agent = make_agent(config={"skills": [SKILL_IDS[0]], "memory": {"writable": True},
                                "summarization": options.pop("summarization", {})})
     provider = NoCalls()
     files = MemoryFiles({"/notes.md": "hi"})

@@ -12,7 +12,7 @@ from harness.middleware.repeat_call import RepeatCallMiddleware
 from harness.middleware.todo import TodoMiddleware
 from harness.providers.scripted import ScriptedModel, text
 from harness.stack import default_stack, stack_slots
-from tests.support.harness import events_named, make_agent, make_loop, run
+from tests.support.harness import SKILL_IDS, events_named, make_agent, make_loop, run
 
 SLOTS = [
     "skills", "filesystem", "subagent", "context_overrides", "summarization",
@@ -140,7 +140,7 @@ def test_every_slot_built_in_order_and_the_system_blocks_follow_it():
     deps = RunDeps(memory=_Memory(), skills=_Skills(), files=_Files(), summaries=_Summaries(),
                    provider=model, model="script", tools=tuple(builtin_registry().all()))
     agent = make_agent(config={
-        "skills": ["s1"], "memory": {"writable": True},
+        "skills": [SKILL_IDS[0]], "memory": {"writable": True},
         "subagents": [{"name": "helper", "description": "Helps.", "system_prompt": "Help."}],
         "interrupt_on": {"echo": ["approve", "reject"]},
     })

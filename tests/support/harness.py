@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,11 @@ TEXT_SCHEMA = {
 }
 
 
+# Skill ids as an agent's config names them: UUIDs. The skill stores of harness tests serve
+# their skills whatever the ids.
+SKILL_IDS = ("5d1f0a3c-2b4e-4c6d-8e7f-9a0b1c2d3e41", "5d1f0a3c-2b4e-4c6d-8e7f-9a0b1c2d3e42")
+
+
 def make_agent(**overrides: Any) -> AgentSpec:
     """A test agent; ``config`` may be given as the JSON document the API stores."""
     fields: dict[str, Any] = {
@@ -34,7 +40,7 @@ def make_agent(**overrides: Any) -> AgentSpec:
         "system_prompt": "You are a test agent.",
     }
     if isinstance(overrides.get("config"), dict):
-        overrides["config"] = AgentConfig.from_json(overrides["config"])
+        overrides["config"] = AgentConfig.from_json(json.dumps(overrides["config"]))
     return AgentSpec(**{**fields, **overrides})
 
 

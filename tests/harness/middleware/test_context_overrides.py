@@ -20,6 +20,7 @@ from harness.state import State, state_from_json, state_to_json
 from harness.stores import SkillSpec
 from harness.tools import builtin_registry
 from tests.support.harness import (
+    SKILL_IDS,
     Recorder,
     events_named,
     make_agent,
@@ -166,7 +167,7 @@ def test_a_resume_whose_reload_fails_keeps_the_set_it_had():
 
 def test_an_excluded_system_part_is_gone_before_the_cache_breakpoint_is_chosen():
     model = ScriptedModel([text("ok")])
-    agent = make_agent(config={"skills": ["s1"]})
+    agent = make_agent(config={"skills": [SKILL_IDS[0]]})
     run(loop_over(model, exclude("system:skills"), agent=agent, skills=Skills()), history())
     system = model.calls[0].system
     assert all("Count things." not in b.text for b in system)
@@ -184,7 +185,7 @@ def test_a_replaced_system_part_is_sent_with_the_new_text():
 
 def test_an_excluded_tool_is_not_offered_even_when_a_loaded_skill_brings_it():
     model = ScriptedModel([tool_call("load_skill", {"name": "counting"}), text("ok")])
-    agent = make_agent(config={"skills": ["s1"]})
+    agent = make_agent(config={"skills": [SKILL_IDS[0]]})
     run(loop_over(model, exclude("tool:word_count", "tool:echo"), agent=agent, skills=Skills()),
         history())
     for call in model.calls:

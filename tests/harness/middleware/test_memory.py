@@ -25,7 +25,7 @@ from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack, stack_slots
 from harness.state import State, state_from_json, state_to_json
 from harness.stores import MemoryFile
-from tests.support.harness import events_named, make_agent, make_loop, run, spans_named
+from tests.support.harness import SKILL_IDS, events_named, make_agent, make_loop, run, spans_named
 
 AGENTS_MD = "/memories/AGENTS.md"
 
@@ -303,7 +303,7 @@ def test_memory_falls_after_the_cache_breakpoint_and_the_skills_index_before_it(
         def load(self):
             return [SkillSpec(id="s", name="pdf", description="PDFs.", instructions="i")]
 
-    agent = make_agent(config={"skills": ["s"]})
+    agent = make_agent(config={"skills": [SKILL_IDS[0]]})
     model = ScriptedModel([text("ok")])
     deps = RunDeps(memory=DictMemory({AGENTS_MD: "v1"}), skills=OneSkill(), provider=model)
     capture = Capture()

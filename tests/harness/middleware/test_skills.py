@@ -25,7 +25,7 @@ from harness.stack import default_stack, stack_slots
 from harness.state import State, state_from_json, state_to_json
 from harness.stores import SkillSpec
 from harness.tools import builtin_registry
-from tests.support.harness import CountingTool, events_named, make_agent, make_loop, run
+from tests.support.harness import SKILL_IDS, CountingTool, events_named, make_agent, make_loop, run
 
 PDF = SkillSpec(id="s1", name="pdf-forms", description="Fill in PDF forms.",
                 instructions="1. Read the form.\n2. Fill every field.")
@@ -48,7 +48,7 @@ class BrokenSkills(ListSkills):
         raise TimeoutError("statement timeout")
 
 
-def skills_agent(*, skills=("s1", "s2"), **fields) -> AgentSpec:
+def skills_agent(*, skills=SKILL_IDS, **fields) -> AgentSpec:
     return make_agent(config={"skills": list(skills)}, **fields)
 
 

@@ -4,6 +4,7 @@ parent's allowlist; nothing of the child leaks into the parent."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -56,7 +57,7 @@ def parent_loop(model: ScriptedModel, *, subagents: list[dict[str, Any]] | None 
 
 def specs(subagents: list[dict[str, Any]]) -> tuple[SubagentSpec, ...]:
     """The subagents of an agent config document, as the agent's parsed config holds them."""
-    return AgentConfig.from_json({"subagents": subagents}).subagents
+    return AgentConfig.from_json(json.dumps({"subagents": subagents})).subagents
 
 
 def from_config(cfg: StackConfig) -> SubagentMiddleware | None:
