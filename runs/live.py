@@ -31,6 +31,8 @@ import threading
 import time
 import uuid
 
+import celery
+
 from hango_project.config import hango
 from runs.live_base import FOLLOWER_BACKLOG, Hub, Inbox, Subscription
 from runs.live_base import Silent as Silent  # a stream's fallback, for runs.streaming
@@ -127,12 +129,15 @@ def hub() -> Hub:
 
 
 def run_deltas(run_id: uuid.UUID | str) -> RunDeltas | None:
-    """The delta sink of a run about to execute; None when runs do not stream. In-process, its
-    calls are kept for the streams that open while they are under way."""
+    """The delta sink of a run about to execute; None when runs do not stream. Where a run
+    executes in the process that serves its streams (the embedded quickstart's thread), its
+    calls are kept for the streams that open while they are under way; not in a Celery task: a
+    worker serves no stream, and without a Redis hub its deltas reach no follower at all."""
     if not hango().stream_deltas:
         return None
     current = hub()
-    return RunDeltas(run_id, current, calls=CALLS if current is LOCAL else None)
+    serving = current is LOCAL and not celery.current_task  # a proxy: false outside a task
+    return RunDeltas(run_id, current, calls=CALLS if serving else None)
 
 
 def follow(run_id: uuid.UUID | str) -> tuple[Subscription, list[str]]:

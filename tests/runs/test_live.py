@@ -150,3 +150,27 @@ def test_a_follower_whose_redis_goes_away_goes_on_without_deltas(redis_server):
     assert follower.get(0.1) is None  # and then it only waits
     assert time.monotonic() - started >= 0.1
     follower.close()
+
+
+def test_only_a_run_executing_beside_its_streams_keeps_its_call_s_deltas(hango_settings):
+    """The embedded quickstart's thread keeps a call's deltas for a stream that opens mid-call;
+    a Celery task (a worker, which serves no stream) keeps none: with 1,000 runs in flight they
+    would be tens of megabytes no one reads."""
+    from hango_project.celery import app
+
+    hango_settings(live_redis_url="", stream_deltas=True)
+    beside, in_task = uuid.uuid4(), uuid.uuid4()
+
+    def publish(run_id: str) -> None:
+        sink = live.run_deltas(run_id)
+        assert sink is not None
+        sink.delta(1, 0, "Hello")
+
+    publish(str(beside))  # as the quickstart's thread executes a run
+    app.task(name="tests.publish_a_delta")(publish).apply((str(in_task),))  # as a worker does
+    kept, missed = live.follow(beside)
+    assert [json.loads(p)["text"] for p in missed] == ["Hello"]
+    kept.close()
+    kept, missed = live.follow(in_task)
+    assert missed == []
+    kept.close()
