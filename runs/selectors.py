@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import NamedTuple
 
-from django.db import connection
-from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db import connection, transaction
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from accounts.models import Member
 from accounts.scoping import get_visible, visible_to
@@ -50,49 +51,61 @@ def run_get(*, member: Member, run_id: uuid.UUID | str) -> Run:
     return get_visible(Run.objects.select_related("session"), member, run_id, what="Run")
 
 
-def run_events_after(*, run_id: uuid.UUID, after: int, limit: int,
-                     with_run: bool = False) -> list[RunEvent]:
+def run_events_after(*, run_id: uuid.UUID, after: int, limit: int) -> list[RunEvent]:
     """The run's events after ``after`` in seq order, each ``message.created`` with its
-    message's ``content`` added (:func:`with_message_content`); the caller may see the run.
-    ``with_run``: each also carries its run's ``run_status`` and ``run_turn``, read in the same
-    statement, so they are the run as of exactly these events."""
-    events = RunEvent.objects.filter(run_id=run_id, seq__gt=after)
-    if with_run:
-        events = events.annotate(run_status=F("run__status"), run_turn=F("run__turn"))
-    return with_message_content(list(events.order_by("seq")[:limit]))
+    message's ``content`` added (:func:`with_message_content`); the caller may see the run."""
+    events = RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:limit]
+    return with_message_content(list(events))
 
 
-# A stream's read (runs.streaming): run_events_after(with_run=True) in one prepared statement,
-# the messages' content joined in, without the ORM (a thousand streams read a few times a
-# second between them).
+class StreamRead(NamedTuple):
+    """What an event stream reads: the run's next events and the run as of exactly them."""
+
+    events: list[RunEvent]
+    status: str | None  # None: the run is gone
+    turn: int  # every event of the turns up to this one is in ``events`` unless it is full
+
+
+# A stream's read (runs.streaming) in one prepared statement: the run's status and turn, and its
+# events after the cursor with their messages' content joined in, without the ORM (a thousand
+# streams read a few times a second between them). The run's row comes without events too.
 _STREAM_READ = Prepared.of("hango_stream_read", f"""
-SELECT e.seq, e.type, e.data, e.created_at, r.status, r.turn, m.id, m.content
-FROM {RunEvent._meta.db_table} e JOIN {Run._meta.db_table} r ON r.id = e.run_id
+SELECT r.status, r.turn, e.seq, e.type, e.data, e.created_at, m.id, m.content
+FROM {Run._meta.db_table} r
+LEFT JOIN {RunEvent._meta.db_table} e ON e.run_id = r.id AND e.seq > %(after)s
 LEFT JOIN {Message._meta.db_table} m ON e.type = %(message)s AND m.session_id = r.session_id
     AND m.seq = (e.data ->> 'seq')::integer
-WHERE e.run_id = %(run)s AND e.seq > %(after)s
+WHERE r.id = %(run)s
 ORDER BY e.seq LIMIT %(limit)s
 """, (("run", "uuid"), ("after", "integer"), ("limit", "integer"), ("message", "text")))
 
 
-def stream_events_after(*, run_id: uuid.UUID, after: int, limit: int) -> list[RunEvent]:
-    """:func:`run_events_after` with the run (``with_run``), as an event stream reads it."""
+def stream_read(*, run_id: uuid.UUID, after: int, limit: int) -> StreamRead:
+    """:func:`run_events_after` and the run's status and turn as of them, in one statement:
+    the turn and the events come from one snapshot, so a stream that reads the run finished
+    has its last events too."""
     if connection.vendor != "postgresql":
-        return run_events_after(run_id=run_id, after=after, limit=limit, with_run=True)
+        with transaction.atomic():  # one snapshot
+            run = Run.objects.filter(pk=run_id).values_list("status", "turn").first()
+            events = run_events_after(run_id=run_id, after=after, limit=limit)
+        return StreamRead(events, *(run or (None, 0)))
     with connection.cursor() as cursor:
         _STREAM_READ.run(cursor, {"run": run_id, "after": after, "limit": limit,
                                   "message": EVENT_MESSAGE})
         rows = cursor.fetchall()
+    if not rows:
+        return StreamRead([], None, 0)
     events = []
-    for seq, type_, data, created_at, status, turn, message_id, content in rows:
+    for _, _, seq, type_, data, created_at, message_id, content in rows:
+        if seq is None:  # the run's row alone: no event after the cursor
+            break
         data = json.loads(data)
         if type_ == EVENT_MESSAGE:  # as with_message_content adds them
             data = {**data, "id": str(message_id) if message_id else data.get("id"),
                     "content": None if content is None else json.loads(content)}
-        event = RunEvent(run_id=run_id, seq=seq, type=type_, data=data, created_at=created_at)
-        event.run_status, event.run_turn = status, turn  # type: ignore[attr-defined]
-        events.append(event)
-    return events
+        events.append(RunEvent(run_id=run_id, seq=seq, type=type_, data=data,
+                               created_at=created_at))
+    return StreamRead(events, rows[0][0], rows[0][1])
 
 
 def with_message_content(events: list[RunEvent]) -> list[RunEvent]:

@@ -40,7 +40,7 @@ from rest_framework.renderers import BaseRenderer
 from hango_project.config import hango
 from hango_project.pgpool import release as release_connection
 from runs import live, selectors
-from runs.models import UNFINISHED_RUN_STATUSES, Run, RunEvent
+from runs.models import UNFINISHED_RUN_STATUSES, RunEvent
 from runs.serializers import event_output
 
 EVENT_DELTA = "message.delta"  # live only: never stored, no id
@@ -84,7 +84,7 @@ class _SharedReads:
         self._under_way: dict[tuple[uuid.UUID, int], _Read] = {}
 
     def once(self, key: tuple[uuid.UUID, int], since: float,
-             read: Callable[[], list[RunEvent]]) -> list[RunEvent]:
+             read: Callable[[], selectors.StreamRead]) -> selectors.StreamRead:
         with self._lock:
             current = self._under_way.get(key)
             joined = current is not None and current.began >= since
@@ -94,12 +94,12 @@ class _SharedReads:
         if joined:
             release_connection()  # the read it waits for may be waiting for a connection
             current.done.wait()
-            if current.error is None:
-                return current.events
+            if current.read is not None:
+                return current.read
             return read()  # the read it joined failed: its own says why
         try:
-            current.events = read()
-            return current.events
+            current.read = read()
+            return current.read
         except BaseException as exc:
             current.error = exc
             raise
@@ -114,7 +114,7 @@ class _Read:
     def __init__(self) -> None:
         self.began = time.monotonic()
         self.done = threading.Event()
-        self.events: list[RunEvent] = []
+        self.read: selectors.StreamRead | None = None
         self.error: BaseException | None = None
 
 
@@ -182,33 +182,16 @@ class _Follower:
             yield from self.live(knobs.event_live_poll_seconds if self.deltas.live
                                  else knobs.event_poll_seconds)
 
-    def poll(self) -> tuple[list[RunEvent], str | None, int]:
+    def poll(self) -> selectors.StreamRead:
         """The next events, and the run's status and turn as of them (one statement: every
         event of the turns up to that one is in the batch, unless it is full, and none of a
-        later turn). Without new events, the run's status and turn (read after the events, so
-        read again when the run has moved on since the events were read: a commit between
-        the two reads)."""
+        later turn), read (or another stream's read taken) after the run's last marker came."""
         self.marked = False
         try:
-            if events := self.events():
-                return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
-            row = Run.objects.filter(pk=self.run_id).values_list("status", "turn").first()
-            read_at = time.monotonic()
-            status, turn = row if row is not None else (None, self.shown_turn)
-            # Finished, or a turn committed, since the read above? Its events are in now.
-            if (status not in UNFINISHED_RUN_STATUSES or turn != self.shown_turn) \
-                    and (events := self.events(since=read_at)):
-                return events, events[0].run_status, events[0].run_turn  # type: ignore[attr-defined]
-            return [], status, turn
+            return _reads.once((self.run_id, self.after), self.woken, lambda: (
+                selectors.stream_read(run_id=self.run_id, after=self.after, limit=BATCH)))
         finally:
             release_connection()  # a stream holds no connection between its reads
-
-    def events(self, since: float | None = None) -> list[RunEvent]:
-        """The events after ``self.after``, read (or another stream's read taken) after the
-        run's last marker came, or after ``since``."""
-        began = self.woken if since is None else since
-        return _reads.once((self.run_id, self.after), began, lambda: (
-            selectors.stream_events_after(run_id=self.run_id, after=self.after, limit=BATCH)))
 
     def live(self, seconds: float) -> Iterator[str]:
         """The deltas of the turn being written that arrive within ``seconds`` (the wait

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 
 import pytest
 from django.db import connection
@@ -386,13 +387,21 @@ def test_a_stream_reads_each_event_as_the_events_page_answers_it(alice, waiting_
     old = waiting_run.events.filter(type="message.created").order_by("seq").first()
     old.data = {"id": listed_message_id(page, old.seq), **old.data}
     old.save()
-    read = selectors.stream_events_after(run_id=waiting_run.pk, after=0, limit=500)
-    assert [json.loads(json.dumps(serializers.event_output(e))) for e in read] == page
+    read = selectors.stream_read(run_id=waiting_run.pk, after=0, limit=500)
+    assert [json.loads(json.dumps(serializers.event_output(e))) for e in read.events] == page
+    assert (read.status, read.turn) == ("completed", 5)
     for after in (0, 3):
-        slow = selectors.run_events_after(run_id=waiting_run.pk, after=after, limit=500,
-                                          with_run=True)
-        fast = selectors.stream_events_after(run_id=waiting_run.pk, after=after, limit=500)
-        assert ([(e.seq, e.data, e.run_status, e.run_turn) for e in fast]
-                == [(e.seq, e.data, e.run_status, e.run_turn) for e in slow])
+        slow = selectors.run_events_after(run_id=waiting_run.pk, after=after, limit=500)
+        fast = selectors.stream_read(run_id=waiting_run.pk, after=after, limit=500).events
+        assert [(e.seq, e.data) for e in fast] == [(e.seq, e.data) for e in slow]
         assert [serializers.event_output(e) for e in fast] == [
             serializers.RunEventOutput(e).data for e in slow]
+
+
+def test_a_stream_s_read_without_new_events_tells_the_run_as_it_is(alice, waiting_run,
+                                                                    in_process):
+    execute_run(str(waiting_run.pk))
+    last = waiting_run.events.order_by("-seq").first()
+    assert selectors.stream_read(run_id=waiting_run.pk, after=last.seq, limit=500) == (
+        [], "completed", 5)
+    assert selectors.stream_read(run_id=uuid.uuid4(), after=0, limit=500) == ([], None, 0)
