@@ -210,7 +210,7 @@ WITH advanced AS (
         model text, input_tokens bigint, output_tokens bigint, cache_read_tokens bigint,
         cache_write_tokens bigint){{release}}
 )
-SELECT cancel_requested,
+SELECT cancel_requested, event_seq,
     CASE WHEN %(quota)s::bigint IS NULL THEN NULL ELSE (
         SELECT coalesce(sum(r.input_tokens + r.output_tokens + r.cache_read_tokens
                             + r.cache_write_tokens), 0)
@@ -282,11 +282,11 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    live.events_added(write.run_id)
-    for delivery in (row[2] or []) if finish else ():  # committed: they may go now
+    live.events_added(write.run_id, turn=write.turn, seq=row[1])
+    for delivery in (row[3] or []) if finish else ():  # committed: they may go now
         webhook_tasks.send(delivery)
     # The statement's snapshot does not see its own inserts: add this turn's tokens.
-    used = None if row[1] is None else int(row[1]) + write.usage.total
+    used = None if row[2] is None else int(row[2]) + write.usage.total
     return Committed(cancel_requested=bool(row[0]), quota_used=used)
 
 

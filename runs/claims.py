@@ -77,7 +77,8 @@ def claim_unheld(run_id: uuid.UUID | str, owner: str, lease_expires_at: datetime
         return None
     values = iter(row)
     run, agent, session, tenant = (_loaded(model, values) for model, _ in _CLAIMED)
-    live.events_added(run.pk)  # a queued run's status event (a later slice's claim has none)
+    # A queued run's status event (a later slice's claim writes none: the seq is not new).
+    live.events_added(run.pk, turn=run.turn, seq=run.event_seq)
     session.tenant = tenant
     run.agent, run.session = agent, session
     return run

@@ -23,8 +23,8 @@ def append_events(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> lis
         run.event_seq += 1
         rows.append(RunEvent(run=run, seq=run.event_seq, type=event_type, data=data))
     created = RunEvent.objects.bulk_create(rows)
-    run_id = run.pk
-    transaction.on_commit(lambda: live.events_added(run_id))
+    run_id, turn, seq = run.pk, run.turn, run.event_seq
+    transaction.on_commit(lambda: live.events_added(run_id, turn=turn, seq=seq))
     return created
 
 

@@ -3,14 +3,15 @@ event streams, never stored.
 
 Each run has one channel, ``hango:run:<run id>:deltas``; a message on it is the JSON of one
 ``message.delta`` event, ``{"run", "turn", "index", "text"}``, which the event stream forwards
-as it is, or a marker that the run has new durable events (:func:`events_added`), which makes
-the stream read them now. With ``HANGO_LIVE_REDIS_URL`` (the broker's Redis by default) the
-channel is a Redis pub/sub channel, so a follower on any web process sees any worker's deltas.
-(Pub/sub channels belong to the whole Redis server, not to its numbered database: the run id in
-the name keeps runs apart.) Without it — the embedded quickstart, where runs execute on a
-thread of the web process — the channel lives in this process (:class:`LocalHub`), and only
-followers served by the process running the model see the deltas; there, a stream that opens
-while a model call is under way starts with its deltas so far (:class:`CallsUnderWay`).
+as it is, or a marker that what the run wrote is committed (:func:`events_added`), which makes
+the stream read its new events now. With ``HANGO_LIVE_REDIS_URL`` (the broker's Redis by
+default) the channel is a Redis pub/sub channel, so a follower on any web process sees any
+worker's deltas. (Pub/sub channels belong to the whole Redis server, not to its numbered
+database: the run id in the name keeps runs apart.) Without it — the embedded quickstart,
+where runs execute on a thread of the web process — the channel lives in this process
+(:class:`LocalHub`), and only followers served by the process running the model see the
+deltas; there, a stream that opens while a model call is under way starts with its deltas so
+far (:class:`CallsUnderWay`).
 
 Publishing is fire and forget: a delta is one PUBLISH written to one of the process's few
 shared connections (the same one for every delta of a run, so they stay in order), its reply not
@@ -105,17 +106,15 @@ class CallsUnderWay:
             return self._hub.subscribe(channel), list(self._calls.get(channel, ()))
 
 
-def events_added(run_id: uuid.UUID | str) -> None:
-    """Tell the run's followers it has new durable events (a committed turn, a new status):
-    a marker on its channel, ``{"run", "events": true}``, after which a stream reads them at
-    once rather than at its next poll. Fire and forget, as a delta; nothing when runs do not
-    stream (no stream follows the channel then)."""
+def events_added(run_id: uuid.UUID | str, *, turn: int, seq: int) -> None:
+    """Tell the run's followers that what it wrote is committed: a marker on its channel,
+    ``{"run", "turn", "seq"}`` (turn ``turn`` committed, the run's events up to ``seq``; a
+    request that changes a run's status writes its events at the run's turn). Published
+    after the commit on the channel its deltas take, so a follower has every delta of a turn
+    before the turn's marker. Fire and forget, as a delta; nothing when runs do not stream (no
+    stream follows the channel then)."""
     if hango().stream_deltas:
-        hub().publish(channel(run_id), f'{{"run": "{run_id}", "events": true}}')
-
-
-def is_events_marker(payload: str) -> bool:
-    return payload.endswith('"events": true}')
+        hub().publish(channel(run_id), f'{{"run": "{run_id}", "turn": {turn}, "seq": {seq}}}')
 
 
 def hub() -> Hub:

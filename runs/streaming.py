@@ -239,13 +239,13 @@ class _Follower:
         new events (noted: the stream reads them before it waits again), or a delta that is
         stale (its turn's events were sent), out of place (:meth:`in_sequence`) or not one of
         ours."""
-        if live.is_events_marker(payload):
-            self.marked, self.woken = True, self.deltas.arrived
-            return None
         try:
             data = json.loads(payload)
             turn = data["turn"]
         except (ValueError, TypeError, KeyError):
+            return None
+        if "seq" in data:  # a turn committed, a status changed
+            self.marked, self.woken = True, self.deltas.arrived
             return None
         if not isinstance(turn, int):
             return None

@@ -13,6 +13,9 @@ import pytest
 from runs import live
 from runs.live import LOCAL, LocalHub, RunDeltas, Silent
 from runs.live_redis import RedisHub
+from runs.models import Session
+from runs.services import message_post
+from runs.worker import Outcome, execute_run
 from tests.support.broker import broker_url
 
 TIMEOUT = 0.2
@@ -174,3 +177,33 @@ def test_only_a_run_executing_beside_its_streams_keeps_its_call_s_deltas(hango_s
     kept, missed = live.follow(in_task)
     assert missed == []
     kept.close()
+
+
+@pytest.mark.parametrize("through", ["process", "redis"])
+def test_a_run_s_channel_has_each_turn_s_deltas_before_its_committed_marker(
+        through, alice, make_session, broker, hango_settings, transactional_db):
+    hango_settings(live_redis_url=broker if through == "redis" else "",
+                   live_publish_timeout=TIMEOUT)
+    session = Session.objects.get(pk=make_session(alice)["id"])
+    _, run = message_post(session=session, content="hi")  # its task waits: nobody takes it
+    follower = live.hub().subscribe(live.channel(run.pk))
+    try:
+        assert execute_run(str(run.pk)) == Outcome.COMPLETED
+        run.refresh_from_db()
+        got = []
+        while not got or got[-1].get("seq") != run.event_seq:
+            payload = follower.get(2)
+            assert payload is not None, got
+            got.append(json.loads(payload))
+    finally:
+        follower.close()
+    markers = [(m["turn"], m["seq"]) for m in got if "seq" in m]
+    assert markers[0] == (0, 2)  # the claim: the run's status event "running"
+    assert markers[-1] == (run.turn, run.event_seq) == (5, 19)
+    assert [turn for turn, _ in markers[1:]] == [1, 2, 3, 4, 5]  # a marker a committed turn
+    assert all(set(m) == {"run", "turn", "seq"} for m in got if "seq" in m)
+    # Each delta of a turn comes after the markers of the turns before it, before its own.
+    for i, delta in enumerate(got):
+        if "text" in delta:
+            assert {m["turn"] for m in got[:i] if "seq" in m} == set(range(delta["turn"]))
+    assert {d["turn"] for d in got if "text" in d} == {1, 5}
