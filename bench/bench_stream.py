@@ -209,10 +209,10 @@ def bench_turns(a) -> None:
     else:
         print(f"streaming adds {1e3 * (c_on - c_off) * a.turns / deltas_per_run:.1f} µs per "
               "delta to the model call (call->call on - off, per delta)")
-    streams = (a.turns + 1) if a.words else 1  # each stream with text ends with a marker
-    expected = (a.reps + 1) * (deltas_per_run + streams)
+    markers = a.turns + 3  # a run's: queued, claimed, then one a committed turn
+    expected = (a.reps + 1) * (deltas_per_run + markers)
     print(f"the follower process received {received} messages ({expected} published by the "
-          "'on' runs: deltas and end markers)")
+          "'on' runs: deltas and commit markers)")
 
 
 def bench_first(a) -> None:

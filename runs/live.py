@@ -45,13 +45,13 @@ def channel(run_id: uuid.UUID | str) -> str:
 
 class RunDeltas:
     """The loop's :class:`~harness.loop.DeltaSink` for one run: each delta published on the
-    run's channel as the JSON the event stream forwards, and after a stream's last delta an end
-    marker, ``{"run", "turn", "end": <deltas>}``, which the stream does not forward: it tells a
-    follower it has the turn's whole text, so it may send the turn's events.
+    run's channel as the JSON the event stream forwards. A call's end is not published: the
+    turn's commit marker (:func:`events_added`), after its deltas on the same channel, is what
+    a follower waits for.
 
     Given ``calls`` (a run executing in the process that serves its streams) it publishes
     through them, which keep the deltas of the model call under way for a stream that opens
-    mid-call."""
+    mid-call until the call ends."""
 
     def __init__(self, run_id: uuid.UUID | str, hub: Hub, *,
                  calls: CallsUnderWay | None = None) -> None:
@@ -68,16 +68,13 @@ class RunDeltas:
             self._calls.delta(self.channel, payload, first=index == 0)
 
     def end(self, turn: int, count: int) -> None:
-        payload = f'{self._head}{turn}, "end": {count}}}'
-        if self._calls is None:
-            self._publish(self.channel, payload)
-        else:
-            self._calls.end(self.channel, payload)
+        if self._calls is not None:
+            self._calls.end(self.channel)
 
 
 class CallsUnderWay:
     """The in-process hub, keeping the deltas published so far of each model call under way
-    (at most :data:`FOLLOWER_BACKLOG` a call) until its end marker: what a stream that opens
+    (at most :data:`FOLLOWER_BACKLOG` a call) until it ends: what a stream that opens
     mid-call missed. Without them a follower that connects after the model began to write (the
     quickstart's demo model writes its first word at once) would be sent the turn's text
     without its start. A subscription and the deltas it missed are taken at once (one lock with
@@ -96,10 +93,9 @@ class CallsUnderWay:
                 kept.append(payload)
             self._hub.publish(channel, payload)
 
-    def end(self, channel: str, payload: str) -> None:
+    def end(self, channel: str) -> None:
         with self._lock:
             self._calls.pop(channel, None)
-            self._hub.publish(channel, payload)
 
     def subscribe(self, channel: str) -> tuple[Subscription, list[str]]:
         with self._lock:

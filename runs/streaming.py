@@ -1,28 +1,27 @@
-"""The server-sent-event stream of a run: its durable events, polled from ``run_events``, and
-between two polls the live text deltas of its model calls (:mod:`runs.live`).
+"""The server-sent-event stream of a run: its durable events, read from ``run_events``, and
+between them the live text deltas of its model calls, in the order of the run's channel
+(:mod:`runs.live`).
 
 A durable event's frame carries ``id: <seq>``; a ``message.delta`` frame carries no ``id:``,
 so an EventSource's last event id stays the last durable seq and a reconnect with
 ``Last-Event-ID`` resumes the durable events exactly where they stopped (the deltas sent while
 the follower was away are gone: the ``message.created`` events it then receives hold the whole
-text). The stream subscribes before its first poll, so once it is open nothing of the run is
+text). The stream subscribes before its first read, so once it is open nothing of the run is
 missed; in-process it also takes the deltas so far of a model call under way. A turn's deltas
 are sent only from the first of its call on and without a gap (:meth:`_Follower.in_sequence`),
 so joined they are the start of the text it stores, or there are none.
 
-Between two polls the stream waits on the run's channel. Following a live one, it polls when
-the run's worker, or a request, marks new events there (a turn committed, a status changed:
-:func:`runs.live.events_added`), and every ``HANGO_EVENT_LIVE_POLL_SECONDS`` should a marker be
-lost; without one, every ``HANGO_EVENT_POLL_SECONDS``. It holds no database connection between
-its reads: a thousand streams open on a gevent web process share its pool.
-
-On one stream a turn's deltas come after the events of the turns before it and before its own
-events. Deltas travel apart from the commit (Redis, sent by a thread of the worker), so one may
-arrive after its turn is committed: a stream about to send the events of a turn it has deltas
-of first waits for that turn's end marker (at most :data:`SETTLE_SECONDS`), and drops a delta
-of a turn whose events it has sent. And several turns may commit between two polls (turns that
-only call tools are quick): a delta of a turn after the next one is held, and the stream polls
-at once, since the turns before it are committed (:class:`_Follower`).
+The run's channel carries its deltas and, after each commit, a marker of the committed turn
+(:func:`runs.live.events_added`), all from the one connection the run publishes on, so in the
+order they were written: a turn's deltas, then its marker, then the next turn's deltas. The
+stream forwards the deltas as they come and, on a marker of events it has not sent, reads them
+(one statement) and sends them: a turn's deltas come after the events of the turns before it
+and before its own. A marker can be lost (pub/sub is fire and forget, a publisher that failed
+drops what it sends for a while, a follower too far behind loses some), so the stream also
+reads every ``HANGO_EVENT_LIVE_POLL_SECONDS``, and at once on a delta of a turn after the next,
+which says the turns before it are committed. Following no live channel, it reads every
+``HANGO_EVENT_POLL_SECONDS``. It holds no database connection between its reads: a thousand
+streams open on a gevent web process share its pool.
 """
 
 from __future__ import annotations
@@ -46,9 +45,6 @@ from runs.serializers import event_output
 EVENT_DELTA = "message.delta"  # live only: never stored, no id
 BATCH = 200  # durable events per poll
 KEEP_ALIVE_SECONDS = 15
-# How long a stream waits for the rest of a committed turn's deltas (until their end marker)
-# before it sends the turn's events anyway (and drops whatever of that turn comes later).
-SETTLE_SECONDS = 1.0
 
 
 class EventStreamRenderer(BaseRenderer):
@@ -126,172 +122,113 @@ def delta_frame(payload: str) -> str:
 
 
 class _Follower:
-    """One open stream: where it is in the durable events, and the deltas it has taken and not
-    sent yet (``held``), with the turns whose end marker it still waits for (``open``).
+    """One open stream: the durable events it has sent (up to ``after``) and the run as of its
+    last read, and the model call whose deltas it forwards.
 
-    A delta is sent only where its turn's place is: after every event of the turns before it,
-    before its turn's events. The stream knows a turn's events from the poll (the run's turn as
-    of them), not event by event, so it sends a delta of turn ``shown_turn + 1`` at once, and
-    holds one of a later turn — which says the turns before it are committed — until their
-    events are sent (it polls at once). A delta of a turn whose events were sent, or go out in
-    the same poll as the events of an earlier turn whose place it cannot tell from theirs, is
-    dropped: that turn's ``message.created`` holds its whole text."""
+    A delta of the turn after the run's (the turn being written) is forwarded at once; one of a
+    committed turn is dropped: its ``message.created`` holds the text. The run's turn is the one
+    its last read found; of a marker the stream needs only the ``seq``, to tell whether it has
+    sent what the marker announces."""
 
-    def __init__(self, run_id: uuid.UUID, after: int, deltas: live.Subscription) -> None:
-        self.run_id, self.after, self.deltas = run_id, after, deltas
-        self.shown_turn = -1  # every event of the turns up to this one has been sent
-        self.partial = False  # events of a turn after shown_turn were sent (a full batch)
-        self.held: list[tuple[int, str]] = []  # (turn, frame) taken, in the order received
-        self.open: set[int] = set()  # turns with deltas taken and no end marker yet
-        # The index each turn's next delta must have to be sent; a turn whose deltas this
-        # stream did not receive from its first on, or lost one of, is absent (none sent).
-        self.next_index: dict[int, int] = {}
-        self.idle_since = time.monotonic()
-        # When the run's last marker reached this process (a read begun before it may not
-        # see what it marks), from the subscription on; and whether one came since the poll.
-        self.woken, self.marked = time.monotonic(), False
+    def __init__(self, run_id: uuid.UUID, after: int, channel: live.Subscription) -> None:
+        self.run_id, self.after, self.channel = run_id, after, channel
+        self.turn, self.active = -1, True  # the run's turn and whether it runs, as last read
+        # When the last read was, and when the last marker reached this process (a read begun
+        # before it may not see what it marks), from the subscription on.
+        self.read_at = self.woken = self.idle_since = time.monotonic()
+        # The turn of the model call whose deltas are forwarded and its next delta's index.
+        self.call: tuple[int, int] | None = None
 
-    def frames(self) -> Iterator[str]:
+    def frames(self, missed: list[str]) -> Iterator[str]:
+        """Every event of the run and its deltas, until it ends (or the stream's time is up);
+        ``missed``: the deltas of a model call under way in this process when it subscribed."""
         knobs = hango()
         deadline = time.monotonic() + knobs.event_stream_max_seconds
-        while time.monotonic() < deadline:
-            events, status, turn = self.poll()
-            yield from self.settled(turn)
-            for event in events:
-                yield durable_frame(event)
-                self.after = event.seq
-            if len(events) < BATCH:  # every event of the turns up to ``turn`` is sent
-                self.shown_turn, self.partial = max(self.shown_turn, turn), False
-                yield from self.release(self.shown_turn + 1)
-            else:
-                self.partial = True
-            if events:
-                self.idle_since = time.monotonic()
-                # Read on at once after a full batch, or on a stream that is told of nothing;
-                # a live one waits for the run's next marker: its batch held every event of
-                # the turns up to the run's turn as of it.
-                if self.partial or not self.deltas.live:
-                    continue
-            if status not in UNFINISHED_RUN_STATUSES:
-                return
-            if self.held or self.marked:  # a later turn's delta (its earlier turns are
-                continue  # committed by now), or a marker that came during the poll
-            if time.monotonic() - self.idle_since > KEEP_ALIVE_SECONDS:
+        yield from self.read()
+        for delta in missed:
+            yield from self.take(delta)
+        while self.active and (now := time.monotonic()) < deadline:
+            every = (knobs.event_live_poll_seconds if self.channel.live
+                     else knobs.event_poll_seconds)
+            wake = min(self.read_at + every, deadline, self.idle_since + KEEP_ALIVE_SECONDS)
+            if (payload := self.channel.get(wake - now)) is not None:
+                yield from self.take(payload)
+            elif time.monotonic() >= self.read_at + every:
+                yield from self.read()  # a marker may have been lost
+            elif time.monotonic() >= self.idle_since + KEEP_ALIVE_SECONDS:
                 yield ": keep-alive\n\n"
                 self.idle_since = time.monotonic()
-            yield from self.live(knobs.event_live_poll_seconds if self.deltas.live
-                                 else knobs.event_poll_seconds)
 
-    def poll(self) -> selectors.StreamRead:
-        """The next events, and the run's status and turn as of them (one statement: every
-        event of the turns up to that one is in the batch, unless it is full, and none of a
-        later turn), read (or another stream's read taken) after the run's last marker came."""
-        self.marked = False
-        try:
-            return _reads.once((self.run_id, self.after), self.woken, lambda: (
-                selectors.stream_read(run_id=self.run_id, after=self.after, limit=BATCH)))
-        finally:
-            release_connection()  # a stream holds no connection between its reads
-
-    def live(self, seconds: float) -> Iterator[str]:
-        """The deltas of the turn being written that arrive within ``seconds`` (the wait
-        until the next poll); the run's marker of new events, or the first delta of a later
-        turn, ends the wait."""
-        until = time.monotonic() + seconds
-        while (left := until - time.monotonic()) > 0:
-            payload = self.deltas.get(left)
-            if payload is None:
-                continue
-            turn = self.take(payload)
-            if self.marked:
-                return  # new events are committed: poll them now
-            if turn is None:
-                continue
-            if turn != self.shown_turn + 1:
-                return  # the turns before it are committed: poll them first
-            self.idle_since = time.monotonic()
-            yield from self.release(turn)
-
-    def settled(self, turn: int) -> list[str]:
-        """Before the events of the turns up to ``turn`` (committed) are sent: the deltas of
-        the first of those turns (the batch starts with its events), once its end marker has
-        come or :data:`SETTLE_SECONDS` have passed. The deltas received meanwhile are held;
-        those of the batch's other turns are dropped."""
-        first = self.shown_turn + 1
-        placed = not self.partial and first <= turn
-        until = time.monotonic() + SETTLE_SECONDS
-        while True:
-            left = until - time.monotonic() if placed and first in self.open else 0.0
-            payload = self.deltas.get(max(left, 0.0))
-            if payload is None:
-                if left <= 0:
-                    break
-                continue
-            self.take(payload)
-        early = self.release(first) if placed else []
-        self.held = [(t, frame) for t, frame in self.held if t > turn]
-        self.open = {t for t in self.open if t > turn}  # an end that never came: given up
-        self.next_index = {t: i for t, i in self.next_index.items() if t > turn}
-        return early
-
-    def take(self, payload: str) -> int | None:
-        """Hold a delta to forward and return its turn; None for an end marker, a marker of
-        new events (noted: the stream reads them before it waits again), or a delta that is
-        stale (its turn's events were sent), out of place (:meth:`in_sequence`) or not one of
-        ours."""
+    def take(self, payload: str) -> Iterator[str]:
+        """What a message of the run's channel sends: for a marker of events not sent yet, those
+        events; for a delta of the turn being written, the delta (if :meth:`in_sequence`); for
+        one of a later turn, the events of the turns before it (their marker was lost), then
+        the delta if it is now of the turn being written; else nothing."""
         try:
             data = json.loads(payload)
             turn = data["turn"]
         except (ValueError, TypeError, KeyError):
-            return None
-        if "seq" in data:  # a turn committed, a status changed
-            self.marked, self.woken = True, self.deltas.arrived
-            return None
+            return
         if not isinstance(turn, int):
-            return None
-        if "end" in data:
-            self.open.discard(turn)
-            return None
-        if turn <= self.shown_turn or "text" not in data or not self.in_sequence(turn, data):
-            return None
-        self.open.add(turn)
-        self.held.append((turn, delta_frame(payload)))
-        return turn
+            return
+        if isinstance(data.get("seq"), int):  # a commit's marker
+            if data["seq"] > self.after:
+                self.woken = self.channel.arrived
+                yield from self.read()
+            return
+        if "text" not in data:
+            return
+        if turn > self.turn + 1:  # the turns before it are committed
+            self.woken = self.channel.arrived
+            yield from self.read()
+        if self.active and turn == self.turn + 1 and self.in_sequence(turn, data.get("index")):
+            self.idle_since = time.monotonic()
+            yield delta_frame(payload)
 
-    def in_sequence(self, turn: int, data: dict[str, Any]) -> bool:
-        """Whether a delta goes on from the turn's deltas taken before it, so that joined they
-        are the start of the text the turn stores. A model call's deltas count from index 0,
-        and a call that starts again (tried again, its turn executed again) starts from 0
-        again; a delta received twice is sent once; after one that never came (the stream
+    def read(self) -> Iterator[str]:
+        """The events after ``after``, batch after batch, each read (or another stream's read
+        taken) after the run's last marker came; the run's status and turn as of them noted."""
+        while True:
+            try:
+                events, status, turn = _reads.once(
+                    (self.run_id, self.after), self.woken, lambda: selectors.stream_read(
+                        run_id=self.run_id, after=self.after, limit=BATCH))
+            finally:
+                release_connection()  # a stream holds no connection between its reads
+            self.read_at = time.monotonic()
+            self.turn, self.active = max(self.turn, turn), status in UNFINISHED_RUN_STATUSES
+            for event in events:
+                yield durable_frame(event)
+                self.after = event.seq
+            if events:
+                self.idle_since = time.monotonic()
+            if len(events) < BATCH:
+                return
+
+    def in_sequence(self, turn: int, index: Any) -> bool:
+        """Whether a delta goes on from the deltas of its call forwarded before it, so that
+        joined they are the start of the text the turn stores. A model call's deltas count from
+        index 0, and a call that starts again (tried again, its turn executed again) starts from
+        0 again; a delta received twice is sent once; after one that never came (the stream
         subscribed after the call's first delta, through Redis; it fell behind) none of the
-        turn's are sent until a call starts again: its ``message.created`` holds the text."""
-        index = data.get("index")
+        call's are sent until a call starts again: its ``message.created`` holds the text."""
         if not isinstance(index, int) or isinstance(index, bool):
             return False
-        if index != 0 and index != self.next_index.get(turn):
-            if index > self.next_index.get(turn, index):  # one before it never came
-                del self.next_index[turn]
+        expected = self.call[1] if self.call is not None and self.call[0] == turn else None
+        if index != 0 and index != expected:
+            if expected is not None and index > expected:  # one before it never came
+                self.call = None
             return False
-        self.next_index[turn] = index + 1
+        self.call = (turn, index + 1)
         return True
-
-    def release(self, turn: int) -> list[str]:
-        """The held deltas of ``turn``, in order, no longer held."""
-        frames = [frame for t, frame in self.held if t == turn]
-        if frames:
-            self.held = [(t, frame) for t, frame in self.held if t != turn]
-        return frames
 
 
 def _frames(run_id: uuid.UUID, after: int) -> Iterator[str]:
-    deltas, missed = live.follow(run_id) if hango().stream_deltas else (live.Silent(), [])
+    channel, missed = live.follow(run_id) if hango().stream_deltas else (live.Silent(), [])
     try:
-        follower = _Follower(run_id, after, deltas)
-        for payload in missed:  # a model call under way in this process
-            follower.take(payload)
-        yield from follower.frames()
+        yield from _Follower(run_id, after, channel).frames(missed)
     finally:  # the response closes this generator when the client goes away
-        deltas.close()
+        channel.close()
 
 
 def event_stream_response(run_id: uuid.UUID, after: int) -> StreamingHttpResponse:

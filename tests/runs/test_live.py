@@ -207,3 +207,4 @@ def test_a_run_s_channel_has_each_turn_s_deltas_before_its_committed_marker(
         if "text" in delta:
             assert {m["turn"] for m in got[:i] if "seq" in m} == set(range(delta["turn"]))
     assert {d["turn"] for d in got if "text" in d} == {1, 5}
+    assert [m for m in got if "end" in m] == []  # a call's end is not published

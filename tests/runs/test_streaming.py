@@ -9,12 +9,12 @@ import time
 import uuid
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from runs import live, selectors, serializers, streaming
 from runs.events import append_events, status_event
-from runs.models import Message, Run, Session
+from runs.models import Message, Run, RunEvent, Session
 from runs.services import message_post
 from runs.worker import execute_run
 from tests.support.sse import (
@@ -171,12 +171,28 @@ def end(run_id, turn: int, count: int) -> None:
     sink.end(turn, count)
 
 
-def commit_turn(run_id, turn: int) -> None:
-    """What a turn's commit shows a stream: the run's turn counter, and an event."""
-    run = Run.objects.get(pk=run_id)
-    run.turn = turn
-    append_events(run, [status_event(run)])
-    run.save()
+def commit_turn(run_id, turn: int, *, marked: bool = True) -> None:
+    """What a turn's commit shows a stream: the run's turn counter, and an event; then, once
+    committed, its marker on the run's channel (unless it is lost: ``marked`` false)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        run.turn = turn
+        if marked:
+            append_events(run, [status_event(run)])
+        else:
+            run.event_seq += 1
+            RunEvent.objects.create(run=run, seq=run.event_seq, type="run.status",
+                                    data={"status": run.status, "turn": turn})
+        run.save()
+
+
+def cancel(run_id) -> None:
+    """The run ends, marked: its streams end at once."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        run.status = "cancelled"
+        append_events(run, [status_event(run)])
+        run.save()
 
 
 def later(seconds: float, *sends) -> threading.Timer:
@@ -185,60 +201,113 @@ def later(seconds: float, *sends) -> threading.Timer:
     return timer
 
 
-def test_a_committed_turn_s_events_wait_for_its_last_deltas(alice, waiting_run, in_process):
-    run_id = waiting_run.pk
+@pytest.fixture
+def marked(waiting_run, hango_settings) -> Run:
+    """The waiting run, its streams following a live channel, as in the quickstart (no broker:
+    its runs execute in this process, which sees their markers), reading on a marker or every
+    5 s should one be lost."""
+    hango_settings(broker_url="", event_live_poll_seconds=5)
+    return waiting_run
+
+
+def stream_reads(queries: CaptureQueriesContext) -> int:
+    return sum("hango_stream_read" in q["sql"] and "EXECUTE" in q["sql"]
+               for q in queries.captured_queries)
+
+
+def test_a_turn_s_events_follow_its_deltas_at_its_marker(alice, marked):
+    run_id = marked.pk
     frames = open_stream(alice, run_id)
     assert next(frames).event == "run.status"
     delta(run_id, 1, 0, "live ")
     assert next(frames) == Frame(event="message.delta", data={
         "run": str(run_id), "turn": 1, "index": 0, "text": "live "})
-    # Turn 1 commits before the rest of its deltas arrive: its event waits for them.
-    commit_turn(run_id, 1)
-    # (The stream polls meanwhile, sees the commit, and waits.)
-    later(0.3, lambda: delta(run_id, 1, 1, "late"), lambda: delta(run_id, 2, 0, "next"),
-          lambda: end(run_id, 1, 2))
+    # The rest of turn 1's deltas, its commit, turn 2's first delta: in the channel's order,
+    # the turn's events sent as its marker comes, not at the next poll (5 s away).
+    started = time.monotonic()
+    later(0.3, lambda: delta(run_id, 1, 1, "late"), lambda: end(run_id, 1, 2),
+          lambda: commit_turn(run_id, 1), lambda: delta(run_id, 2, 0, "next"))
     got = [next(frames) for _ in range(3)]
     assert [(f.event, f.id, f.data.get("text")) for f in got] == [
         ("message.delta", None, "late"), ("run.status", "2", None),
-        ("message.delta", None, "next")]  # a later turn's delta after the events
+        ("message.delta", None, "next")]
+    assert time.monotonic() - started < 2
     # A delta of a turn whose events were sent is dropped.
     delta(run_id, 1, 2, "stale")
     delta(run_id, 2, 1, "more")
     assert next(frames).data["text"] == "more"
-    Run.objects.filter(pk=run_id).update(status="cancelled")
-    assert [f.data["data"]["status"] for f in frames] == []  # no more events: the stream ends
+    cancel(run_id)
+    assert [f.data["data"]["status"] for f in frames] == ["cancelled"]  # then the stream ends
 
 
-def test_a_later_turn_s_deltas_wait_for_the_events_of_the_turns_before(
-        alice, waiting_run, in_process, hango_settings):
-    # Turns 2-4 commit (tools only, no deltas) and turn 5 writes, all between two polls.
-    hango_settings(event_poll_seconds=5)
+def test_a_turn_s_events_do_not_wait_for_the_end_of_its_call(alice, marked):
+    # The worker's call stopped mid-stream (or its end never came): the commit's marker, after
+    # every delta the turn published, is all the stream waits for.
+    run_id = marked.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    delta(run_id, 1, 0, "cut short")
+    assert next(frames).event == "message.delta"
+    started = time.monotonic()
+    commit_turn(run_id, 1)
+    assert next(frames).id == "2"
+    assert time.monotonic() - started < 0.8
+
+
+def test_a_marker_of_events_already_sent_reads_nothing(alice, marked):
+    run_id = marked.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    commit_turn(run_id, 1)
+    assert next(frames).id == "2"
+    # A later time slice's claim marks the run as it is: nothing new to read.
+    live.events_added(run_id, turn=1, seq=2)
+    delta(run_id, 2, 0, "next")
+    with CaptureQueriesContext(connection) as queries:
+        assert next(frames).data["text"] == "next"
+    assert stream_reads(queries) == 0
+    cancel(run_id)
+    assert [f.data["data"]["status"] for f in frames] == ["cancelled"]
+
+
+def test_a_poll_that_finds_nothing_new_is_one_statement(alice, waiting_run, in_process):
     run_id = waiting_run.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    later(0.5, lambda: delta(run_id, 1, 0, "word"))
+    with CaptureQueriesContext(connection) as queries:
+        assert next(frames).event == "message.delta"  # after some polls (every 50 ms)
+    assert stream_reads(queries) >= 3
+    assert all("hango_stream_read" in q["sql"] for q in queries.captured_queries)
+
+
+def test_a_later_turn_s_deltas_come_after_the_events_of_the_turns_before(alice, marked):
+    # Turns 2-4 commit (tools only, no deltas) and turn 5 writes, all before the stream reads.
+    run_id = marked.pk
     frames = open_stream(alice, run_id)
     assert next(frames).event == "run.status"
     delta(run_id, 1, 0, "first")
     end(run_id, 1, 1)
     assert next(frames).data["text"] == "first"
-    started = time.monotonic()
     for turn in (1, 2, 3, 4):
         commit_turn(run_id, turn)
     delta(run_id, 5, 0, "answer")
-    got = [next(frames) for _ in range(5)]
+    with CaptureQueriesContext(connection) as queries:
+        got = [next(frames) for _ in range(5)]
     assert [(f.event, f.data.get("text") or f.data["data"]["turn"]) for f in got] == [
         ("run.status", 1), ("run.status", 2), ("run.status", 3), ("run.status", 4),
         ("message.delta", "answer")]
-    assert time.monotonic() - started < 2  # the stream polled as the turn 5 delta came
+    # One read at turn 1's marker found every turn committed: the others' markers read nothing.
+    assert stream_reads(queries) == 1
     end(run_id, 5, 1)
-    Run.objects.filter(pk=run_id).update(status="cancelled")
-    assert list(frames) == []
+    cancel(run_id)
+    assert [f.data["data"]["status"] for f in frames] == ["cancelled"]
 
 
-def test_a_delta_of_a_turn_committed_with_earlier_ones_is_not_sent_before_them(
-        alice, waiting_run, in_process, hango_settings):
-    # Turn 2's deltas come after turns 1 and 2 are committed, before the stream polls: it
-    # cannot place them between the two turns' events, so it drops them.
-    hango_settings(event_poll_seconds=5)
-    run_id = waiting_run.pk
+def test_a_delta_of_a_turn_committed_with_earlier_ones_is_not_sent_after_them(alice, marked):
+    # Turn 2's deltas come after turns 1 and 2 are committed (their publisher was late, or not
+    # the committer), before the stream reads: placed after turn 2's events, they are dropped.
+    run_id = marked.pk
     frames = open_stream(alice, run_id)
     assert next(frames).event == "run.status"
     commit_turn(run_id, 1)
@@ -250,8 +319,39 @@ def test_a_delta_of_a_turn_committed_with_earlier_ones_is_not_sent_before_them(
     assert [(f.event, f.data.get("text") or f.data["data"]["turn"]) for f in got] == [
         ("run.status", 1), ("run.status", 2), ("message.delta", "next")]
     end(run_id, 3, 1)
-    Run.objects.filter(pk=run_id).update(status="cancelled")
-    assert list(frames) == []
+    cancel(run_id)
+    assert [f.data["data"]["status"] for f in frames] == ["cancelled"]
+
+
+def test_a_delta_after_lost_markers_waits_for_the_events_of_the_turns_before(alice, marked):
+    # Turns 1-2 commit and their markers are lost (a publisher that failed drops what it sends
+    # for a while): turn 3's first delta says they are committed, and the stream reads them.
+    run_id = marked.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    commit_turn(run_id, 1, marked=False)
+    commit_turn(run_id, 2, marked=False)
+    delta(run_id, 3, 0, "answer")
+    started = time.monotonic()
+    got = [next(frames) for _ in range(3)]
+    assert [(f.event, f.data.get("text") or f.data["data"]["turn"]) for f in got] == [
+        ("run.status", 1), ("run.status", 2), ("message.delta", "answer")]
+    assert time.monotonic() - started < 2  # not at the next poll, 5 s away
+    cancel(run_id)
+    assert [f.data["data"]["status"] for f in frames] == ["cancelled"]
+
+
+def test_a_lost_marker_s_events_come_at_the_next_poll(alice, marked, hango_settings):
+    hango_settings(event_live_poll_seconds=0.5)
+    run_id = marked.pk
+    frames = open_stream(alice, run_id)
+    assert next(frames).event == "run.status"
+    started = time.monotonic()
+    commit_turn(run_id, 1, marked=False)
+    assert next(frames).id == "2"
+    assert 0.4 <= time.monotonic() - started < 3
+    cancel(run_id)
+    assert [f.data["data"]["status"] for f in frames] == ["cancelled"]
 
 
 def test_a_run_streamed_word_by_word_keeps_every_turn_s_deltas_in_their_place(
@@ -320,20 +420,6 @@ def test_a_stream_that_missed_a_call_s_first_deltas_sends_none_of_the_turn_s(
     through_redis.end(2, 5)
     commit_turn(run_id, 2)
     assert next(frames).id == "3"
-
-
-def test_an_end_that_never_comes_holds_the_events_only_briefly(alice, waiting_run, in_process,
-                                                                monkeypatch):
-    monkeypatch.setattr(streaming, "SETTLE_SECONDS", 0.2)
-    run_id = waiting_run.pk
-    frames = open_stream(alice, run_id)
-    assert next(frames).event == "run.status"
-    delta(run_id, 1, 0, "the worker died after this")
-    assert next(frames).event == "message.delta"
-    commit_turn(run_id, 1)
-    started = time.monotonic()
-    assert next(frames).id == "2"
-    assert 0.2 <= time.monotonic() - started < 2
 
 
 def test_with_stream_deltas_off_runs_are_answered_whole_and_nothing_is_published(
