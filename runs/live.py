@@ -14,7 +14,8 @@ deltas; there, a stream that opens while a model call is under way starts with i
 far (:class:`CallsUnderWay`).
 
 Publishing is fire and forget: a delta is one PUBLISH written to one of the process's few
-shared connections (the same one for every delta of a run, so they stay in order), its reply not
+shared connections (the same one for every delta and marker of a run, so they stay in the
+order they were written: what a follower relies on, :mod:`runs.streaming`), its reply not
 waited for, never retried: a worker running a thousand runs at once holds four connections to
 Redis, not one per run. Connecting (or a write that blocks) is bounded by
 ``HANGO_LIVE_PUBLISH_TIMEOUT``; after a failure the process drops every delta for a few seconds,

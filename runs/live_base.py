@@ -16,7 +16,8 @@ Inbox = queue.Queue[tuple[str, float] | None]
 
 class Subscription(Protocol):
     def get(self, timeout: float) -> str | None:
-        """The next delta's JSON, waiting up to ``timeout`` seconds; None if none came."""
+        """The next message's JSON (a delta or a marker), waiting up to ``timeout`` seconds;
+        None if none came."""
         ...
 
     @property
