@@ -58,7 +58,10 @@ from accounts.models import (
 from accounts.scoping import visible_to
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
+from hango_project.ids import made_at
 
+# How far the clock of the process that made an id may be ahead of a worker's that writes rows.
+CLOCK_SKEW = timedelta(minutes=5)
 TOKEN_FIELDS = tuple(field.name for field in TokenCounts._meta.local_fields)
 PURPOSES = tuple(UsagePurpose.values)
 
@@ -201,11 +204,13 @@ def quota_release(*, run_id: uuid.UUID | None = None, holds: Sequence[int] = ())
 def usage_list(*, member: Member, since: datetime | None = None, until: datetime | None = None,
                agent: uuid.UUID | None = None, session: uuid.UUID | None = None,
                purpose: str | None = None, run: uuid.UUID | None = None,
-               runs: QuerySet[Any] | None = None) -> QuerySet[UsageRecord]:
+               runs: QuerySet[Any] | None = None,
+               runs_since: datetime | None = None) -> QuerySet[UsageRecord]:
     """The usage rows the member may see (their own sessions', or the tenant's for owners and
     admins), filtered. ``since`` is inclusive, ``until`` exclusive. An agent, session or run the
     member cannot see simply matches no rows. ``runs`` (a query of run ids) keeps the rows of
-    those runs: how an app above this one (a schedule's fires) names the runs it started."""
+    those runs: how an app above this one (a schedule's fires) names the runs it started;
+    ``runs_since``, when they can have begun at the earliest (what the index reads from)."""
     rows = visible_to(UsageRecord.objects.all(), member)
     if since is not None:
         rows = rows.filter(created_at__gte=since)
@@ -219,8 +224,14 @@ def usage_list(*, member: Member, since: datetime | None = None, until: datetime
         rows = rows.filter(purpose=purpose)
     if run is not None:
         rows = rows.filter(run_id=run)
+        # A run's calls come after the run was made, which its id tells: the (tenant,
+        # created_at) index then reads the rows since, not the tenant's every row.
+        if (made := made_at(run)) is not None:
+            rows = rows.filter(created_at__gte=made - CLOCK_SKEW)
     if runs is not None:
         rows = rows.filter(run_id__in=runs)
+    if runs_since is not None:
+        rows = rows.filter(created_at__gte=runs_since - CLOCK_SKEW)
     return rows
 
 

@@ -81,7 +81,18 @@ TIME_PARAMETERS = [
 ]
 
 
-def usage_page(view: APIView, request: Any, *, runs: QuerySet[Any] | None = None) -> Response:
+# What else a usage page's rows may be narrowed to.
+ROW_PARAMETERS = [
+    OpenApiParameter("agent", uuid.UUID, description="Only this agent's rows."),
+    OpenApiParameter("session", uuid.UUID, description="Only this session's rows (a session "
+                     "the caller cannot see matches no rows)."),
+    OpenApiParameter("run", uuid.UUID, description="Only this run's rows: a trigger message's "
+                     "answer names its run."),
+]
+
+
+def usage_page(view: APIView, request: Any, *, runs: QuerySet[Any] | None = None,
+               runs_since: datetime | None = None) -> Response:
     """The usage rows the caller may see that the query's filters keep (and, given ``runs``, of
     those runs only), newest first, with the totals of every row they keep (not just this
     page)."""
@@ -92,7 +103,8 @@ def usage_page(view: APIView, request: Any, *, runs: QuerySet[Any] | None = None
                        detail={"since": params["since"], "until": params["until"]})
     rows = usage_list(member=caller(request), since=since, until=until,
                       agent=_uuid(params, "agent"), session=_uuid(params, "session"),
-                      purpose=_purpose(params), run=_uuid(params, "run"), runs=runs)
+                      purpose=_purpose(params), run=_uuid(params, "run"), runs=runs,
+                      runs_since=runs_since)
     paginator = CursorPage()
     page = paginator.paginate_queryset(rows, request, view=view)
     response = paginator.get_paginated_response(UsageRowOutput(page, many=True).data)
@@ -103,14 +115,7 @@ def usage_page(view: APIView, request: Any, *, runs: QuerySet[Any] | None = None
 class UsageApi(APIView):
     @extend_schema(
         operation_id="usage_list",
-        parameters=[
-            *TIME_PARAMETERS,
-            OpenApiParameter("agent", uuid.UUID, description="Only this agent's rows."),
-            OpenApiParameter("session", uuid.UUID, description="Only this session's rows (a "
-                             "session the caller cannot see matches no rows)."),
-            OpenApiParameter("run", uuid.UUID, description="Only this run's rows: a trigger "
-                             "message's answer names its run."),
-        ],
+        parameters=[*TIME_PARAMETERS, *ROW_PARAMETERS],
         responses=UsagePageOutput,
     )
     def get(self, request):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from datetime import UTC, datetime
 
 
 def time_ordered_uuid() -> uuid.UUID:
@@ -16,3 +17,11 @@ def time_ordered_uuid() -> uuid.UUID:
     value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10))
     value = value & ~(0xF << 76) | 0x7 << 76  # the version
     return uuid.UUID(int=value & ~(0x3 << 62) | 0x2 << 62)  # the RFC 4122 variant
+
+
+def made_at(value: uuid.UUID) -> datetime | None:
+    """When a :func:`time_ordered_uuid` was made (its milliseconds); None for an id of another
+    version, which tells no time."""
+    if value.version != 7:
+        return None
+    return datetime.fromtimestamp((value.int >> 80) / 1000, tz=UTC)

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Member
-from accounts.usage_apis import TIME_PARAMETERS, UsagePageOutput, usage_page
+from accounts.usage_apis import ROW_PARAMETERS, TIME_PARAMETERS, UsagePageOutput, usage_page
 from agents.selectors import agent_get
 from context.apis import snapshot_response
 from context.serializers import SnapshotOutput
@@ -126,10 +126,11 @@ class FireListApi(ListApi):
 
 
 class ScheduleUsageApi(APIView):
-    @extend_schema(operation_id="schedules_usage", parameters=TIME_PARAMETERS,
+    @extend_schema(operation_id="schedules_usage", parameters=[*TIME_PARAMETERS, *ROW_PARAMETERS],
                    responses=UsagePageOutput)
     def get(self, request, schedule_id):
         """The usage rows of the schedule's runs (one per model call, as `GET /v1/usage`
         answers them), newest first, with their totals."""
         schedule = services.schedule_get(member=caller(request), schedule_id=schedule_id)
-        return usage_page(self, request, runs=services.schedule_runs(schedule))
+        return usage_page(self, request, runs=services.schedule_runs(schedule),
+                          runs_since=schedule.created_at)

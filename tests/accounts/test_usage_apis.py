@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import UsageRecord
+from hango_project.ids import made_at, time_ordered_uuid
 from runs.models import Session
 from tests.support.api import error_of
 
@@ -96,6 +97,16 @@ def test_the_run_filter_keeps_one_run_s_rows(alice, bob, usage):
     assert body["totals"] == {**ZERO, "input_tokens": 42, "output_tokens": 5, "calls": 2}
     assert {r["run"] for r in body["results"]} == {str(run)}
     assert get(bob, run=str(run)).json()["totals"] == ZERO  # not bob's session
+
+
+def test_a_run_s_rows_are_read_from_when_its_id_was_made(alice, usage):
+    """A run's id (time-ordered) tells when it was made: its calls are looked for from then on
+    (less a clock skew), on the (tenant, created_at) index, not among all the tenant's rows."""
+    run = time_ordered_uuid()
+    record(usage["alice"]["id"], "run", (40, 4, 0, 0), run=run)
+    record(usage["alice"]["id"], "run", (1, 1, 0, 0), run=run, days_ago=1)  # before: not read
+    assert get(alice, run=str(run)).json()["totals"]["input_tokens"] == 40
+    assert made_at(run) is not None and made_at(uuid.uuid4()) is None
 
 
 def test_a_session_or_agent_the_caller_cannot_see_matches_no_rows(alice, outsider, usage):
