@@ -23,6 +23,7 @@ from django.db.migrations.executor import MigrationExecutor
 log = logging.getLogger("hango.dbready")
 
 POLL_SECONDS = 2.0
+REMIND_SECONDS = 60.0
 
 
 class NotReady(NamedTuple):
@@ -69,16 +70,23 @@ def not_ready(alias: str = DEFAULT_DB_ALIAS) -> NotReady | None:
 
 
 def wait_until_ready(*, alias: str = DEFAULT_DB_ALIAS, poll: float = POLL_SECONDS,
+                     remind: float = REMIND_SECONDS,
                      sleep: Callable[[float], None] = time.sleep) -> None:
     """Return once the database is reachable and migrated; meanwhile poll it every ``poll``
     seconds, logging one line each time what it waits for changes (not each migration that
-    lands)."""
+    lands), and again every ``remind`` seconds of the same wait: a database never created, a
+    wrong password or host wait forever, and a worker that said so once would look merely
+    idle."""
     said: str | None = None
+    polls_a_reminder = max(1, round(remind / poll)) if poll > 0 else 1
+    same = 0
     try:
         while (gap := not_ready(alias)) is not None:
-            if gap.kind != said:
-                log.warning("waiting for the database: %s", gap.reason)
-                said = gap.kind
+            same = same + 1 if gap.kind == said else 0
+            if same % polls_a_reminder == 0:
+                waited = f" (still, after {same * poll:.0f} s)" if same else ""
+                log.warning("waiting for the database%s: %s", waited, gap.reason)
+            said = gap.kind
             connections[alias].close()  # a connection per poll, none kept while waiting
             sleep(poll)
     finally:

@@ -31,7 +31,9 @@ def test_migrate_on_a_database_not_created_says_how_to_create_it():
     assert "Traceback" not in done.stderr, done.stderr
     assert f'database "{missing}" does not exist' in done.stderr
     db = connection.settings_dict
-    createdb = f"createdb -h {db['HOST']} -p {db['PORT']} -U {db['USER']} {missing}"
+    options = [f"{flag} {db[key]}" for flag, key in (("-h", "HOST"), ("-p", "PORT"),
+                                                      ("-U", "USER")) if db.get(key)]
+    createdb = " ".join(["createdb", *options, missing])
     assert f"HINT: Create it first: {createdb}" in done.stderr
 
 
@@ -77,6 +79,24 @@ def test_waiting_says_once_what_it_waits_for_then_that_the_database_is_ready(cap
         ("WARNING", f"waiting for the database: migrations not applied yet: 1, the next "
                     f"{app}.{name} (`manage.py migrate` applies them)"),
         ("INFO", "the database is ready: every migration is applied")]
+
+
+def test_a_long_wait_is_said_again_now_and_then(caplog, unapplied):
+    """A wait that never ends by itself (a database never created, a wrong password) must not
+    look like an idle worker: the same reason is logged again every ``remind`` seconds."""
+    app, name = unapplied
+    polls: list[float] = []
+
+    def migrate_late(seconds: float) -> None:
+        polls.append(seconds)
+        if len(polls) == 7:
+            MigrationRecorder.Migration.objects.create(app=app, name=name)
+
+    with caplog.at_level(logging.WARNING, logger="hango.dbready"):
+        dbready.wait_until_ready(poll=10, remind=30, sleep=migrate_late)
+    said = [r.getMessage().split(":")[0] for r in caplog.records]
+    assert said == ["waiting for the database", "waiting for the database (still, after 30 s)",
+                    "waiting for the database (still, after 60 s)"]
 
 
 def test_a_ready_database_is_not_waited_for(caplog):
