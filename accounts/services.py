@@ -56,8 +56,9 @@ def _key_detail(api_key: ApiKey) -> dict[str, str]:
 
 
 def api_key_issue(*, member: Member, name: str = "", actor: Member | None = None) -> IssuedKey:
-    """A new key for ``member``. ``actor`` is who issued it: None from the command line or the
-    Django admin (the audit row's detail names the member the key is for)."""
+    """A new key for ``member``. ``actor`` is who issued it: None from the command line, the
+    staff user's member of the tenant from the Django admin (the audit row's detail names the
+    member the key is for)."""
     for _ in range(5):  # a prefix collision is astronomically rare; retry rather than fail
         new = keys.make_key()
         try:
