@@ -5,7 +5,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db.models import Model, QuerySet
+from django.db.models import Model
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
@@ -79,21 +79,13 @@ class MemoryFileForm(forms.ModelForm):
         return content
 
 
-def room_problem(agent: Agent | None, adding: int, deleting: int = 0) -> str | None:
-    """The service's cap on an agent's memory files, checked before anything is saved."""
-    cap = hango().memory_max_files
-    kept = MemoryFile.objects.filter(agent=agent).count() if agent and agent.pk else 0
-    if adding and kept - deleting + adding > cap:
-        return f"An agent has at most {cap} memory files; delete one first."
-    return None
-
-
 class OneMemoryFileForm(MemoryFileForm):
     """A memory file's own page: a new one must fit under its agent's cap."""
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if self.instance._state.adding and (problem := room_problem(cleaned.get("agent"), 1)):
+        agent = cleaned.get("agent")
+        if self.instance._state.adding and (problem := services.memory_room_problem(agent)):
             raise forms.ValidationError(problem)
         return cleaned
 
@@ -104,7 +96,7 @@ class MemoryFileFormSet(BaseInlineFormSet):
         adding = sum(1 for f in self.extra_forms if f.has_changed() and f not in
                      self.deleted_forms)
         deleting = sum(1 for f in self.deleted_forms if not f.instance._state.adding)
-        if problem := room_problem(self.instance, adding, deleting):
+        if problem := services.memory_room_problem(self.instance, adding, deleting):
             raise forms.ValidationError(problem)
 
 
@@ -203,14 +195,11 @@ class AgentAdmin(OwnerAdmin, TenantOwnedAdmin):
     def delete_model(self, request: HttpRequest, obj: Agent) -> None:
         services.agent_delete(agent=obj, actor=acting_member(request, obj.tenant_id))
 
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
-        for agent in queryset:
-            self.delete_model(request, agent)
-
 
 @admin.register(MemoryFile)
 class MemoryFileAdmin(ServiceWrittenAdmin, admin.ModelAdmin):
     form = OneMemoryFileForm
+    delete_related = ("agent",)
     list_display = ["path", "agent", "size", "updated_at"]
     list_filter = ["agent__tenant"]
     search_fields = ["path", "agent__name"]
@@ -237,10 +226,6 @@ class MemoryFileAdmin(ServiceWrittenAdmin, admin.ModelAdmin):
     def delete_model(self, request: HttpRequest, obj: MemoryFile) -> None:
         services.memory_file_delete(memory_file=obj,
                                     actor=acting_member(request, obj.agent.tenant_id))
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MemoryFile]) -> None:
-        for memory_file in queryset.select_related("agent"):
-            self.delete_model(request, memory_file)
 
 
 class SkillForm(TenantOwnedForm):
@@ -291,6 +276,3 @@ class SkillAdmin(TenantOwnedAdmin):
         # Also detaches it from the tenant's agents.
         services.skill_delete(skill=obj, actor=acting_member(request, obj.tenant_id))
 
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Skill]) -> None:
-        for skill in queryset:
-            self.delete_model(request, skill)

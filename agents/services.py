@@ -84,11 +84,19 @@ def _lock_for_memory(agent: Agent) -> None:
     Agent.objects.select_for_update().filter(pk=agent.pk).values_list("pk").first()
 
 
-def _ensure_room(agent: Agent) -> None:
+def memory_room_problem(agent: Agent | None, adding: int = 1, deleting: int = 0) -> str | None:
+    """Why ``adding`` more memory files (and ``deleting`` some) would pass the agent's cap;
+    None when they fit. The admin's forms ask before they save anything."""
     cap = hango().memory_max_files
-    if MemoryFile.objects.filter(agent=agent).count() >= cap:
-        raise Conflict(f"An agent has at most {cap} memory files; delete one first.",
-                       detail={"max_files": cap})
+    kept = MemoryFile.objects.filter(agent=agent).count() if agent and agent.pk else 0
+    if adding and kept - deleting + adding > cap:
+        return f"An agent has at most {cap} memory files; delete one first."
+    return None
+
+
+def _ensure_room(agent: Agent) -> None:
+    if problem := memory_room_problem(agent):
+        raise Conflict(problem, detail={"max_files": hango().memory_max_files})
 
 
 def _audit_memory(actor: Member | None, action: AuditAction, memory_file: MemoryFile,

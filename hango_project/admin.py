@@ -97,6 +97,16 @@ class ServiceWrittenAdmin(_ModelAdminBase):
         except ApplicationError as exc:
             return self._refused(request, exc)
 
+    # The relations a row's deletion reads (its service's audit row names them), fetched with
+    # the rows a bulk deletion takes.
+    delete_related: tuple[str, ...] = ()
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        """Each row through :meth:`delete_model` (its service, its audit row), never Django's
+        one bulk DELETE."""
+        for obj in queryset.select_related(*self.delete_related):
+            self.delete_model(request, obj)
+
     def changelist_view(self, request: HttpRequest,
                         extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if request.method != "POST":

@@ -164,6 +164,7 @@ class PendingMessageAdmin(ServiceWrittenAdmin, AppWrittenAdmin, admin.ModelAdmin
     waiting run instead (on its page) keeps the message and skips the run."""
 
     may_delete = True
+    delete_related = ("run__session",)
 
     list_display = ["position", "session", "run", "created_at"]
     search_fields = ["session__id", "run__id"]
@@ -174,9 +175,6 @@ class PendingMessageAdmin(ServiceWrittenAdmin, AppWrittenAdmin, admin.ModelAdmin
     def delete_model(self, request, obj: PendingMessage) -> None:
         services.run_withdraw(run=obj.run, actor=acting_member(request, obj.run.session.tenant_id))
 
-    def delete_queryset(self, request, queryset) -> None:
-        for pending in queryset.select_related("run__session"):
-            self.delete_model(request, pending)
 
 
 @admin.register(SessionFile)
