@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import NamedTuple
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from accounts.models import Member
@@ -85,9 +85,13 @@ def stream_read(*, run_id: uuid.UUID, after: int, limit: int) -> StreamRead:
     the turn and the events come from one snapshot, so a stream that reads the run finished
     has its last events too."""
     if connection.vendor != "postgresql":
-        with transaction.atomic():  # one snapshot
-            run = Run.objects.filter(pk=run_id).values_list("status", "turn").first()
-            events = run_events_after(run_id=run_id, after=after, limit=limit)
+        # The run first, then its events, with no transaction (SQLite's would take the write
+        # lock: the settings begin every transaction IMMEDIATE, and a read would queue behind
+        # a turn's commit and hold up the next). Events only grow: those read second hold all
+        # of the turns the run's row counted, and a run read as ended has its last events
+        # committed with that status.
+        run = Run.objects.filter(pk=run_id).values_list("status", "turn").first()
+        events = run_events_after(run_id=run_id, after=after, limit=limit)
         return StreamRead(events, *(run or (None, 0)))
     with connection.cursor() as cursor:
         _STREAM_READ.run(cursor, {"run": run_id, "after": after, "limit": limit,
