@@ -116,9 +116,14 @@ class _Published(GenerateJsonSchema):
         return _inlined(generated, defs)  # type: ignore[no-any-return]
 
     def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
-        if schema.get("default") is None:  # left out means unset, or a computed default
-            return self.generate_inner(schema["schema"])
-        return super().default_schema(schema)
+        # No default is published: a client that fills one in (trigger_fraction's 0.8 beside a
+        # trigger_tokens it was given) would send what the rules refuse. Left out is the default.
+        return self.generate_inner(schema["schema"])
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        published = super().model_schema(schema)
+        published.pop("title", None)  # a class name ("SummarizationOptions") says nothing
+        return published
 
     def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
         # pydantic writes a key pattern as patternProperties, which lets any other key through.

@@ -57,15 +57,17 @@ def test_none_is_an_option_left_out_in_python_but_never_a_json_null():
 
 
 def test_the_published_schema_states_the_rules_and_stands_alone():
+    """No class name as a title, and no default: a client that filled one in could send what
+    the rules refuse (a budget's fraction beside the tokens it was given)."""
     schema = published_schema(WHOLE)
-    part = {"type": "object", "title": "Part", "description": "A nested object.",
+    part = {"type": "object", "description": "A nested object.",
             "additionalProperties": False,
-            "properties": {"size": {"type": "integer", "default": 3}}}
+            "properties": {"size": {"type": "integer"}}}
     assert schema == {
-        "type": "object", "title": "Whole", "additionalProperties": False,
+        "type": "object", "additionalProperties": False,
         "properties": {
             "kinds": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 1,
-                      "uniqueItems": True, "default": ["a"]},
+                      "uniqueItems": True},
             "limit": {"type": "integer", "minimum": 1, "description": "Left out: no limit."},
             "by_name": {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"},
                         "additionalProperties": part},
