@@ -1,7 +1,7 @@
 """Context inspector latency: GET /v1/sessions/{id}/context for sessions of 100, 1,000 and
 10,000 messages; prints figures only (README.md says how to read them).
 
-Three measures per size: the snapshot service alone (``context.selectors.context_snapshot``:
+Three measures per size: the snapshot service alone (``inspector.selectors.context_snapshot``:
 the loop built, the history loaded, two assemblies through the chain when overrides apply, the
 parts counted); the same after dropping the process's shared decoded messages (``decoding``:
 a web process's first look at a session); and the whole HTTP request through Django's test
@@ -92,7 +92,7 @@ def cold_child(db: str, warm_up: str, session_id: str) -> None:
     its first request of any session), then the first inspection of the session; both in ms
     on stdout."""
     setup(db)
-    from context.selectors import context_snapshot
+    from inspector.selectors import context_snapshot
     from runs.models import Session
 
     out = []
@@ -146,7 +146,7 @@ def main() -> None:
 
     from accounts.services import api_key_issue, tenant_bootstrap
     from agents.services import agent_create
-    from context.selectors import context_snapshot
+    from inspector.selectors import context_snapshot
     from runs import execution
     from runs.models import Message, Session
 

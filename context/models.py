@@ -10,7 +10,6 @@ from django.db.models import Q
 
 from accounts.models import Member, Tenant
 from agents.models import Agent
-from runs.models import Session
 
 
 class OverrideAction(models.TextChoices):
@@ -30,8 +29,9 @@ class ContextOverride(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="context_overrides")
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE,
                               related_name="context_overrides")
-    session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.CASCADE,
-                                related_name="context_overrides")
+    # Named, not imported: runs, which applies the overrides, sits above this app.
+    session = models.ForeignKey("runs.Session", null=True, blank=True,
+                                on_delete=models.CASCADE, related_name="context_overrides")
     part = models.CharField(max_length=1100)
     action = models.CharField(max_length=16, choices=OverrideAction.choices)
     # NULL, not "", for an exclude: a replacement may be empty text.

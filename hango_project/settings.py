@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "agents",
     "runs",
     "context",
+    "inspector",
     "webhooks",
     "schedules",
 ]
@@ -177,7 +178,7 @@ SPECTACULAR_SETTINGS = {
     # snapshot's `counted` and `framing_counted` share one choice set.
     "ENUM_NAME_OVERRIDES": {"OverrideActionEnum": "context.models.OverrideAction",
                             "AuditActionEnum": "accounts.models.AuditAction",
-                            "CountedEnum": "context.serializers.COUNTED"},
+                            "CountedEnum": "inspector.serializers.COUNTED"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "hango_project.schema.add_error_responses",

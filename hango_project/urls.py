@@ -14,7 +14,7 @@ urlpatterns = [
     path("v1/", include("agents.urls")),
     path("v1/", include("runs.urls")),
     path("v1/", include("accounts.urls")),
-    path("v1/", include("context.urls")),
+    path("v1/", include("inspector.urls")),
     path("v1/", include("webhooks.urls")),
     path("v1/", include("schedules.urls")),
     # Last under /v1/: an unknown API route answers the error shape even with DJANGO_DEBUG=1,

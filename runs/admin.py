@@ -12,7 +12,6 @@ from django.urls import URLPattern, path, reverse
 from django.utils.safestring import SafeString
 
 from accounts.admin import acting_member
-from context.panel import ContextPanelAdmin
 from hango_project.admin import ActionsAdmin, AppWrittenAdmin, ServiceWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
@@ -30,11 +29,12 @@ class RunInline(AppWrittenAdmin, admin.TabularInline):
 
 
 @admin.register(Session)
-class SessionAdmin(ContextPanelAdmin, AppWrittenAdmin, admin.ModelAdmin):
+class SessionAdmin(AppWrittenAdmin, admin.ModelAdmin):
     """Read-only. Not added here: a session is a member's conversation with an agent, made
     through the API as that member (audited as theirs), and one made here could not be
     written to. Its title and summary are not edited here either: the summary is what later
-    runs send instead of the messages it covers, and the API changes neither."""
+    runs send instead of the messages it covers, and the API changes neither. The inspector
+    registers it again with its Context panel (``inspector/admin.py``)."""
 
     list_display = ["__str__", "agent", "member", "tenant", "updated_at"]
     list_filter = ["tenant"]

@@ -12,11 +12,11 @@ from rest_framework.views import APIView
 from accounts.models import Member
 from accounts.usage_apis import ROW_PARAMETERS, TIME_PARAMETERS, UsagePageOutput, usage_page
 from agents.selectors import agent_get
-from context.apis import snapshot_response
-from context.serializers import SnapshotOutput
 from hango_project.api import ListApi, caller, paginated, validated
 from hango_project.errors import NotFound, Unprocessable
 from hango_project.pagination import CursorPage
+from inspector.apis import snapshot_response
+from inspector.serializers import SnapshotOutput
 from runs.selectors import session_get
 from schedules import services
 from schedules.serializers import (

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("harness", "accounts", "agents", "runs", "context", "cli", "hango_project",
+PACKAGES = ("harness", "accounts", "agents", "runs", "context", "inspector", "cli", "hango_project",
             "migrations", "tests")
 
 

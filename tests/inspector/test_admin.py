@@ -1,4 +1,4 @@
-"""context.admin: overrides are read here, and deleted only through the rules of the API's PUT —
+"""inspector.admin: overrides are read here, and deleted only through the rules of the API's PUT —
 an excluded message goes with its pair, a set that would leave an invalid request is refused,
 and each deletion is a ``context.override`` audit row."""
 

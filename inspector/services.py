@@ -31,7 +31,6 @@ from accounts.models import AuditAction, Member, UsagePurpose, UsageRecord
 from accounts.usage import quota_admit, quota_release
 from agents.models import Agent
 from context.models import ContextOverride
-from context.selectors import overrides_list, with_agent_and_tenant
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded, Unprocessable
 from harness import context, history, telemetry
@@ -41,6 +40,7 @@ from harness.inspect import assemble, left_out
 from harness.messages import Message as HMessage
 from harness.messages import Response
 from harness.middleware import summarization
+from inspector.selectors import overrides_list, with_agent_and_tenant
 from runs.execution import DbBudget, build_loop, new_state, provider_settings, session_history
 from runs.models import Session
 

@@ -261,7 +261,7 @@ def test_inspect_reads_in_one_statement_what_a_run_reads_and_the_active_run(alic
     """History, overrides, memory and the file listing come in the run's preload, the
     session's active run and the messages queued behind it with them: one round trip, one
     snapshot."""
-    from context.selectors import context_snapshot
+    from inspector.selectors import context_snapshot
 
     session = Session.objects.select_related("agent", "tenant").get(
         pk=make_session(alice, agent_id=make_agent(alice)["id"])["id"])

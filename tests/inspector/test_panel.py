@@ -1,4 +1,4 @@
-"""The Context panel's admin page (context/panel.py): reached from the session's page and the
+"""The Context panel's admin page (inspector/panel.py): reached from the session's page and the
 session list, a shell for panel.js with what it needs to call the API, its script and style
 served by the project itself, and a plain message for a staff user who cannot be a member the
 API would answer."""
@@ -51,8 +51,8 @@ def test_the_panel_page_is_a_shell_for_the_script(client, tenant, session):
     assert 'data-api="/v1/"' in shell.group(0)
     assert re.search(r'data-csrf="[A-Za-z0-9]{64}"', shell.group(0))
     assert "&lt;b&gt;bold&lt;/b&gt; title" in html and "<b>bold</b>" not in html
-    assert '<script src="/static/context/panel.js" defer></script>' in html
-    for asset in ("/static/context/panel.js", "/static/context/panel.css"):
+    assert '<script src="/static/inspector/panel.js" defer></script>' in html
+    for asset in ("/static/inspector/panel.js", "/static/inspector/panel.css"):
         served = client.get(asset)
         assert served.status_code == 200, asset
         served.close()

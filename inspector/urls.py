@@ -1,8 +1,8 @@
-"""Routes under /v1 owned by the context app (the context inspector)."""
+"""Routes under /v1 owned by the context inspector."""
 
 from django.urls import path
 
-from context.apis import (
+from inspector.apis import (
     AgentOverridesApi,
     BothOverridesApi,
     ContextApi,

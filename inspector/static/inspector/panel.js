@@ -1,4 +1,4 @@
-/* The admin's Context panel (context/panel.py): the context inspector's snapshot of a session's
+/* The admin's Context panel (inspector/panel.py): the context inspector's snapshot of a session's
  * next model request as three groups of parts with a checkbox each, a picture of the budget, and
  * Save / Try. It uses the public HTTP API only, with the admin's login session: the CSRF token
  * in X-CSRFToken, the session's tenant in X-Hango-Tenant. Save is one request that replaces the

@@ -19,8 +19,16 @@ from rest_framework.views import APIView
 
 from agents.models import Agent
 from agents.selectors import agent_get
-from context import selectors, services
-from context.serializers import (
+from hango_project.api import caller, validated
+from hango_project.errors import BadQuery, NotFound, ProviderFailed
+from harness.context import Override, message_part
+from harness.errors import ProviderError
+from harness.inspect import Snapshot
+from harness.middleware.summarization import SummarizationReport
+from harness.serde import message_to_json
+from harness.snapshot_parts import Part
+from inspector import selectors, services
+from inspector.serializers import (
     MAX_OVERRIDES,
     BothOverridesInput,
     BothOverridesOutput,
@@ -32,14 +40,6 @@ from context.serializers import (
     TryInput,
     TryOutput,
 )
-from hango_project.api import caller, validated
-from hango_project.errors import BadQuery, NotFound, ProviderFailed
-from harness.context import Override, message_part
-from harness.errors import ProviderError
-from harness.inspect import Snapshot
-from harness.middleware.summarization import SummarizationReport
-from harness.serde import message_to_json
-from harness.snapshot_parts import Part
 from runs.models import Session
 from runs.selectors import session_get
 from runs.services import user_content
@@ -196,7 +196,7 @@ def _compaction_json(report: SummarizationReport | None) -> dict[str, Any] | Non
 
 
 def snapshot_response(session: Session, **options: Any) -> HttpResponse:
-    """The snapshot of ``session``'s next call (:func:`context.selectors.context_snapshot`'s
+    """The snapshot of ``session``'s next call (:func:`inspector.selectors.context_snapshot`'s
     ``options``) as the API answers it; a schedule's preview answers the same way."""
     with selectors.gc_paused():  # the parts' JSON, like the snapshot, is many objects
         snapshot = selectors.context_snapshot(session=session, **options)

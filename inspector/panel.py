@@ -2,7 +2,7 @@
 parts with a checkbox each, a picture of the budget, Save and Try.
 
 The page itself is a shell: the panel's data and every change go through the public HTTP API
-(``static/context/panel.js``) with the admin's login session — CSRF header, and the session's
+(``static/inspector/panel.js``) with the admin's login session — CSRF header, and the session's
 tenant in ``X-Hango-Tenant`` — as the user's member of that tenant, so the API's scoping, rate
 limit and audit apply exactly as to a key (:class:`accounts.authentication.
 StaffSessionAuthentication`). What the page checks here is only whether the user can be that
@@ -62,7 +62,7 @@ def _refusal(request: HttpRequest, session: Session) -> tuple[Member | None, str
 class ContextPanelAdmin(_AdminBase):
     """The Context panel on a session's admin. Mix in before ``admin.ModelAdmin``."""
 
-    change_form_template = "context/session_change_form.html"
+    change_form_template = "inspector/session_change_form.html"
 
     def get_urls(self) -> list[URLPattern]:
         panel = path("<path:object_id>/context/", self.admin_site.admin_view(self.context_view),
@@ -100,4 +100,4 @@ class ContextPanelAdmin(_AdminBase):
             # Where the API is mounted (hango_project/urls.py): the page calls nothing else.
             "api_root": reverse("schema").removesuffix("schema"),
         }
-        return TemplateResponse(request, "context/panel.html", context)
+        return TemplateResponse(request, "inspector/panel.html", context)

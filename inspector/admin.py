@@ -1,7 +1,8 @@
 """Context overrides in the admin: read here (the Context panel and the API's PUT routes write
 them), and deleted only through those routes' service, as the staff user's member of the
 tenant: an excluded message goes with its pair, a set that would leave an invalid request is
-refused, and each target's new set is a ``context.override`` audit row."""
+refused, and each target's new set is a ``context.override`` audit row. And the session's admin
+with its Context panel (:mod:`inspector.panel`)."""
 
 from collections.abc import Iterable, Iterator
 from itertools import groupby
@@ -12,9 +13,11 @@ from django.http import HttpRequest
 
 from accounts.admin import acting_member
 from agents.models import Agent
-from context import services
 from context.models import ContextOverride
 from hango_project.admin import AppWrittenAdmin, ServiceWrittenAdmin
+from inspector import services
+from inspector.panel import ContextPanelAdmin
+from runs.admin import SessionAdmin
 from runs.models import Session
 
 
@@ -60,3 +63,13 @@ class ContextOverrideAdmin(ServiceWrittenAdmin, AppWrittenAdmin, admin.ModelAdmi
 
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
         self._remove(request, queryset.select_related("agent", "session"))
+
+
+class SessionWithPanelAdmin(ContextPanelAdmin, SessionAdmin):
+    """The runs app's session admin with the Context panel mixed in: registered here in its
+    place, since the panel is the inspector's and the inspector sits above ``runs``."""
+
+
+# runs.admin, imported above, has registered its own by now, whatever the order apps load in.
+admin.site.unregister(Session)
+admin.site.register(Session, SessionWithPanelAdmin)
