@@ -1,23 +1,12 @@
-"""Usage and quotas: the usage selectors behind ``GET /v1/usage`` and quota admission.
+"""Usage and quotas: the usage selectors behind ``GET /v1/usage`` and the quota's holds.
 
 **Accounting.** One ``usage_records`` row per model call, written by the turn commit that made
 the call (:mod:`runs.checkpoint`), keyed ``<run>:<turn>:<call index>`` so a redelivered turn can
 never count twice. A tenant's *spend* in a period is the sum of all four token columns of its
 rows created in that period; periods are calendar UTC days or months.
 
-**Admission (race-free).** A run does not spend tokens when it starts; it spends them turn by
-turn afterwards. So "is the quota spent?" alone would let a hundred runs start on the last
-token. Instead every call that would make a run spend (start, resume, approve) is *admitted*
-under a row lock on the tenant (``SELECT … FOR NO KEY UPDATE``, inside the caller's
-transaction):
-
-    admitted  ⇔  used + (active runs + 1) × reservation  ≤  quota
-
-where *active runs* are the tenant's queued and running runs (those that will spend) and
-*reservation* is ``hango().quota_run_reservation_tokens``. Admissions of one tenant are thus
-serialized; each sees the runs admitted before it (their rows are committed before the lock is
-released), so the sum of spend and outstanding reservations never passes the quota. Tenants
-without a quota are never locked.
+**Admission.** Whether one more run may start spending is decided under the tenant's row lock
+by :mod:`runs.admission`, over this module's :func:`locked_tenant` and :func:`quota_state`.
 
 **Holds (no overspend).** Admission gates a run's start; each model call is gated too. Before a
 call is sent, its worst case — the request's input as the model family's tokenizer counts it,
@@ -66,10 +55,6 @@ TOKEN_FIELDS = tuple(field.name for field in TokenCounts._meta.local_fields)
 PURPOSES = tuple(UsagePurpose.values)
 
 
-def run_reservation() -> int:
-    return hango().quota_run_reservation_tokens
-
-
 # -- periods ----------------------------------------------------------------------------------
 
 def period_bounds(period: str, now: datetime | None = None) -> tuple[datetime, datetime]:
@@ -106,7 +91,7 @@ def committed_spend(tenant_id: uuid.UUID, since: datetime) -> int:
     return int(row[0]) + int(row[1])
 
 
-# -- quota admission --------------------------------------------------------------------------
+# -- the quota's state -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class QuotaState:
@@ -120,42 +105,16 @@ class QuotaState:
                 "resets_at": self.resets_at.isoformat().replace("+00:00", "Z")}
 
 
-def quota_admit(tenant_id: uuid.UUID) -> None:
-    """Admit one more spending run of the tenant, or raise :class:`QuotaExceeded` (402).
-
-    Must run inside the transaction that stores the posted message and its run: the tenant's
-    row lock is held until that transaction commits, so concurrent admissions see each other's
-    runs. A run that waits in its session's queue is admitted when posted, not again when it
-    starts; if the quota is spent by then, its first model call fails it (resumably)."""
-    from runs.models import BUSY_RUN_STATUSES, Run  # runs depends on accounts, not the reverse
-
-    assert transaction.get_connection().in_atomic_block, "quota_admit needs a transaction"
-    unlocked = Tenant.objects.filter(pk=tenant_id).values_list("token_quota", flat=True).first()
-    if unlocked is None:  # unlimited: no lock, no counting
-        return
-    tenant = _locked_tenant(tenant_id)
-    if tenant.token_quota is None:
-        return
-    state = _quota_state(tenant)
-    if state.used >= state.quota:
-        raise QuotaExceeded("The tenant's token quota for this period is spent.",
-                            detail=state.detail())
-    active = Run.objects.filter(session__tenant_id=tenant_id,
-                                status__in=BUSY_RUN_STATUSES).count()
-    if state.used + (active + 1) * run_reservation() > state.quota:
-        raise QuotaExceeded(
-            "The tenant's token quota for this period is nearly spent and reserved by its "
-            f"{active} active run(s); try again when they finish.", detail=state.detail())
-
-
-def _locked_tenant(tenant_id: uuid.UUID) -> Tenant:
+def locked_tenant(tenant_id: uuid.UUID) -> Tenant:
+    """The tenant's quota settings, its row locked until the caller's transaction ends."""
     # NO KEY UPDATE: admissions and holds serialize on it, while turn commits (whose usage rows
     # take a KEY SHARE lock on the tenant through the foreign key) never wait for them.
     return Tenant.objects.select_for_update(no_key=True).only(
         "token_quota", "quota_period").get(pk=tenant_id)
 
 
-def _quota_state(tenant: Tenant) -> QuotaState:
+def quota_state(tenant: Tenant) -> QuotaState:
+    """The tenant's quota for the current period and what is spent and held of it."""
     assert tenant.token_quota is not None
     start, end = period_bounds(tenant.quota_period)
     return QuotaState(quota=tenant.token_quota, used=committed_spend(tenant.pk, start),
@@ -176,10 +135,10 @@ def quota_hold(tenant_id: uuid.UUID, tokens: int, *, run_id: uuid.UUID | None = 
     records the call's usage. Holds of one tenant are taken under its row lock, one at a time,
     each seeing the ones before it: what is spent and held never passes the quota."""
     with transaction.atomic():
-        tenant = _locked_tenant(tenant_id)
+        tenant = locked_tenant(tenant_id)
         if tenant.token_quota is None:
             raise ValueError("a tenant without a quota holds nothing")
-        state = _quota_state(tenant)
+        state = quota_state(tenant)
         if state.used + tokens > state.quota:
             left = max(0, state.quota - state.used)
             raise QuotaExceeded(

@@ -28,7 +28,7 @@ from opentelemetry.trace import SpanKind
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member, UsagePurpose, UsageRecord
-from accounts.usage import quota_admit, quota_release
+from accounts.usage import quota_release
 from agents.models import Agent
 from context.models import ContextOverride
 from hango_project.config import hango
@@ -41,6 +41,7 @@ from harness.messages import Message as HMessage
 from harness.messages import Response
 from harness.middleware import summarization
 from inspector.selectors import overrides_list, with_agent_and_tenant
+from runs.admission import quota_admit
 from runs.execution import DbBudget, build_loop, new_state, provider_settings, session_history
 from runs.models import Session
 

@@ -11,7 +11,6 @@ from django.utils import timezone
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
-from accounts.usage import quota_admit
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
 from harness import approvals
@@ -20,6 +19,7 @@ from harness.messages import Message as HMessage
 from harness.messages import TextBlock, ToolResultBlock
 from harness.serde import content_from_json, content_to_json
 from runs import queue, tasks
+from runs.admission import quota_admit
 from runs.checkpoint import INTERNAL_ERROR, cancel_unheld, take_over
 from runs.events import append_events, status_event
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session

@@ -21,13 +21,13 @@ from accounts.usage import (
     committed_spend,
     period_bounds,
     quota_hold,
-    run_reservation,
     tenant_spend,
 )
 from hango_project.errors import QuotaExceeded
 from harness.agent import DEFAULT_MAX_TOKENS
 from harness.providers.scripted import ScriptedModel
 from runs import worker
+from runs.admission import run_reservation
 from runs.models import Run, RunStatus, Session
 from runs.services import message_post
 from runs.worker import Fenced, claim_run
