@@ -9,10 +9,11 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers
 
 from accounts.audit import AuditNotReadable, audit_list
+from accounts.authentication import caller
 from accounts.models import AuditAction, AuditEntry
-from hango_project.api import ListApi, caller, paginated
+from hango_api.query import query_time
+from hango_api.views import ListApi, paginated
 from hango_project.errors import BadQuery
-from hango_project.query import query_time
 
 
 class AuditEntryOutput(serializers.ModelSerializer):

@@ -87,6 +87,14 @@ class StaffSession:
     member: Member
 
 
+def caller(request: Request) -> Member:
+    """The member behind the request: its API key's, or a staff user's member of the tenant
+    the login session acts in (authentication guarantees there is one)."""
+    credential = request.auth
+    assert isinstance(credential, ApiKey | StaffSession)
+    return credential.member
+
+
 # ``detail``: the error shape's object here; DRF's own handling never reads it (the project's
 # handler renders an ApplicationError first).
 class SessionRefused(ApplicationError, exceptions.APIException):  # type: ignore[misc]

@@ -12,12 +12,12 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import caller
 from accounts.models import UsageRecord
 from accounts.usage import PURPOSES, usage_list, usage_totals
-from hango_project.api import caller
+from hango_api.pagination import CursorPage
+from hango_api.query import query_time
 from hango_project.errors import BadQuery
-from hango_project.pagination import CursorPage
-from hango_project.query import query_time
 
 
 class UsageRowOutput(serializers.ModelSerializer):

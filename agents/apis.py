@@ -8,6 +8,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import caller
 from agents import selectors, services
 from agents.serializers import (
     AgentInput,
@@ -18,9 +19,9 @@ from agents.serializers import (
     SkillInput,
     SkillOutput,
 )
-from hango_project.api import ListApi, caller, paginated, validated
+from hango_api.pagination import CursorPage
+from hango_api.views import ListApi, paginated, validated
 from hango_project.errors import Unprocessable
-from hango_project.pagination import CursorPage
 from harness.middleware.memory import path_problem
 
 

@@ -10,9 +10,9 @@ from rest_framework import serializers
 
 from agents.config import allowed_tools_problems, config_problems
 from agents.models import MODEL_PATTERN, SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
-from hango_project import fields as strict
+from hango_api import fields as strict
+from hango_api.schema import published
 from hango_project.config import hango
-from hango_project.schema import published
 from harness.agent import CONFIG_SCHEMA, TOOL_LIST_SCHEMA
 from harness.middleware.memory import content_problem, path_problem
 

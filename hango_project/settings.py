@@ -151,10 +151,10 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication",
                                        "accounts.authentication.StaffSessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.IsTenantMember"],
-    "DEFAULT_PARSER_CLASSES": ["hango_project.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["hango_api.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "hango_project.negotiation.ContentNegotiation",
-    "DEFAULT_PAGINATION_CLASS": "hango_project.pagination.CursorPage",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "hango_api.negotiation.ContentNegotiation",
+    "DEFAULT_PAGINATION_CLASS": "hango_api.pagination.CursorPage",
     "EXCEPTION_HANDLER": "hango_project.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -181,7 +181,7 @@ SPECTACULAR_SETTINGS = {
                             "CountedEnum": "inspector.serializers.COUNTED"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "hango_project.schema.add_error_responses",
+        "hango_api.schema.add_error_responses",
     ],
 }
 

@@ -17,9 +17,10 @@ from rest_framework.response import Response
 from rest_framework.serializers import ListSerializer
 from rest_framework.views import APIView
 
+from accounts.authentication import caller
 from agents.models import Agent
 from agents.selectors import agent_get
-from hango_project.api import caller, validated
+from hango_api.views import validated
 from hango_project.errors import BadQuery, NotFound, ProviderFailed
 from harness.context import Override, message_part
 from harness.errors import ProviderError

@@ -7,7 +7,7 @@ from typing import Any, get_args
 from rest_framework import serializers
 
 from context.models import OverrideAction
-from hango_project import fields as strict
+from hango_api import fields as strict
 from hango_project.config import hango
 from harness.approvals import CallOutlook
 from harness.tokens.base import Counted

@@ -7,10 +7,11 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import caller
 from agents.selectors import agent_get
-from hango_project.api import ListApi, caller, paginated, validated
+from hango_api.pagination import SeqPage
+from hango_api.views import ListApi, paginated, validated
 from hango_project.errors import BadQuery, NotFound, Unprocessable
-from hango_project.pagination import SeqPage
 from runs import selectors, services
 from runs.serializers import (
     ApproveInput,

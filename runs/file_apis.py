@@ -10,9 +10,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hango_project.api import ListApi, caller, paginated
+from accounts.authentication import caller
+from hango_api.pagination import CursorPage
+from hango_api.views import ListApi, paginated
 from hango_project.errors import NotFound
-from hango_project.pagination import CursorPage
 from harness.tools.files import FileError, normalize_path
 from runs import selectors
 from runs.serializers import FileContentOutput, FileOutput

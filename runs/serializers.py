@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.usage_apis import UsageOutput
-from hango_project import fields as strict
+from hango_api import fields as strict
 from harness.approvals import DECISIONS
 from runs.models import Message, Run, RunEvent, Session
 from runs.queue import Multitask

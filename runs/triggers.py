@@ -43,11 +43,11 @@ from accounts import keys
 from accounts.audit import audit_record
 from accounts.models import ApiKey, AuditAction, Member, Tenant
 from agents.selectors import agent_get
-from hango_project import fields as strict
+from hango_api import fields as strict
+from hango_api.parsers import unstorable_path
 from hango_project import sealing
 from hango_project.config import hango
 from hango_project.errors import ApplicationError, NotFound
-from hango_project.parsers import unstorable_path
 from hango_project.pgpool import release
 from runs import queue, selectors, services
 from runs.models import Session, Trigger

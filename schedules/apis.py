@@ -9,12 +9,13 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import caller
 from accounts.models import Member
 from accounts.usage_apis import ROW_PARAMETERS, TIME_PARAMETERS, UsagePageOutput, usage_page
 from agents.selectors import agent_get
-from hango_project.api import ListApi, caller, paginated, validated
+from hango_api.pagination import CursorPage
+from hango_api.views import ListApi, paginated, validated
 from hango_project.errors import NotFound, Unprocessable
-from hango_project.pagination import CursorPage
 from inspector.apis import snapshot_response
 from inspector.serializers import SnapshotOutput
 from runs.selectors import session_get

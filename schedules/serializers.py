@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from accounts.usage_apis import UsageOutput
-from hango_project import fields as strict
+from hango_api import fields as strict
 from runs.queue import Multitask
 from runs.serializers import ContentField, RunErrorField, UserContentField
 from schedules.models import Fire, Schedule

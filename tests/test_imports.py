@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "accounts", "agents", "runs", "context", "inspector", "cli", "hango_project",
-            "migrations", "tests")
+            "hango_api", "migrations", "tests")
 
 
 def project_modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:

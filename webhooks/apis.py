@@ -9,8 +9,9 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import caller
 from accounts.models import Member
-from hango_project.api import ListApi, caller, paginated, validated
+from hango_api.views import ListApi, paginated, validated
 from hango_project.errors import NotFound, Unprocessable
 from webhooks import services
 from webhooks.serializers import (

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
-from hango_project import fields as strict
+from hango_api import fields as strict
 from hango_project.config import hango
 from webhooks.delivery import is_public
 from webhooks.models import RUN_EVENTS, Delivery, Endpoint

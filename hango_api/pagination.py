@@ -8,9 +8,9 @@ from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 
+from hango_api.query import storable_offset
 from hango_project.config import hango
 from hango_project.errors import BadQuery
-from hango_project.query import storable_offset
 
 
 class CursorPage(CursorPagination):

@@ -4,7 +4,7 @@ DRF's fields coerce: a CharField stores ``5`` as ``"5"``, an IntegerField reads 
 ``5.0``, a BooleanField ``"yes"`` and ``1``, a UUIDField an integer. hango's bodies are JSON, so a
 value of the wrong JSON type is a 422 saying which type was expected; every input serializer
 builds on these fields (a test walks every body of the API with values of the wrong types).
-Query parameters are strings by nature and are parsed apart (:mod:`hango_project.query`).
+Query parameters are strings by nature and are parsed apart (:mod:`hango_api.query`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""hango_project.negotiation: a format the route cannot produce, asked by ``?format=`` or by
+"""hango_api.negotiation: a format the route cannot produce, asked by ``?format=`` or by
 Accept, is a 406 naming the formats it can (DRF answers an unknown ``?format=`` with 404)."""
 
 from __future__ import annotations

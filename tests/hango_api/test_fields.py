@@ -1,4 +1,4 @@
-"""hango_project.fields: each body field takes its own JSON type and says which it expected;
+"""hango_api.fields: each body field takes its own JSON type and says which it expected;
 DRF's own fields would coerce."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import uuid
 import pytest
 from rest_framework import serializers
 
-from hango_project import fields
+from hango_api import fields
 
 ID = uuid.uuid4()
 

@@ -1,4 +1,4 @@
-"""hango_project.query: a time parameter is read as ISO 8601 (a date, no offset, a "+" that
+"""hango_api.query: a time parameter is read as ISO 8601 (a date, no offset, a "+" that
 arrived as a space) and refused, as a 400 naming it, when the database could not compare with it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from hango_api.query import query_time, storable_offset
 from hango_project.errors import BadQuery
-from hango_project.query import query_time, storable_offset
 
 
 @pytest.mark.parametrize("raw, expected", [

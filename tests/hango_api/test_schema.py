@@ -1,10 +1,10 @@
-"""hango_project.schema: the JSON Schemas the code validates with are published as they are
+"""hango_api.schema: the JSON Schemas the code validates with are published as they are
 (OpenAPI 3.1's dialect is JSON Schema 2020-12), and the error shape on every operation that can
 answer it."""
 
 from __future__ import annotations
 
-from hango_project.schema import published
+from hango_api.schema import published
 from harness.agent import CONFIG_SCHEMA, TOOL_LIST_SCHEMA
 from tests.support.openapi import api_schema, resolved
 

@@ -1,4 +1,5 @@
-"""Small helpers every API view shares."""
+"""Small helpers every API view shares: a paged list view, its page, a checked body. The
+caller's member comes from :func:`accounts.authentication.caller`."""
 
 from __future__ import annotations
 
@@ -8,17 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.authentication import StaffSession
-from accounts.models import ApiKey, Member
-from hango_project.pagination import CursorPage
-
-
-def caller(request: Request) -> Member:
-    """The member behind the request: its API key's, or a staff user's member of the tenant
-    the login session acts in (authentication guarantees there is one)."""
-    credential = request.auth
-    assert isinstance(credential, ApiKey | StaffSession)
-    return credential.member
+from hango_api.pagination import CursorPage
 
 
 class ListApi(APIView):

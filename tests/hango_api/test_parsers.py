@@ -1,4 +1,4 @@
-"""hango_project.parsers: every key and string of a JSON body is checked for what PostgreSQL cannot
+"""hango_api.parsers: every key and string of a JSON body is checked for what PostgreSQL cannot
 store (NUL, a lone surrogate), wherever it sits, and the error names where it is."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from hango_project.parsers import unstorable_path
+from hango_api.parsers import unstorable_path
 
 BAD = ["\x00", "\ud800", "\udfff"]
 
