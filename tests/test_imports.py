@@ -5,19 +5,27 @@ package ``__init__`` modules an import runs on the way (``import a.b.c`` runs ``
 ``a.b``), except a module's own enclosing packages, which are already imported by then. The
 calls of a run go one way (apis → services → tasks → worker → {execution, checkpoint}); a
 middleware never imports the stack that assembles it.
+
+Which way the imports go between packages (the layers) is import-linter's check, its contracts
+in ``pyproject.toml`` (``make test`` runs ``lint-imports``); the test here pins that those
+contracts count every import too.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("harness", "accounts", "agents", "runs", "context", "inspector", "cli", "hango_project",
-            "hango_api", "migrations", "tests")
+PACKAGES = ("harness", "accounts", "agents", "runs", "context", "inspector", "webhooks",
+            "schedules", "cli", "hango_project", "hango_api", "migrations", "tests")
 
 
 def project_modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
@@ -132,3 +140,36 @@ def test_a_package_init_importing_its_importer_is_a_cycle(tmp_path):
     (sub / "__init__.py").write_text("from pkg import user\n")
     (sub / "mod.py").write_text("y = 1\n")
     assert cycles(import_graph(tmp_path, ("pkg",))) == [["pkg.sub", "pkg.user"]]
+
+
+def lint_imports(root: Path, layers: list[str]) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` over the packages in ``root`` with one layers contract, under the
+    project's own session options (``[tool.importlinter]`` in ``pyproject.toml``)."""
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    session = {**{k: v for k, v in options.items() if k != "contracts"}, "root_packages": ["pkg"]}
+    lines = ["[tool.importlinter]", *(f"{k} = {json.dumps(v)}" for k, v in session.items()),
+             "[[tool.importlinter.contracts]]", 'name = "layers"', 'type = "layers"',
+             f"layers = {json.dumps(layers)}"]
+    (root / "pyproject.toml").write_text("\n".join(lines) + "\n")
+    return subprocess.run([str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+                          cwd=root, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("source", [
+    "from b import f",
+    "def g():\n    from b import f",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from b import f",
+    "import b",
+])
+def test_the_layers_contracts_count_lazy_and_type_checking_imports(tmp_path, source):
+    """Under the project's options an upward import in a function or behind TYPE_CHECKING
+    breaks a layers contract as a module-level one does."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(source.replace(" b", " pkg.b"))
+    (package / "b.py").write_text("f = 1\n")
+    assert lint_imports(tmp_path, ["pkg.a", "pkg.b"]).returncode == 0  # a above b: kept
+    broken = lint_imports(tmp_path, ["pkg.b", "pkg.a"])
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "pkg.a -> pkg.b" in broken.stdout
