@@ -157,14 +157,16 @@ def test_uncheck_save_and_try_in_the_panel(page, web, session, alice, tenant, mo
         requests.append((sent.method, sent.url.removeprefix(web.url)))
 
     page.on("request", record)
-    page.get_by_role("button", name="Save", exact=True).click()
+    # The card shows the saved text before the part is read again: wait for that read itself
+    # (waiting for "networkidle" returned at once, the page having loaded long before).
+    with page.expect_response(lambda answer: "full=system%3Aagent" in answer.url):
+        page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator('#cp-added li[data-part="message:2"]')).to_be_visible()
     expect(page.locator("#cp-saved")).to_contain_text("Saved the agent's overrides (1) and the "
                                                       "session's overrides (2).")
     settled(page)
     expect(page.locator("#cp-detail-content")).to_have_text("You count words, tersely.")
     expect(page.locator("#cp-detail-original pre")).to_have_text("You count words.")
-    page.wait_for_load_state("networkidle")
     page.remove_listener("request", record)
     # Save is one request for both sets; then the snapshot and the open part are read again, in
     # place: neither the page nor the sets.
