@@ -196,7 +196,14 @@ def cancel(run_id) -> None:
 
 
 def later(seconds: float, *sends) -> threading.Timer:
-    timer = threading.Timer(seconds, lambda: [send() for send in sends])
+    def send_all() -> None:
+        try:
+            for send in sends:
+                send()
+        finally:
+            connection.close()  # the timer thread's own: a commit there took a pooled one
+
+    timer = threading.Timer(seconds, send_all)
     timer.start()
     return timer
 
