@@ -97,7 +97,7 @@ class Bench:
 
     def triggers(self, n: int) -> dict:
         from hango_project.celery import app
-        from runs.triggers import sign
+        from runs.trigger_messages import sign
 
         app.conf.update(result_backend=self.env["CELERY_BROKER_URL"])
         messages = []

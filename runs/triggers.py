@@ -4,13 +4,14 @@ A service with access to the broker sends the task by name with two strings: ``p
 JSON object saying whose message it is and what it says, and ``signature``, the payload signed
 with one of the tenant's API keys. A message on the broker is not trusted by itself — anyone who
 can write to the broker can send one — so it carries no secret and is believed only once its
-signature checks: ``v1,`` then the base64 of HMAC-SHA256 over the payload's exact UTF-8 bytes,
-keyed with the key's trigger key (:func:`accounts.keys.trigger_key`: the SHA-512 hex digest
-of ``hango-trigger``, a NUL and the key), which the sender derives from the key it holds and
-hango keeps sealed. The plaintext never crosses the broker, a message read off the broker signs
-nothing else, and a copy of the database signs nothing either. The key must belong
-to the payload's tenant, be unrevoked and its user active; the key's member is the actor, who
-must be allowed to see the agent or session, as over HTTP.
+signature checks (:mod:`runs.trigger_messages` reads and checks it): ``v1,`` then the base64 of
+HMAC-SHA256 over the payload's exact UTF-8 bytes, keyed with the key's trigger key
+(:func:`accounts.keys.trigger_key`: the SHA-512 hex digest of ``hango-trigger``, a NUL and the
+key), which the sender derives from the key it holds and hango keeps sealed. The plaintext never
+crosses the broker, a message read off the broker signs nothing else, and a copy of the
+database signs nothing either. The key must belong to the payload's tenant, be unrevoked and its
+user active; the key's member is the actor, who must be allowed to see the agent or session, as
+over HTTP.
 
 A message is taken whole or not at all: its session (for ``agent``), user message, run and
 :class:`~runs.models.Trigger` row in one transaction. The same ``idempotency_key`` again
@@ -24,10 +25,6 @@ fill a tenant's audit log), and the task's answer — and never retried.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 import logging
 import time
 import uuid
@@ -37,75 +34,22 @@ from typing import Any
 from celery import shared_task
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import Max
-from rest_framework import serializers
 
-from accounts import keys
 from accounts.audit import audit_record
 from accounts.models import ApiKey, AuditAction, Member, Tenant
 from agents.selectors import agent_get
-from hango_api import fields as strict
-from hango_api.parsers import unstorable_path
-from hango_project import sealing
 from hango_project.config import hango
 from hango_project.errors import ApplicationError, NotFound
 from hango_project.pgpool import release
 from runs import queue, selectors, services
+from runs import trigger_messages as messages
 from runs.models import Session, Trigger
-from runs.queue import Multitask
-from runs.serializers import UserContentField
+from runs.trigger_messages import Refused
 from webhooks import services as webhook_services
 
 log = logging.getLogger(__name__)
 
 TASK_NAME = "hango.send_message"
-SIGNATURE_VERSION = "v1"
-
-
-class TriggerInput(serializers.Serializer):
-    """A message's payload. Exactly one of ``agent`` (a new session of it) and ``session``."""
-
-    tenant = strict.UUIDField()
-    key = strict.CharField(max_length=64, help_text="The signing API key's prefix.")
-    agent = strict.UUIDField(required=False)
-    session = strict.UUIDField(required=False)
-    title = strict.CharField(max_length=200, required=False, allow_blank=True)
-    content = UserContentField()
-    multitask = strict.ChoiceField(choices=[m.value for m in Multitask], required=False,
-                                   default=Multitask.ENQUEUE.value)
-    idempotency_key = strict.CharField(max_length=200)
-    sequence = strict.IntegerField(min_value=1, required=False)
-    webhook = strict.UUIDField(required=False, help_text="A webhook endpoint of the tenant's "
-                               "to tell of this run's end, besides the agent's.")
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(self.initial_data) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
-        if ("agent" in attrs) == ("session" in attrs):
-            raise serializers.ValidationError(
-                {"session": ["Give exactly one of agent (a new session) and session."]})
-        if "sequence" in attrs and "session" not in attrs:
-            raise serializers.ValidationError(
-                {"sequence": ["A sequence orders the messages of one session: give session."]})
-        if "title" in attrs and "session" in attrs:
-            raise serializers.ValidationError({"title": ["A title names a new session."]})
-        return attrs
-
-
-@dataclass
-class Refused(Exception):
-    """Why a message is not taken: a stable code and a sentence. ``signed``: refused after its
-    signature checked (audited then; before, anyone with the broker could fill a tenant's
-    audit log)."""
-
-    code: str
-    message: str
-    detail: dict[str, Any] | None = None
-    signed: bool = False
-
-    def answer(self) -> dict[str, Any]:
-        return {"status": "rejected",
-                "error": {"code": self.code, "message": self.message, "detail": self.detail or {}}}
 
 
 @dataclass
@@ -114,17 +58,6 @@ class Waiting(Exception):
 
     session: uuid.UUID
     sequence: int
-
-
-def sign(payload: str, api_key: str) -> str:
-    """The signature of ``payload`` with the API key ``api_key`` (its plaintext, on the sender's
-    side), as the task checks it."""
-    return _signature(payload, keys.trigger_key(api_key))
-
-
-def _signature(payload: str, key: str) -> str:
-    mac = hmac.new(key.encode(), _bytes(payload), hashlib.sha256).digest()
-    return f"{SIGNATURE_VERSION},{base64.b64encode(mac).decode()}"
 
 
 @shared_task(
@@ -141,7 +74,7 @@ def send_message_task(*args: Any, **kwargs: Any) -> dict[str, Any]:
     given = dict(zip(("payload", "signature"), args, strict=False)) | kwargs
     if len(args) > 2 or set(given) != {"payload", "signature"}:
         return _refuse(Refused("malformed", "The task takes two arguments: payload and "
-                               "signature."), _parsed_or_none(given.get("payload")))
+                               "signature."), messages.parsed_or_none(given.get("payload")))
     return send_message(given["payload"], given["signature"])
 
 
@@ -161,17 +94,17 @@ def send_message(payload: Any, signature: Any) -> dict[str, Any]:
                                   f"(waited {hango().trigger_order_wait_seconds:g} s); send it, "
                                   f"then this one again.",
                                   {"sequence": waiting.sequence}, signed=True)
-                return _refuse(refused, _parsed_or_none(payload))
+                return _refuse(refused, messages.parsed_or_none(payload))
         except Refused as refused:
-            return _refuse(refused, _parsed_or_none(payload))
+            return _refuse(refused, messages.parsed_or_none(payload))
         release()  # no connection held while it waits
         time.sleep(pause)
         pause = min(pause * 2, 1.0)
 
 
 def _take(payload: Any, signature: Any) -> dict[str, Any]:
-    document = _document(payload)
-    member, api_key = _signer(document, payload, signature)
+    document = messages.document(payload)
+    member, api_key = messages.signer(document, payload, signature)
     try:
         return _take_signed(document, member, api_key)
     except Refused as refused:
@@ -180,8 +113,8 @@ def _take(payload: Any, signature: Any) -> dict[str, Any]:
 
 
 def _take_signed(document: dict[str, Any], member: Member, api_key: ApiKey) -> dict[str, Any]:
-    data = _validated(document)
-    fingerprint = _fingerprint(data, member)
+    data = messages.validated(document)
+    fingerprint = messages.fingerprint(data, member)
     known = _known(data, fingerprint)
     if known is not None:
         return known
@@ -232,85 +165,6 @@ def _take_signed(document: dict[str, Any], member: Member, api_key: ApiKey) -> d
 def _constraint(exc: IntegrityError) -> str:
     diag = getattr(exc.__cause__, "diag", None)
     return str(getattr(diag, "constraint_name", "") or "")
-
-
-def _bytes(text: str) -> bytes:
-    """UTF-8, a lone surrogate kept (it fails the checks after, never the encoding)."""
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _document(payload: Any) -> dict[str, Any]:
-    """The payload read: a JSON object under the body cap."""
-    if not isinstance(payload, str):
-        raise Refused("malformed", "The payload must be a string holding a JSON object.")
-    if len(_bytes(payload)) > hango().max_body_bytes:
-        raise Refused("too_large", f"The payload is over {hango().max_body_bytes} bytes "
-                      f"(HANGO_MAX_BODY_BYTES).")
-    try:
-        data = json.loads(payload)
-    except (ValueError, RecursionError):
-        raise Refused("malformed", "The payload is not JSON.") from None
-    if not isinstance(data, dict):
-        raise Refused("malformed", "The payload must be a JSON object.")
-    return data
-
-
-def _validated(data: dict[str, Any]) -> dict[str, Any]:
-    """The message checked as the HTTP API checks a body: nothing PostgreSQL could not store,
-    each field of its type."""
-    where = unstorable_path(data)
-    if where is not None:
-        raise Refused("validation_error", "The payload is not a valid message.",
-                      {where: ["NUL and lone surrogate characters are not allowed."]})
-    serializer = TriggerInput(data=data)
-    if not serializer.is_valid():
-        raise Refused("validation_error", "The payload is not a valid message.",
-                      dict(serializer.errors))
-    return dict(serializer.validated_data)
-
-
-def _signer(document: dict[str, Any], payload: str, signature: Any) -> tuple[Member, ApiKey]:
-    """The key's member, once the signature checks and the key may act in the tenant (the
-    message is read no further before)."""
-    refused = Refused("invalid_signature",
-                      "The message is not signed by a valid API key of the tenant.")
-    prefix, tenant = document.get("key"), document.get("tenant")
-    if not isinstance(prefix, str) or not isinstance(tenant, str) or not isinstance(
-            signature, str):
-        raise refused
-    try:
-        tenant_id = uuid.UUID(tenant)
-    except ValueError:
-        raise refused from None
-    api_key = (ApiKey.objects.select_related("member__user")
-               .filter(prefix=prefix[:64], member__tenant_id=tenant_id).first())
-    if api_key is None:
-        raise refused
-    try:
-        signing_key = sealing.unseal(api_key.trigger_key) if api_key.trigger_key else ""
-    except sealing.Unreadable:
-        signing_key = ""
-    if not signing_key:
-        raise Refused("key_cannot_sign", "The API key cannot sign trigger messages (issued "
-                      "before they existed, or under another DJANGO_SECRET_KEY): issue a new "
-                      "key.")
-    expected = _bytes(_signature(payload, signing_key))
-    if not any(hmac.compare_digest(expected, _bytes(given)) for given in signature.split()):
-        raise refused
-    if api_key.revoked_at is not None:
-        raise Refused("key_revoked", "The API key that signed the message has been revoked.")
-    if not api_key.member.user.is_active:
-        raise Refused("user_inactive", "The signing key's user is inactive.")
-    return api_key.member, api_key
-
-
-def _fingerprint(data: dict[str, Any], member: Member) -> str:
-    """What the message asks for, and whose it is: another member's key reusing an
-    idempotency key is refused, never answered with the first member's run."""
-    asked = {k: str(v) if isinstance(v, uuid.UUID) else v for k, v in data.items()
-             if k not in ("idempotency_key", "key")}
-    asked["member"] = str(member.pk)
-    return hashlib.sha256(_bytes(json.dumps(asked, sort_keys=True))).hexdigest()
 
 
 def _known(data: dict[str, Any], fingerprint: str) -> dict[str, Any] | None:
@@ -364,14 +218,6 @@ def _audit_detail(data: dict[str, Any], run: Any) -> dict[str, Any]:
     if "sequence" in data:
         detail["sequence"] = data["sequence"]
     return detail
-
-
-def _parsed_or_none(payload: Any) -> dict[str, Any] | None:
-    try:
-        data = json.loads(payload) if isinstance(payload, str) else None
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _refuse(refused: Refused, data: dict[str, Any] | None) -> dict[str, Any]:

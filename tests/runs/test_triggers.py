@@ -16,7 +16,8 @@ from accounts.models import AuditAction, AuditEntry
 from accounts.services import api_key_revoke
 from runs import tasks, triggers
 from runs.models import Message, PendingMessage, Run, Session, Trigger
-from runs.triggers import send_message, sign
+from runs.trigger_messages import sign
+from runs.triggers import send_message
 from tests.support.threads import at_once
 
 

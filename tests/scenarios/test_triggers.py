@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runs.models import Run, Trigger
-from runs.triggers import sign
+from runs.trigger_messages import sign
 from tests.support.runs import wait_for_run
 
 pytestmark = pytest.mark.slow
