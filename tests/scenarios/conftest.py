@@ -1,4 +1,5 @@
-"""Fixtures of the scenario tests: real objects for every route, and a real browser."""
+"""Fixtures of the scenario tests: real objects for every route, a real browser, and the
+Context panel's server and pages."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ from collections.abc import Iterator
 
 import pytest
 from django.db import connection
+from playwright.sync_api import Page
 
 from harness.providers.scripted import ScriptedModel
 from runs.models import Run
+from tests.support import workers
 from tests.support.approvals import ALL
 from tests.support.browser import chromium
+from tests.support.panel import HEIGHT
+from tests.support.replay import ReplayServer
+from tests.support.servers import GunicornProcess
 from tests.support.workers import create_database, drop_database
 
 
@@ -69,3 +75,35 @@ def empty_database(transactional_db) -> Iterator[str]:
     name = f"{connection.settings_dict['NAME']}_empty"
     yield create_database(name)
     drop_database(name)
+
+
+# -- the Context panel's tests: hango under gunicorn, its model a local server, a page -------
+
+@pytest.fixture
+def model_server():
+    server = ReplayServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def model_env(model_server) -> dict[str, str]:
+    """The agent's model, openai:gpt-4o, is the local server, for the web and the worker."""
+    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model_server.url,
+            "HANGO_PROVIDER_MAX_RETRIES": "0"}
+
+
+@pytest.fixture
+def web(transactional_db, tmp_path, model_env):
+    server = GunicornProcess(tmp_path, database_url=workers.test_database_url(), env=model_env)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(request, browser, web) -> Page:
+    """A page 1440 px wide, or as wide as the test's parameter says."""
+    width = getattr(request, "param", 1440)
+    context = browser.new_context(viewport={"width": width, "height": HEIGHT})
+    yield context.new_page()
+    context.close()

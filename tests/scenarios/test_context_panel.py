@@ -5,37 +5,26 @@ leave it and its pair out, the panel's totals are the inspect response's, and th
 model request (executed by a real Celery worker, recorded by a local OpenAI-compatible server)
 no longer carries it. Try shows the model's answer and adds nothing to the session; no
 JavaScript error is logged on the way. A staff user who is not a member of the session's tenant
-is told so, plainly. Save is one request, both sets or neither; and at the widths of common
-screens a long session's panel keeps its parts to their column, opens a part where the reader
-is, and shows an edit in the part's card."""
+is told so, plainly. Save is one request, both sets or neither (the layout at common
+widths: test_context_panel_layout.py)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
-from playwright.sync_api import Page, Request, expect
+from playwright.sync_api import Request, expect
 
-from accounts.models import Member, Role
-from agents import services as agent_services
-from agents.models import Agent
 from context.models import ContextOverride
 from harness.state import STATE_VERSION
 from runs.models import Message, PendingMessage, Run, Session
-from tests.support import workers
-from tests.support.browser import log_in, screenshot, watch_errors
-from tests.support.replay import ReplayServer, wire, wire_json
+from tests.support.browser import screenshot, watch_errors
+from tests.support.panel import open_panel, settled, staff, tokens
+from tests.support.replay import wire, wire_json
 from tests.support.runs import wait_for_run
-from tests.support.servers import GunicornProcess
 
 pytestmark = pytest.mark.slow
 
-PASSWORD = "a long enough pass phrase"
-HEIGHT = 900
-# Laptop, common desktop and full-HD widths; the admin's menu stays open beside the panel.
-WIDTHS = [1280, 1440, 1920]
-LONG_MEMORY = "/memories/projects/customer-onboarding-and-retention/quarterly-review-notes.md"
 HISTORY = [
     ("user", [{"type": "text", "text": "Echo 'alpha', then tell me how many words it has."}]),
     ("assistant", [{"type": "text", "text": "Echoing."},
@@ -48,36 +37,6 @@ HISTORY = [
 
 
 @pytest.fixture
-def model_server():
-    server = ReplayServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def model_env(model_server) -> dict[str, str]:
-    """The agent's model, openai:gpt-4o, is the local server, for the web and the worker."""
-    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model_server.url,
-            "HANGO_PROVIDER_MAX_RETRIES": "0"}
-
-
-@pytest.fixture
-def web(transactional_db, tmp_path, model_env):
-    server = GunicornProcess(tmp_path, database_url=workers.test_database_url(), env=model_env)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def page(request, browser, web) -> Page:
-    """A page 1440 px wide, or as wide as the test's parameter says."""
-    width = getattr(request, "param", 1440)
-    context = browser.new_context(viewport={"width": width, "height": HEIGHT})
-    yield context.new_page()
-    context.close()
-
-
-@pytest.fixture
 def session(alice, make_agent) -> Session:
     """Alice's session with a tool call and its result in the history."""
     agent = make_agent(alice, model="openai:gpt-4o", system_prompt="You count words.")
@@ -86,29 +45,6 @@ def session(alice, make_agent) -> Session:
     for seq, (role, content) in enumerate(HISTORY, start=1):
         Message.objects.create(session=session, seq=seq, role=role, content=content)
     return session
-
-
-def staff(email: str, tenant=None, role: str = Role.OWNER):
-    user = get_user_model().objects.create_superuser(email, email, PASSWORD)
-    if tenant is not None:
-        Member.objects.create(tenant=tenant, user=user, role=role)
-    return user
-
-
-def open_panel(page: Page, web: GunicornProcess, user, session: Session) -> None:
-    """Log in, then from the admin's home to the session's page and its Context button."""
-    log_in(page, web.url, user.username, PASSWORD)
-    page.get_by_role("link", name="Sessions", exact=True).click()
-    page.get_by_role("link", name=str(session)).first.click()
-    page.get_by_role("link", name="Context", exact=True).click()
-
-
-def tokens(page: Page, selector: str) -> int:
-    return int(page.locator(selector).get_attribute("data-tokens") or "-1")
-
-
-def settled(page: Page) -> None:
-    expect(page.locator("#context-panel")).to_have_attribute("data-state", "settled")
 
 
 def test_uncheck_save_and_try_in_the_panel(page, web, session, alice, tenant, model_server,
@@ -316,156 +252,3 @@ def test_a_save_the_server_refuses_stores_neither_set(page, web, session, tenant
     # The selection stays, unsaved, for the user to change.
     expect(page.locator('tr[data-part="system:agent"] .cp-notes')).to_contain_text("unsaved")
     assert errors and all("422" in e for e in errors), errors
-
-
-# -- a long session at common screen widths -------------------------------------------------
-
-# Where each thing of the panel is, in the viewport's pixels.
-LAYOUT = """() => {
-  const box = (node) => {
-    const r = node.getBoundingClientRect();
-    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width};
-  };
-  const inRows = (selector) => [...document.querySelectorAll(selector)].map((node) => ({
-    part: node.closest("tr").dataset.part, what: node.className, text: node.textContent,
-    ...box(node)}));
-  return {
-    groups: box(document.getElementById("cp-groups")),
-    side: box(document.querySelector(".cp-side")),
-    tryCard: box(document.getElementById("cp-try")),
-    cells: inRows("tr.cp-part td, tr.cp-part .cp-open, tr.cp-part .cp-badge"),
-    ids: inRows("tr.cp-part td.cp-id"),
-    opens: inRows("tr.cp-part .cp-open"),
-    previews: inRows("tr.cp-part td.cp-preview"),
-    badges: inRows("tr.cp-part .cp-badge"),
-  };
-}"""
-
-
-def overlap(a: dict, b: dict) -> bool:
-    return (a["left"] < b["right"] and b["left"] < a["right"]
-            and a["top"] < b["bottom"] and b["top"] < a["bottom"])
-
-
-@pytest.fixture
-def long_session(alice, make_agent) -> Session:
-    """Forty messages on a Claude agent whose prompt is long enough for the prompt cache (its
-    parts and the tools are marked `cached prefix`), with a memory file at a long path."""
-    agent = make_agent(alice, model="anthropic:claude-sonnet-4-6",
-                       system_prompt="You count words. " * 400)
-    agent_services.memory_file_create(agent=Agent.objects.get(pk=agent["id"]), path=LONG_MEMORY,
-                                      content="Remember the customer's name. " * 20)
-    session = Session.objects.create(tenant_id=alice.member.tenant_id, agent_id=agent["id"],
-                                     member=alice.member, title="a long talk")
-    for seq in range(1, 41):
-        Message.objects.create(session=session, seq=seq, role="user" if seq % 2 else "assistant",
-                               content=[{"type": "text", "text": f"Message {seq}: "
-                                         + "lorem ipsum dolor sit amet " * 12}])
-    return session
-
-
-@pytest.mark.parametrize("page", WIDTHS, indirect=True, ids=lambda w: f"{w}px")
-def test_the_parts_keep_to_their_column(page, web, long_session, tenant):
-    errors = watch_errors(page)
-    open_panel(page, web, staff("kim@acme.test", tenant), long_session)
-    settled(page)
-    width = page.evaluate("window.innerWidth")
-    screenshot(page, f"context-panel-{width}.png")
-    layout = page.evaluate(LAYOUT)
-    groups, side, try_card = layout["groups"], layout["side"], layout["tryCard"]
-    assert not overlap(groups, side), layout
-    # Every cell of every part, its id and its badges stay in the parts' column, clear of the
-    # side column's cards.
-    for cell in layout["cells"]:
-        where = (cell["part"], cell["what"], cell["text"][:40])
-        assert groups["left"] - 1 <= cell["left"] and cell["right"] <= groups["right"] + 1, (
-            where, cell, groups)
-        assert not overlap(cell, side), (where, cell, side)
-    cached = [b for b in layout["badges"] if b["text"] == "cached prefix"]
-    assert {b["part"] for b in cached} >= {"system:agent", "tool:echo"}, layout["badges"]
-    for badge in layout["badges"]:
-        assert not overlap(badge, try_card), (badge, try_card)
-    # A long id wraps in its own cell; each preview keeps a readable width beside it.
-    memory = f"system:memory:{LONG_MEMORY}"
-    for open_, cell in zip(layout["opens"], layout["ids"], strict=True):
-        assert open_["right"] <= cell["right"] + 1, (open_, cell)
-    assert any(p["part"] == memory for p in layout["previews"])
-    for preview in layout["previews"]:
-        assert preview["width"] >= 240, (preview["part"], preview["width"])
-    assert errors == []
-
-
-def open_low_part(page: Page) -> None:
-    """Message 39 of the long session, opened from far down the page, as a reader reaches it."""
-    page.locator('tr[data-part="message:39"] .cp-open').click()
-    assert page.evaluate("window.scrollY") > HEIGHT
-    expect(page.locator("#cp-detail-content")).to_contain_text("Message 39: lorem ipsum")
-
-
-def assert_card_in_view(page: Page) -> None:
-    """The part's card is wholly in the viewport, beside the parts."""
-    box = page.locator("#cp-detail").bounding_box()
-    assert box is not None
-    assert 0 <= box["y"] and box["y"] + box["height"] <= HEIGHT + 1, box  # + subpixels
-    assert box["x"] >= page.evaluate(LAYOUT)["groups"]["right"], box
-
-
-@pytest.mark.parametrize("page", WIDTHS, indirect=True, ids=lambda w: f"{w}px")
-def test_a_part_low_in_the_list_opens_in_view(page, web, long_session, tenant):
-    errors = watch_errors(page)
-    open_panel(page, web, staff("kim@acme.test", tenant), long_session)
-    settled(page)
-    open_low_part(page)
-    assert_card_in_view(page)
-    # Still there as the reader scrolls on, up the list or down to its end.
-    page.locator('tr[data-part="message:20"]').scroll_into_view_if_needed()
-    assert_card_in_view(page)
-    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
-    assert page.evaluate("window.scrollY + window.innerHeight") >= page.evaluate(
-        "document.body.scrollHeight") - 1
-    assert_card_in_view(page)
-    assert errors == []
-
-
-@pytest.mark.parametrize("page", [1000], indirect=True, ids=lambda w: f"{w}px")
-def test_below_the_parts_on_a_narrow_screen_the_card_is_scrolled_to(page, web, long_session,
-                                                                      tenant):
-    """One column under 1,024 px: the card comes after every part, and the page is brought to
-    it, once it holds the part's content."""
-    open_panel(page, web, staff("kim@acme.test", tenant), long_session)
-    settled(page)
-    open_low_part(page)
-    box = page.locator("#cp-detail").bounding_box()
-    assert box is not None
-    assert 0 <= box["y"] and box["y"] + box["height"] <= HEIGHT + 1, box  # + subpixels
-    groups = page.evaluate(LAYOUT)["groups"]
-    assert box["y"] >= groups["bottom"], (box, groups)
-
-
-@pytest.mark.parametrize("page", WIDTHS, indirect=True, ids=lambda w: f"{w}px")
-def test_an_edit_shows_in_the_part_card(page, web, long_session, tenant):
-    errors = watch_errors(page)
-    open_panel(page, web, staff("kim@acme.test", tenant), long_session)
-    settled(page)
-    open_low_part(page)
-    page.get_by_role("button", name="Edit", exact=True).click()
-    page.fill("#cp-edit-text", "Only this, now.")
-    page.get_by_role("button", name="Use this text").click()
-    # At once, the card shows the text the selection sends, and what it replaces.
-    content = page.locator("#cp-detail-content")
-    expect(content).to_contain_text('"text": "Only this, now."')
-    expect(content).not_to_contain_text("lorem ipsum")
-    expect(page.locator("#cp-detail-note")).to_contain_text("not saved yet")
-    expect(page.locator("#cp-detail-original pre")).to_contain_text("Message 39: lorem ipsum")
-    settled(page)
-    expect(page.locator('tr[data-part="message:39"] .cp-preview')).to_have_text(
-        "Only this, now.")
-    assert_card_in_view(page)
-    page.get_by_role("button", name="Save", exact=True).click()
-    # Only the set that changed is sent: the agent's, every session's, is not written back.
-    expect(page.locator("#cp-saved")).to_have_text("Saved the session's overrides (1).")
-    settled(page)
-    expect(page.locator("#cp-detail-note")).to_contain_text("with the saved replacement")
-    expect(content).to_contain_text('"text": "Only this, now."')
-    expect(content).not_to_contain_text("lorem ipsum")
-    assert errors == []
