@@ -84,7 +84,7 @@ def _fire_or_skip(schedule: Schedule, fire_at: datetime, earlier: int, now: date
         schedule.missed += earlier + 1
         return 0, earlier + 1
     schedule.missed += earlier
-    fire(schedule, fire_at=fire_at, now=now)
+    fire(schedule, fire_at=fire_at)
     return 1, earlier
 
 
@@ -101,11 +101,10 @@ def _latest_due(schedule: Schedule, now: datetime) -> tuple[datetime, int]:
     return latest, earlier
 
 
-def fire(schedule: Schedule, *, fire_at: datetime, now: datetime,
-         manual: bool = False) -> Fire:
+def fire(schedule: Schedule, *, fire_at: datetime, manual: bool = False) -> Fire:
     """In the caller's transaction (the schedule's row locked): start the schedule's run, or
     record why it could not start. Its session is the schedule's, or a new one of its agent.
-    ``now`` is the tick's; the fire's own time is when it is made (later in a busy tick)."""
+    The fire's time is when it is made, not the tick's (later in a busy tick)."""
     now = timezone.now()
     schedule.last_fired_at = now
     try:

@@ -135,7 +135,7 @@ def schedule_run_now(*, schedule: Schedule, actor: Member) -> Fire:
         raise Conflict("The schedule is paused: resume it first.",
                        detail={"paused_reason": schedule.paused_reason})
     now = timezone.now()
-    fired = firing.fire(schedule, fire_at=now, now=now, manual=True)
+    fired = firing.fire(schedule, fire_at=now, manual=True)
     schedule.save()
     audit_record(actor=actor, tenant=schedule.tenant_id, action=AuditAction.SCHEDULE_RUN,
                  obj_type="schedule", obj_id=schedule.pk,
