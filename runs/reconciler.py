@@ -57,17 +57,29 @@ def register(name: str, run: Callable[[], str], every: Callable[[], float]) -> N
         _passes.append(Pass(name, run, every))
 
 
+def reconcile() -> str:
+    """The thread's own pass: runs nobody advances sent again, due webhook deliveries handed
+    on."""
+    sent = tasks.reconcile()
+    resent = webhook_tasks.send_due()
+    said = [f"re-enqueued {sent} runs" if sent else "",
+            f"handed on {resent} due webhook deliveries" if resent else ""]
+    return ", ".join(filter(None, said))
+
+
 class ReconcilerThread:
-    """Runs a reconciler pass now and then every ``interval`` seconds until stopped, and each
-    registered pass on its own beat."""
+    """Runs its reconciler pass now and then every ``interval`` seconds until stopped, and each
+    registered pass on its own beat; a pass that fails (a database outage, say) is tried again
+    at its next beat."""
 
     def __init__(self, interval: float) -> None:
         if interval <= 0:
             raise ValueError("the reconciler interval must be positive")
         self.interval = interval
+        self._own = Pass("reconciler", reconcile, lambda: interval)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hango-reconciler", daemon=True)
-        self._due: dict[str, float] = {}  # a registered pass's name → when it is next due
+        self._due: dict[str, float] = {}  # a pass's name → when it is next due
 
     def start(self) -> None:
         self._thread.start()
@@ -79,49 +91,28 @@ class ReconcilerThread:
 
     def _run(self) -> None:
         try:
-            reconcile_due = 0.0
             while True:
-                now = time.monotonic()
-                if now >= reconcile_due:
-                    self._pass()
-                    reconcile_due = time.monotonic() + self.interval
-                self._registered()
-                soonest = min([reconcile_due, *self._due.values()])
+                for due in [self._own, *_passes]:
+                    if time.monotonic() >= self._due.get(due.name, 0.0):
+                        self._beat(due)
+                soonest = min(self._due.values())
                 if self._stop.wait(max(0.0, soonest - time.monotonic())):
                     return
         finally:
             connection.close()  # this thread's own
 
-    def _registered(self) -> None:
-        for registered in list(_passes):
-            if time.monotonic() < self._due.get(registered.name, 0.0):
-                continue
-            try:
-                close_old_connections()
-                done = registered.run()
-            except Exception:  # a database outage, say: its next beat tries again
-                log.exception("the %s pass failed", registered.name)
-                done = ""
-            finally:
-                connection.close()
-            if done:
-                log.info("%s: %s", registered.name, done)
-            self._due[registered.name] = time.monotonic() + registered.every()
-
-    def _pass(self) -> None:
+    def _beat(self, due: Pass) -> None:
         try:
             close_old_connections()  # a connection the database dropped is not reused
-            sent = tasks.reconcile()
-            resent = webhook_tasks.send_due()
-        except Exception:  # a database outage, say: the next pass tries again
-            log.exception("reconciler pass failed; next one in %ss", self.interval)
-            return
+            done = due.run()
+        except Exception:  # a database outage, say: its next beat tries again
+            log.exception("the %s pass failed", due.name)
+            done = ""
         finally:
             connection.close()  # back to its pool between passes (PostgreSQL)
-        if sent:
-            log.info("reconciler re-enqueued %d runs", sent)
-        if resent:
-            log.info("reconciler handed on %d due webhook deliveries", resent)
+        if done:
+            log.info("%s %s", due.name, done)
+        self._due[due.name] = time.monotonic() + due.every()
 
 
 _embedded: ReconcilerThread | None = None
