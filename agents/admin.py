@@ -164,11 +164,35 @@ class AgentForm(TenantOwnedForm):
 
 
 class TenantOwnedAdmin(ServiceWrittenAdmin, admin.ModelAdmin):
-    """A tenant's row with an owner: both chosen when it is added, read-only after."""
+    """A tenant's row with an owner: both chosen when it is added, read-only after; made,
+    changed and deleted through the subclass's services (:meth:`create`, :meth:`update`,
+    :meth:`delete`) as the staff user's member of the tenant."""
+
+    written_fields: Any = ()  # what the services take from the form
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fixed = ["tenant", "owner"] if obj else []
         return [*super().get_readonly_fields(request, obj), *fixed]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        actor = acting_member(request, obj.tenant_id)
+        data = written(form, self.written_fields, change)
+        if not change:
+            adopt(obj, self.create(obj.owner, data, actor))
+        elif data:
+            self.update(obj, data, actor)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.delete(obj, acting_member(request, obj.tenant_id))
+
+    def create(self, owner: Member, data: dict[str, Any], actor: Member | None) -> Any:
+        raise NotImplementedError
+
+    def update(self, obj: Any, data: dict[str, Any], actor: Member | None) -> None:
+        raise NotImplementedError
+
+    def delete(self, obj: Any, actor: Member | None) -> None:
+        raise NotImplementedError
 
 
 @admin.register(Agent)
@@ -180,20 +204,20 @@ class AgentAdmin(OwnerAdmin, TenantOwnedAdmin):
     readonly_fields = ["id", "created_at", "updated_at"]
     autocomplete_fields = ["owner"]
     inlines = [MemoryFileInline]
+    written_fields = services.WRITABLE_FIELDS
 
-    def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
-        actor = acting_member(request, obj.tenant_id)
-        data = written(form, services.WRITABLE_FIELDS, change)
-        if not change:
-            adopt(obj, services.agent_create(member=obj.owner, data=data, actor=actor))
-        elif data:
-            services.agent_update(agent=obj, data=data, actor=actor)
+    def create(self, owner: Member, data: dict[str, Any], actor: Member | None) -> Agent:
+        return services.agent_create(member=owner, data=data, actor=actor)
+
+    def update(self, obj: Agent, data: dict[str, Any], actor: Member | None) -> None:
+        services.agent_update(agent=obj, data=data, actor=actor)
+
+    def delete(self, obj: Agent, actor: Member | None) -> None:
+        services.agent_delete(agent=obj, actor=actor)
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         save_memory_files(request, form.instance, formset)
 
-    def delete_model(self, request: HttpRequest, obj: Agent) -> None:
-        services.agent_delete(agent=obj, actor=acting_member(request, obj.tenant_id))
 
 
 @admin.register(MemoryFile)
@@ -263,16 +287,14 @@ class SkillAdmin(TenantOwnedAdmin):
     search_fields = ["name", "description"]
     readonly_fields = ["id", "created_at", "updated_at"]
     autocomplete_fields = ["owner"]
+    written_fields = services.SKILL_FIELDS
 
-    def save_model(self, request: HttpRequest, obj: Skill, form: Any, change: bool) -> None:
-        actor = acting_member(request, obj.tenant_id)
-        data = written(form, services.SKILL_FIELDS, change)
-        if not change:
-            adopt(obj, services.skill_create(member=obj.owner, data=data, actor=actor))
-        elif data:
-            services.skill_update(skill=obj, data=data, actor=actor)
+    def create(self, owner: Member, data: dict[str, Any], actor: Member | None) -> Skill:
+        return services.skill_create(member=owner, data=data, actor=actor)
 
-    def delete_model(self, request: HttpRequest, obj: Skill) -> None:
-        # Also detaches it from the tenant's agents.
-        services.skill_delete(skill=obj, actor=acting_member(request, obj.tenant_id))
+    def update(self, obj: Skill, data: dict[str, Any], actor: Member | None) -> None:
+        services.skill_update(skill=obj, data=data, actor=actor)
+
+    def delete(self, obj: Skill, actor: Member | None) -> None:
+        services.skill_delete(skill=obj, actor=actor)  # also detaches it from the agents
 
