@@ -22,7 +22,9 @@ import statistics as st
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +52,7 @@ def pct(xs: list[float], p: float) -> float:
 
 class Hango:
     def __init__(self, db: str, broker: str, turns: int, latency_ms: int, concurrency: int,
-                 pool_size: int, processes: int) -> None:
+                 pool_size: int, processes: int, senders: int = 2) -> None:
         ensure_database(db)
         self.env = {"DATABASE_URL": db, "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0",
                     "BENCH_WORKLOAD_TURNS": str(turns),
@@ -81,6 +83,7 @@ class Hango:
             "name": f"workload-{turns}", "model": f"scripted:workload-{turns}",
             "config": {"max_turns": turns + 1}})
         self.processes = processes
+        self.senders = senders
         self.workers: list[subprocess.Popen] = []
         self.stamp_files: list[str] = []
         self.logs: list[str] = []
@@ -186,16 +189,12 @@ class Hango:
     def fairness(self, backlog: int) -> dict:
         """``backlog`` runs of the benchmark's tenant handed over, then one of another tenant:
         how soon each made its first model call, with the worker's cap below the backlog."""
-        from runs import tasks
         from runs.models import Run, RunStatus
 
         self.start()
         try:
             queued, newcomer = self.queue(backlog), self.queue(1, other_tenant=True)[0]
-            sent = {}
-            for run_id in [*queued, newcomer]:
-                sent[run_id] = time.time()
-                tasks.send_run(run_id, priority=tasks.fair_priority(run_id))
+            sent = self.hand_over([*queued, newcomer])
             wait_until(lambda: Run.objects.filter(pk=newcomer, status=RunStatus.COMPLETED)
                        .exists(), timeout=600, what="the newcomer's run", every=0.2)
             started = Run.objects.filter(pk__in=queued, started_at__isnull=False).count()
@@ -206,8 +205,35 @@ class Hango:
                 "backlog_started": started, "backlog_first_p50": st.median(waited),
                 "backlog_first_max": waited[-1]}
 
-    def execute(self, run_ids: list[str], *, sample: bool = True) -> dict:
+    def hand_over(self, run_ids: list[str]) -> dict[str, float]:
+        """Each run's task sent at its fair priority, as a post sends it once its transaction
+        commits; when each was sent. The posts of ``--senders`` web processes at once (``make
+        serve`` runs two), each sending its share in the order given: run k by sender k mod
+        the senders."""
+        from django.db import connection
+
         from runs import tasks
+
+        sent: dict[str, float] = {}
+
+        def send(share: list[str]) -> None:
+            try:
+                for run_id in share:
+                    sent[run_id] = time.time()
+                    tasks.send_run(run_id, priority=tasks.fair_priority(run_id))
+            finally:
+                if threading.current_thread() is not threading.main_thread():
+                    connection.close()
+
+        shares = [run_ids[k::self.senders] for k in range(self.senders)]
+        if self.senders == 1:
+            send(shares[0])
+            return sent
+        with ThreadPoolExecutor(self.senders) as pool:
+            list(pool.map(send, shares))
+        return sent
+
+    def execute(self, run_ids: list[str], *, sample: bool = True) -> dict:
         from runs.models import Run, RunStatus
 
         finished = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
@@ -227,11 +253,8 @@ class Hango:
         if sample:
             sampler.start()
         meter.start()
-        sent: dict[str, float] = {}
         started = time.time()
-        for run_id in run_ids:
-            sent[run_id] = time.time()
-            tasks.send_run(run_id, priority=tasks.fair_priority(run_id))
+        sent = self.hand_over(run_ids)
         handed_over = time.time() - started
         while True:
             left = Run.objects.filter(pk__in=run_ids).exclude(status__in=finished).count()
@@ -304,6 +327,9 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=len(os.sched_getaffinity(0)),
                     help="worker processes, each with the concurrency and the pool size "
                          "(default: one per CPU, as make worker's group starts them)")
+    ap.add_argument("--senders", type=int, default=2,
+                    help="web processes handing the runs over at once (make serve runs two "
+                         "gunicorn workers); 1: one after another")
     ap.add_argument("--db", default=os.environ.get("BENCH_CONCURRENCY_DATABASE_URL", DEFAULT_DB))
     ap.add_argument("--broker", default=os.environ.get("BENCH_BROKER_URL", DEFAULT_BROKER),
                     help="a Redis database of the benchmark's own (its run queue is emptied)")
@@ -318,7 +344,7 @@ def main() -> None:
     sizes = [int(s) for s in a.sizes.split(",")]
     if a.fairness:
         hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency or 1000,
-                      a.pool_size, a.processes)
+                      a.pool_size, a.processes, a.senders)
         row = hango.fairness(a.fairness)
         print(f"{row['backlog']} runs of one tenant on {a.processes} x "
               f"{hango.env['HANGO_WORKER_CONCURRENCY']} slots, then another tenant's run: its "
@@ -328,7 +354,7 @@ def main() -> None:
               f"{row['backlog_first_p50']:.2f} s, max {row['backlog_first_max']:.2f} s")
         return
     hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency or max(sizes),
-                  a.pool_size, a.processes)
+                  a.pool_size, a.processes, a.senders)
     results: list[dict] = []
     for rep in range(a.reps):
         for n in sizes:
@@ -339,7 +365,8 @@ def main() -> None:
                 if system == "hango":
                     row = hango.round(n)
                     row["config"] = (f"hango/{a.processes}x gevent-"
-                                     f"{hango.env['HANGO_WORKER_CONCURRENCY']}/pool-{a.pool_size}")
+                                     f"{hango.env['HANGO_WORKER_CONCURRENCY']}/pool-{a.pool_size}"
+                                     f"/{a.senders} senders")
                 else:
                     row = run_peer(a.peer, system, n, a.turns, a.latency_ms)
                 if row is not None:

@@ -72,4 +72,4 @@ def report(a: argparse.Namespace, results: list[dict]) -> None:
             print(f"  first model call p99 <= {TARGET_FIRST_P99} s at 1000: {p99:.3f} -> "
                   f"{'yes' if p99 <= TARGET_FIRST_P99 else 'NO'}")
         handed = ", ".join(f"{r['n']}: {r['handed_over']:.2f} s" for r in ours)
-        print(f"  (handing the runs over, one task each: {handed})")
+        print(f"  (handing the runs over, one task each, {a.senders} senders: {handed})")
