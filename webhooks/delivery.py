@@ -21,6 +21,7 @@ import ipaddress
 import json
 import logging
 import socket
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -110,16 +111,36 @@ def _send(delivery: Delivery, now: datetime) -> Outcome:
                "webhook-id": delivery.message_id,
                "webhook-timestamp": str(int(now.timestamp())),
                "webhook-signature": signature}
+    return _post(target, payload, headers, sni)
+
+
+def _post(target: str, payload: str, headers: dict[str, str], sni: str) -> Outcome:
+    """One POST, ended at the attempt's limit. The client's timeout bounds each connect, write
+    and read; a receiver sending its answer a byte at a time would stretch the whole past all
+    of them, and past the claim's window: at the limit the connection is closed under it."""
+    limit = hango().webhook_timeout_seconds
+    client = httpx.Client(timeout=limit, follow_redirects=False)
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        client.close()
+
+    ended = threading.Timer(limit, expire)
+    ended.start()
     try:
-        with (httpx.Client(timeout=hango().webhook_timeout_seconds,
-                           follow_redirects=False) as client,
-              client.stream("POST", target, content=payload.encode(), headers=headers,
-                            extensions={"sni_hostname": sni}) as answer):
+        with client, client.stream("POST", target, content=payload.encode(), headers=headers,
+                                   extensions={"sni_hostname": sni}) as answer:
             code = answer.status_code  # the body is never read
-    except httpx.HTTPError as exc:
-        return Outcome(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR], retry=True)
-    except Exception as exc:  # noqa: BLE001 (a URL the HTTP client cannot use: no retry helps)
-        return Outcome(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR], retry=False)
+    except Exception as exc:  # noqa: BLE001 (whatever it was, the attempt has its outcome)
+        if expired.is_set():
+            return Outcome(None, f"no answer within the attempt's {limit:g} s", retry=True)
+        # A URL the HTTP client cannot use is not worth another attempt; its trouble on the
+        # way (refused, reset, timed out) may pass.
+        return Outcome(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR],
+                       retry=isinstance(exc, httpx.HTTPError))
+    finally:
+        ended.cancel()
     if 200 <= code < 300:
         return Outcome(code, "", retry=False)
     return Outcome(code, f"the endpoint answered {code}", retry=True)

@@ -5,6 +5,8 @@ secrets shown once and rotated with overlap."""
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 
 import pytest
@@ -251,3 +253,49 @@ def test_the_turn_statement_tells_a_member_s_endpoint_only_of_their_runs(alice, 
     assert Run.objects.get(pk=posted.json()["run"]["id"]).status == "completed"
     assert [str(d.endpoint_id) for d in Delivery.objects.all()] == [theirs["id"]]
     assert mine["id"] != theirs["id"]
+
+
+@pytest.fixture
+def dripping():
+    """A receiver that takes the request, then sends its answer's head a byte every tenth of
+    a second for a minute: every read comes within any per-read timeout, the whole never."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            head = b"HTTP/1.1 200 OK\r\nx-slow: " + b"a" * 600
+            for byte in head:
+                if stop.wait(0.1):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    stop.set()
+    server.close()
+
+
+def test_an_attempt_ends_at_its_time_limit_however_the_receiver_drips(
+        alice, local, hango_settings, dripping):
+    hango_settings(webhook_timeout_seconds=1, webhook_max_attempts=2)
+    endpoint = make_endpoint(alice, dripping)
+    started = time.monotonic()
+    ping = alice.client.post(f"/v1/webhooks/{endpoint['id']}/ping")
+    failed = settled(ping.json()["id"], timeout=30)
+    # two attempts of about 1 s and a pause of 0.2 s; each would have taken the minute
+    assert time.monotonic() - started < 15
+    assert (failed.status, failed.attempts, failed.last_status_code, failed.last_error) == (
+        DeliveryStatus.FAILED, 2, None, "no answer within the attempt's 1 s")
