@@ -1,7 +1,7 @@
 """FilesystemMiddleware: the session's virtual filesystem, and large tool results kept out of the
 context.
 
-It provides the file tools (:mod:`harness.tools.files`: ls, read_file, write_file, edit_file,
+It provides the file tools (:mod:`harness.tools.file_tools`: ls, read_file, write_file, edit_file,
 glob, grep) over the run's :class:`~harness.stores.FileStore`, and contributes the
 ``system:filesystem`` part (the tools' rules and the session's files, bounded). As a tool
 wrapper it offloads any result longer than ``offload_threshold`` characters to
@@ -29,6 +29,7 @@ from harness.state import State
 from harness.stores import FileStore
 from harness.tools import files
 from harness.tools.base import Tool
+from harness.tools.file_tools import file_tools
 
 NAME = "filesystem"
 PART = "system:filesystem"
@@ -82,7 +83,7 @@ class FilesystemMiddleware:
         # Bounded like an offloaded result, so reading one back never needs offloading again.
         self.files = files.FileTools(store, max_file_chars=max_file_chars, max_files=max_files,
                                      max_output_chars=offload_threshold, on_write=_mark_modified)
-        self._tools = self.files.tools(self.tool_names)
+        self._tools = file_tools(self.files, self.tool_names)
 
     def provide_tools(self, state: State) -> list[Tool]:
         return self._tools

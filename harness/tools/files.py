@@ -1,10 +1,10 @@
-"""The file tools over a session's virtual filesystem: ls, read_file, write_file, edit_file, glob
-and grep.
+"""The file operations over a session's virtual filesystem: ls, read, write, edit, glob and grep.
 
-Paths are absolute, normalised POSIX paths (``/notes/plan.md``; no ``..``); content is text. A bad
-path or a refused operation is an error result the model can read, and every output is bounded
-(``max_output_chars``), so one call cannot flood the context. ``read_file`` pages by lines and
-never loses text: a line longer than :data:`LINE_CHUNK` characters is shown in numbered pieces.
+Paths are absolute, normalised POSIX paths (``/notes/plan.md``; no ``..``); content is text. A
+bad path or a refused operation raises :class:`FileError` with a message written for the model,
+and every output is bounded (``max_output_chars``), so one call cannot flood the context. A read
+pages by lines and never loses text: a line longer than :data:`LINE_CHUNK` characters is shown in
+numbered pieces. :mod:`harness.tools.file_tools` offers these operations to the model as tools.
 """
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ from __future__ import annotations
 import posixpath
 import re
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import regex  # the stdlib's re has no timeout; a model-written pattern can backtrack for ever
 from wcmatch import glob as wcmatch_glob
 
 from harness.stores import FileInfo, FileStore
-from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
 
 if TYPE_CHECKING:
     from harness.state import State
@@ -29,8 +28,6 @@ MAX_PATH_CHARS = 512
 DEFAULT_MAX_FILE_CHARS = 500_000
 DEFAULT_MAX_FILES = 1_000
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
-READ_DEFAULT_LIMIT = 500
-READ_MAX_LIMIT = 5_000
 LINE_CHUNK = 2_000  # read_file shows longer lines in pieces numbered N.2, N.3, …
 GREP_MAX_MATCHES = 200
 GREP_LINE_CHARS = 300
@@ -106,7 +103,8 @@ def _storable_problem(content: str) -> str | None:
 
 
 class FileTools:
-    """The file operations over one store, and the tools that expose them."""
+    """The file operations over one store; :func:`~harness.tools.file_tools.file_tools` exposes
+    them as tools."""
 
     def __init__(self, store: FileStore, *, max_file_chars: int = DEFAULT_MAX_FILE_CHARS,
                  max_files: int = DEFAULT_MAX_FILES,
@@ -261,117 +259,3 @@ class FileTools:
             out.append(row)
             used += len(row) + 1
         return "\n".join(out)
-
-    # -- tools -------------------------------------------------------------------------------
-
-    def tools(self, names: Iterable[str] = TOOL_NAMES) -> list[Tool]:
-        """The tools named, in :data:`TOOL_NAMES` order."""
-        wanted = set(names)
-        specs = {
-            "ls": (LS_DESCRIPTION, _schema({"path": _DIR}), self._ls),
-            "read_file": (READ_DESCRIPTION, _schema({
-                "path": _PATH,
-                "offset": {"type": "integer", "minimum": 0, "description":
-                           "Lines to skip before the first one shown (0 = from the top)."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": READ_MAX_LIMIT,
-                          "description": f"Lines to show (default {READ_DEFAULT_LIMIT})."},
-            }, "path"), self._read),
-            "write_file": (WRITE_DESCRIPTION, _schema({
-                "path": _PATH,
-                "content": {"type": "string", "maxLength": self.max_file_chars},
-            }, "path", "content"), self._write),
-            "edit_file": (EDIT_DESCRIPTION, _schema({
-                "path": _PATH,
-                "old_string": {"type": "string", "minLength": 1,
-                               "description": "The exact text to replace."},
-                "new_string": {"type": "string", "description": "The text to put in its place."},
-                "replace_all": {"type": "boolean", "description":
-                                "Replace every occurrence (default false: old_string must "
-                                "occur exactly once)."},
-            }, "path", "old_string", "new_string"), self._edit),
-            "glob": (GLOB_DESCRIPTION, _schema({
-                "pattern": {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS,
-                            "description": "A glob such as **/*.md or /notes/*.txt."},
-                "path": _DIR,
-            }, "pattern"), self._glob),
-            "grep": (GREP_DESCRIPTION, _schema({
-                "pattern": {"type": "string", "minLength": 1, "maxLength": 1000,
-                            "description": "A regular expression (or text, with literal)."},
-                "path": _DIR,
-                "glob": {"type": "string", "maxLength": MAX_PATH_CHARS,
-                         "description": "Only search files matching this glob, e.g. **/*.py."},
-                "literal": {"type": "boolean",
-                            "description": "Search for the pattern as plain text."},
-            }, "pattern"), self._grep),
-        }
-        return [Tool(name=name, description=description, input_schema=schema,
-                     fn=_reporting_errors(fn))
-                for name, (description, schema, fn) in specs.items() if name in wanted]
-
-    def _ls(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        return self.ls(normalize_path(args.get("path", "/"), directory=True))
-
-    def _read(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        return self.read(normalize_path(args["path"]), args.get("offset", 0),
-                         args.get("limit", READ_DEFAULT_LIMIT))
-
-    def _write(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        path = normalize_path(args["path"])
-        created = self.write(ctx.state, path, args["content"])
-        size = len(args["content"].encode())
-        return f"{'Created' if created else 'Overwrote'} {path} ({size} bytes)."
-
-    def _edit(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        return self.edit(ctx.state, normalize_path(args["path"]), args["old_string"],
-                         args["new_string"], bool(args.get("replace_all", False)))
-
-    def _glob(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        return self.glob(args["pattern"], normalize_path(args.get("path", "/"), directory=True))
-
-    def _grep(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        return self.grep(args["pattern"], normalize_path(args.get("path", "/"), directory=True),
-                         args.get("glob"), bool(args.get("literal", False)))
-
-
-def _reporting_errors(fn: Callable[[dict[str, Any], ToolContext], str],
-                      ) -> Callable[[dict[str, Any], ToolContext], ToolResult | str]:
-    def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
-        try:
-            return fn(args, ctx)
-        except FileError as exc:
-            return tool_error(str(exc))
-    return run
-
-
-_PATH = {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS,
-         "description": "An absolute path, e.g. /notes/plan.md."}
-_DIR = {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS,
-        "description": "An absolute directory path (default /)."}
-
-
-def _schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(required),
-            "additionalProperties": False}
-
-
-LS_DESCRIPTION = """List the files under a directory of this session's filesystem (default /), \
-with their sizes in bytes."""
-
-READ_DESCRIPTION = f"""Read a file, numbered like `cat -n`. Use offset and limit to page \
-through a long file; the answer says where to continue. Lines longer than {LINE_CHUNK} \
-characters are shown in pieces numbered N.2, N.3, … Read a file before editing it."""
-
-WRITE_DESCRIPTION = """Create a file, or replace a file's whole content. To change part of an \
-existing file, prefer edit_file."""
-
-EDIT_DESCRIPTION = """Replace an exact piece of text in a file. old_string must match the file \
-exactly (whitespace included) and occur exactly once, unless replace_all is true; otherwise the \
-edit is refused and nothing changes. Read the file first."""
-
-GLOB_DESCRIPTION = """Find files by path pattern: * and ? match within one path segment; ** as a \
-whole segment spans directories (**/*.md finds every Markdown file, src/**/*.py every Python \
-file under src). A relative pattern is matched under path (default /)."""
-
-GREP_DESCRIPTION = f"""Search file contents for a regular expression (or plain text with \
-literal: true). Answers path:line: text for each matching line, at most {GREP_MAX_MATCHES} \
-matches. Narrow it with path (a directory) or glob (a file pattern)."""
