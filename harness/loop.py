@@ -5,10 +5,10 @@ run its tool calls through the chain → keep the results → clear per-batch sc
 :class:`Checkpointer` then persists the turn (messages, state, usage, events) before the next
 one starts, so a run can stop after any turn and resume from there.
 
-Given a :class:`DeltaSink`, the loop asks a provider that streams for its stream and hands each
-text delta to the sink as it arrives; the stream is consumed inside the innermost model handler,
-so the chain's wrappers see one model call and one response, as without streaming, and the
-turn is still committed whole.
+Given a :class:`~harness.deltas.DeltaSink`, the loop streams the model's text to it as it
+arrives, inside the innermost model handler, so the chain's wrappers still see one model call and
+the turn is still committed whole. The tool calls run in :mod:`harness.tool_calls`; the loop
+decides what their outcome means (another turn, a pause, a cancel).
 
 Every phase takes what it needs as arguments (the state, the run's control, the tools the model
 was offered): no phase leaves anything on the loop object for a later one, so each can be
@@ -20,24 +20,25 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar, assert_never
+from typing import Any, Literal, Protocol, TypeVar
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from harness import approvals, telemetry
 from harness.agent import AgentSpec
-from harness.approvals import AwaitingApproval, PendingCall, Result
-from harness.chain import Chain, ModelHandler, ModelRequest, ToolCallRequest, ToolOutcome
-from harness.errors import HarnessError, ProviderError
+from harness.approvals import Result
+from harness.chain import Chain, ModelHandler, ModelRequest
+from harness.deltas import DeltaSink, collect
+from harness.errors import HarnessError
 from harness.messages import Message, ModelUsage, Request, Response, StopReason, ToolUseBlock
-from harness.providers.base import Provider, StreamDone, StreamEvent, Streaming, TextDelta
+from harness.providers.base import Provider, StreamEvent, Streaming
 from harness.serde import message_to_json
 from harness.state import State
-from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
+from harness.tool_calls import run_tools
+from harness.tools.base import Tool
 
 Event = tuple[str, dict[str, Any]]
-EVENT_TOOL_RESULT = "tool.result"  # the run event each finished tool call emits
 
 
 @dataclass(frozen=True)
@@ -89,22 +90,6 @@ class Checkpointer(Protocol[StopT]):
     def checkpoint(self, state: State, result: TurnResult) -> StopT | None:
         """Persist a finished turn. Anything but None stops the loop at once, and the loop
         returns it: the checkpointer's own reason (fenced out, time slice used…)."""
-        ...
-
-
-class DeltaSink(Protocol):
-    """Where the text a model streams goes as it arrives. Called on the run's thread between
-    two events of the stream: neither method may raise or block for long (a publisher drops
-    what it cannot send)."""
-
-    def delta(self, turn: int, index: int, text: str) -> None:
-        """A text delta of the model call of turn ``turn`` (``index`` counts the call's deltas
-        from 0), as the model writes it."""
-        ...
-
-    def end(self, turn: int, count: int) -> None:
-        """The stream of turn ``turn``'s model call is over, after ``count`` deltas (at least
-        one), whether it ended with a response or an error."""
         ...
 
 
@@ -253,10 +238,7 @@ class Loop:
             if span.is_recording():  # else the attributes, the answer's JSON too, go nowhere
                 span.set_attributes({
                     telemetry.ATTR_GEN_AI_RESPONSE_FINISH: [response.stop_reason],
-                    telemetry.ATTR_GEN_AI_INPUT_TOKENS: response.usage.input_tokens,
-                    telemetry.ATTR_GEN_AI_OUTPUT_TOKENS: response.usage.output_tokens,
-                    telemetry.ATTR_CACHE_READ_TOKENS: response.usage.cache_read_tokens,
-                    telemetry.ATTR_CACHE_WRITE_TOKENS: response.usage.cache_write_tokens,
+                    **telemetry.usage_attributes(response.usage),
                     **telemetry.content_attributes(state.trace_content,
                                                    telemetry.ATTR_GEN_AI_OUTPUT_MESSAGES,
                                                    [message_to_json(response.message)]),
@@ -286,7 +268,7 @@ class Loop:
         delta handed to the sink on the way), else its whole answer."""
         if self._stream is None or self.deltas is None:
             return self.provider.complete(request)
-        return _collect(self._stream(request), self.deltas, turn)
+        return collect(self._stream(request), self.deltas, turn)
 
     def run_batch(self, calls: Sequence[ToolUseBlock], to_run: Sequence[ToolUseBlock],
                   state: State, control: Control, offered: Mapping[str, Tool], *,
@@ -294,7 +276,8 @@ class Loop:
         """Run ``to_run`` of the batch ``calls`` (the rest are ``done``); the message answering
         every call in call order, or a pause when a call awaits a decision (the results so far
         wait in ``state.pending_batch``, no message yet)."""
-        results, pending, cancelled = self.run_tools(to_run, state, control, offered)
+        results, pending, cancelled = run_tools(self.chain, to_run, state,
+                                                control.cancel_requested, offered)
         finished = {**(done or {}), **results}
         if cancelled:
             # The batch never paused: a call a human was about to be asked about did not run
@@ -310,67 +293,8 @@ class Loop:
         state.pending_batch = None
         return RunAgain(), approvals.results_message([c.id for c in calls], finished)
 
-    def run_tools(self, calls: Sequence[ToolUseBlock], state: State, control: Control,
-                  offered: Mapping[str, Tool]) -> tuple[dict[str, Result], list[PendingCall], bool]:
-        """Every call through the chain: (results by call id, calls awaiting approval,
-        cancelled). On cancel, the rest answer 'cancelled'."""
-        results: dict[str, Result] = {}
-        pending: list[PendingCall] = []
-        names = tuple(offered)
-        for index, call in enumerate(calls):
-            if control.cancel_requested():
-                results |= {c.id: (approvals.CANCELLED_BEFORE_RUN, True) for c in calls[index:]}
-                return results, pending, True
-            attrs = {
-                telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_EXECUTE_TOOL,
-                telemetry.ATTR_GEN_AI_TOOL_NAME: call.name,
-                telemetry.ATTR_GEN_AI_TOOL_CALL_ID: call.id,
-            }
-            with telemetry.span(telemetry.SPAN_EXECUTE_TOOL, attrs) as span:
-                request = ToolCallRequest(call=call, state=state, tool=offered.get(call.name),
-                                          offered=names,
-                                          cancel_requested=control.cancel_requested)
-                outcome = self.chain.tool_call(request, run_tool)
-                span.set_attribute(telemetry.ATTR_TOOL_IS_ERROR,
-                                   isinstance(outcome, ToolResult) and outcome.is_error)
-            if isinstance(outcome, AwaitingApproval):
-                pending.append(PendingCall(tool_use_id=call.id, name=call.name, input=call.input,
-                                           allowed_decisions=outcome.allowed_decisions))
-                continue
-            results[call.id] = (outcome.content, outcome.is_error)
-            state.emit(EVENT_TOOL_RESULT, {"tool_use_id": call.id, "name": call.name,
-                                           "is_error": outcome.is_error})
-        return results, pending, False
-
-
-def _collect(events: Iterator[StreamEvent], sink: DeltaSink, turn: int) -> Response:
-    """The final response of a stream, each text delta passed to ``sink`` as it arrives."""
-    index = 0
-    try:
-        for event in events:
-            match event:
-                case TextDelta(text=text):
-                    sink.delta(turn, index, text)
-                    index += 1
-                case StreamDone(response=response):
-                    return response
-                case unreachable:
-                    assert_never(unreachable)
-        raise ProviderError("the model's stream ended without its final response")
-    finally:
-        if index:
-            sink.end(turn, index)
-
 
 def _last_calls(state: State) -> tuple[ToolUseBlock, ...]:
     """The tool calls of the last message: a paused batch's calls."""
     return state.messages[-1].tool_uses if state.messages else ()
 
-
-def run_tool(req: ToolCallRequest) -> ToolOutcome:
-    """The innermost tool handler."""
-    if req.tool is None:
-        offered = ", ".join(sorted(req.offered)) or "none"
-        return tool_error(f"There is no tool named {req.call.name!r}. Available: {offered}.")
-    return req.tool.run(req.call.input, ToolContext(state=req.state, call=req.call,
-                                                    cancel_requested=req.cancel_requested))

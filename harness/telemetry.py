@@ -15,6 +15,8 @@ from typing import Any, Final
 from opentelemetry import metrics, trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanKind
 
+from harness.messages import Usage
+
 # Spans
 SPAN_INVOKE_AGENT: Final = "invoke_agent"
 SPAN_CHAT: Final = "chat"
@@ -184,3 +186,11 @@ def content_attributes(allowed: bool, key: str, payload: Any) -> dict[str, str]:
     if not allowed:
         return {}
     return {key: json.dumps(payload, ensure_ascii=False, default=str)}
+
+
+def usage_attributes(usage: Usage) -> dict[str, int]:
+    """The token counts of one model call, as a chat span's attributes."""
+    return {ATTR_GEN_AI_INPUT_TOKENS: usage.input_tokens,
+            ATTR_GEN_AI_OUTPUT_TOKENS: usage.output_tokens,
+            ATTR_CACHE_READ_TOKENS: usage.cache_read_tokens,
+            ATTR_CACHE_WRITE_TOKENS: usage.cache_write_tokens}

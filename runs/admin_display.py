@@ -19,7 +19,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
-from harness import approvals, loop
+from harness import approvals, tool_calls
 from harness.errors import InvalidContent
 from harness.messages import Block, TextBlock, ToolResultBlock, ToolUseBlock
 from harness.middleware import todo
@@ -186,7 +186,7 @@ def _summary(event_type: str, data: Any) -> str:
             return f"{line}: {error['code']}: {error['message']}" if error else line
         case events.EVENT_MESSAGE:
             return f"message #{data['seq']} ({data['role']})"
-        case loop.EVENT_TOOL_RESULT:
+        case tool_calls.EVENT_TOOL_RESULT:
             return f"{data['name']}: {'error' if data['is_error'] else 'ok'}"
         case todo.EVENT_UPDATED:
             todos = data["todos"]

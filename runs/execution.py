@@ -22,9 +22,10 @@ from hango_project.pgpool import release as release_connection
 from hango_project.sql import fetch, uuid_param
 from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain
+from harness.deltas import DeltaSink
 from harness.deps import RunDeps, StackConfig
 from harness.errors import ProviderAuthError, QuotaReached
-from harness.loop import DeltaSink, Loop
+from harness.loop import Loop
 from harness.messages import Message as HMessage
 from harness.messages import Role
 from harness.providers import resolve_provider, split_model

@@ -45,7 +45,7 @@ def channel(run_id: uuid.UUID | str) -> str:
 
 
 class RunDeltas:
-    """The loop's :class:`~harness.loop.DeltaSink` for one run: each delta published on the
+    """The loop's :class:`~harness.deltas.DeltaSink` for one run: each delta published on the
     run's channel as the JSON the event stream forwards. A call's end is not published: the
     turn's commit marker (:func:`events_added`), after its deltas on the same channel, is what
     a follower waits for.

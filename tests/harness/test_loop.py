@@ -321,26 +321,3 @@ def test_a_cancel_mid_batch_answers_a_held_call_as_not_run():
     assert [(r.tool_use_id, r.content, r.is_error) for r in state.messages[-1].tool_results] == [
         ("x1", CANCELLED_BEFORE_RUN, True), ("x2", CANCELLED_BEFORE_RUN, True)]
     assert counter.calls == []
-
-
-def test_run_tools_needs_nothing_from_an_earlier_phase():
-    """A fresh loop runs a batch given only the state, the control and the offered tools: an
-    unknown tool's error lists what was offered, and a tool sees the run's cancel check."""
-    from harness.loop import NeverCancel
-    from harness.messages import ToolUseBlock as Use
-    from harness.tools import Tool
-
-    seen = []
-    probe = Tool(name="probe", description="Probe.", input_schema={"type": "object"},
-                 fn=lambda args, ctx: seen.append(ctx.cancel_requested()) or "ok")
-    offered = {"probe": probe, "echo": probe}
-    loop = make_loop(ScriptedModel([]), middlewares=[])
-    results, pending, cancelled = loop.run_tools(
-        [Use(id="n", name="nope", input={})], State(), NeverCancel(), offered)
-    assert (pending, cancelled) == ([], False)
-    assert results == {"n": ("There is no tool named 'nope'. Available: echo, probe.", True)}
-    # The loop's check before the call answers False, the tool's own check True: the same
-    # control reached the tool.
-    results, _, cancelled = loop.run_tools([Use(id="p", name="probe", input={})], State(),
-                                           CancelAfter(checks=1), offered)
-    assert results == {"p": ("ok", False)} and seen == [True] and not cancelled

@@ -12,8 +12,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain, Middleware
+from harness.deltas import DeltaSink
 from harness.deps import StackConfig
-from harness.loop import DeltaSink, Loop, NeverCancel, NextStep, TurnResult
+from harness.loop import Loop, NeverCancel, NextStep, TurnResult
 from harness.messages import Message, Request, ToolUseBlock
 from harness.providers.base import Provider
 from harness.stack import default_stack
