@@ -8,8 +8,9 @@ from typing import Any
 import click
 
 from cli.client import path_id
+from cli.context_output import print_answer, print_overrides, print_part, print_snapshot
 from cli.options import State, as_json, json_option
-from cli.output import print_answer, print_json, print_overrides, print_part, print_snapshot
+from cli.output import print_json
 from cli.overrides import Edit, Override, Target, excluding, including, part_target
 
 # Above the server's default try timeout (HANGO_CONTEXT_TRY_TIMEOUT, 120 s): its 502 says more
