@@ -52,7 +52,7 @@ from harness.messages import (  # noqa: E402
     ToolResultBlock,
     ToolUseBlock,
 )
-from harness.tokens import base, tokenizers  # noqa: E402
+from harness.tokens import base, counts, tokenizers  # noqa: E402
 from harness.tokens.base import ESTIMATE, Tokenizer  # noqa: E402
 from harness.tokens.tokenizers import tokenizer_for  # noqa: E402
 
@@ -278,7 +278,7 @@ def new_family(model: str) -> Callable[[], Tokenizer]:
     assert profile is not None
     encoding, framing = tokenizers.PROFILES[profile]
     count = tokenizers.ENCODINGS[encoding]()
-    return lambda: base.FamilyTokenizer(name=encoding, content=base.EncodingCounts(count),
+    return lambda: base.FamilyTokenizer(name=encoding, content=counts.EncodingCounts(count),
                                           framing=framing)
 
 

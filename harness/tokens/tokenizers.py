@@ -80,11 +80,11 @@ from harness.providers.openai_wire import function_tokens, tool_result_content
 from harness.tokens.base import (
     ESTIMATE,
     Counted,
-    EncodingCounts,
     FamilyTokenizer,
     Framing,
     Tokenizer,
 )
+from harness.tokens.counts import EncodingCounts
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,8 @@ from harness.messages import Message
 from harness.providers.scripted import named_script
 from harness.state import State
 from harness.stores import Summary
-from harness.tokens.base import ESTIMATE, EncodingCounts
+from harness.tokens.base import ESTIMATE
+from harness.tokens.counts import EncodingCounts
 from tests.support.harness import run
 from tests.support.summarization import (
     MemorySummaries,

@@ -12,7 +12,7 @@ import pytest
 from bench import estimator_samples as samples
 from bench import tool_samples
 from harness.messages import Message, Request, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock
-from harness.tokens import base, estimator, tokenizers
+from harness.tokens import counts, estimator, tokenizers
 from harness.tokens.base import (
     ESTIMATE,
     FamilyTokenizer,
@@ -191,15 +191,15 @@ class Recorder:
 
 def recording(size: int = 1000) -> tuple[FamilyTokenizer, Recorder]:
     recorder = Recorder()
-    content = base.EncodingCounts(recorder, cache_size=size)
+    content = counts.EncodingCounts(recorder, cache_size=size)
     return FamilyTokenizer(name="recorded", content=content, framing=Framing(message=1)), recorder
 
 
 def test_a_message_is_counted_once_however_often_it_is_asked(monkeypatch):
     tokenizer, _ = recording()
     counted: list[Message] = []
-    original = base.EncodingCounts._message
-    monkeypatch.setattr(base.EncodingCounts, "_message",
+    original = counts.EncodingCounts._message
+    monkeypatch.setattr(counts.EncodingCounts, "_message",
                         lambda self, m: counted.append(m) or original(self, m))
     history: list[Message] = [Message.user("start")]
     for turn in range(30):
