@@ -2,7 +2,7 @@
 
 A ``tool`` message carries content only: there is no ``is_error``. A failed result (a tool
 error, a rejected or cancelled call, an interrupted one) is sent as ``Error: <content>``, so the
-model learns the call failed. The adapter sends it so (:mod:`harness.providers.openai_compat`),
+model learns the call failed. The adapter sends it so (:mod:`harness.providers.openai_chat`),
 the OpenAI tokenizers count it so (:mod:`harness.tokens.tokenizers`) and the context inspector shows
 it so: one function for the three.
 

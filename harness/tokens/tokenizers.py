@@ -26,7 +26,7 @@ Where each framing number comes from (tokens; *measured* numbers were checked ag
 provider's count, *documented* ones are the provider's own, *estimates* are reasoned, not
 measured — no offline tokenizer knows how a provider renders a request):
 
-OpenAI (chat completions, as :mod:`harness.providers.openai_compat` sends them)
+OpenAI (chat completions, as :mod:`harness.providers.openai_chat` maps them)
   * 3 per request, the reply's priming ``<|start|>assistant<|message|>`` — documented (OpenAI
     cookbook, "How to count tokens with tiktoken");
   * 4 per message, system message included: the cookbook's 3 per message plus the role, one token

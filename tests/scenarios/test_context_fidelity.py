@@ -15,7 +15,7 @@ import pytest
 
 from harness.history import summary_message
 from harness.messages import CacheControl, Message, Request, TextBlock, ToolDef
-from harness.providers import anthropic, openai_compat
+from harness.providers import anthropic, openai_chat
 from harness.serde import content_from_json
 from runs import tasks
 from runs.models import Message as StoredMessage
@@ -30,7 +30,7 @@ from tests.support.wire_count import (
 
 # Runs stream (HANGO_STREAM_DELTAS): the server answers in each API's streaming wire format.
 MODELS = {
-    "openai": ("openai:gpt-4o", "openai_stream_text.sse", openai_compat._map_request,
+    "openai": ("openai:gpt-4o", "openai_stream_text.sse", openai_chat.map_request,
                ("messages", "tools")),
     "anthropic": ("anthropic:claude-sonnet-4-6", "anthropic_stream_text.sse",
                   anthropic._map_request, ("system", "messages", "tools")),

@@ -18,7 +18,7 @@ from harness.middleware.prompt_cache import (
     breakpoint_index,
 )
 from harness.middleware.todo import TodoMiddleware
-from harness.providers import anthropic, openai_compat
+from harness.providers import anthropic, openai_chat
 from harness.providers.models import cache_minimum
 from harness.providers.scripted import ScriptedModel, text
 from harness.stack import default_stack
@@ -187,6 +187,6 @@ def test_the_anthropic_adapter_sends_the_mark():
 
 
 def test_the_openai_adapter_ignores_the_mark():
-    wire = openai_compat._map_request(MARKED)
+    wire = openai_chat.map_request(MARKED)
     assert "cache_control" not in json.dumps(wire)
     assert wire["messages"][0] == {"role": "system", "content": "stable\n\ntodo"}
