@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from pydantic import AliasChoices, ValidationError
 
-from hango_project.config import BASE_DIR, HangoSettings, hango
+from hango_project.config import HangoSettings, hango
+from hango_project.variables import BASE_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
