@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from harness.approvals import Decision
+from harness.approval_values import Decision
 from harness.documents import (
     Document,
     Items,

@@ -3,9 +3,10 @@
 The lifecycle, and who does what:
 
 1. **Pause.** The loop runs a batch through the chain; a call that HumanInTheLoopMiddleware holds
-   answers :class:`AwaitingApproval` instead of a result. :func:`pause` keeps what already ran
-   and what waits as a :class:`PendingBatch` on ``State.pending_batch`` (persisted with the run).
-   No result message is written, so the assistant message holding the calls stays last.
+   answers :class:`~harness.approval_values.AwaitingApproval` instead of a result. :func:`pause`
+   keeps what already ran and what waits as a :class:`~harness.approval_values.PendingBatch` on
+   ``State.pending_batch`` (persisted with the run). No result message is written, so the
+   assistant message holding the calls stays last.
 2. **Decide.** ``POST /v1/runs/{id}/approve`` turns the human's answers into exactly one allowed
    decision per waiting call with :func:`decide` (or :class:`InvalidDecisions`, a 422). An edit
    also rewrites the stored assistant message's call to the edited arguments
@@ -22,20 +23,27 @@ The lifecycle, and who does what:
    run (a cancel, or a claim that finds one). A cancel in the middle of a batch that has not
    paused yet answers the calls it did not run with :data:`CANCELLED_BEFORE_RUN`.
 
-Everything here is a pure function of frozen values; nothing reads the database or the clock.
+Everything here is a pure function of frozen values (:mod:`harness.approval_values`); nothing
+reads the database or the clock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, assert_never, get_args
+from dataclasses import dataclass, replace
+from typing import Any, Literal, assert_never
 
+from harness.approval_values import (
+    Answer,
+    ApprovalDecision,
+    PendingBatch,
+    PendingCall,
+    Result,
+    RunCall,
+)
 from harness.errors import HarnessError, InvalidContent
 from harness.messages import Message, ToolResultBlock, ToolUseBlock
 
-Decision = Literal["approve", "edit", "reject", "respond"]
-DECISIONS: tuple[Decision, ...] = get_args(Decision)
 EVENT_REQUESTED = "approval.requested"
 EVENT_DECIDED = "approval.decided"
 
@@ -43,45 +51,6 @@ REJECTED = "The user rejected this tool call."
 NO_EDIT = "The user chose to edit this call but gave no arguments."
 CANCELLED_BEFORE_RUN = "The run was cancelled before this tool call ran."
 CANCELLED_BEFORE_DECISION = "The run was cancelled before this tool call was approved."
-
-Result = tuple[str, bool]  # a finished call's (content, is_error)
-
-
-@dataclass(frozen=True, kw_only=True)
-class AwaitingApproval:
-    """A tool call's outcome when a human must decide first: there is no result yet."""
-
-    allowed_decisions: tuple[Decision, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class PendingCall:
-    """A tool call waiting for a human decision (the API's ``pending_approvals`` item)."""
-
-    tool_use_id: str
-    name: str
-    input: dict[str, Any]
-    allowed_decisions: tuple[Decision, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApprovalDecision:
-    type: Decision
-    input: dict[str, Any] | None = None  # edit: the new arguments
-    message: str | None = None  # reject: why; respond: the text that becomes the result
-
-
-@dataclass(frozen=True, kw_only=True)
-class PendingBatch:
-    """A paused tool batch: what already ran, what waits, the decisions recorded so far."""
-
-    done: Mapping[str, Result] = field(default_factory=dict)
-    pending: tuple[PendingCall, ...] = ()
-    decisions: Mapping[str, ApprovalDecision] = field(default_factory=dict)
-
-    @property
-    def decided(self) -> bool:
-        return all(p.tool_use_id in self.decisions for p in self.pending)
 
 
 class InvalidDecisions(HarnessError):
@@ -181,21 +150,6 @@ def waiting_calls(batch: PendingBatch, calls: Sequence[ToolUseBlock]) -> list[To
     if {c.id for c in calls} != waiting | set(batch.done):
         return None
     return [c for c in calls if c.id in waiting]
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunCall:
-    """The decision runs the call: with the model's arguments, or the human's (``input``)."""
-
-    input: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Answer:
-    """The decision answers the call without running it."""
-
-    content: str
-    is_error: bool
 
 
 def resolve(decision: ApprovalDecision) -> RunCall | Answer:

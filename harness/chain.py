@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from harness import context, telemetry
 from harness.agent import AgentSpec
-from harness.approvals import AwaitingApproval
+from harness.approval_values import AwaitingApproval
 from harness.context import AGENT_PART, SourcedBlock
 from harness.errors import ConfigurationError
 from harness.messages import Request, Response, TextBlock, ToolUseBlock

@@ -27,7 +27,7 @@ from opentelemetry.trace import SpanKind
 
 from harness import approvals, telemetry
 from harness.agent import AgentSpec
-from harness.approvals import Result
+from harness.approval_values import Result
 from harness.chain import Chain, ModelHandler, ModelRequest
 from harness.deltas import DeltaSink, collect
 from harness.errors import HarnessError

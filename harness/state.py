@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
 from harness import telemetry
-from harness.approvals import PendingBatch, batch_from_json, batch_to_json
+from harness.approval_values import PendingBatch
+from harness.approvals import batch_from_json, batch_to_json
 from harness.errors import InvalidContent
 from harness.messages import Message, ModelUsage
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from harness import approvals, telemetry
-from harness.approvals import AwaitingApproval, PendingCall, Result
+from harness.approval_values import AwaitingApproval, PendingCall, Result
 from harness.chain import Chain, ToolCallRequest, ToolOutcome
 from harness.messages import ToolUseBlock
 from harness.state import State

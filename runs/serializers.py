@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from accounts.usage_apis import UsageOutput
 from hango_api import fields as strict
-from harness.approvals import DECISIONS
+from harness.approval_values import DECISIONS
 from runs.models import Message, Run, RunEvent, Session
 from runs.queue import Multitask
 

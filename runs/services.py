@@ -14,6 +14,7 @@ from accounts.models import AuditAction, Member
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
 from harness import approvals
+from harness.approval_values import PendingBatch
 from harness.errors import InvalidContent, retryable_codes
 from harness.messages import Message as HMessage
 from harness.messages import TextBlock, ToolResultBlock
@@ -265,7 +266,7 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
     return run
 
 
-def _rewrite_edited_calls(run: Run, batch: approvals.PendingBatch) -> None:
+def _rewrite_edited_calls(run: Run, batch: PendingBatch) -> None:
     """The one rewrite of a stored message: the paused batch's assistant message takes each
     edited call's new arguments, so the history (and the context inspector) show what runs; the
     model's arguments stay in the ``approval.decided`` event.

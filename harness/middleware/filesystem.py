@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from harness import telemetry
-from harness.approvals import AwaitingApproval
+from harness.approval_values import AwaitingApproval
 from harness.chain import ToolCallRequest, ToolHandler, ToolOutcome
 from harness.context import SourcedBlock
 from harness.deps import LARGE_TOOL_RESULT_CHARS, StackConfig

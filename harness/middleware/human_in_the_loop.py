@@ -1,12 +1,12 @@
 """HumanInTheLoopMiddleware: calls to the tools named in ``interrupt_on`` wait for a human.
 
 A call to such a tool with no decision yet is answered with
-:class:`~harness.approvals.AwaitingApproval` instead of running; the loop then pauses the batch
-and the run waits, holding no worker and no broker message, until ``POST /v1/runs/{id}/approve``
-records one decision per waiting call. On the resumed turn the loop sends the waiting calls
-through the chain again, and this middleware applies the decision it finds for the call
-(:func:`harness.approvals.resolve`: approve and edit run the call, reject and respond answer it
-without running the tool). The whole lifecycle lives in :mod:`harness.approvals`.
+:class:`~harness.approval_values.AwaitingApproval` instead of running; the loop then pauses the
+batch and the run waits, holding no worker and no broker message, until
+``POST /v1/runs/{id}/approve`` records one decision per waiting call. On the resumed turn the loop
+sends the waiting calls through the chain again, and this middleware applies the decision it finds
+for the call (:func:`harness.approvals.resolve`: approve and edit run the call, reject and respond
+answer it without running the tool). The whole lifecycle lives in :mod:`harness.approvals`.
 
 A recorded decision is applied even if ``interrupt_on`` changed since the pause: a rejected call
 must never run because the agent was edited in between.
@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import assert_never, cast
 
 from harness import approvals, telemetry
-from harness.approvals import DECISIONS, Answer, AwaitingApproval, Decision, RunCall
+from harness.approval_values import DECISIONS, Answer, AwaitingApproval, Decision, RunCall
 from harness.chain import ToolCallRequest, ToolHandler, ToolOutcome
 from harness.deps import StackConfig
 from harness.tools.base import ToolResult

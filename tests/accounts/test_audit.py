@@ -23,7 +23,8 @@ from accounts.models import ApiKey, AuditAction, AuditEntry
 from accounts.services import api_key_issue, api_key_revoke
 from agents import services as agent_services
 from agents.models import Agent, MemoryFile
-from harness.approvals import PendingBatch, PendingCall, batch_to_json
+from harness.approval_values import PendingBatch, PendingCall
+from harness.approvals import batch_to_json
 from runs import services as run_services
 from runs.models import Run, Session, SessionFile
 from tests.support.api import AGENT_BODY, HITL, WRITE_METHODS, post_message

@@ -6,17 +6,13 @@ from __future__ import annotations
 import pytest
 
 from harness import approvals
+from harness.approval_values import Answer, ApprovalDecision, PendingBatch, PendingCall, RunCall
 from harness.approvals import (
     CANCELLED_BEFORE_DECISION,
     CANCELLED_BEFORE_RUN,
     NO_EDIT,
     REJECTED,
-    Answer,
-    ApprovalDecision,
     InvalidDecisions,
-    PendingBatch,
-    PendingCall,
-    RunCall,
 )
 from harness.errors import InvalidContent
 from harness.messages import Message, TextBlock, ToolUseBlock

@@ -245,7 +245,7 @@ def test_a_failed_run_still_records_its_stack_and_stop(spans):
 
 
 def test_a_call_awaiting_approval_pauses_the_batch_and_resumes_in_call_order():
-    from harness.approvals import ApprovalDecision, AwaitingApproval
+    from harness.approval_values import ApprovalDecision, AwaitingApproval
     from harness.chain import Chain
     from harness.loop import Interrupted, Loop, NeverCancel, RunAgain
     from harness.messages import Message
@@ -303,7 +303,7 @@ def test_a_call_awaiting_approval_pauses_the_batch_and_resumes_in_call_order():
 
 def test_a_cancel_mid_batch_answers_a_held_call_as_not_run():
     """The batch never paused: the held call did not run, and nothing waits for a human."""
-    from harness.approvals import AwaitingApproval
+    from harness.approval_values import AwaitingApproval
 
     class Hold:
         name = "hold"

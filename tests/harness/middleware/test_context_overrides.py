@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from harness import context, telemetry
-from harness.approvals import PendingBatch
+from harness.approval_values import PendingBatch
 from harness.context import Override, OverrideSet
 from harness.deps import RunDeps, StackConfig
 from harness.history import is_summary, validate

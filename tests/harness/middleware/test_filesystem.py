@@ -8,7 +8,7 @@ import re
 import pytest
 
 from harness import telemetry
-from harness.approvals import AwaitingApproval
+from harness.approval_values import AwaitingApproval
 from harness.chain import ToolCallRequest
 from harness.deps import RunDeps, StackConfig
 from harness.loop import FinalOutput

@@ -9,13 +9,8 @@ from dataclasses import replace
 import pytest
 
 from harness import approvals, telemetry
-from harness.approvals import (
-    CANCELLED_BEFORE_DECISION,
-    REJECTED,
-    ApprovalDecision,
-    PendingBatch,
-    PendingCall,
-)
+from harness.approval_values import ApprovalDecision, PendingBatch, PendingCall
+from harness.approvals import CANCELLED_BEFORE_DECISION, REJECTED
 from harness.chain import ToolCallRequest
 from harness.deps import StackConfig
 from harness.loop import Interrupted, Loop, RunAgain
