@@ -28,7 +28,7 @@ from harness.inspect import Snapshot
 from harness.middleware.summarization import SummarizationReport
 from harness.serde import message_to_json
 from harness.snapshot_parts import Part
-from inspector import selectors, services
+from inspector import selectors, services, tries
 from inspector.serializers import (
     MAX_OVERRIDES,
     BothOverridesInput,
@@ -275,10 +275,10 @@ class ContextTryApi(APIView):
         member = caller(request)
         session = session_get(member=member, session_id=session_id)
         data = validated(TryInput, request)
-        extra = services.try_overrides(exclude=data.get("exclude", []),
+        extra = tries.try_overrides(exclude=data.get("exclude", []),
                                        replace=data.get("replace", {}))
         try:
-            tried = services.context_try(session=session, extra=extra,
+            tried = tries.context_try(session=session, extra=extra,
                                          message=data.get("message"), actor=member)
         except ProviderError as exc:
             raise ProviderFailed(f"The model provider could not answer: {exc}",

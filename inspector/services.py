@@ -19,30 +19,21 @@ the inspector reports it stale.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.db import transaction
-from opentelemetry.trace import SpanKind
 
 from accounts.audit import audit_record
-from accounts.models import AuditAction, Member, UsagePurpose, UsageRecord
-from accounts.usage import quota_release
+from accounts.models import AuditAction, Member
 from agents.models import Agent
 from context.models import ContextOverride
-from hango_project.config import hango
-from hango_project.errors import QuotaExceeded, Unprocessable
-from harness import context, history, telemetry
+from hango_project.errors import Unprocessable
+from harness import context, history
 from harness.context import Override, OverrideSet, part_kind
-from harness.errors import ProviderError, QuotaReached
-from harness.inspect import assemble, left_out
 from harness.messages import Message as HMessage
-from harness.messages import Response
-from harness.middleware import summarization
-from inspector.selectors import overrides_list, with_agent_and_tenant
-from runs.admission import quota_admit
-from runs.execution import DbBudget, build_loop, new_state, provider_settings, session_history
+from inspector.selectors import overrides_list
+from runs.execution import session_history
 from runs.models import Session
 
 AGENT_KINDS = ("system", "tool")
@@ -224,109 +215,3 @@ def overrides_preview(*, session: Session, overrides: list[Override]) -> list[Ov
     session_set, _ = _with_pairs(session_set, messages)
     _check_history(session_set, messages)
     return agent_set + session_set
-
-
-# -- try ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True, kw_only=True)
-class Tried:
-    response: Response
-    excluded: list[str]
-
-
-def try_overrides(*, exclude: Sequence[str], replace: dict[str, str]) -> list[Override]:
-    """A try's own overrides, on top of the stored ones: any part may be excluded; a system or
-    message part (or the summary) may be replaced, a tool part not."""
-    problems = [f"{p!r} names no part." for p in [*exclude, *replace] if part_kind(p) is None]
-    problems += [f"{p!r}: a tool can only be excluded." for p in replace
-                 if part_kind(p) == "tool"]
-    problems += [f"{p!r} is both excluded and replaced." for p in replace if p in exclude]
-    if problems:
-        raise Unprocessable("These overrides cannot be tried.", detail={"overrides": problems})
-    return ([Override(part=p, action="exclude") for p in dict.fromkeys(exclude)]
-            + [Override(part=p, action="replace", replacement=t) for p, t in replace.items()])
-
-
-def _release(budget: DbBudget | None) -> None:
-    if budget is not None:
-        quota_release(holds=budget.held)
-
-
-def _check_no_summary_pending(report: summarization.SummarizationReport | None) -> None:
-    """A try sends what a run would: a request a run compacts with the stored summary goes out
-    compacted; one whose summary a run would make first cannot be tried (a try makes none)."""
-    if report is not None and report.summary_pending:
-        raise Unprocessable(
-            f"The request is over the agent's summarization budget ({report.tokens:,} of "
-            f"{report.budget:,} tokens): a run would summarize its older messages first, and a "
-            "try makes no summary. Exclude parts to bring it under the budget.",
-            detail={"tokens": report.tokens, "budget": report.budget})
-
-
-def context_try(*, session: Session, extra: Sequence[Override], message: str | None,
-                actor: Member | None) -> Tried:
-    """One real model call with the session's next request — its stored overrides and ``extra``
-    on top, ``message`` as one more user message — answered to the caller only: nothing is
-    added to the session, no run is made, a tool call in the answer is returned, never run.
-    The call is a ``context_try`` usage row of the tenant (402 when its quota is spent, or
-    cannot cover the call's worst case, held as a run's calls are) and a ``context.try`` audit
-    row (part ids and the model, never text)."""
-    session = with_agent_and_tenant(session)
-    history = session_history(session.pk, reuse_decoded=True)
-    if message is not None:
-        history.append(HMessage.user(message))
-    if not history or history[-1].role == "assistant":
-        # Sent as it is, such a request would have the model continue its own last answer.
-        raise Unprocessable("The session's history ends with the agent's answer: give a "
-                            "message to try it with.", detail={"message": ["required here"]})
-    with transaction.atomic():
-        quota_admit(session.tenant_id)
-    # One attempt within the try's timeout: a person is waiting for the answer.
-    settings = replace(provider_settings(timeout_seconds=hango().context_try_timeout),
-                       max_retries=0)
-    budget = DbBudget(session.tenant_id) if session.tenant.token_quota is not None else None
-    loop = build_loop(session.agent, session, capture_only=True, settings=settings,
-                      budget=budget)
-    state = new_state(session, history)
-    attrs = {telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_CHAT,
-             telemetry.ATTR_GEN_AI_PROVIDER: loop.provider.name,
-             telemetry.ATTR_GEN_AI_REQUEST_MODEL: loop.model, telemetry.ATTR_CONTEXT_TRY: True}
-    with telemetry.span(telemetry.SPAN_CONTEXT_TRY, kind=SpanKind.SERVER), \
-            telemetry.span(telemetry.SPAN_CHAT, attrs, kind=SpanKind.CLIENT) as chat:
-        # Assembled inside the chat span, as a run's request is: the overrides' attributes and
-        # events land on it.
-        before, after, overrides, *_ = assemble(loop, state, extra)
-        _check_no_summary_pending(summarization.report(state))
-        try:
-            response = loop.provider.complete(after.to_provider_request())
-        except QuotaReached as exc:  # its worst case does not fit: it was not sent
-            raise QuotaExceeded(str(exc)) from None
-        except ProviderError:
-            telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "failed"})
-            _release(budget)
-            raise
-        usage = response.usage
-        chat.set_attributes({
-            telemetry.ATTR_GEN_AI_RESPONSE_FINISH: [response.stop_reason],
-            telemetry.ATTR_GEN_AI_INPUT_TOKENS: usage.input_tokens,
-            telemetry.ATTR_GEN_AI_OUTPUT_TOKENS: usage.output_tokens,
-            telemetry.ATTR_CACHE_READ_TOKENS: usage.cache_read_tokens,
-            telemetry.ATTR_CACHE_WRITE_TOKENS: usage.cache_write_tokens})
-        if total := usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens:
-            telemetry.cache_read_ratio.record(usage.cache_read_tokens / total)
-    telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "ok"})
-    excluded = left_out(before, after)
-    with transaction.atomic():
-        _release(budget)  # the call's worst case becomes what it spent
-        UsageRecord.objects.create(
-            tenant_id=session.tenant_id, session=session, run=None, agent_id=session.agent_id,
-            purpose=UsagePurpose.CONTEXT_TRY, provider=loop.provider.name, model=loop.model,
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens, dedupe_key=f"try:{uuid.uuid4()}")
-        audit_record(actor=actor, tenant=session.tenant_id, action=AuditAction.CONTEXT_TRY,
-                     obj_type="session", obj_id=session.pk,
-                     detail={"excluded": excluded, "replaced": [
-                         o.part for o in overrides.overrides if o.action == "replace"],
-                         "model": session.agent.model, "with_message": message is not None})
-    return Tried(response=response, excluded=excluded)
