@@ -139,56 +139,73 @@ def message_parts(working: Sequence[Message], after: Sequence[Message], override
     ``batch_seq``, if any, is the results of a paused ``batch``, not stored yet. When the call
     would be compacted (``compaction``), the summary comes first, and the messages it stands
     for are not sent."""
-    sent = {m.seq: m for m in after if m.seq is not None}
-    repairs = {id(m) for m in after if m.seq is None}
-    partners = context.pairs(working)
-    summarized = range(0)
     parts: list[Part] = []
+    summarized = range(0)
     if compaction is not None and compaction.summarized:
         summary = next((m for m in after if is_summary(m)), None)
         parts.append(_summary_part(summary, compaction, overrides, tokenizer))
         if compaction.summary_from_seq is not None and compaction.summary_through_seq:
             summarized = range(compaction.summary_from_seq, compaction.summary_through_seq + 1)
-    previews = _previews.setdefault(as_sent, IdentityCache())
-
-    def preview_of(message: Message) -> str:
-        return preview(message_text(as_sent(message)))
-
+    sending = _Sending(
+        sent={m.seq: m for m in after if m.seq is not None},
+        repairs={id(m) for m in after if m.seq is None}, overrides=overrides,
+        partners=context.pairs(working), summarized=summarized, tokenizer=tokenizer,
+        as_sent=as_sent, previews=_previews.setdefault(as_sent, IdentityCache()),
+        batch=batch, batch_seq=batch_seq)
     repair_no, last = 0, len(working) - 1
     for index, message in enumerate(working):
-        if message.seq is None:  # made up for this request: the repair of an interrupted call
+        if message.seq is None:
             repair_no += 1
-            shown, part_id = message, f"{context.REPAIR_PREFIX}{repair_no}"
-            included = id(message) in repairs
-            override = None
-            label = "added for this request (an interrupted call's result)" + (
-                "; a message posted next is sent with it, in the same user message"
-                if index == last else "")
-        else:
-            part_id = message_part(message.seq)
-            included = message.seq in sent
-            shown = sent.get(message.seq, message)
-            override = overrides.get(part_id)
-            label = f"#{message.seq} {message.role}"
-            if message.seq == batch_seq:
-                label += f": {_batch_label(batch)}"
-        # Summarized: the summary stands for it — a replaced one's replacement summarized.
-        stood_for = (not included and message.seq in summarized
-                     and (override is None or override.action == "replace"))
-        if stood_for:
-            label += " (summarized)"
-        parts.append(Part(
-            id=part_id, kind="message", label=label,
-            preview=preview(_batch_text(shown, batch)) if message.seq == batch_seq
-            else previews.get(shown, preview_of),
-            tokens=tokenizer.message(shown),
-            included=included, override=override.action if override else None,
-            summarized=stood_for,
-            paired_with=tuple(partners.get(part_id, ())), counted=tokenizer.source,
-            sent=partial(_sent_json, as_sent, shown),
-            unreplaced=partial(_sent_json, as_sent, message)
-            if override and override.action == "replace" else None))
+        parts.append(_message_part(message, sending, repair_no=repair_no, last=index == last))
     return tuple(parts)
+
+
+class _Sending(NamedTuple):
+    """What a message part is built against: how the call sends the history."""
+
+    sent: dict[int, Message]  # the stored messages sent, by seq, as sent
+    repairs: set[int]  # the ids of the made-up messages sent
+    overrides: OverrideSet
+    partners: dict[str, list[str]]
+    summarized: range  # the seqs the compacted call's summary stands for
+    tokenizer: Tokenizer
+    as_sent: Callable[[Message], Message]
+    previews: IdentityCache[str]
+    batch: Sequence[ForeseenCall]
+    batch_seq: int | None
+
+
+def _message_part(message: Message, sending: _Sending, *, repair_no: int, last: bool) -> Part:
+    override: Override | None = None
+    if message.seq is None:  # made up for this request: the repair of an interrupted call
+        shown, part_id = message, f"{context.REPAIR_PREFIX}{repair_no}"
+        included = id(message) in sending.repairs
+        label = "added for this request (an interrupted call's result)" + (
+            "; a message posted next is sent with it, in the same user message" if last else "")
+    else:
+        part_id = message_part(message.seq)
+        included = message.seq in sending.sent
+        shown = sending.sent.get(message.seq, message)
+        override = sending.overrides.get(part_id)
+        label = f"#{message.seq} {message.role}"
+        if message.seq == sending.batch_seq:
+            label += f": {_batch_label(sending.batch)}"
+    # Summarized: the summary stands for it — a replaced one's replacement summarized.
+    stood_for = (not included and message.seq in sending.summarized
+                 and (override is None or override.action == "replace"))
+    if stood_for:
+        label += " (summarized)"
+    as_sent = sending.as_sent
+    return Part(
+        id=part_id, kind="message", label=label,
+        preview=preview(_batch_text(shown, sending.batch)) if message.seq == sending.batch_seq
+        else sending.previews.get(shown, lambda m: preview(message_text(as_sent(m)))),
+        tokens=sending.tokenizer.message(shown),
+        included=included, override=override.action if override else None,
+        summarized=stood_for, paired_with=tuple(sending.partners.get(part_id, ())),
+        counted=sending.tokenizer.source, sent=partial(_sent_json, as_sent, shown),
+        unreplaced=partial(_sent_json, as_sent, message)
+        if override and override.action == "replace" else None)
 
 
 # Each message's preview as each wire form shows it, kept as long as the message object lives:
