@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from harness import approvals, telemetry
+from harness import approvals, fingerprint, telemetry
 from harness.agent import AgentSpec
 from harness.approval_values import Result
 from harness.chain import Chain, ModelHandler, ModelRequest
@@ -35,6 +35,7 @@ from harness.messages import Message, ModelUsage, Request, Response, StopReason,
 from harness.providers.base import Provider, StreamEvent, Streaming
 from harness.serde import message_to_json
 from harness.state import State
+from harness.tokens.base import Tokenizer
 from harness.tool_calls import run_tools
 from harness.tools.base import Tool
 
@@ -103,7 +104,7 @@ class Loop:
 
     def __init__(self, *, agent: AgentSpec, chain: Chain, provider: Provider, model: str,
                  tools: Sequence[Tool], purpose: str = "run",
-                 deltas: DeltaSink | None = None) -> None:
+                 deltas: DeltaSink | None = None, prints: Tokenizer | None = None) -> None:
         self.agent = agent
         self.chain = chain
         self.provider = provider
@@ -111,6 +112,9 @@ class Loop:
         self.base_tools = tuple(tools)
         self.purpose = purpose
         self.deltas = deltas
+        # Counts the parts of each call it sends, fingerprinted on its usage (harness.fingerprint):
+        # a run's own calls, which the inspector compares with later ones. None: not printed.
+        self.prints = prints
         # Decided once per run, not per call: the provider's stream when someone takes deltas.
         self._stream: Callable[[Request], Iterator[StreamEvent]] | None = (
             provider.stream if deltas is not None and isinstance(provider, Streaming) else None)
@@ -257,8 +261,9 @@ class Loop:
                     True, telemetry.ATTR_GEN_AI_INPUT_MESSAGES,
                     [message_to_json(m) for m in request.messages]))
             response = self._complete(request, turn=req.state.turn + 1)
+            printed = None if self.prints is None else fingerprint.of_request(req, self.prints)
             req.state.record_usage(ModelUsage(purpose=self.purpose, provider=self.provider.name,
-                                              model=self.model, usage=response.usage))
+                                              model=self.model, usage=response.usage, sent=printed))
             return response
 
         return call

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Role = Literal["user", "assistant"]
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
@@ -126,6 +126,29 @@ class Usage:
                 + self.cache_write_tokens)
 
 
+class PartPrint(NamedTuple):
+    """One part a model call sent, fingerprinted: its part id, a 32-bit hash of its content as
+    sent, and its tokens as the run's tokenizer counts them (:mod:`harness.fingerprint`)."""
+
+    part: str
+    digest: int
+    tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestPrint:
+    """A sent request's fingerprint: its parts in the order the provider reads them (tools,
+    system blocks, messages), and how many of them lead it in the prompt cache's prefix."""
+
+    parts: tuple[PartPrint, ...] = ()
+    cached: int = 0  # the leading parts up to the cache mark (0: nothing marked)
+
+    @property
+    def cached_tokens(self) -> int:
+        """The tokens of the cached prefix's parts: what the call could read from the cache."""
+        return sum(p.tokens for p in self.parts[:self.cached])
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelUsage:
     """One model call's usage, with why it was made (``run``, ``summarize``, ``subagent``…)."""
@@ -134,6 +157,7 @@ class ModelUsage:
     provider: str
     model: str
     usage: Usage
+    sent: RequestPrint | None = None  # a run's own call: the fingerprint of what it sent
 
 
 @dataclass(frozen=True, kw_only=True)

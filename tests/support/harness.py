@@ -19,6 +19,7 @@ from harness.messages import Message, Request, ToolUseBlock
 from harness.providers.base import Provider
 from harness.stack import default_stack
 from harness.state import State
+from harness.tokens.base import Tokenizer
 from harness.tools import Tool, ToolContext, builtin_registry
 
 TEXT_SCHEMA = {
@@ -106,7 +107,8 @@ class CancelAfter:
 
 def make_loop(provider: Provider, *, agent: AgentSpec | None = None,
               middlewares: Sequence[Middleware] | None = None,
-              tools: Sequence[Tool] | None = None, deltas: DeltaSink | None = None) -> Loop:
+              tools: Sequence[Tool] | None = None, deltas: DeltaSink | None = None,
+              prints: Tokenizer | None = None) -> Loop:
     """A loop over ``default_stack`` (or ``middlewares``) and the agent's built-in tools;
     ``deltas`` takes the text deltas of a provider that streams."""
     agent = agent or make_agent()
@@ -115,7 +117,7 @@ def make_loop(provider: Provider, *, agent: AgentSpec | None = None,
     if tools is None:
         tools = builtin_registry().view(agent.allowed_tools)
     return Loop(agent=agent, chain=Chain.build(middlewares), provider=provider,
-                model="script", tools=tools, deltas=deltas)
+                model="script", tools=tools, deltas=deltas, prints=prints)
 
 
 def run(loop: Loop, state: State | None = None, *, control: Any = None,
