@@ -157,6 +157,10 @@ class UsageRecord(TokenCounts):
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
     dedupe_key = models.CharField(max_length=120)
+    # A run's own call: the fingerprint of the request it sent (harness.fingerprint: each part's
+    # hash and tokens, and the cached prefix), whole or as the edit of the run's call before it.
+    # A few dozen bytes a turn; null for other calls and for calls made before it was kept.
+    request_print = models.BinaryField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -17,6 +17,7 @@ turn boundary without another round trip.
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -135,6 +136,8 @@ class TurnWrite:
     tenant_id: uuid.UUID | None = None
     agent_id: uuid.UUID | None = None
     calls: list[ModelUsage] = field(default_factory=list)
+    # Each call's stored request print (harness.fingerprint.encode), or None: ``calls``' order.
+    prints: list[bytes | None] = field(default_factory=list)
     # The tenant's quota and the start of its current period: report the period's spend.
     quota: int | None = None
     period_start: datetime | None = None
@@ -147,12 +150,15 @@ class Committed:
 
 
 def _usage_rows(write: TurnWrite) -> list[dict[str, Any]]:
+    prints = write.prints or [None] * len(write.calls)
     return [{"key": f"{write.run_id}:{write.turn}:{index}", "purpose": call.purpose,
              "provider": call.provider, "model": call.model,
              "input_tokens": call.usage.input_tokens, "output_tokens": call.usage.output_tokens,
              "cache_read_tokens": call.usage.cache_read_tokens,
-             "cache_write_tokens": call.usage.cache_write_tokens}
-            for index, call in enumerate(write.calls)] if write.tenant_id is not None else []
+             "cache_write_tokens": call.usage.cache_write_tokens,
+             "print": None if printed is None else base64.b64encode(printed).decode()}
+            for index, (call, printed) in enumerate(zip(write.calls, prints, strict=True))
+            ] if write.tenant_id is not None else []
 
 
 def commit_turn(write: TurnWrite) -> Committed | None:
@@ -202,13 +208,13 @@ WITH advanced AS (
 ), new_usage AS (
     INSERT INTO {UsageRecord._meta.db_table} (tenant_id, session_id, run_id, agent_id, purpose,
         provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-        dedupe_key, created_at)
+        dedupe_key, request_print, created_at)
     SELECT %(tenant)s, advanced.session_id, advanced.id, %(agent)s, u.purpose, u.provider,
         u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
-        u.key, %(now)s
+        u.key, decode(u.print, 'base64'), %(now)s
     FROM advanced, jsonb_to_recordset(%(usage)s) AS u(key text, purpose text, provider text,
         model text, input_tokens bigint, output_tokens bigint, cache_read_tokens bigint,
-        cache_write_tokens bigint){{release}}
+        cache_write_tokens bigint, print text){{release}}
 )
 SELECT cancel_requested, event_seq,
     CASE WHEN %(quota)s::bigint IS NULL THEN NULL ELSE (
@@ -320,7 +326,9 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
                             input_tokens=row["input_tokens"],
                             output_tokens=row["output_tokens"],
                             cache_read_tokens=row["cache_read_tokens"],
-                            cache_write_tokens=row["cache_write_tokens"], dedupe_key=row["key"])
+                            cache_write_tokens=row["cache_write_tokens"], dedupe_key=row["key"],
+                            request_print=None if row["print"] is None
+                            else base64.b64decode(row["print"]))
                 for row in _usage_rows(write)])
         used = None
         if write.quota is not None and write.tenant_id is not None:

@@ -177,7 +177,8 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         agent=spec, repeat_call_threshold=knobs.repeat_call_threshold, deps=deps,
         capture_only=capture_only))
     return Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
-                tools=tool_registry().view(spec.allowed_tools), deltas=deltas)
+                tools=tool_registry().view(spec.allowed_tools), deltas=deltas,
+                prints=tokenizer)
 
 
 def session_history(session_id: uuid.UUID, *, reuse_decoded: bool = False,

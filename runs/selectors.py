@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import NamedTuple
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from accounts.models import Member
+from accounts.models import Member, UsagePurpose, UsageRecord
 from accounts.scoping import get_visible, visible_to
 from hango_project.errors import NotFound
+from harness import fingerprint
+from harness.errors import InvalidContent
+from harness.messages import RequestPrint, Usage
 from runs.events import EVENT_MESSAGE
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunEvent, Session, SessionFile
 from runs.prepared import Prepared
@@ -55,7 +59,7 @@ def run_events_after(*, run_id: uuid.UUID, after: int, limit: int) -> list[RunEv
     """The run's events after ``after`` in seq order, each ``message.created`` with its
     message's ``content`` added (:func:`with_message_content`); the caller may see the run."""
     events = RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:limit]
-    return with_message_content(list(events))
+    return with_call_cache(with_message_content(list(events)))
 
 
 class StreamRead(NamedTuple):
@@ -109,7 +113,7 @@ def stream_read(*, run_id: uuid.UUID, after: int, limit: int) -> StreamRead:
                     "content": None if content is None else json.loads(content)}
         events.append(RunEvent(run_id=run_id, seq=seq, type=type_, data=data,
                                created_at=created_at))
-    return StreamRead(events, rows[0][0], rows[0][1])
+    return StreamRead(with_call_cache(events), rows[0][0], rows[0][1])
 
 
 def with_message_content(events: list[RunEvent]) -> list[RunEvent]:
@@ -144,3 +148,86 @@ def file_get(*, session: Session, path: str) -> SessionFile:
     if found is None:
         raise NotFound("File not found.")
     return found
+
+
+class SentCall(NamedTuple):
+    """One of a run's own model calls: its turn, the usage the provider reported, and the print
+    of the request it sent (None when it was sent before prints were kept)."""
+
+    turn: int
+    position: int  # among the turn's calls (summaries, subagents included)
+    usage: Usage
+    sent: RequestPrint | None
+
+    @property
+    def cache_read_ratio(self) -> float | None:
+        """The share of the call's input the provider read from its cache: cache read tokens
+        over all input tokens (uncached, read and written), as it reported them."""
+        u = self.usage
+        total = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+        return None if not total else u.cache_read_tokens / total
+
+    def cache_json(self) -> dict[str, Any]:
+        """The call's cache figures as the API and the admin show them: what the provider read
+        next to what the inspector predicted (the cached prefix's tokens when it was sent)."""
+        ratio = self.cache_read_ratio
+        return {"turn": self.turn, "input_tokens": self.usage.input_tokens,
+                "cache_read_tokens": self.usage.cache_read_tokens,
+                "cache_write_tokens": self.usage.cache_write_tokens,
+                "cache_read_ratio": None if ratio is None else round(ratio, 4),
+                "predicted_cached_tokens": None if self.sent is None
+                else self.sent.cached_tokens}
+
+
+def run_calls(run_id: uuid.UUID, *, tenant_id: uuid.UUID | Subquery | None = None,
+              since: datetime | Subquery | None = None) -> list[SentCall]:
+    """The run's own model calls in order, each with its print read back (each stored as the
+    edit of the one before, from a whole one at the start of each claim). The run's tenant and
+    its creation (read in the same query when not given) bound the read to the tenant's rows
+    from then: the ledger's only index."""
+    run = Run.objects.filter(pk=run_id)
+    tenant_id = tenant_id or Subquery(run.values("session__tenant_id"))
+    since = since or Subquery(run.values("created_at"))
+    rows = sorted((_turn_and_index(key), usage, data) for key, *usage, data in
+                  UsageRecord.objects.filter(
+                      tenant_id=tenant_id, created_at__gte=since, run_id=run_id,
+                      purpose=UsagePurpose.RUN).values_list(
+                      "dedupe_key", "input_tokens", "output_tokens", "cache_read_tokens",
+                      "cache_write_tokens", "request_print"))
+    calls, previous = [], None
+    for (turn, index), (inp, out, read, write), data in rows:
+        sent = _read_print(None if data is None else bytes(data), previous)
+        previous = sent
+        calls.append(SentCall(turn=turn, position=index, sent=sent, usage=Usage(
+            input_tokens=inp, output_tokens=out, cache_read_tokens=read,
+            cache_write_tokens=write)))
+    return calls
+
+
+def _turn_and_index(key: str) -> tuple[int, int]:
+    _, turn, index = key.rsplit(":", 2)
+    return int(turn), int(index)
+
+
+def _read_print(data: bytes | None, previous: RequestPrint | None) -> RequestPrint | None:
+    if data is None or not fingerprint.is_whole(data) and previous is None:
+        return None
+    try:
+        return fingerprint.decode(data, None if fingerprint.is_whole(data) else previous)
+    except InvalidContent:
+        return None
+
+
+def with_call_cache(events: list[RunEvent]) -> list[RunEvent]:
+    """``events`` with each assistant ``message.created`` event of a turn given its model
+    call's cache figures in ``call`` (:meth:`SentCall.cache_json`), read now from the run's
+    usage rows: one query for the page, none when it has no such event."""
+    turns = {event.data["turn"] for event in events
+             if event.type == EVENT_MESSAGE and "turn" in event.data}
+    if not turns:
+        return events
+    by_turn = {c.turn: c for c in run_calls(events[0].run_id)}
+    for event in events:
+        if event.type == EVENT_MESSAGE and (call := by_turn.get(event.data.get("turn"))):
+            event.data = {**event.data, "call": call.cache_json()}
+    return events

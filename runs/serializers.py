@@ -175,7 +175,13 @@ class PostMessageOutput(serializers.Serializer):
 @extend_schema_field({
     "type": "object", "additionalProperties": True,
     "description": "By type: run.status `{status, turn, error?}`; message.created `{id, seq, "
-                   "role, content}` (`content` as the messages route answers it); tool.result "
+                   "role, content}` (`content` as the messages route answers it), and for the "
+                   "answer of a turn its `turn` and `call`: `{turn, input_tokens, "
+                   "cache_read_tokens, cache_write_tokens, cache_read_ratio, "
+                   "predicted_cached_tokens}`, the cache tokens the provider reported (the ratio "
+                   "of cache reads to all input tokens) next to the cached prefix the inspector "
+                   "predicted when the call was sent (null for calls sent before it was kept); "
+                   "tool.result "
                    "`{tool_use_id, name, is_error}`; todos.updated `{todos}`; approval.requested "
                    "`{pending}`."})
 class EventDataField(serializers.JSONField):

@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -32,10 +32,11 @@ from accounts.usage import period_bounds, quota_release
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
 from hango_project.ids import time_ordered_uuid
+from harness import fingerprint
 from harness.errors import HarnessError, Superseded
 from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.messages import Message as HMessage
-from harness.messages import Usage
+from harness.messages import ModelUsage, RequestPrint, Usage
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
 from harness.tokens.tokenizers import tokenizer_for
@@ -187,6 +188,9 @@ class DbCheckpointer:
         self.deadline = deadline
         self.committed_turn = run.turn
         self.tokenizer = tokenizer_for(run.agent.model)
+        # The print of the last call this claim committed: the next is stored as its edit (the
+        # first of a claim is stored whole, so a run's prints read back from any claim's start).
+        self.last_print: RequestPrint | None = None
         # The quota as of the claim (one slice): each commit reports the period's spend.
         tenant = run.session.tenant
         self.quota = tenant.token_quota
@@ -205,11 +209,23 @@ class DbCheckpointer:
         return NewMessage(time_ordered_uuid(), seq, message.role, content,
                           self.tokenizer.message(message), key)
 
+    def _prints(self, calls: Sequence[ModelUsage]) -> list[bytes | None]:
+        """Each call's stored print: the edit from the call before it, the first one whole."""
+        prints: list[bytes | None] = []
+        previous = self.last_print
+        for call in calls:
+            prints.append(None if call.sent is None else fingerprint.encode(call.sent, previous))
+            previous = call.sent or previous
+        return prints
+
     def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
         messages = [self._new_message(self.next_seq + i, m) for i, m in enumerate(result.messages)]
         # Message events say what was stored; the message's id and content are added when they
         # are read (runs.selectors.with_message_content): it is stored once, in messages.
-        notices = [(EVENT_MESSAGE, {"seq": m.seq, "role": m.role}) for m in messages]
+        # An assistant message names its turn: its event shows the turn's model call's cache
+        # figures (runs.selectors.with_call_cache).
+        notices = [(EVENT_MESSAGE, {"seq": m.seq, "role": m.role} if m.role != "assistant"
+                    else {"seq": m.seq, "role": m.role, "turn": state.turn}) for m in messages]
         terminal = _terminal_status(result.next)
         write = TurnWrite(
             run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,
@@ -220,11 +236,14 @@ class DbCheckpointer:
             usage=sum((record.usage for record in result.usage), Usage()),
             finish=terminal,
             tenant_id=self.run.session.tenant_id, agent_id=self.run.agent_id,
-            calls=list(result.usage), quota=self.quota, period_start=self.period_start,
+            calls=list(result.usage), prints=self._prints(result.usage),
+            quota=self.quota, period_start=self.period_start,
         )
         committed = commit_turn(write)
         if committed is None:  # another worker claimed the run: this turn did not land
             return Fenced()
+        self.last_print = next((c.sent for c in reversed(result.usage) if c.sent is not None),
+                               self.last_print)
         # The turn's messages are stored now: give them their seq (their part id from here on).
         stored = len(messages)
         if stored:

@@ -21,7 +21,8 @@ from accounts.models import QuotaHold, Tenant, UsageRecord
 from accounts.usage import period_bounds
 from hango_project.ids import time_ordered_uuid
 from hango_project.pgpool.base import pools
-from harness.messages import ModelUsage, Usage
+from harness import fingerprint
+from harness.messages import ModelUsage, PartPrint, RequestPrint, Usage
 from runs import checkpoint, claims, tasks, worker
 from runs.checkpoint import Committed, NewMessage, TurnWrite
 from runs.models import Message, Run, RunEvent, Session
@@ -44,6 +45,17 @@ CALLS = [
                            cache_write_tokens=8)),
 ]
 TURN_TOKENS = 1_200 + 345 + 3_000_000_000 + 67 + 5 + 6 + 7 + 8
+# A steady turn's request print: ten tools, three system blocks and twenty messages before; the
+# todo block rewritten and the last turn's two messages added since (harness.fingerprint).
+_BEFORE = RequestPrint(parts=(
+    *(PartPrint(f"tool:tool_{i}", 1000 + i, 150) for i in range(10)),
+    PartPrint("system:agent", 1, 900), PartPrint("system:filesystem", 2, 40),
+    PartPrint("system:todo", 3, 60),
+    *(PartPrint(f"message:{seq}", 10 + seq, 200) for seq in range(1, 21))), cached=11)
+_NOW = RequestPrint(parts=(
+    *_BEFORE.parts[:12], PartPrint("system:todo", 4, 75), *_BEFORE.parts[13:],
+    PartPrint("message:21", 31, 180), PartPrint("message:22", 32, 420)), cached=11)
+PRINTS = [fingerprint.encode(_NOW, _BEFORE), None]
 LEASE = datetime(2031, 5, 17, 12, 30, 45, 123456, tzinfo=UTC)
 STATE = {"todos": [{"content": "Grüße an 世界 🌍", "status": "in_progress"}],
          "private": {"repeat_call": {"counts": {"a\"b\\c": 2}}, "ratio": 0.5, "none": None}}
@@ -94,7 +106,7 @@ def _turn(run: Run) -> TurnWrite:
         messages=[NewMessage(uuid.uuid4(), 2, "assistant", ASSISTANT, 17, "enc@pkg-1/r1"),
                   NewMessage(uuid.uuid4(), 3, "user", RESULTS)],
         events=EVENTS, usage=sum((call.usage for call in CALLS), Usage()),
-        tenant_id=tenant.pk, agent_id=run.agent_id, calls=CALLS,
+        tenant_id=tenant.pk, agent_id=run.agent_id, calls=CALLS, prints=PRINTS,
         quota=tenant.token_quota, period_start=period_bounds(tenant.quota_period)[0],
     )
 
@@ -148,6 +160,8 @@ def test_both_paths_write_the_same_rows(twin_runs, cancel_requested):
     assert [e["seq"] for e in rows["events"]] == list(range(1, len(EVENTS) + 3))
     assert [u["dedupe_key"] for u in rows["usage"]] == [
         "<run>:1:0", "<run>:1:1", "earlier:<tenant>"]
+    assert [None if u["request_print"] is None else bytes(u["request_print"])
+            for u in rows["usage"]] == [*PRINTS, None]
     turned = {"turn": 1, "state_json": STATE, "event_seq": len(EVENTS) + 2, "epoch": 1,
               "lease_owner": "worker-a", "lease_expires_at": LEASE, "status": "running",
               "cancel_requested": cancel_requested, "input_tokens": 1_205, "output_tokens": 351,
@@ -204,7 +218,7 @@ def test_the_statement_is_prepared_once_per_connection(twin_runs):
         assert checkpoint._commit_one_statement(write) is not None
     assert "hango_turn_release" in _prepared_statements()
     again = replace(_turn(run), expected_turn=1, turn=2, messages=[
-        NewMessage(uuid.uuid4(), 4, "assistant", ASSISTANT)], calls=CALLS[:1])
+        NewMessage(uuid.uuid4(), 4, "assistant", ASSISTANT)], calls=CALLS[:1], prints=PRINTS[:1])
     with CaptureQueriesContext(connection) as second:
         assert checkpoint._commit_one_statement(again) is not None
     assert [q["sql"].split()[0] for q in first] == ["PREPARE", "EXECUTE"]
@@ -222,7 +236,8 @@ def test_a_connection_that_lost_the_statement_prepares_it_again(twin_runs, lose)
     else:  # the connection ended (max age, an error): the next one is a new session
         _new_connection()
     assert _prepared_statements() == set()
-    second = {run.pk: replace(_turn(run), expected_turn=1, turn=2, calls=CALLS[1:], messages=[
+    second = {run.pk: replace(_turn(run), expected_turn=1, turn=2, calls=CALLS[1:],
+                              prints=PRINTS[1:], messages=[
         NewMessage(uuid.uuid4(), 4, "assistant", ASSISTANT)]) for run in (sql_run, orm_run)}
     assert checkpoint._commit_one_statement(second[sql_run.pk]) is not None
     assert checkpoint._commit_orm(second[orm_run.pk]) is not None
@@ -373,3 +388,35 @@ def test_a_float_is_never_taken_to_read_back_as_written():
     assert not checkpoint.reads_back_as_written(
         [{"type": "tool_use", "id": "c", "name": "n", "input": {"n": 1.5}}])
     assert checkpoint.reads_back_as_written([{"type": "text", "text": "no call"}])
+
+
+def _wal_bytes(commit: Any) -> int:
+    """The WAL this database's records take for ``commit()`` (record lengths without full-page
+    images, which depend on when the last checkpoint was, not on the write): other databases of
+    the cluster write WAL meanwhile, so records are read back and counted by their database."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        cursor.execute("SELECT pg_current_wal_insert_lsn(), oid FROM pg_database "
+                       "WHERE datname = current_database()")
+        start, db = cursor.fetchone()
+    commit()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(sum(record_length - fpi_length), 0) FROM "
+                       "pg_get_wal_records_info(%s, pg_current_wal_flush_lsn()) "
+                       "WHERE block_ref LIKE %s", [start, f"%/{db}/%"])
+        return int(cursor.fetchone()[0])
+
+
+def test_a_turn_s_request_print_adds_under_a_hundred_bytes_of_wal(twin_runs):
+    """The same turn committed with and without what the request diff keeps (its call's print,
+    and its assistant message's turn in its event): the difference is the cost per turn."""
+    with_print, without = twin_runs
+    with_turn = [(t, {**d, "turn": 1}) if d.get("role") == "assistant" else (t, d)
+                 for t, d in EVENTS]
+    kept = _wal_bytes(lambda: checkpoint._commit_one_statement(
+        replace(_turn(with_print), events=with_turn)))
+    bare = _wal_bytes(lambda: checkpoint._commit_one_statement(
+        replace(_turn(without), prints=[])))
+    print(f"WAL per turn: {bare} bytes without the print, {kept} with it "
+          f"(+{kept - bare}; the print is {len(PRINTS[0])} bytes)")
+    assert 0 < kept - bare <= 100

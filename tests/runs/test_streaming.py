@@ -64,13 +64,17 @@ def test_a_follower_in_this_process_gets_every_word_and_every_event(alice, waiti
         if f.event == "message.created":
             data = f.data["data"]
             assert data["content"] == listed[data["id"]]["content"]
-            assert set(data) == {"id", "seq", "role", "content"}
+            # An answer adds its turn and its model call's cache figures.
+            assert set(data) == {"id", "seq", "role", "content"} | (
+                {"turn", "call"} if data["role"] == "assistant" else set())
 
 
 def test_stored_events_keep_only_the_message_s_seq_and_role(alice, waiting_run, in_process):
+    """And an answer's turn, which names its model call (its cache figures are read with it)."""
     execute_run(str(waiting_run.pk))
     stored = [e.data for e in waiting_run.events.filter(type="message.created")]
-    assert stored and all(set(data) == {"seq", "role"} for data in stored)
+    assert stored and all(set(data) == {"seq", "role"} | (
+        {"turn"} if data["role"] == "assistant" else set()) for data in stored)
 
 
 def test_an_event_stored_with_its_message_s_id_reads_the_same(alice, waiting_run, in_process):
@@ -86,7 +90,7 @@ def listed_message_id(listed: list[dict], event_seq: int) -> str:
     return next(e["data"]["id"] for e in listed if e["seq"] == event_seq)
 
 
-def test_the_events_page_adds_the_contents_in_one_query(alice, waiting_run, in_process):
+def test_the_events_page_adds_contents_and_calls_in_a_query_each(alice, waiting_run, in_process):
     execute_run(str(waiting_run.pk))
     url = f"/v1/runs/{waiting_run.pk}/events"
     listed = messages_of(alice, waiting_run.session_id)  # (and the key's last use is written)
@@ -99,8 +103,9 @@ def test_the_events_page_adds_the_contents_in_one_query(alice, waiting_run, in_p
     with CaptureQueriesContext(connection) as without:  # the last page: run.status alone
         tail = alice.client.get(f"{url}?after={created[-1]['seq']}").json()["results"]
     assert [e["type"] for e in tail] == ["run.status"]
-    # One more query for the contents, however many message events the page has.
-    assert len(whole) == len(without) + 1
+    # One more query for the contents, and one for the calls' cache figures, however many
+    # message events the page has.
+    assert len(whole) == len(without) + 2
     messages = [q["sql"] for q in whole.captured_queries if '"messages"' in q["sql"]]
     assert len(messages) == 1 and " IN (" in messages[0]
 
