@@ -178,7 +178,8 @@ SPECTACULAR_SETTINGS = {
     # snapshot's `counted` and `framing_counted` share one choice set.
     "ENUM_NAME_OVERRIDES": {"OverrideActionEnum": "context.models.OverrideAction",
                             "AuditActionEnum": "accounts.models.AuditAction",
-                            "CountedEnum": "inspector.serializers.COUNTED"},
+                            "CountedEnum": "inspector.serializers.COUNTED",
+                            "DiffStatusEnum": "inspector.serializers.DIFF_STATUSES"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "hango_api.schema.add_error_responses",

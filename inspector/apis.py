@@ -28,7 +28,7 @@ from harness.inspect import Snapshot
 from harness.middleware.summarization import SummarizationReport
 from harness.serde import message_to_json
 from harness.snapshot_parts import Part
-from inspector import selectors, services, tries
+from inspector import diffs, selectors, services, tries
 from inspector.serializers import (
     MAX_OVERRIDES,
     BothOverridesInput,
@@ -143,6 +143,13 @@ class BothOverridesApi(APIView):
 
 FULL = OpenApiParameter("full", str, description="A part id: answer that part's whole content "
                         "instead of the snapshot.")
+AGAINST = OpenApiParameter(
+    "against", str, description="Compare the next call with one the session sent before: "
+    "`last` (its last call) or `<run id>:<turn>` (the call that run made in that turn). The "
+    "answer adds `diff`: each part `added`, `removed`, `changed` or `same` with its token "
+    "delta, and `cache_break`, the first part that breaks the earlier call's cached prefix. "
+    "400 for a malformed value, 404 for a run not of this session, 409 for a turn that made no "
+    "call or whose call was sent before hango kept request prints.")
 COUNTED = OpenApiParameter("counted", str, enum=["provider"],
                            description="`provider`: the totals from the provider's own token "
                                        "counter (one call to it: Anthropic's count_tokens, "
@@ -196,22 +203,31 @@ def _compaction_json(report: SummarizationReport | None) -> dict[str, Any] | Non
             "summary_max_tokens": report.summary_max_tokens, "would_fail": report.would_fail}
 
 
-def snapshot_response(session: Session, **options: Any) -> HttpResponse:
+def snapshot_response(session: Session, *, earlier: diffs.Earlier | None = None,
+                      **options: Any) -> HttpResponse:
     """The snapshot of ``session``'s next call (:func:`inspector.selectors.context_snapshot`'s
-    ``options``) as the API answers it; a schedule's preview answers the same way."""
+    ``options``) as the API answers it, with its diff against ``earlier`` if given; a
+    schedule's preview answers the same way."""
     with selectors.gc_paused():  # the parts' JSON, like the snapshot, is many objects
         snapshot = selectors.context_snapshot(session=session, **options)
+        out = snapshot_json(snapshot, selectors.tokenizer_name(session),
+                            selectors.window_of(session))
+        if earlier is not None:
+            out["diff"] = diffs.diff_json(snapshot, earlier, session.agent.model)
         # The bytes DRF's JSON renderer writes (compact, UTF-8 unescaped), rendered here to stay
         # inside the pause, by orjson: at 1,000 messages the standard library's json took a
         # seventh of the request.
-        body = orjson.dumps(snapshot_json(snapshot, selectors.tokenizer_name(session),
-                                          selectors.window_of(session)))
+        body = orjson.dumps(out)
     return HttpResponse(body, content_type="application/json")
 
 
 class ContextApi(APIView):
-    @extend_schema(operation_id="sessions_context_retrieve", parameters=[FULL, COUNTED],
-                   responses={200: SnapshotOutput},
+    @extend_schema(operation_id="sessions_context_retrieve",
+                   parameters=[FULL, COUNTED, AGAINST],
+                   responses={200: SnapshotOutput, 409: OpenApiResponse(
+                       description="`against` names a turn that made no model call, or one "
+                                   "sent before hango kept request prints (`detail.reason`: "
+                                   "`no_call` or `no_print`).")},
                    description="What the session's next model call would send, part by part "
                                "with token counts, assembled through the agent's real chain; "
                                "no model is called and nothing is written. With `?full=<part "
@@ -222,8 +238,14 @@ class ContextApi(APIView):
         if counted not in (None, "provider"):
             raise BadQuery("counted is 'provider' or absent.", detail={"counted": counted})
         full = request.query_params.get("full")
+        against = request.query_params.get("against")
         if full is None:
-            return snapshot_response(session, provider_count=bool(counted))
+            earlier = None if against is None else diffs.earlier_call(session=session,
+                                                                       against=against)
+            return snapshot_response(session, provider_count=bool(counted), earlier=earlier)
+        if against is not None:
+            raise BadQuery("full and against do not go together: a part's content has no "
+                           "diff.", detail={"against": against})
         snapshot = selectors.context_snapshot(session=session, provider_count=bool(counted))
         part = snapshot.part(full)
         if part is None or part.stale:

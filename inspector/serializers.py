@@ -160,6 +160,59 @@ class ForeseenCallOutput(serializers.Serializer):
         "pointer to the file it is written to)."))
 
 
+DIFF_STATUSES = ("added", "removed", "changed", "same")
+
+
+class DiffAgainstOutput(serializers.Serializer):
+    ref = serializers.CharField(help_text="`<run id>:<turn>`: the earlier call, as `against` "
+                                          "names it.")
+    run = serializers.UUIDField()
+    turn = serializers.IntegerField()
+
+
+class PartDiffOutput(serializers.Serializer):
+    id = serializers.CharField(help_text="The part id, as in the snapshot's groups.")
+    status = serializers.ChoiceField(choices=DIFF_STATUSES, help_text=(
+        "`added`: not sent by the earlier call; `removed`: sent then, not now; `changed`: sent "
+        "both times with other content; `same`: sent both times as it was."))
+    tokens = serializers.IntegerField(help_text="Its tokens now (0 when removed).")
+    tokens_before = serializers.IntegerField(help_text="Its tokens then (0 when added).")
+    delta = serializers.IntegerField(help_text="tokens - tokens_before.")
+
+
+class DiffTotalsOutput(serializers.Serializer):
+    before = serializers.IntegerField(help_text="The earlier call's parts' tokens.")
+    after = serializers.IntegerField(help_text="The next call's parts' tokens.")
+    delta = serializers.IntegerField()
+
+
+class CachedPrefixOutput(serializers.Serializer):
+    before = serializers.IntegerField(help_text="The tokens of the earlier call's cached "
+                                                "prefix, as predicted when it was sent.")
+    after = serializers.IntegerField(help_text="The next call's.")
+
+
+class CacheBreakOutput(serializers.Serializer):
+    part = serializers.CharField(help_text="The first part of the earlier call's cached prefix "
+                                           "that the next call does not send as it was, where "
+                                           "it was: from it on, the cache is missed.")
+    status = serializers.ChoiceField(choices=DIFF_STATUSES, help_text=(
+        "How it differs: `changed`, `removed`, `added` (a new part in its place), or `same` "
+        "(sent as it was, but no longer in the cached prefix, or not at its place)."))
+    index = serializers.IntegerField(help_text="Its position in the earlier call's prefix "
+                                               "(the tools, then the system parts).")
+
+
+class DiffOutput(serializers.Serializer):
+    against = DiffAgainstOutput()
+    parts = PartDiffOutput(many=True, help_text="The next call's parts in order, then the "
+                                                "earlier call's parts it does not send.")
+    totals = DiffTotalsOutput()
+    cached_prefix = CachedPrefixOutput()
+    cache_break = CacheBreakOutput(allow_null=True, help_text=(
+        "Null when the earlier call's cached prefix is sent whole, as it was (or it had none)."))
+
+
 class SnapshotOutput(serializers.Serializer):
     system = PartOutput(many=True)
     tools = PartOutput(many=True)
@@ -209,6 +262,9 @@ class SnapshotOutput(serializers.Serializer):
         "batch paused for approval that no longer matches the history (`invalid_state`), or a "
         "request too long for the window even compacted (`context_overflow`, as in "
         "`compaction.would_fail`). Null when the run makes the call."))
+    diff = DiffOutput(required=False, help_text=(
+        "With `?against=`: the next call compared with the earlier one, part by part. Absent "
+        "otherwise."))
 
 
 class PreviewInput(serializers.Serializer):

@@ -95,7 +95,7 @@ def test_error_responses_are_documented_as_they_are():
             assert operation.response(code)["required"] == ["error"], (operation, code)
         assert "Retry-After" in operation.spec["responses"]["429"]["headers"]
     for op_id in ("sessions_messages_create", "runs_cancel", "runs_resume", "runs_approve",
-                  "agents_memory_create", "skills_create"):
+                  "agents_memory_create", "skills_create", "sessions_context_retrieve"):
         assert "409" in by_id[op_id].spec["responses"], op_id
     for op_id in ("sessions_messages_create", "runs_resume", "runs_approve",
                   "sessions_context_try"):
