@@ -64,6 +64,7 @@ class RunAdmin(AppWrittenAdmin, ActionsAdmin, admin.ModelAdmin):
                            "cancel_requested", "created_at", "started_at", "finished_at"]}),
         ("Todos", {"fields": ["todos"]}),
         ("Usage", {"fields": ["usage"]}),
+        ("Prompt cache", {"fields": ["cache_calls"]}),
         ("Events", {"fields": ["event_log"]}),
         ("Lease and checkpoint", {"classes": ["collapse"], "fields": [
             "lease_owner", "lease_expires_at", "epoch", "updated_at", "checkpoint"]}),
@@ -107,6 +108,10 @@ class RunAdmin(AppWrittenAdmin, ActionsAdmin, admin.ModelAdmin):
     @admin.display(description="tokens")
     def usage(self, run: Run) -> SafeString:
         return admin_display.usage(run)
+
+    @admin.display(description="model calls")
+    def cache_calls(self, run: Run) -> SafeString:
+        return admin_display.cache_calls(run)
 
     @admin.display(description="events")
     def event_log(self, run: Run) -> SafeString:

@@ -27,6 +27,7 @@ from harness.serde import content_from_json, json_text
 from harness.state import todo_from_json
 from runs import events
 from runs.models import Message, Run, RunEvent, Session
+from runs.selectors import run_calls
 
 # A text of more lines or characters than these is folded: its first PREVIEW_LINES lines (at
 # most PREVIEW_CHARS characters) show, the rest opens on a click.
@@ -176,6 +177,18 @@ def usage(run: Run) -> SafeString:
     total = _usage_row("the run", sum(r.calls for r in rows), run.input_tokens, run.output_tokens,
                        run.cache_read_tokens, run.cache_write_tokens)
     return render_to_string("runs/admin/usage.html", {"rows": rows, "total": total})
+
+
+def cache_calls(run: Run) -> SafeString:
+    """Each of the run's own model calls: the share of its input the provider read from its
+    cache, as it reported it, next to the cached prefix the inspector predicted when it was
+    sent (the tokens of its parts before the cache mark)."""
+    calls = [call.cache_json() for call in run_calls(run.pk, tenant_id=run.session.tenant_id,
+                                                     since=run.created_at)]
+    for call in calls:
+        ratio = call["cache_read_ratio"]
+        call["percent"] = None if ratio is None else f"{ratio:.0%}"
+    return render_to_string("runs/admin/cache_calls.html", {"calls": calls})
 
 
 def _summary(event_type: str, data: Any) -> str:

@@ -10,9 +10,11 @@ import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
+from accounts.models import UsageRecord
 from runs import admin_display
 from runs.admin_display import event_summary, fold, pretty_json
 from runs.models import Message, Run, RunEvent, RunStatus, Session
+from runs.selectors import run_calls
 
 SCRIPT = "<script>alert(1)</script>"
 LONG = "\n".join(f"line {i}" for i in range(1, 41))
@@ -245,3 +247,26 @@ def test_the_run_actions_still_cancel_and_resume(staff_client, queued_run):
         queued_run.refresh_from_db()
         assert queued_run.status == status
 
+
+
+def test_a_run_page_shows_each_call_s_cache_reads_beside_the_prediction(staff_client, finished):
+    # The demo model reads nothing from a cache: turn 2's call as a provider would report it.
+    UsageRecord.objects.filter(run_id=finished.pk, dedupe_key=f"{finished.pk}:2:0").update(
+        input_tokens=100, cache_read_tokens=300, cache_write_tokens=0)
+    html = run_page(staff_client, finished)
+    table = html[html.index('class="hango-usage hango-cache-calls"'):]
+    table = table[:table.index("</table>")]
+    rows = re.findall(r'<tr data-turn="(\d+)">(.*?)</tr>', table)
+    assert [turn for turn, _ in rows] == ["1", "2", "3", "4", "5"]
+    predicted = [c.sent.cached_tokens for c in run_calls(
+        finished.pk, tenant_id=finished.session.tenant_id, since=finished.created_at)]
+    cells = [re.findall(r"<td>(.*?)</td>", row) for _, row in rows]
+    assert cells[1][1:] == ["100", "300", "0", "75%", f"{predicted[1]} tokens"]
+    assert cells[0][4:] == ["0%", f"{predicted[0]} tokens"]
+    assert all(p > 0 for p in predicted)
+
+
+def test_a_call_sent_before_prints_were_kept_says_so(staff_client, finished):
+    UsageRecord.objects.filter(run_id=finished.pk).update(request_print=None)
+    html = run_page(staff_client, finished)
+    assert html.count("not kept (sent before request prints)") == 5
