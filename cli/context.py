@@ -9,6 +9,7 @@ import click
 
 from cli.client import path_id
 from cli.context_output import print_answer, print_overrides, print_part, print_snapshot
+from cli.diff_output import print_diff
 from cli.options import State, as_json, json_option
 from cli.output import print_json
 from cli.overrides import Edit, Override, Target, excluding, including, part_target
@@ -70,21 +71,31 @@ def context() -> None:
               help="Print this part's whole content, exactly as sent, instead of the table.")
 @click.option("--message", metavar="TEXT",
               help="Show the call as if this message were posted now (nothing is posted).")
+@click.option("--diff", "against", is_flag=False, flag_value="last", default=None,
+              metavar="[RUN:TURN]",
+              help="Compare with a call the session sent: its last one, or the call of run RUN "
+                   "in turn TURN. Each part added, removed, changed or same, with its token "
+                   "delta, and the part that breaks the cached prefix.")
 @json_option
 @click.pass_obj
 def context_show(state: State, session_id: str, counted: str | None,
-                 full_part: str | None, message: str | None) -> None:
+                 full_part: str | None, message: str | None, against: str | None) -> None:
     """The parts of the session's next model call: sent [x] or left out [ ], their tokens, the
     totals per group and before/after the overrides. No model is called.
 
     \b
     hango context show --session ID [--counted provider] [--full PART] [--json]
     hango context show --session ID --message TEXT [--json]
+    hango context show --session ID --diff [RUN:TURN] [--json]
     """
     path = f"/v1/sessions/{path_id(session_id)}/context"
-    if message is not None and (counted or full_part):
-        raise click.UsageError("--message shows the table only: leave out --counted and --full.")
-    params = {"counted": counted, "full": full_part}
+    if message is not None and (counted or full_part or against):
+        raise click.UsageError("--message shows the table only: leave out --counted, --full "
+                               "and --diff.")
+    if against is not None and full_part is not None:
+        raise click.UsageError("--full shows one part's content, which has no diff: leave out "
+                               "--diff.")
+    params = {"counted": counted, "full": full_part, "against": against}
     answer = (state.client().post(path, {"message": message}) if message is not None
               else state.client().get(path, params={k: v for k, v in params.items()
                                                     if v is not None}))
@@ -94,6 +105,8 @@ def context_show(state: State, session_id: str, counted: str | None,
         print_part(answer)
     else:
         print_snapshot(answer)
+        if "diff" in answer:
+            print_diff(answer["diff"])
 
 
 def _targets(parts: Sequence[str]) -> dict[Target, list[str]]:

@@ -246,6 +246,56 @@ def test_full_prints_one_parts_whole_content(hango, api, demo):
         missing.stderr
 
 
+def diff_rows(stdout: str) -> dict[str, list[str]]:
+    """``--diff``'s table read back: each part's status, tokens before and now, delta, note."""
+    lines = stdout.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.split()[:2] == ["status", "part"])
+    rows = {}
+    for line in lines[start + 1:]:
+        cells = line.rstrip().split(maxsplit=5)
+        if cells and cells[0] in ("added", "removed", "changed", "same"):
+            rows[cells[1]] = [cells[0], *cells[2:]]
+    return rows
+
+
+def test_show_diff_prints_each_part_against_the_last_call(hango, api, demo):
+    result = hango("context", "show", "--session", demo["id"], "--diff")
+    assert result.exit_code == 0, result.stderr
+    body = snapshot(api, demo, "?against=last")
+    answer = next(p for p in body["messages"] if p["id"] == "message:10")
+    rows = diff_rows(result.stdout)
+    assert rows["message:10"] == ["added", "0", str(answer["tokens"]), f"+{answer['tokens']}"]
+    assert rows["message:1"][0] == rows["system:agent"][0] == "same"
+    assert set(rows) == {p["id"] for p in body["diff"]["parts"]}
+    assert f"against run {body['diff']['against']['run']}, turn 5" in result.stdout
+    assert "is sent as it was" in result.stdout
+
+
+def test_show_diff_marks_the_part_that_breaks_the_cache(hango, api, demo):
+    api.put(f"/v1/agents/{demo['agent']}/context-overrides",
+            json=[{"part": "system:agent", "action": "replace",
+                   "replacement": "Be terse: one short sentence, never a table."}])
+    run = snapshot(api, demo, "?against=last")["diff"]["against"]["run"]
+    result = hango("context", "show", "--session", demo["id"], "--diff", f"{run}:1")
+    assert result.exit_code == 0, result.stderr
+    rows = diff_rows(result.stdout)
+    assert rows["system:agent"][0] == "changed"
+    assert rows["system:agent"][-1] == "breaks the cached prefix"
+    assert "system:agent (changed) breaks the earlier call's cached prefix" in result.stdout
+    assert ok_json(hango("--json", "context", "show", "--session", demo["id"], "--diff",
+                         f"{run}:1")) == snapshot(api, demo, f"?against={run}:1")
+
+
+def test_show_diff_reports_the_servers_refusals(hango, demo):
+    bad = hango("context", "show", "--session", demo["id"], "--diff", "turn-3")
+    assert bad.exit_code == 1 and bad.stderr.startswith("error 400 invalid_query: ")
+    none = hango("context", "show", "--session", demo["id"], "--diff", f"{uuid.uuid4()}:1")
+    assert none.exit_code == 1 and none.stderr.startswith("error 404 not_found: ")
+    refused = hango("context", "show", "--session", demo["id"], "--diff", "--full",
+                    "message:1")
+    assert refused.exit_code == 2 and "which has no diff" in refused.stderr
+
+
 def test_exclude_saves_the_message_with_its_pair(hango, api, demo):
     result = hango("context", "exclude", "--session", demo["id"], "message:5")
     assert result.exit_code == 0, result.stderr
