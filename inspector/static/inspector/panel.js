@@ -630,6 +630,7 @@
     show(snapshot);
     root.dataset.state = "settled";
     update();
+    root.dispatchEvent(new CustomEvent("cp:saved"));  // what compares the saved call follows
     if (!state.detail) return;
     if (!state.parts.has(state.detail.id)) return closePart();
     state.detail.part = state.parts.get(state.detail.id);
