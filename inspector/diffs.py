@@ -73,16 +73,18 @@ def earlier_call(*, session: Session, against: str) -> Earlier:
 
 
 def _last_call(session: Session, against: str) -> Earlier:
-    last = (UsageRecord.objects.filter(
+    run_id = (UsageRecord.objects.filter(
         tenant_id=session.tenant_id, created_at__gte=session.created_at, session_id=session.pk,
         purpose=UsagePurpose.RUN).order_by("-created_at", "-id")
-        .values_list("run_id", "created_at").first())
-    if last is None or last[0] is None:
+        .values_list("run_id", flat=True).first())
+    since = None if run_id is None else (
+        Run.objects.filter(pk=run_id).values_list("created_at", flat=True).first())
+    calls = [] if run_id is None or since is None else run_calls(
+        run_id, tenant_id=session.tenant_id, since=since)
+    if run_id is None or not calls:
         raise Conflict("The session has sent no model call yet: there is nothing to compare "
                        "with.", detail={"against": against, "reason": "no_call"})
-    since = Run.objects.filter(pk=last[0]).values_list("created_at", flat=True).first()
-    calls = run_calls(last[0], tenant_id=session.tenant_id, since=since or last[1])
-    return _printed(Earlier(run_id=last[0], call=calls[-1]), against)
+    return _printed(Earlier(run_id=run_id, call=calls[-1]), against)
 
 
 def _printed(earlier: Earlier, against: str) -> Earlier:
