@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -128,6 +129,44 @@ class TokenCounts(models.Model):
                 + self.cache_write_tokens)
 
 
+def rate_field(**kwargs: Any) -> models.DecimalField:
+    """A price per million tokens: exact decimals, never a float."""
+    return models.DecimalField(max_digits=20, decimal_places=9, **kwargs)
+
+
+class TenantPrice(models.Model):
+    """A tenant's negotiated price for one model (``provider:model``, the exact name a usage row
+    carries), per million tokens of each counter. It wins over the price table for the calls
+    recorded while it exists; rows already recorded keep the price they were recorded with."""
+
+    tenancy = Tenancy(tenant="tenant", owner=None)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="prices")
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=200)
+    currency = models.CharField(max_length=3, default="USD")
+    input = rate_field()
+    cache_write = rate_field()
+    cache_read = rate_field()
+    output = rate_field()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "tenant_prices"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "provider", "model"],
+                                    name="tenant_price_unique_per_model"),
+            models.CheckConstraint(
+                condition=Q(input__gte=0, cache_write__gte=0, cache_read__gte=0, output__gte=0),
+                name="tenant_price_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model} ({self.currency})"
+
+
 class UsageRecord(TokenCounts):
     """One model call's tokens. Written in the transaction of the turn that made the call, which
     lands once: the turn's write is fenced by the run's epoch and expected turn
@@ -161,6 +200,18 @@ class UsageRecord(TokenCounts):
     # hash and tokens, and the cached prefix), whole or as the edit of the run's call before it.
     # A few dozen bytes a turn; null for other calls and for calls made before it was kept.
     request_print = models.BinaryField(null=True, blank=True, editable=False)
+    # The price the call was charged at, per million tokens of each counter, as it stood when
+    # the call was recorded (accounts/prices.py): a later table or tenant price does not
+    # rewrite it. All four rates are null, and ``unpriced_reason`` says why, for a model with
+    # no known price; its cost is null then, never a guess.
+    price_currency = models.CharField(max_length=3, blank=True, default="")
+    price_input = rate_field(null=True, blank=True)
+    price_cache_write = rate_field(null=True, blank=True)
+    price_cache_read = rate_field(null=True, blank=True)
+    price_output = rate_field(null=True, blank=True)
+    price_source = models.CharField(max_length=40, blank=True, default="",
+                                    help_text="'tenant' or the price table's package version.")
+    unpriced_reason = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -229,6 +280,8 @@ class AuditAction(models.TextChoices):
     SCHEDULE_UPDATE = "schedule.update"
     SCHEDULE_DELETE = "schedule.delete"
     SCHEDULE_RUN = "schedule.run"
+    PRICE_SET = "price.set"
+    PRICE_DELETE = "price.delete"
 
 
 class AuditEntry(models.Model):
