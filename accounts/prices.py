@@ -152,6 +152,12 @@ def stored(priced: Price | Unpriced) -> dict[str, Any]:
             assert_never(priced)
 
 
+def columns_for(tenant_id: uuid.UUID | str, provider: str, model: str,
+                counts: TokenCounts | Any) -> dict[str, Any]:
+    """The price columns of a usage row recording ``counts`` of one call to the model."""
+    return stored(price_for(tenant_id, provider, model, whole_input=whole_input(counts)))
+
+
 def record_price(record: Any) -> Price | None:
     """The price a usage row was recorded with (None: it was unpriced)."""
     if record.price_input is None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from django.db import transaction
 from opentelemetry.trace import Span, SpanKind
 
+from accounts import prices
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member, UsagePurpose, UsageRecord
 from accounts.usage import quota_release
@@ -143,7 +144,8 @@ def _written(session: Session, loop: Loop, response: Response, budget: DbBudget 
             purpose=UsagePurpose.CONTEXT_TRY, provider=loop.provider.name, model=loop.model,
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens, dedupe_key=f"try:{uuid.uuid4()}")
+            cache_write_tokens=usage.cache_write_tokens, dedupe_key=f"try:{uuid.uuid4()}",
+            **prices.columns_for(session.tenant_id, loop.provider.name, loop.model, usage))
         audit_record(actor=actor, tenant=session.tenant_id, action=AuditAction.CONTEXT_TRY,
                      obj_type="session", obj_id=session.pk,
                      detail={"excluded": excluded, "replaced": [

@@ -22,12 +22,14 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from accounts.models import QuotaHold, UsageRecord
+from accounts import prices
+from accounts.models import QuotaHold, TenantPrice, UsageRecord
 from accounts.usage import quota_release, tenant_spend
 from harness import approvals
 from harness.errors import Superseded
@@ -150,15 +152,26 @@ class Committed:
 
 
 def _usage_rows(write: TurnWrite) -> list[dict[str, Any]]:
+    """The turn's usage rows, each priced from the table (a tenant's own price for the model
+    replaces it in the write: the statement's join, or :func:`_commit_orm`)."""
     prints = write.prints or [None] * len(write.calls)
     return [{"key": f"{write.run_id}:{write.turn}:{index}", "purpose": call.purpose,
              "provider": call.provider, "model": call.model,
              "input_tokens": call.usage.input_tokens, "output_tokens": call.usage.output_tokens,
              "cache_read_tokens": call.usage.cache_read_tokens,
              "cache_write_tokens": call.usage.cache_write_tokens,
-             "print": None if printed is None else base64.b64encode(printed).decode()}
+             "print": None if printed is None else base64.b64encode(printed).decode(),
+             **_json_prices(prices.stored(prices.table_price(
+                 call.provider, call.model, whole_input=prices.whole_input(call.usage))))}
             for index, (call, printed) in enumerate(zip(write.calls, prints, strict=True))
             ] if write.tenant_id is not None else []
+
+
+def _json_prices(columns: dict[str, Any]) -> dict[str, Any]:
+    """Price columns as JSON carries them: a rate as its decimal text (numeric reads it back
+    exact), never a float."""
+    return {name: str(value) if isinstance(value, Decimal) else value
+            for name, value in columns.items()}
 
 
 def commit_turn(write: TurnWrite) -> Committed | None:
@@ -208,13 +221,23 @@ WITH advanced AS (
 ), new_usage AS (
     INSERT INTO {UsageRecord._meta.db_table} (tenant_id, session_id, run_id, agent_id, purpose,
         provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-        dedupe_key, request_print, created_at)
+        dedupe_key, request_print, created_at, price_currency, price_input, price_cache_write,
+        price_cache_read, price_output, price_source, unpriced_reason)
     SELECT %(tenant)s, advanced.session_id, advanced.id, %(agent)s, u.purpose, u.provider,
         u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
-        u.key, decode(u.print, 'base64'), %(now)s
+        u.key, decode(u.print, 'base64'), %(now)s, coalesce(p.currency, u.price_currency),
+        coalesce(p.input, u.price_input), coalesce(p.cache_write, u.price_cache_write),
+        coalesce(p.cache_read, u.price_cache_read), coalesce(p.output, u.price_output),
+        CASE WHEN p.id IS NULL THEN u.price_source ELSE '{prices.TENANT_SOURCE}' END,
+        CASE WHEN p.id IS NULL THEN u.unpriced_reason ELSE '' END
     FROM advanced, jsonb_to_recordset(%(usage)s) AS u(key text, purpose text, provider text,
         model text, input_tokens bigint, output_tokens bigint, cache_read_tokens bigint,
-        cache_write_tokens bigint, print text){{release}}
+        cache_write_tokens bigint, print text, price_currency text, price_input numeric,
+        price_cache_write numeric, price_cache_read numeric, price_output numeric,
+        price_source text, unpriced_reason text)
+    -- The tenant's own price for the model, if it has one, replaces the table's.
+    LEFT JOIN {TenantPrice._meta.db_table} p ON p.tenant_id = %(tenant)s
+        AND p.provider = u.provider AND p.model = u.model{{release}}
 )
 SELECT cancel_requested, event_seq,
     CASE WHEN %(quota)s::bigint IS NULL THEN NULL ELSE (
@@ -321,15 +344,18 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
         if write.tenant_id is not None:  # a usage row needs a tenant (see _usage_rows)
             UsageRecord.objects.bulk_create([
                 UsageRecord(tenant_id=write.tenant_id, session_id=write.session_id,
-                            run_id=run.pk, agent_id=write.agent_id, purpose=row["purpose"],
-                            provider=row["provider"], model=row["model"],
-                            input_tokens=row["input_tokens"],
-                            output_tokens=row["output_tokens"],
-                            cache_read_tokens=row["cache_read_tokens"],
-                            cache_write_tokens=row["cache_write_tokens"], dedupe_key=row["key"],
-                            request_print=None if row["print"] is None
-                            else base64.b64decode(row["print"]))
-                for row in _usage_rows(write)])
+                            run_id=run.pk, agent_id=write.agent_id, purpose=call.purpose,
+                            provider=call.provider, model=call.model,
+                            input_tokens=call.usage.input_tokens,
+                            output_tokens=call.usage.output_tokens,
+                            cache_read_tokens=call.usage.cache_read_tokens,
+                            cache_write_tokens=call.usage.cache_write_tokens,
+                            dedupe_key=f"{write.run_id}:{write.turn}:{index}",
+                            request_print=printed,
+                            **prices.columns_for(write.tenant_id, call.provider,
+                                                 call.model, call.usage))
+                for index, (call, printed) in enumerate(
+                    zip(write.calls, write.prints or [None] * len(write.calls), strict=True))])
         used = None
         if write.quota is not None and write.tenant_id is not None:
             quota_release(run_id=run.pk)

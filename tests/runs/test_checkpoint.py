@@ -9,6 +9,7 @@ import time
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 from unittest.mock import patch
 
@@ -17,7 +18,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.models import QuotaHold, Tenant, UsageRecord
+from accounts import prices
+from accounts.models import QuotaHold, Tenant, TenantPrice, UsageRecord
 from accounts.usage import period_bounds
 from hango_project.ids import time_ordered_uuid
 from hango_project.pgpool.base import pools
@@ -420,3 +422,42 @@ def test_a_turn_s_request_print_adds_under_a_hundred_bytes_of_wal(twin_runs):
     print(f"WAL per turn: {bare} bytes without the print, {kept} with it "
           f"(+{kept - bare}; the print is {len(PRINTS[0])} bytes)")
     assert 0 < kept - bare <= 100
+
+
+PRICED_CALLS = [
+    ModelUsage(purpose="run", provider="anthropic", model="claude-sonnet-4-5",
+               usage=Usage(input_tokens=1_000, output_tokens=100, cache_read_tokens=10_000,
+                           cache_write_tokens=500)),
+    ModelUsage(purpose="run", provider="scripted", model="demo", usage=Usage(input_tokens=9)),
+    ModelUsage(purpose="summarize", provider="openai", model="gpt-unknown",
+               usage=Usage(input_tokens=5, output_tokens=6)),
+]
+
+
+def test_both_paths_price_each_call_alike(twin_runs):
+    """The table's price, the tenant's own (for a model the table does not price) and none,
+    the same by either path."""
+    sql_run, orm_run = twin_runs
+    for run in (sql_run, orm_run):
+        TenantPrice.objects.create(
+            tenant_id=run.session.tenant_id, provider="scripted", model="demo", currency="EUR",
+            input=Decimal("0.5"), cache_write=Decimal("0.6"), cache_read=Decimal("0.05"),
+            output=Decimal("2"))
+    usage = sum((call.usage for call in PRICED_CALLS), Usage())
+    assert checkpoint._commit_one_statement(
+        replace(_turn(sql_run), calls=PRICED_CALLS, usage=usage)) is not None
+    assert checkpoint._commit_orm(replace(_turn(orm_run), calls=PRICED_CALLS, usage=usage))
+    rows = _rows(sql_run.pk)
+    assert rows == _rows(orm_run.pk)
+    table, tenant, unpriced = rows["usage"][:3]
+    sonnet = prices.table_price("anthropic", "claude-sonnet-4-5")
+    assert isinstance(sonnet, prices.Price)
+    assert (table["price_currency"], table["price_source"], table["unpriced_reason"]) == (
+        "USD", prices.TABLE_SOURCE, "")
+    assert [table[f"price_{name}"] for name in prices.RATES] == [
+        sonnet.input, sonnet.cache_write, sonnet.cache_read, sonnet.output]
+    assert (tenant["price_currency"], tenant["price_source"], tenant["price_output"]) == (
+        "EUR", "tenant", Decimal("2"))
+    assert unpriced["price_input"] is None and unpriced["price_currency"] == ""
+    assert unpriced["unpriced_reason"] == f"{prices.TABLE_SOURCE} has no price for " \
+                                          "openai:gpt-unknown"
