@@ -3,9 +3,13 @@
 from django.urls import path
 
 from accounts.audit_apis import AuditListApi
+from accounts.price_apis import PriceDetailApi, PriceListApi
 from accounts.usage_apis import UsageApi
 
 urlpatterns = [
     path("usage", UsageApi.as_view(), name="usage"),
     path("audit", AuditListApi.as_view(), name="audit"),
+    path("prices", PriceListApi.as_view(), name="prices"),
+    # A model's name may hold a slash (an OpenAI-compatible server's "org/model").
+    path("prices/<path:model>", PriceDetailApi.as_view(), name="price"),
 ]

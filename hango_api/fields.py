@@ -64,6 +64,11 @@ class RegexField(_Text, serializers.RegexField):
     pass
 
 
+class DecimalField(_Text, serializers.DecimalField):
+    """Money and rates are decimal text (``"0.30"``): a JSON number would pass through a float
+    on its way in."""
+
+
 class ChoiceField(_Text, serializers.ChoiceField):
     """Choices are strings: ``1`` is not the choice ``"1"``."""
 

@@ -42,7 +42,8 @@ def route_ids(alice, queued_run: Run) -> dict[str, str]:
     return {"agent_id": agent_id, "session_id": str(queued_run.session_id),
             "run_id": str(queued_run.pk), "skill_id": skill.json()["id"],
             "path": "memories/notes.md", "webhook_id": webhook.json()["id"],
-            "delivery_id": str(uuid.uuid4()), "schedule_id": schedule.json()["id"]}
+            "delivery_id": str(uuid.uuid4()), "schedule_id": schedule.json()["id"],
+            "model": "scripted:demo"}
 
 
 @pytest.fixture(scope="module")

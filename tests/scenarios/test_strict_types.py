@@ -53,6 +53,8 @@ VALID: dict[str, Any] = {
                         "agent": "{agent_id}", "events": ["run.failed"], "active": True},
     "webhooks_update": {"url": "https://hooks.example.com/y", "description": "e",
                         "events": ["run.completed"], "active": False},
+    "prices_update": {"currency": "EUR", "input": "0.5", "cache_write": "0.625",
+                      "cache_read": "0.05", "output": "2"},
     "schedules_create": {"name": "n", "agent": "{agent_id}", "cron": "0 9 * * *",
                          "timezone": "UTC", "content": "hi", "multitask": "enqueue",
                          "pause_after_failures": 2, "active": True},

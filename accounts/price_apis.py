@@ -1,0 +1,88 @@
+"""``/v1/prices``: the tenant's negotiated prices per model. Every member reads them; owners and
+admins set (``PUT``) and remove (``DELETE``) one (members: 403)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts import tenant_prices
+from accounts.authentication import caller
+from accounts.models import TenantPrice
+from hango_api import fields
+from hango_api.views import ListApi, paginated, validated
+
+
+def _rate(help_text: str) -> fields.DecimalField:
+    # As the column stores it: decimal text, up to 9 decimal places, never negative.
+    return fields.DecimalField(max_digits=20, decimal_places=9, min_value=Decimal(0),
+                               help_text=help_text)
+
+
+class PriceInput(serializers.Serializer):
+    currency = fields.RegexField(r"^[A-Z]{3}\Z", default="USD",
+                                      help_text="ISO 4217 code, e.g. USD (the default), EUR.")
+    input = _rate("Per million input tokens (not read from or written to the cache).")
+    cache_write = _rate("Per million tokens written to the prompt cache.")
+    cache_read = _rate("Per million tokens read from the prompt cache.")
+    output = _rate("Per million output tokens.")
+
+
+class PriceOutput(serializers.ModelSerializer):
+    model = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TenantPrice
+        fields = ["model", "currency", "input", "cache_write", "cache_read", "output",
+                  "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def get_model(self, price: TenantPrice) -> str:
+        """``<provider>:<model>``, as agents name it."""
+        return f"{price.provider}:{price.model}"
+
+
+MODEL = OpenApiParameter(
+    "model", str, OpenApiParameter.PATH,
+    description="`<provider>:<model>` exactly as a usage row names it, e.g. "
+                "`anthropic:claude-sonnet-4-5` or `scripted:demo`.")
+NOT_WRITABLE = OpenApiResponse(description="Only owners and admins set or remove prices.")
+
+
+class PriceListApi(ListApi):
+    @extend_schema(operation_id="prices_list", responses=PriceOutput(many=True))
+    def get(self, request):
+        """The tenant's own prices, newest first. A model without one is priced from the
+        genai-prices table (its usage rows name the package version)."""
+        return paginated(self, tenant_prices.price_list(member=caller(request)), PriceOutput)
+
+
+class PriceDetailApi(APIView):
+    @extend_schema(operation_id="prices_retrieve", parameters=[MODEL], responses=PriceOutput)
+    def get(self, request, model):
+        price = tenant_prices.price_get(member=caller(request), model=model)
+        return Response(PriceOutput(price).data)
+
+    @extend_schema(operation_id="prices_update", parameters=[MODEL], request=PriceInput,
+                   responses={200: PriceOutput, 201: PriceOutput, 403: NOT_WRITABLE})
+    def put(self, request, model):
+        """Set the tenant's price for the model (201 when new): calls recorded from now on are
+        costed with it; rows recorded before keep their price."""
+        member = caller(request)
+        data = validated(PriceInput, request)
+        currency = data.pop("currency")
+        price, created = tenant_prices.price_set(member=member, model=model, currency=currency,
+                                                 rates=data)
+        return Response(PriceOutput(price).data,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    @extend_schema(operation_id="prices_destroy", parameters=[MODEL],
+                   responses={204: None, 403: NOT_WRITABLE})
+    def delete(self, request, model):
+        """Remove the tenant's price: the table prices the model's next calls again."""
+        tenant_prices.price_delete(member=caller(request), model=model)
+        return Response(status=status.HTTP_204_NO_CONTENT)
