@@ -23,7 +23,7 @@ def _rate(help_text: str) -> fields.DecimalField:
                                help_text=help_text)
 
 
-class PriceInput(serializers.Serializer):
+class TenantPriceInput(serializers.Serializer):
     currency = fields.RegexField(r"^[A-Z]{3}\Z", default="USD",
                                       help_text="ISO 4217 code, e.g. USD (the default), EUR.")
     input = _rate("Per million input tokens (not read from or written to the cache).")
@@ -32,7 +32,7 @@ class PriceInput(serializers.Serializer):
     output = _rate("Per million output tokens.")
 
 
-class PriceOutput(serializers.ModelSerializer):
+class TenantPriceOutput(serializers.ModelSerializer):
     model = serializers.SerializerMethodField()
 
     class Meta:
@@ -54,30 +54,30 @@ NOT_WRITABLE = OpenApiResponse(description="Only owners and admins set or remove
 
 
 class PriceListApi(ListApi):
-    @extend_schema(operation_id="prices_list", responses=PriceOutput(many=True))
+    @extend_schema(operation_id="prices_list", responses=TenantPriceOutput(many=True))
     def get(self, request):
         """The tenant's own prices, newest first. A model without one is priced from the
         genai-prices table (its usage rows name the package version)."""
-        return paginated(self, tenant_prices.price_list(member=caller(request)), PriceOutput)
+        return paginated(self, tenant_prices.price_list(member=caller(request)), TenantPriceOutput)
 
 
 class PriceDetailApi(APIView):
-    @extend_schema(operation_id="prices_retrieve", parameters=[MODEL], responses=PriceOutput)
+    @extend_schema(operation_id="prices_retrieve", parameters=[MODEL], responses=TenantPriceOutput)
     def get(self, request, model):
         price = tenant_prices.price_get(member=caller(request), model=model)
-        return Response(PriceOutput(price).data)
+        return Response(TenantPriceOutput(price).data)
 
-    @extend_schema(operation_id="prices_update", parameters=[MODEL], request=PriceInput,
-                   responses={200: PriceOutput, 201: PriceOutput, 403: NOT_WRITABLE})
+    @extend_schema(operation_id="prices_update", parameters=[MODEL], request=TenantPriceInput,
+                   responses={200: TenantPriceOutput, 201: TenantPriceOutput, 403: NOT_WRITABLE})
     def put(self, request, model):
         """Set the tenant's price for the model (201 when new): calls recorded from now on are
         costed with it; rows recorded before keep their price."""
         member = caller(request)
-        data = validated(PriceInput, request)
+        data = validated(TenantPriceInput, request)
         currency = data.pop("currency")
         price, created = tenant_prices.price_set(member=member, model=model, currency=currency,
                                                  rates=data)
-        return Response(PriceOutput(price).data,
+        return Response(TenantPriceOutput(price).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @extend_schema(operation_id="prices_destroy", parameters=[MODEL],

@@ -28,13 +28,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Sum, Value
+from django.db.models import Count, DecimalField, F, OuterRef, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from accounts import prices
 from accounts.models import (
     Member,
     QuotaHold,
@@ -199,3 +201,43 @@ def usage_totals(rows: QuerySet[UsageRecord]) -> dict[str, int]:
         calls=Count("id"),
         **{name: Coalesce(Sum(name), Value(0)) for name in TOKEN_FIELDS})
     return {**{name: int(sums[name]) for name in TOKEN_FIELDS}, "calls": int(sums["calls"])}
+
+
+# -- cost -------------------------------------------------------------------------------------
+
+def _amounts(row: dict[str, Any]) -> dict[str, Any]:
+    """A group's sums of tokens times rates as amounts (decimal text): each rate is per million
+    tokens, so each sum moves six places."""
+    amounts = {name: row[name] / prices.PER for name in prices.RATES}
+    return {"currency": row["price_currency"],
+            **{name: money(amount) for name, amount in amounts.items()},
+            "total": money(sum(amounts.values(), Decimal(0))), "calls": row["calls"]}
+
+
+def money(amount: Decimal) -> str:
+    """An exact amount as plain decimal text: no exponent, no trailing zeros."""
+    return format(amount.normalize(), "f") if amount else "0"
+
+
+def cost_groups(rows: QuerySet[UsageRecord], *by: str) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The cost of ``rows`` grouped by the fields ``by`` (none: one group, key ``()``), each
+    group ``{"by_currency": [{currency, input, cache_write, cache_read, output, total, calls}],
+    "unpriced_calls": n}``: amounts in different currencies are never added. One query."""
+    sums = {name: Sum(F(f"{name}_tokens") * F(f"price_{name}"),
+                      output_field=DecimalField(max_digits=40, decimal_places=15))
+            for name in prices.RATES}
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in (rows.order_by().values(*by, "price_currency")
+                .annotate(calls=Count("id"), priced=Count("price_input"), **sums)
+                .order_by(*by, "price_currency")):
+        group = groups.setdefault(tuple(row[name] for name in by),
+                                  {"by_currency": [], "unpriced_calls": 0})
+        group["unpriced_calls"] += row["calls"] - row["priced"]
+        if row["priced"]:
+            group["by_currency"].append(_amounts(row | {"calls": row["priced"]}))
+    return groups
+
+
+def cost_totals(rows: QuerySet[UsageRecord]) -> dict[str, Any]:
+    """The cost of every row of ``rows``, per currency, and how many calls had no price."""
+    return cost_groups(rows).get((), {"by_currency": [], "unpriced_calls": 0})

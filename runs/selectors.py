@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -12,6 +13,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from accounts.models import Member, UsagePurpose, UsageRecord
 from accounts.scoping import get_visible, visible_to
+from accounts.usage import CLOCK_SKEW, cost_groups
 from hango_project.errors import NotFound
 from harness import fingerprint
 from harness.errors import InvalidContent
@@ -53,6 +55,21 @@ def run_list(*, session: Session) -> QuerySet[Run]:
 
 def run_get(*, member: Member, run_id: uuid.UUID | str) -> Run:
     return get_visible(Run.objects.select_related("session"), member, run_id, what="Run")
+
+
+def run_costs(runs: Sequence[Run]) -> dict[uuid.UUID, dict[str, Any]]:
+    """What each run's calls cost (:func:`accounts.usage.cost_groups`), in two queries for any
+    number of runs: their tenants, then their usage rows, read on the (tenant, created_at) index
+    from the earliest run's creation on."""
+    if not runs:
+        return {}
+    tenants = Session.objects.filter(pk__in={run.session_id for run in runs}).values("tenant_id")
+    rows = UsageRecord.objects.filter(
+        tenant_id__in=tenants, run_id__in=[run.pk for run in runs],
+        created_at__gte=min(run.created_at for run in runs) - CLOCK_SKEW)
+    groups = cost_groups(rows, "run_id")
+    return {run.pk: groups.get((run.pk,), {"by_currency": [], "unpriced_calls": 0})
+            for run in runs}
 
 
 def run_events_after(*, run_id: uuid.UUID, after: int, limit: int) -> list[RunEvent]:

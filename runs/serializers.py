@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounts.usage_apis import UsageOutput
+from accounts.usage_apis import CostOutput, UsageOutput
 from hango_api import fields as strict
 from harness.approval_values import DECISIONS
+from runs import selectors
 from runs.models import Message, Run, RunEvent, Session
 from runs.queue import Multitask
 
@@ -134,6 +137,17 @@ class RunErrorField(serializers.JSONField):
     pass
 
 
+class RunListOutput(serializers.ListSerializer):
+    """Runs, their costs read for the whole page at once."""
+
+    costs: dict[uuid.UUID, dict[str, Any]]
+
+    def to_representation(self, data: Any) -> list[Any]:
+        runs = list(data.all() if isinstance(data, QuerySet) else data)
+        self.costs = selectors.run_costs(runs)
+        return super().to_representation(runs)
+
+
 class RunOutput(serializers.ModelSerializer):
     session = serializers.UUIDField(source="session_id", read_only=True)
     agent = serializers.UUIDField(source="agent_id", read_only=True)
@@ -141,12 +155,21 @@ class RunOutput(serializers.ModelSerializer):
     pending_approvals = serializers.SerializerMethodField()
     error = RunErrorField(read_only=True)
     usage = UsageOutput(source="*", read_only=True)
+    cost = serializers.SerializerMethodField()
 
     class Meta:
         model = Run
         fields = ["id", "session", "agent", "status", "turn", "todos", "pending_approvals",
-                  "error", "usage", "cancel_requested", "created_at", "started_at", "finished_at"]
+                  "error", "usage", "cost", "cancel_requested", "created_at", "started_at",
+                  "finished_at"]
         read_only_fields = fields
+        list_serializer_class = RunListOutput
+
+    @extend_schema_field(CostOutput(help_text="What the run's model calls cost, per currency "
+                                    "(`GET /v1/usage?run=` lists them)."))
+    def get_cost(self, run: Run) -> dict[str, Any]:
+        costs = getattr(self.parent, "costs", None)
+        return (costs if costs is not None else selectors.run_costs([run]))[run.pk]
 
     @extend_schema_field(TodosField)
     def get_todos(self, run: Run) -> list:

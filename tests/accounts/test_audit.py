@@ -19,7 +19,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.views import APIView
 
 from accounts.audit import audit_record
-from accounts.models import ApiKey, AuditAction, AuditEntry
+from accounts.models import ApiKey, AuditAction, AuditEntry, TenantPrice
 from accounts.services import api_key_issue, api_key_revoke
 from agents import services as agent_services
 from agents.models import Agent, MemoryFile
@@ -209,10 +209,49 @@ SEVERAL_WRITES = {("schedule-run", "post"): [AuditAction.SESSION_CREATE, AuditAc
                                                               AuditAction.CONTEXT_OVERRIDE]}
 
 
+PRICE = {"input": "1", "cache_write": "1.25", "cache_read": "0.1", "output": "5"}
+
+
+def _a_price(caller) -> str:
+    TenantPrice.objects.create(tenant_id=caller.member.tenant_id, provider="scripted",
+                               model="demo", **PRICE)
+    return "/v1/prices/scripted:demo"
+
+
+def _price_id(response) -> str:
+    return str(AuditEntry.objects.filter(object_type="price").latest("created_at").object_id)
+
+
+# Writes only owners and admins may make (a member's answer is 403: their role).
+ADMIN_WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
+    ("price", "put"): (AuditAction.PRICE_SET, "price", lambda c, w: (
+        "/v1/prices/scripted:demo", PRICE,
+        lambda r: str(TenantPrice.objects.get(tenant_id=c.member.tenant_id).pk))),
+    ("price", "delete"): (AuditAction.PRICE_DELETE, "price", lambda c, w: (
+        _a_price(c), None, _price_id)),
+}
+
+
 def test_the_write_routes_listed_here_are_every_write_route_of_the_api(db):
     routes = routes_by_method()
     declared = {(name, method) for method in WRITE_METHODS for name, _ in routes.get(method, [])}
-    assert declared == set(WRITE_ROUTES) | READS_WITH_A_BODY | set(SEVERAL_WRITES)
+    assert declared == (set(WRITE_ROUTES) | set(ADMIN_WRITE_ROUTES) | READS_WITH_A_BODY
+                        | set(SEVERAL_WRITES))
+
+
+@pytest.mark.parametrize(("name", "method"), sorted(ADMIN_WRITE_ROUTES))
+def test_every_admin_write_route_records_exactly_one_row(admin, alice, world, name, method):
+    action, object_type, call = ADMIN_WRITE_ROUTES[(name, method)]
+    url, body, object_id = call(admin, world)
+    before = row_ids()
+    refused = getattr(alice.client, method)(url, body, format="json")
+    assert refused.status_code == 403 and new_rows(before) == []
+    response = getattr(admin.client, method)(url, body, format="json")
+    assert 200 <= response.status_code < 300, response.content
+    [row] = new_rows(before)
+    assert (row.action, row.object_type, row.object_id) == (action, object_type,
+                                                            object_id(response))
+    assert row.actor_id == admin.member.pk and row.tenant_id == admin.member.tenant_id
 
 
 @pytest.mark.parametrize(("who"), ["alice", "admin"])
@@ -282,7 +321,7 @@ def test_no_read_route_records_a_row(owner, alice, world):
     ping = alice.client.post(f"/v1/webhooks/{world['webhook']}/ping").json()
     ids = {"agent_id": world["agent"], "session_id": world["session"], "run_id": run_id,
            "skill_id": world["skill"], "webhook_id": world["webhook"], "delivery_id": ping["id"],
-           "schedule_id": world["schedule"]}
+           "schedule_id": world["schedule"], "model": _a_price(owner).rsplit("/", 1)[1]}
     paths = {"agent-memory-file": "memories/old.md", "session-file": "notes/plan.md"}
     before = row_ids()
     called = []

@@ -5,27 +5,40 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.utils import timezone
 
-from accounts.models import UsageRecord
+from accounts.models import TenantPrice, UsageRecord
+from accounts.prices import Price, Unpriced, stored
 from hango_project.ids import made_at, time_ordered_uuid
 from runs.models import Session
 from tests.support.api import error_of
 
 ZERO = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0,
         "calls": 0}
+NO_COST = {"by_currency": [], "unpriced_calls": 0}
 
 
-def record(session_id, purpose="run", tokens=(10, 1, 0, 0), *, days_ago=0, key=None, run=None):
+def tokens(totals: dict) -> dict:
+    """The totals without their cost."""
+    return {name: value for name, value in totals.items() if name != "cost"}
+
+
+SCRIPTED = Unpriced(reason="scripted models have no price")
+
+
+def record(session_id, purpose="run", tokens=(10, 1, 0, 0), *, days_ago=0, key=None, run=None,
+           model="scripted:demo", price=SCRIPTED):
     session = Session.objects.get(pk=session_id)
+    provider, name = model.split(":")
     row = UsageRecord.objects.create(
         tenant_id=session.tenant_id, session=session, agent_id=session.agent_id, run_id=run,
         purpose=purpose,
-        provider="scripted", model="demo", input_tokens=tokens[0], output_tokens=tokens[1],
+        provider=provider, model=name, input_tokens=tokens[0], output_tokens=tokens[1],
         cache_read_tokens=tokens[2], cache_write_tokens=tokens[3],
-        dedupe_key=key or f"k{UsageRecord.objects.count()}")
+        dedupe_key=key or f"k{UsageRecord.objects.count()}", **stored(price))
     if days_ago:
         UsageRecord.objects.filter(pk=row.pk).update(
             created_at=timezone.now() - timedelta(days=days_ago))
@@ -56,12 +69,13 @@ def test_a_member_sees_the_rows_of_their_own_sessions_with_totals(alice, usage):
     assert response.status_code == 200
     body = response.json()
     assert body["totals"] == {"input_tokens": 170, "output_tokens": 17, "cache_read_tokens": 5,
-                              "cache_write_tokens": 1, "calls": 3}
+                              "cache_write_tokens": 1, "calls": 3,
+                              "cost": {"by_currency": [], "unpriced_calls": 3}}
     assert [r["purpose"] for r in body["results"]] == ["summarize", "run", "subagent"]
     row = body["results"][1]
     assert set(row) == {"id", "purpose", "provider", "model", "input_tokens", "output_tokens",
-                        "cache_read_tokens", "cache_write_tokens", "run", "session", "agent",
-                        "created_at"}
+                        "cache_read_tokens", "cache_write_tokens", "price", "cost",
+                        "unpriced_reason", "run", "session", "agent", "created_at"}
     assert row["session"] == usage["alice"]["id"] and row["agent"] == usage["alice"]["agent"]
     assert row["run"] is None and body["next"] is None
 
@@ -94,9 +108,9 @@ def test_the_run_filter_keeps_one_run_s_rows(alice, bob, usage):
     record(usage["alice"]["id"], "run", (40, 4, 0, 0), run=run)
     record(usage["alice"]["id"], "summarize", (2, 1, 0, 0), run=run)
     body = get(alice, run=str(run)).json()
-    assert body["totals"] == {**ZERO, "input_tokens": 42, "output_tokens": 5, "calls": 2}
+    assert tokens(body["totals"]) == {**ZERO, "input_tokens": 42, "output_tokens": 5, "calls": 2}
     assert {r["run"] for r in body["results"]} == {str(run)}
-    assert get(bob, run=str(run)).json()["totals"] == ZERO  # not bob's session
+    assert get(bob, run=str(run)).json()["totals"] == ZERO | {"cost": NO_COST}  # not bob's
 
 
 def test_a_run_s_rows_are_read_from_when_its_id_was_made(alice, usage):
@@ -114,7 +128,8 @@ def test_a_session_or_agent_the_caller_cannot_see_matches_no_rows(alice, outside
                    {"agent": usage["outsider"]["agent"]}):
         response = get(alice, **params)
         assert response.status_code == 200
-        assert response.json()["totals"] == ZERO and response.json()["results"] == []
+        assert response.json()["totals"] == ZERO | {"cost": NO_COST}
+        assert response.json()["results"] == []
 
 
 def test_pages_share_the_totals_of_every_matching_row(owner, usage):
@@ -174,3 +189,54 @@ def test_usage_is_a_ledger_that_keeps_the_ids_of_what_was_deleted(alice, owner, 
         page = staff_client.get(f"/admin/accounts/usagerecord/{row.pk}/change/")
         assert page.status_code == 200
     assert staff_client.get("/admin/accounts/usagerecord/").status_code == 200
+
+
+# -- cost -----------------------------------------------------------------------------------------
+
+EUR = Price(currency="EUR", source="tenant", input=Decimal("0.5"), cache_write=Decimal("0.625"),
+            cache_read=Decimal("0.05"), output=Decimal("2"))
+USD = Price(currency="USD", source="genai-prices 0.2.5", input=Decimal("3"),
+            cache_write=Decimal("3.75"), cache_read=Decimal("0.3"), output=Decimal("15"))
+
+
+def test_each_row_shows_its_price_and_cost_and_the_totals_sum_them_per_currency(alice,
+                                                                                make_session):
+    session = make_session(alice)["id"]
+    run = time_ordered_uuid()
+    record(session, tokens=(1_000, 200, 30_000, 4_000), run=run, price=EUR)
+    record(session, tokens=(2_000_000, 1, 0, 0), run=run, price=EUR)
+    record(session, tokens=(1_000, 100, 0, 0), model="anthropic:claude-sonnet-4-5", price=USD)
+    record(session, tokens=(5, 5, 0, 0), model="openai:local-llm",
+           price=Unpriced(reason="genai-prices 0.2.5 has no price for openai:local-llm"))
+    body = get(alice).json()
+    unpriced, usd, eur_2, eur_1 = body["results"]
+    assert eur_1["price"] == {"currency": "EUR", "source": "tenant", "input": "0.5",
+                              "cache_write": "0.625", "cache_read": "0.05", "output": "2"}
+    # 1,000 × 0.5 + 4,000 × 0.625 + 30,000 × 0.05 + 200 × 2, per million
+    assert eur_1["cost"] == {"currency": "EUR", "input": "0.0005", "cache_write": "0.0025",
+                             "cache_read": "0.0015", "output": "0.0004", "total": "0.0049"}
+    assert eur_1["unpriced_reason"] is None
+    assert usd["cost"]["total"] == "0.0045" and usd["price"]["source"] == "genai-prices 0.2.5"
+    assert unpriced["price"] is None and unpriced["cost"] is None
+    assert unpriced["unpriced_reason"] == "genai-prices 0.2.5 has no price for openai:local-llm"
+    assert body["totals"]["cost"] == {"by_currency": [
+        {"currency": "EUR", "input": "1.0005", "cache_write": "0.0025", "cache_read": "0.0015",
+         "output": "0.000402", "total": "1.004902", "calls": 2},
+        {"currency": "USD", "input": "0.003", "cache_write": "0", "cache_read": "0",
+         "output": "0.0015", "total": "0.0045", "calls": 1},
+    ], "unpriced_calls": 1}
+    # Per run and per session, by the same filters.
+    by_run = get(alice, run=str(run)).json()["totals"]["cost"]
+    assert [(c["currency"], c["total"]) for c in by_run["by_currency"]] == [("EUR", "1.004902")]
+    assert get(alice, session=session).json()["totals"]["cost"] == body["totals"]["cost"]
+
+
+def test_a_later_price_does_not_change_a_recorded_cost(alice, make_session):
+    session = make_session(alice)["id"]
+    row = record(session, tokens=(1_000_000, 0, 0, 0), price=EUR)
+    before = get(alice).json()["results"][0]["cost"]
+    TenantPrice.objects.create(tenant_id=row.tenant_id, provider="scripted", model="demo",
+                               input=Decimal("9"), cache_write=0, cache_read=0, output=0)
+    assert get(alice).json()["results"][0]["cost"] == before == {
+        "currency": "EUR", "input": "0.5", "cache_write": "0", "cache_read": "0", "output": "0",
+        "total": "0.5"}

@@ -180,3 +180,27 @@ def test_other_members_cannot_post_or_list_runs(alice, bob, outsider, session, i
         assert post(stranger, session, "hi").status_code == 404
         assert stranger.client.get(f"/v1/sessions/{session['id']}/runs").status_code == 404
     assert not Run.objects.exists()
+
+
+def test_a_run_shows_what_its_calls_cost(owner, alice, make_session, inline_runs):
+    """Scripted models have no price of their own: the first run's calls are unpriced, the
+    second, after the tenant sets one for scripted:demo, are costed with it; the session's run
+    list shows each run's cost as the run itself does."""
+    first = make_session(alice)
+    unpriced = post(alice, first, "count these words").json()["run"]
+    assert unpriced["cost"] == {"by_currency": [], "unpriced_calls": 5}
+    assert owner.client.put("/v1/prices/scripted:demo", {
+        "currency": "EUR", "input": "1", "cache_write": "2", "cache_read": "0.5",
+        "output": "4"}, format="json").status_code == 201
+    second = make_session(alice)
+    run = post(alice, second, "count these words").json()["run"]
+    usage = run["usage"]
+    total = (usage["input_tokens"] * 1 + usage["cache_write_tokens"] * 2
+             + usage["cache_read_tokens"] * 0.5 + usage["output_tokens"] * 4) / 1_000_000
+    [eur] = run["cost"]["by_currency"]
+    assert (eur["currency"], eur["calls"], run["cost"]["unpriced_calls"]) == ("EUR", 5, 0)
+    assert float(eur["total"]) == pytest.approx(total) and total > 0
+    assert alice.client.get(f"/v1/runs/{run['id']}").json()["cost"] == run["cost"]
+    listed = alice.client.get(f"/v1/sessions/{second['id']}/runs").json()["results"]
+    assert [r["cost"] for r in listed] == [run["cost"]]
+    assert alice.client.get(f"/v1/runs/{unpriced['id']}").json()["cost"] == unpriced["cost"]

@@ -213,7 +213,8 @@ def test_a_schedule_s_usage_rows_are_its_runs_and_no_one_else_s(alice, bob, outs
             dedupe_key=f"usage-{k}")
     body = alice.client.get(f"/v1/schedules/{made['id']}/usage").json()
     assert body["totals"] == {"input_tokens": 21, "output_tokens": 2, "cache_read_tokens": 0,
-                              "cache_write_tokens": 0, "calls": 2}
+                              "cache_write_tokens": 0, "calls": 2,
+                              "cost": {"by_currency": [], "unpriced_calls": 2}}
     assert {row["run"] for row in body["results"]} == set(runs)
     assert alice.client.get(f"/v1/schedules/{made['id']}/usage",
                             {"purpose": "summarize"}).json()["totals"]["calls"] == 0
