@@ -29,6 +29,7 @@ from harness.middleware.summarization import SummarizationReport
 from harness.serde import message_to_json
 from harness.snapshot_parts import Part
 from inspector import diffs, selectors, services, tries
+from inspector.cost import next_call_cost
 from inspector.serializers import (
     MAX_OVERRIDES,
     BothOverridesInput,
@@ -217,6 +218,7 @@ def snapshot_response(session: Session, *, earlier: diffs.Earlier | None = None,
         # The bytes DRF's JSON renderer writes (compact, UTF-8 unescaped), rendered here to stay
         # inside the pause, by orjson: at 1,000 messages the standard library's json took a
         # seventh of the request.
+        out["cost"] = next_call_cost(session, snapshot)
         body = orjson.dumps(out)
     return HttpResponse(body, content_type="application/json")
 

@@ -11,6 +11,7 @@ from hango_api import fields as strict
 from hango_project.config import hango
 from harness.approvals import CallOutlook
 from harness.tokens.base import Counted
+from inspector.cost import NextCallCostOutput
 from runs.models import ACTIVE_RUN_STATUSES
 from runs.serializers import UserContentField
 
@@ -242,6 +243,9 @@ class SnapshotOutput(serializers.Serializer):
     overrides = OverrideSummaryOutput(source="*")
     context_window = serializers.IntegerField(help_text="The model's context window in tokens: "
                                                         "the budget the request spends.")
+    cost = NextCallCostOutput(allow_null=True, help_text="What the request's input would cost, "
+                              "none to all of its cache prefix read (inspector/cost.py); null "
+                              "for a model with no known price.")
     run = RunBasisOutput(allow_null=True, help_text=(
         "The session's active run whose next call this is, assembled from its last checkpoint "
         "(its todos and state; a batch paused for approval finished first, as far as it is "
