@@ -37,6 +37,8 @@ LIKELY_PLACES = Decimal("1e-9")
 def read_share(session: Session) -> Decimal | None:
     """The share of the session's input its calls read from the prompt cache (None: no calls
     yet). Read on the (tenant, created_at) index from the session's creation on."""
+    if session.created_at is None:  # a session not yet made: a schedule's preview
+        return None
     sums = UsageRecord.objects.filter(
         tenant_id=session.tenant_id, session_id=session.pk,
         created_at__gte=session.created_at - CLOCK_SKEW,

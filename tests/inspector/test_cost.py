@@ -104,3 +104,16 @@ def test_another_tenants_price_does_not_apply(alice, outsider, make_session):
     TenantPrice.objects.create(tenant=outsider.member.tenant, provider="scripted",
                                model="demo", input=1, cache_write=1, cache_read=1, output=1)
     assert cost_of(alice, make_session(alice)) is None
+
+
+def test_a_schedules_preview_of_a_new_session_is_costed_as_a_first_call(alice, owner,
+                                                                         make_agent):
+    TenantPrice.objects.create(tenant=alice.member.tenant, provider="scripted", model="demo",
+                               input=1, cache_write=1, cache_read=1, output=1)
+    made = alice.client.post("/v1/schedules", {
+        "name": "digest", "agent": make_agent(alice)["id"], "cron": "0 9 * * *",
+        "content": "Summarise yesterday."}, format="json").json()
+    preview = alice.client.get(f"/v1/schedules/{made['id']}/context")
+    assert preview.status_code == 200, preview.content
+    cost = preview.json()["cost"]
+    assert cost["read_share"] is None and cost["source"] == "tenant"
