@@ -12,10 +12,21 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from accounts.models import ApiKey, AuditEntry, Member, QuotaHold, QuotaPeriod, Tenant, UsageRecord
+from accounts.models import (
+    ApiKey,
+    AuditEntry,
+    Member,
+    QuotaHold,
+    QuotaPeriod,
+    Tenant,
+    TenantPrice,
+    UsageRecord,
+)
+from accounts.prices import RATES, record_price
 from accounts.services import api_key_issue, api_key_revoke
-from accounts.usage import period_bounds, quota_release, tenant_spend
-from hango_project.admin import ActionsAdmin, AppWrittenAdmin, OwnerAdmin
+from accounts.tenant_prices import price_delete, price_set
+from accounts.usage import cost_totals, money, period_bounds, quota_release, tenant_spend
+from hango_project.admin import ActionsAdmin, AppWrittenAdmin, OwnerAdmin, ServiceWrittenAdmin
 
 PERIOD_WORDS = {QuotaPeriod.DAY: "today", QuotaPeriod.MONTH: "this month"}
 
@@ -40,10 +51,21 @@ class MemberInline(admin.TabularInline):
 @admin.register(Tenant)
 class TenantAdmin(OwnerAdmin, admin.ModelAdmin):
     list_display = ["name", "trace_llm_content", "token_quota", "quota_period", "quota_used",
-                    "created_at"]
+                    "month_cost", "created_at"]
     search_fields = ["name"]
-    readonly_fields = ["id", "quota_used", "created_at"]
+    readonly_fields = ["id", "quota_used", "month_cost", "created_at"]
     inlines = [MemberInline]
+
+    @admin.display(description="cost this month")
+    def month_cost(self, tenant: Tenant) -> str:
+        """What the calendar (UTC) month's calls cost, per currency, and how many had no
+        price (their cost is unknown, not zero)."""
+        start, _ = period_bounds(QuotaPeriod.MONTH)
+        cost = cost_totals(UsageRecord.objects.filter(tenant=tenant, created_at__gte=start))
+        amounts = " + ".join(f"{line['total']} {line['currency']}"
+                             for line in cost["by_currency"]) or "nothing priced"
+        unpriced = cost["unpriced_calls"]
+        return amounts + (f" · {unpriced:,} calls unpriced" if unpriced else "")
 
     @admin.display(description="usage")
     def quota_used(self, tenant: Tenant) -> str:
@@ -116,12 +138,56 @@ class UsageRecordAdmin(AppWrittenAdmin, admin.ModelAdmin):
     deleted_with_owner = False
 
     list_display = ["created_at", "tenant", "purpose", "provider", "model", "input_tokens",
-                    "output_tokens", "cache_read_tokens", "cache_write_tokens", "run"]
-    list_filter = ["purpose", "tenant", "provider"]
+                    "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "run"]
+    list_filter = ["purpose", "tenant", "provider", "price_source"]
     date_hierarchy = "created_at"
     # The page's order: the token columns, inherited from TokenCounts, would otherwise lead.
     fields = ["tenant", "session", "run", "agent", "purpose", "provider", "model", "input_tokens",
-              "output_tokens", "cache_read_tokens", "cache_write_tokens", "dedupe_key"]
+              "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost",
+              "price_currency", "price_input", "price_cache_write", "price_cache_read",
+              "price_output", "price_source", "unpriced_reason", "dedupe_key"]
+    readonly_fields = ["cost"]
+
+    @admin.display(description="cost")
+    def cost(self, row: UsageRecord) -> str:
+        """The call's cost at the price it was recorded with; unpriced calls say so."""
+        price = record_price(row)
+        if price is None:
+            return "unpriced"
+        cost = price.cost(row)
+        return f"{money(cost.total)} {cost.currency}"
+
+
+@admin.register(TenantPrice)
+class TenantPriceAdmin(ServiceWrittenAdmin, admin.ModelAdmin):
+    """A tenant's negotiated prices, set and removed through the service (audited as the staff
+    user's member of the tenant). A price names its model for good: another model is another
+    price."""
+
+    list_display = ["tenant", "provider", "model", "currency", "input", "cache_write",
+                    "cache_read", "output", "updated_at"]
+    list_filter = ["tenant", "provider"]
+    search_fields = ["model"]
+    fields = ["tenant", "provider", "model", "currency", "input", "cache_write", "cache_read",
+              "output"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return ["tenant", "provider", "model"] if obj is not None else []
+
+    def save_model(self, request, obj, form, change):
+        saved, _ = price_set(
+            tenant_id=obj.tenant_id, model=f"{obj.provider}:{obj.model}",
+            currency=obj.currency, rates={name: getattr(obj, name) for name in RATES},
+            actor=acting_member(request, obj.tenant_id))
+        obj.pk = saved.pk
+        obj._state.adding = False
+
+    def delete_model(self, request, obj):
+        price_delete(price=obj, actor=acting_member(request, obj.tenant_id))
+
+    def delete_queryset(self, request, queryset):
+        for price in queryset:
+            price_delete(price=price, actor=acting_member(request, price.tenant_id))
 
 
 @admin.register(QuotaHold)

@@ -74,9 +74,10 @@ class PriceDetailApi(APIView):
         costed with it; rows recorded before keep their price."""
         member = caller(request)
         data = validated(TenantPriceInput, request)
+        tenant_prices.check_writer(member)
         currency = data.pop("currency")
-        price, created = tenant_prices.price_set(member=member, model=model, currency=currency,
-                                                 rates=data)
+        price, created = tenant_prices.price_set(tenant_id=member.tenant_id, model=model,
+                                                 currency=currency, rates=data, actor=member)
         return Response(TenantPriceOutput(price).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
@@ -84,5 +85,8 @@ class PriceDetailApi(APIView):
                    responses={204: None, 403: NOT_WRITABLE})
     def delete(self, request, model):
         """Remove the tenant's price: the table prices the model's next calls again."""
-        tenant_prices.price_delete(member=caller(request), model=model)
+        member = caller(request)
+        tenant_prices.check_writer(member)
+        tenant_prices.price_delete(price=tenant_prices.price_get(member=member, model=model),
+                                   actor=member)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -8,6 +8,7 @@ recorded with, so setting or removing one never rewrites what was spent.
 
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
 
 from django.db import transaction
@@ -54,19 +55,21 @@ def price_get(*, member: Member, model: str) -> TenantPrice:
 
 
 def check_writer(member: Member) -> None:
+    """Only owners and admins set or remove a price (403 for a member's role)."""
     if not member.sees_whole_tenant:
         raise PricesNotWritable()
 
 
-def price_set(*, member: Member, model: str, currency: str,
-              rates: dict[str, Decimal]) -> tuple[TenantPrice, bool]:
+def price_set(*, tenant_id: uuid.UUID, model: str, currency: str, rates: dict[str, Decimal],
+              actor: Member | None) -> tuple[TenantPrice, bool]:
     """Set the tenant's price for ``model`` (all four rates, per million tokens); returns it and
-    whether it is new."""
-    check_writer(member)
+    whether it is new. ``actor`` is who set it: the API's caller (an owner or admin:
+    :func:`check_writer`), the staff user's member of the tenant from the Django admin, or
+    nobody."""
     provider, name = model_parts(model)
     with transaction.atomic():
         price, created = TenantPrice.objects.select_for_update().get_or_create(
-            tenant_id=member.tenant_id, provider=provider, model=name,
+            tenant_id=tenant_id, provider=provider, model=name,
             defaults={"currency": currency, **rates})
         changed = sorted(RATES) if created else sorted(
             field for field, value in (("currency", currency), *rates.items())
@@ -77,17 +80,17 @@ def price_set(*, member: Member, model: str, currency: str,
                 setattr(price, field, value)
             price.save()
         if created or changed:
-            audit_record(actor=member, tenant=member.tenant_id, action=AuditAction.PRICE_SET,
+            audit_record(actor=actor, tenant=tenant_id, action=AuditAction.PRICE_SET,
                          obj_type="price", obj_id=price.pk,
                          detail={"model": model, "created": created, "changed": changed})
     return price, created
 
 
-def price_delete(*, member: Member, model: str) -> None:
-    check_writer(member)
+def price_delete(*, price: TenantPrice, actor: Member | None) -> None:
+    """Remove the tenant's price: the table prices the model's next calls again."""
     with transaction.atomic():
-        price = price_get(member=member, model=model)
         price_id = price.pk  # the delete clears it
         price.delete()
-        audit_record(actor=member, tenant=member.tenant_id, action=AuditAction.PRICE_DELETE,
-                     obj_type="price", obj_id=price_id, detail={"model": model})
+        audit_record(actor=actor, tenant=price.tenant_id, action=AuditAction.PRICE_DELETE,
+                     obj_type="price", obj_id=price_id,
+                     detail={"model": f"{price.provider}:{price.model}"})

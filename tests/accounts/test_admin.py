@@ -3,12 +3,17 @@ and revoked through the services (audited) and never deleted on their own."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
+from decimal import Decimal
+
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
 from accounts.audit import audit_record
-from accounts.models import ApiKey, AuditAction, AuditEntry, QuotaHold, UsageRecord
+from accounts.models import ApiKey, AuditAction, AuditEntry, QuotaHold, TenantPrice, UsageRecord
+from accounts.prices import Price, stored
 
 
 def record_usage(tenant, tokens: int) -> None:
@@ -74,3 +79,47 @@ def test_a_stale_quota_hold_is_freed_here(staff_client, tenant):
     delete = reverse("admin:accounts_quotahold_delete", args=[hold.pk])
     assert staff_client.post(delete, {"post": "yes"}).status_code == 302
     assert not QuotaHold.objects.exists()
+
+
+def test_a_tenant_page_shows_the_months_cost_per_currency(staff_client, tenant):
+    from_table = Price(currency="USD", source="genai-prices 0.2.5", input=Decimal("3"),
+                       cache_write=Decimal("3.75"), cache_read=Decimal("0.3"),
+                       output=Decimal("15"))
+    own = replace(from_table, currency="EUR", source="tenant", input=Decimal("1"))
+    for n, price in enumerate([from_table, from_table, own]):
+        UsageRecord.objects.create(tenant=tenant, purpose="run", provider="anthropic",
+                                   model="claude-sonnet-4-5", input_tokens=1_000_000,
+                                   output_tokens=100_000, dedupe_key=f"priced:{n}",
+                                   **stored(price))
+    record_usage(tenant, 10)  # scripted: unpriced
+    # Last month's calls are not this month's.
+    old = UsageRecord.objects.create(tenant=tenant, purpose="run", provider="anthropic",
+                                     model="claude-sonnet-4-5", input_tokens=10**9,
+                                     dedupe_key="old", **stored(from_table))
+    UsageRecord.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=40))
+    text = staff_client.get(reverse("admin:accounts_tenant_change",
+                                    args=[tenant.pk])).content.decode()
+    assert "2.5 EUR + 9 USD · 1 calls unpriced" in text
+    listed = staff_client.get(reverse("admin:accounts_usagerecord_changelist")).content.decode()
+    assert "4.5 USD" in listed and "2.5 EUR" in listed and "unpriced" in listed
+
+
+def test_a_price_set_and_removed_here_is_audited_as_the_staff_users_member(
+        staff_client, tenant, staff_member):
+    form = {"tenant": str(tenant.pk), "provider": "scripted", "model": "demo",
+            "currency": "EUR", "input": "1", "cache_write": "1.25", "cache_read": "0.1",
+            "output": "5"}
+    assert staff_client.post(reverse("admin:accounts_tenantprice_add"), form).status_code == 302
+    price = TenantPrice.objects.get()
+    assert (price.currency, price.output) == ("EUR", Decimal("5"))
+    change = reverse("admin:accounts_tenantprice_change", args=[price.pk])
+    assert staff_client.post(change, form | {"output": "6"}).status_code == 302
+    assert TenantPrice.objects.get().output == Decimal("6")
+    delete = reverse("admin:accounts_tenantprice_delete", args=[price.pk])
+    assert staff_client.post(delete, {"post": "yes"}).status_code == 302
+    assert not TenantPrice.objects.exists()
+    rows = AuditEntry.objects.filter(object_type="price").order_by("created_at")
+    assert [(r.action, r.actor) for r in rows] == [
+        (AuditAction.PRICE_SET, staff_member), (AuditAction.PRICE_SET, staff_member),
+        (AuditAction.PRICE_DELETE, staff_member)]
+    assert rows[1].detail["changed"] == ["output"]
