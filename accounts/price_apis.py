@@ -4,6 +4,7 @@ admins set (``PUT``) and remove (``DELETE``) one (members: 403)."""
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -13,6 +14,7 @@ from rest_framework.views import APIView
 from accounts import tenant_prices
 from accounts.authentication import caller
 from accounts.models import TenantPrice
+from accounts.usage import money
 from hango_api import fields
 from hango_api.views import ListApi, paginated, validated
 
@@ -32,8 +34,23 @@ class TenantPriceInput(serializers.Serializer):
     output = _rate("Per million output tokens.")
 
 
+class RateOutput(serializers.DecimalField):
+    """A rate as plain decimal text, as usage rows show theirs: ``"0.3"``, not
+    ``"0.300000000"``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_digits=20, decimal_places=9, read_only=True, **kwargs)
+
+    def to_representation(self, value: Decimal) -> str:
+        return money(value)
+
+
 class TenantPriceOutput(serializers.ModelSerializer):
     model = serializers.SerializerMethodField()
+    input = RateOutput()
+    cache_write = RateOutput()
+    cache_read = RateOutput()
+    output = RateOutput()
 
     class Meta:
         model = TenantPrice
