@@ -29,6 +29,7 @@ from cli.options import (
 from cli.output import AGENT_COLUMNS, MESSAGE_COLUMNS, SESSION_COLUMNS, print_json
 from cli.runs import follow_command, runs, send
 from cli.schedules import schedules
+from cli.usage import prices, usage
 
 # --- commands -------------------------------------------------------------------------------
 
@@ -189,6 +190,8 @@ cli.add_command(follow_command)
 cli.add_command(runs)
 cli.add_command(context)
 cli.add_command(schedules)
+cli.add_command(usage)
+cli.add_command(prices)
 
 
 def main() -> None:
