@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from django.db.models import Sum
 
-from accounts.models import AuditEntry, QuotaHold, Tenant, UsageRecord
+from accounts.models import AuditEntry, QuotaHold, Tenant, TenantPrice, UsageRecord
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from runs.models import Message, Run, Session
 from tests.support.api import error_of
@@ -184,3 +185,14 @@ def test_a_try_on_the_offline_model_reports_the_panels_total(alice, demo):
     tried = try_(alice, demo, {"message": "And now?"})
     assert tried.status_code == 200, tried.content
     assert tried.json()["usage"]["input_tokens"] == shown
+
+
+def test_a_trys_usage_row_is_priced_at_the_tenants_price(alice, demo, tenant, serve_model):
+    TenantPrice.objects.create(tenant=tenant, provider="scripted", model="demo", currency="EUR",
+                               input=Decimal("2"), cache_write=Decimal("2"),
+                               cache_read=Decimal("0.2"), output=Decimal("8"))
+    serve_model("scripted", ScriptedModel([text("Fine.")]))
+    assert try_(alice, demo, {"message": "Again?"}).status_code == 200
+    [row] = UsageRecord.objects.filter(purpose="context_try")
+    assert (row.price_currency, row.price_source, row.price_output) == (
+        "EUR", "tenant", Decimal("8"))
