@@ -28,7 +28,7 @@ import genai_prices
 from genai_prices import data_snapshot
 from genai_prices.types import TieredPrices
 
-from accounts.models import TenantPrice, TokenCounts
+from accounts.models import TenantPrice, TokenCounts, UsageRecord
 
 PER = Decimal(1_000_000)  # rates are per million tokens
 TABLE_CURRENCY = "USD"  # genai-prices' one currency
@@ -37,6 +37,7 @@ TENANT_SOURCE = "tenant"
 # hango's provider -> genai-prices' provider id. Not the scripted models: they cost nothing real.
 TABLE_PROVIDERS = {"anthropic": "anthropic", "openai": "openai"}
 RATES = ("input", "cache_write", "cache_read", "output")
+REASON_LENGTH = UsageRecord._meta.get_field("unpriced_reason").max_length or 200
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,7 +147,9 @@ def stored(priced: Price | Unpriced) -> dict[str, Any]:
                     "unpriced_reason": "",
                     **{f"price_{name}": getattr(priced, name) for name in RATES}}
         case Unpriced():
-            return {"price_currency": "", "price_source": "", "unpriced_reason": priced.reason,
+            # Clipped to its column: a reason names the model, whose name may be as long.
+            reason = priced.reason[:REASON_LENGTH]
+            return {"price_currency": "", "price_source": "", "unpriced_reason": reason,
                     **{f"price_{name}": None for name in RATES}}
         case _:
             assert_never(priced)

@@ -431,6 +431,8 @@ PRICED_CALLS = [
     ModelUsage(purpose="run", provider="scripted", model="demo", usage=Usage(input_tokens=9)),
     ModelUsage(purpose="summarize", provider="openai", model="gpt-unknown",
                usage=Usage(input_tokens=5, output_tokens=6)),
+    # A name as long as the column allows: its reason is clipped to the reason's column.
+    ModelUsage(purpose="run", provider="openai", model="m" * 200, usage=Usage(input_tokens=1)),
 ]
 
 
@@ -449,7 +451,7 @@ def test_both_paths_price_each_call_alike(twin_runs):
     assert checkpoint._commit_orm(replace(_turn(orm_run), calls=PRICED_CALLS, usage=usage))
     rows = _rows(sql_run.pk)
     assert rows == _rows(orm_run.pk)
-    table, tenant, unpriced = rows["usage"][:3]
+    table, tenant, unpriced, long_name = rows["usage"][:4]
     sonnet = prices.table_price("anthropic", "claude-sonnet-4-5")
     assert isinstance(sonnet, prices.Price)
     assert (table["price_currency"], table["price_source"], table["unpriced_reason"]) == (
@@ -461,3 +463,4 @@ def test_both_paths_price_each_call_alike(twin_runs):
     assert unpriced["price_input"] is None and unpriced["price_currency"] == ""
     assert unpriced["unpriced_reason"] == f"{prices.TABLE_SOURCE} has no price for " \
                                           "openai:gpt-unknown"
+    assert len(long_name["unpriced_reason"]) == 200 and long_name["price_input"] is None
