@@ -215,10 +215,10 @@ def snapshot_response(session: Session, *, earlier: diffs.Earlier | None = None,
                             selectors.window_of(session))
         if earlier is not None:
             out["diff"] = diffs.diff_json(snapshot, earlier, session.agent.model)
+        out["cost"] = next_call_cost(session, snapshot)
         # The bytes DRF's JSON renderer writes (compact, UTF-8 unescaped), rendered here to stay
         # inside the pause, by orjson: at 1,000 messages the standard library's json took a
         # seventh of the request.
-        out["cost"] = next_call_cost(session, snapshot)
         body = orjson.dumps(out)
     return HttpResponse(body, content_type="application/json")
 
