@@ -447,8 +447,9 @@ def test_both_paths_price_each_call_alike(twin_runs):
             output=Decimal("2"))
     usage = sum((call.usage for call in PRICED_CALLS), Usage())
     assert checkpoint._commit_one_statement(
-        replace(_turn(sql_run), calls=PRICED_CALLS, usage=usage)) is not None
-    assert checkpoint._commit_orm(replace(_turn(orm_run), calls=PRICED_CALLS, usage=usage))
+        replace(_turn(sql_run), calls=PRICED_CALLS, usage=usage, prints=[])) is not None
+    assert checkpoint._commit_orm(replace(_turn(orm_run), calls=PRICED_CALLS, usage=usage,
+                                          prints=[]))
     rows = _rows(sql_run.pk)
     assert rows == _rows(orm_run.pk)
     table, tenant, unpriced, long_name = rows["usage"][:4]
