@@ -8,38 +8,26 @@ load that passes it raises, which the middleware turns into a run without that c
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from agents import services
 from agents.models import Agent, MemoryFile, Skill
 from hango_project.config import hango
+from hango_project.database import database
 from hango_project.errors import ApplicationError
 from hango_project.sql import fetch, uuid_param
 from harness.stores import MemoryFile as HMemoryFile
 from harness.stores import SkillSpec
 
 
-@contextmanager
-def bounded_read(timeout: float | None = None) -> Iterator[None]:
-    """A transaction whose statements give up after ``timeout`` seconds (PostgreSQL only; the
-    embedded SQLite database is a local file)."""
-    seconds = hango().context_load_timeout if timeout is None else timeout
-    if connection.vendor != "postgresql":
-        yield
-        return
-    # Inside a caller's transaction the setting would outlive this block: put it back after.
-    nested = connection.in_atomic_block
-    with transaction.atomic(), connection.cursor() as cursor:
-        if nested:
-            cursor.execute("SHOW statement_timeout")
-            previous = cursor.fetchone()[0]
-        cursor.execute("SELECT set_config('statement_timeout', %s, true)",
-                       [f"{max(1, round(seconds * 1000))}ms"])
-        yield
-        if nested:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+def bounded_read(timeout: float | None = None) -> AbstractContextManager[None]:
+    """A block whose statements give up after ``timeout`` seconds, in a transaction
+    (:meth:`hango_project.database.Database.statement_timeout`: PostgreSQL only; the embedded
+    SQLite database is a local file)."""
+    return database().statement_timeout(hango().context_load_timeout if timeout is None
+                                        else timeout)
 
 
 # A check a store runs first in its write's transaction (a run's claim: raises when the run is
