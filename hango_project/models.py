@@ -6,6 +6,8 @@ from typing import Any
 
 from django.db import models
 
+from hango_project.database import database_of
+
 
 class TextJSONField(models.JSONField):
     """JSON kept in PostgreSQL as ``json`` (the text as written) rather than ``jsonb``: for a
@@ -17,7 +19,7 @@ class TextJSONField(models.JSONField):
     No JSON lookups work on it (none is made)."""
 
     def db_type(self, connection: Any) -> str | None:
-        return "json" if connection.vendor == "postgresql" else super().db_type(connection)
+        return database_of(connection).text_json_type() or super().db_type(connection)
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         if value is not None and not isinstance(value, str):  # psycopg2 decodes json itself
