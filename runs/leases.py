@@ -33,6 +33,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from hango_project.config import hango
+from hango_project.database import database
 from hango_project.pgpool import first_in_line
 from runs.models import Run, RunStatus
 from runs.prepared import Prepared
@@ -174,7 +175,7 @@ def _intervals() -> tuple[float, float]:
 def _news(held: list[tuple[Key, tuple[Control, str]]]) -> dict[Key, News]:
     """What the database says of the held runs it has news of (the rest: not cancelled, still
     held)."""
-    if connection.vendor != "postgresql":
+    if not database().one_statement:
         return _news_read_by_the_orm([key for key, _ in held])
     with connection.cursor() as cursor:
         _READ.run(cursor, {"ids": "{" + ",".join(text for _, (_, text) in held) + "}",
@@ -199,10 +200,7 @@ def _renew(run_id: uuid.UUID, epoch: int) -> bool:
     held elsewhere must not hold up the other runs' renewals."""
     try:
         with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT set_config('lock_timeout', %s, true)",
-                                   [f"{max(1, round(hango().run_lease_seconds * 111))}ms"])
+            database().lock_timeout(hango().run_lease_seconds * 0.111)  # a beat's third
             return bool(Run.objects.filter(pk=run_id, epoch=epoch, status=RunStatus.RUNNING)
                         .update(lease_expires_at=timezone.now() + lease_length()))
     except DatabaseError:  # missed once (the database restarting? a lock?): next beat
