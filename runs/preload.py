@@ -23,6 +23,7 @@ from django.db import DatabaseError, connection
 from agents.models import MemoryFile
 from context.models import ContextOverride
 from hango_project.config import hango
+from hango_project.database import database
 from hango_project.sql import fetch, uuid_param
 from runs.models import ACTIVE_RUN_STATUSES, Message, PendingMessage, Run, SessionFile
 
@@ -59,7 +60,7 @@ def preload(tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID, *,
     run and queue, all in one snapshot (a turn committed meanwhile is in all or none of them);
     nothing where they cannot be one statement (SQLite, or inside a caller's transaction, which
     the timeout would outlive) or the statement failed."""
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
+    if not database().one_statement or connection.in_atomic_block:
         return NOTHING_PRELOADED
     timeout = f"{max(1, round(hango().context_load_timeout * 1000))}ms"
     session, agent = uuid_param(session_id), uuid_param(agent_id)
