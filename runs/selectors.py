@@ -14,6 +14,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from accounts.models import Member, UsagePurpose, UsageRecord
 from accounts.scoping import get_visible, visible_to
 from accounts.usage import CLOCK_SKEW, cost_groups
+from hango_project.database import database
 from hango_project.errors import NotFound
 from harness import fingerprint
 from harness.errors import InvalidContent
@@ -105,7 +106,7 @@ def stream_read(*, run_id: uuid.UUID, after: int, limit: int) -> StreamRead:
     """:func:`run_events_after` and the run's status and turn as of them, in one statement:
     the turn and the events come from one snapshot, so a stream that reads the run finished
     has its last events too."""
-    if connection.vendor != "postgresql":
+    if not database().one_statement:
         # The run first, then its events, with no transaction (SQLite's would take the write
         # lock: the settings begin every transaction IMMEDIATE, and a read would queue behind
         # a turn's commit and hold up the next). Events only grow: those read second hold all
