@@ -35,6 +35,7 @@ from django.db import connection
 from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
+from hango_project.database import database
 from hango_project.sql import uuid_param
 from runs.checkpoint import finish_run
 from runs.events import append_events, status_event
@@ -90,18 +91,12 @@ def lock_session(session_id: uuid.UUID | str) -> None:
     foreign key), so a post holding the session's row while it waits for the active run's
     (:func:`active_run`) could deadlock with it. No worker holds a run's row while it waits for
     this lock. (SQLite, single-writer, needs none.)"""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", _lock_key(session_id))
+    database().lock(_lock_key(session_id))
 
 
 def try_lock_session(session_id: uuid.UUID | str) -> bool:
     """:func:`lock_session` when no one holds it, without waiting: whether it was taken."""
-    if connection.vendor != "postgresql":
-        return True
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", _lock_key(session_id))
-        return bool(cursor.fetchone()[0])
+    return database().try_lock(_lock_key(session_id))
 
 
 def active_run(session_id: uuid.UUID) -> Run | None:
@@ -181,7 +176,7 @@ def waiting_after(run_id: uuid.UUID | str) -> uuid.UUID | None:
     """The session of ``run`` when messages wait in its queue (one indexed read), else None: what
     the worker asks once a run's end has committed, before it starts the next one."""
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if database().one_statement:
             _WAITING_AFTER.run(cursor, {"run": uuid.UUID(str(run_id))})
         else:
             cursor.execute(_WAITING_AFTER_SQL, {"run": uuid_param(run_id)})
