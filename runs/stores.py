@@ -8,10 +8,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db import connection
 from django.db.models import Func, IntegerField
 
 from agents.stores import Guard, guarded
+from hango_project.database import database, database_of
 from hango_project.sql import fetch, uuid_param
 from harness.stores import FileInfo, Summary
 from runs.models import Session, SessionFile
@@ -20,15 +20,17 @@ from runs.models import Session, SessionFile
 class OctetLength(Func):
     """A text column's size in UTF-8 bytes. PostgreSQL reads it from the value's header without
     decompressing it (``char_length`` would decompress every file just to list them — and the
-    filesystem's system part lists them on every model call)."""
+    filesystem's system part lists them on every model call). Its SQL per engine comes from
+    :meth:`hango_project.database.Database.octet_length`."""
 
-    function = "OCTET_LENGTH"
     output_field = IntegerField()
 
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        # SQLite before 3.43 has no octet_length.
-        return self.as_sql(compiler, connection, function="LENGTH",
-                           template="%(function)s(CAST(%(expressions)s AS BLOB))", **extra)
+    def as_sql(self, compiler: Any, connection: Any, function: str | None = None,
+               template: str | None = None, arg_joiner: str | None = None,
+               **extra_context: Any) -> Any:
+        template = template or database_of(connection).octet_length("%(expressions)s")
+        return super().as_sql(compiler, connection, function, template, arg_joiner,
+                              **extra_context)
 
 
 class DbFileStore:
@@ -48,8 +50,7 @@ class DbFileStore:
 
     def list(self) -> list[FileInfo]:
         if self._listing is None:
-            size = ("LENGTH(CAST(content AS BLOB))" if connection.vendor == "sqlite"
-                    else "OCTET_LENGTH(content)")  # see OctetLength
+            size = database().octet_length("content")  # see OctetLength
             rows = fetch(f"SELECT path, {size} FROM {SessionFile._meta.db_table} "
                          "WHERE session_id = %s ORDER BY path", [uuid_param(self.session_id)])
             self._listing = [FileInfo(path=path, size=size) for path, size in rows]
