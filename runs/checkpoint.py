@@ -31,6 +31,7 @@ from django.utils import timezone
 from accounts import prices
 from accounts.models import QuotaHold, TenantPrice, UsageRecord
 from accounts.usage import quota_release, tenant_spend
+from hango_project.database import database
 from harness import approvals
 from harness.errors import Superseded
 from harness.messages import ModelUsage, Role, ToolUseBlock, Usage
@@ -75,7 +76,7 @@ _POLL = Prepared.of(
 def poll(claim: Claim) -> tuple[bool, bool]:
     """Whether the run's cancel was asked for, and whether ``claim`` still holds it: one
     prepared statement (a run polls before its tools after every model call)."""
-    if connection.vendor != "postgresql":
+    if not database().one_statement:
         row = (Run.objects.filter(pk=claim.run_id)
                .values_list("cancel_requested", "epoch", "status").first())
         return (row is not None and row[0],
@@ -176,7 +177,7 @@ def _json_prices(columns: dict[str, Any]) -> dict[str, Any]:
 
 def commit_turn(write: TurnWrite) -> Committed | None:
     """Commit the turn; None when the writer was fenced out (nothing was written)."""
-    if connection.vendor == "postgresql":
+    if database().one_statement:
         return _commit_one_statement(write)
     return _commit_orm(write)
 
