@@ -24,12 +24,13 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import assert_never
 
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.usage import period_bounds, quota_release
 from hango_project.config import hango
+from hango_project.database import database
 from hango_project.errors import QuotaExceeded
 from hango_project.ids import time_ordered_uuid
 from harness import fingerprint
@@ -101,7 +102,7 @@ def worker_identity() -> str:
 
 def claim_run(run_id: str, owner: str) -> Run | None:
     """Take the run's lease under a new epoch, or None when there is nothing to do."""
-    if connection.vendor == "postgresql":  # the common case in one statement
+    if database().one_statement:  # the common case in one statement
         now = timezone.now()
         if (run := claim_unheld(run_id, owner, now + lease_length(), now)) is not None:
             return run
