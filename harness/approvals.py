@@ -19,7 +19,7 @@ The lifecycle, and who does what:
    result not known yet (a call still waiting, or one that will run) left empty and said so.
 4. **Close.** A run cancelled while its batch waits: :func:`close` answers every call, so the
    stored history never keeps a call without its result — in the loop when a worker sees the
-   cancel at a turn boundary, in ``runs.checkpoint.close_paused_batch`` when no worker holds the
+   cancel at a turn boundary, in ``runs.endings.close_paused_batch`` when no worker holds the
    run (a cancel, or a claim that finds one). A cancel in the middle of a batch that has not
    paused yet answers the calls it did not run with :data:`CANCELLED_BEFORE_RUN`.
 

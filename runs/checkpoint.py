@@ -1,12 +1,13 @@
 """Committing one turn: messages, events, usage counters and ``usage_records`` rows (one per
 model call, keyed ``<run>:<turn>:<index>``), ``state_json`` and the turn counter, atomically,
-and only while the writer's epoch still holds the running run at the turn it expects; and the
-fence the same claim puts around its tools' writes (:class:`Claim`, :func:`take_over`).
+and only while the writer's epoch still holds the running run at the turn it expects (the
+claim's fence: :mod:`runs.fence`). The last turn of a run also ends it (:mod:`runs.endings`).
 
 On PostgreSQL a turn that does not end the run is one statement (data-modifying CTEs): a single
 round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating the
 INSERTs (a fenced turn writes no message, event or usage row); the last turn of a run also
-finishes it in the same statement. The ORM path does the same in one transaction, for SQLite.
+finishes it in the same statement. The ORM path does the same in one transaction, for SQLite
+(which path runs: :attr:`hango_project.database.Database.one_statement`).
 The claim of a run nobody holds is one statement too (:mod:`runs.claims`). They are prepared
 once per connection (:class:`runs.prepared.Prepared`).
 
@@ -32,67 +33,15 @@ from accounts import prices
 from accounts.models import QuotaHold, TenantPrice, UsageRecord
 from accounts.usage import quota_release, tenant_spend
 from hango_project.database import database
-from harness import approvals
-from harness.errors import Superseded
-from harness.messages import ModelUsage, Role, ToolUseBlock, Usage
-from harness.serde import content_from_json, content_to_json
+from harness.messages import ModelUsage, Role, Usage
 from runs import live, webhooked
-from runs.events import EVENT_MESSAGE, EVENT_STATUS, append_events, status_event
+from runs.endings import finish_run
+from runs.events import EVENT_STATUS, append_events
 from runs.models import Message, Run, RunEvent, RunStatus
 from runs.prepared import Prepared
 from webhooks import tasks as webhook_tasks
 
 Event = tuple[str, dict[str, Any]]
-INTERNAL_ERROR = "internal_error"  # a run's error code when its worker crashed: resumable
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A worker's hold on a run: the epoch it claimed the run under. It holds while the run is
-    running under that epoch; whoever changes the run from outside the holder (a cancel, a
-    resume, an approval, the reconciler, another claim) advances the epoch (:func:`take_over`),
-    so every later write of this claim is refused."""
-
-    run_id: uuid.UUID
-    epoch: int
-
-    def hold(self) -> None:
-        """In the caller's transaction: lock the run's row while this claim still holds it (a
-        concurrent take-over waits for the caller's commit), or raise
-        :class:`~harness.errors.Superseded`. A tool's write to hango's stores runs under it."""
-        held = (Run.objects.select_for_update(no_key=True)
-                .filter(pk=self.run_id, epoch=self.epoch, status=RunStatus.RUNNING)
-                .values_list("pk", flat=True))
-        if not held:
-            raise Superseded(f"run {self.run_id} is no longer held under epoch {self.epoch}")
-
-
-_POLL = Prepared.of(
-    "hango_poll", f"SELECT cancel_requested, epoch = %(epoch)s AND status = %(running)s "
-    f"FROM {Run._meta.db_table} WHERE id = %(run)s",
-    (("run", "uuid"), ("epoch", "bigint"), ("running", "text")))
-
-
-def poll(claim: Claim) -> tuple[bool, bool]:
-    """Whether the run's cancel was asked for, and whether ``claim`` still holds it: one
-    prepared statement (a run polls before its tools after every model call)."""
-    if not database().one_statement:
-        row = (Run.objects.filter(pk=claim.run_id)
-               .values_list("cancel_requested", "epoch", "status").first())
-        return (row is not None and row[0],
-                row is not None and row[1:] == (claim.epoch, RunStatus.RUNNING))
-    with connection.cursor() as cursor:
-        _POLL.run(cursor, {"run": claim.run_id, "epoch": claim.epoch,
-                           "running": RunStatus.RUNNING})
-        found = cursor.fetchone()
-    return (False, False) if found is None else (bool(found[0]), bool(found[1]))
-
-
-def take_over(run: Run) -> None:
-    """Fence out whoever holds a locked run (the caller saves it): its epoch advances and its
-    lease is cleared, so a stalled holder's next commit, store write or event is refused."""
-    run.epoch += 1
-    run.lease_owner, run.lease_expires_at = "", None
 
 
 class NewMessage(NamedTuple):
@@ -364,51 +313,3 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
         return Committed(cancel_requested=run.cancel_requested, quota_used=used)
 
 
-def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> None:
-    """Mark a locked run finished, with its status event (the caller saves it).
-
-    A pause for approval also ends the worker's hold, but the run is not finished: no
-    ``finished_at``, and a cancel asked for meanwhile stays asked (the next claim honours it)."""
-    paused = status == RunStatus.AWAITING_APPROVAL
-    quota_release(run_id=run.pk)  # a hold of a call that never made it into a turn
-    run.status = status
-    run.error = error
-    run.finished_at = None if paused else timezone.now()
-    run.lease_owner, run.lease_expires_at = "", None
-    if not paused:
-        run.cancel_requested = False
-    append_events(run, [status_event(run)])
-    webhooked.deliveries_for(run)
-
-
-def cancel_unheld(run: Run) -> None:
-    """Cancel a locked run no live worker holds (the caller saves it): a paused batch's calls
-    get their results, and a stalled holder is fenced out."""
-    close_paused_batch(run)
-    take_over(run)
-    finish_run(run, RunStatus.CANCELLED)
-
-
-def close_paused_batch(run: Run) -> None:
-    """Answer every call of a locked run's paused tool batch, as the run is cancelled with no
-    worker holding it (a worker that sees the cancel closes the batch in its own turn).
-
-    A run paused for approval (or approved but not yet resumed) has stored an assistant message
-    whose calls have no results yet. This appends the message :func:`harness.approvals.close`
-    makes for them, so the history stays valid for a resume or the session's next run, and takes
-    the batch out of the checkpoint. The caller saves ``run``."""
-    data = run.state_json or {}
-    if data.get("pending_batch") is None:
-        return
-    batch = approvals.batch_from_json(data["pending_batch"])
-    run.state_json = {k: v for k, v in data.items() if k != "pending_batch"}
-    last = Message.objects.filter(session_id=run.session_id).order_by("-seq").first()
-    if last is None or last.role != "assistant":  # nothing waits for a result
-        return
-    uses = [b for b in content_from_json(last.content) if isinstance(b, ToolUseBlock)]
-    if not uses:
-        return
-    closing = approvals.close(uses, batch)
-    message = Message.objects.create(session_id=run.session_id, seq=last.seq + 1, role="user",
-                                     content=content_to_json(closing.content), run=run)
-    append_events(run, [(EVENT_MESSAGE, {"seq": message.seq, "role": message.role})])

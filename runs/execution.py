@@ -42,7 +42,7 @@ from harness.tokens.base import Tokenizer
 from harness.tokens.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
 from runs import live
-from runs.checkpoint import Claim
+from runs.fence import Claim
 from runs.models import Message, Run, Session
 from runs.preload import NOTHING_PRELOADED, Preloaded, preload
 from runs.stores import DbFileStore, DbSummaryStore

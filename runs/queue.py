@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from hango_project.database import database
 from hango_project.sql import uuid_param
-from runs.checkpoint import finish_run
+from runs.endings import finish_run
 from runs.events import append_events, status_event
 from runs.models import (
     ACTIVE_RUN_STATUSES,

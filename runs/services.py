@@ -21,8 +21,9 @@ from harness.messages import TextBlock, ToolResultBlock
 from harness.serde import content_from_json, content_to_json
 from runs import queue, tasks
 from runs.admission import quota_admit
-from runs.checkpoint import INTERNAL_ERROR, cancel_unheld, take_over
+from runs.endings import INTERNAL_ERROR, cancel_unheld
 from runs.events import append_events, status_event
+from runs.fence import take_over
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
 from runs.queue import Multitask
 
@@ -147,7 +148,7 @@ def _started(started: queue.Started | None) -> Run | None:
 
 def _stop(run: Run) -> bool:
     """Cancel a locked active run: at once when no live worker holds it (see
-    :func:`runs.checkpoint.cancel_unheld`: a paused run's calls get their results, a stalled
+    :func:`runs.endings.cancel_unheld`: a paused run's calls get their results, a stalled
     holder is fenced out), else by asking its worker to stop at its next boundary. True when
     it ended here. The caller saves nothing: this does."""
     held = run.lease_expires_at is not None and run.lease_expires_at > timezone.now()

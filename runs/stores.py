@@ -1,6 +1,6 @@
 """The harness's file and summary stores over the runs tables, bound to one session.
 
-A run's stores write under its claim's guard (:meth:`runs.checkpoint.Claim.hold`): a worker
+A run's stores write under its claim's guard (:meth:`runs.fence.Claim.hold`): a worker
 whose run was taken over writes nothing (:class:`harness.errors.Superseded`)."""
 
 from __future__ import annotations

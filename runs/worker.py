@@ -41,20 +41,12 @@ from harness.messages import ModelUsage, RequestPrint, Usage
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
 from harness.tokens.tokenizers import tokenizer_for
-from runs.checkpoint import (
-    INTERNAL_ERROR,
-    Claim,
-    NewMessage,
-    TurnWrite,
-    cancel_unheld,
-    commit_turn,
-    finish_run,
-    poll,
-    reads_back_as_written,
-)
+from runs.checkpoint import NewMessage, TurnWrite, commit_turn, reads_back_as_written
 from runs.claims import claim_unheld
+from runs.endings import INTERNAL_ERROR, cancel_unheld, finish_run
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.execution import build_execution
+from runs.fence import Claim, poll
 from runs.leases import LeaseKeeper, lease_length
 from runs.models import BUSY_RUN_STATUSES, Run, RunStatus
 from runs.queue import lock_session, start_next, start_stalled, waiting_after
@@ -153,7 +145,7 @@ def _release(run: Run) -> None:
 class DbControl:
     """Cancellation as the worker sees it: the flag read at each commit and by the process's
     watch (:mod:`runs.leases`), and read here before a tool when neither did for
-    ``HANGO_CANCEL_POLL_SECONDS``. A claim that was taken over (:func:`runs.checkpoint.take_over`;
+    ``HANGO_CANCEL_POLL_SECONDS``. A claim that was taken over (:func:`runs.fence.take_over`;
     seen by a read or a lease renewal) stops the loop the same way — its commit would be
     refused anyway."""
 
@@ -359,7 +351,7 @@ def cancel_kept_by_a_pause(run_id: str) -> uuid.UUID | None:
     """After a run paused (or a task found it paused): a cancel asked while its worker was in the
     turn that paused it — by the API, or by an interrupting message — is kept by the pause
     (the turn's commit honours cancels at boundaries only). Answer it now, as a cancel of a
-    paused run is (:func:`runs.checkpoint.cancel_unheld`: its calls get their results), and start
+    paused run is (:func:`runs.endings.cancel_unheld`: its calls get their results), and start
     the session's next waiting message; the run started, for the caller to enqueue. One indexed
     read when no cancel waits."""
     session_id = (Run.objects.filter(pk=run_id, status=RunStatus.AWAITING_APPROVAL,

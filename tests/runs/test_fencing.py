@@ -21,7 +21,7 @@ from harness.errors import Superseded
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stores import Summary
 from runs import tasks, worker
-from runs.checkpoint import Claim
+from runs.fence import Claim
 from runs.models import Message, Run, RunEvent, RunStatus, Session, SessionFile
 from runs.services import message_post, run_cancel, run_resume
 from runs.stores import DbFileStore, DbSummaryStore

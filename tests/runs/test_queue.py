@@ -15,8 +15,8 @@ from hango_project.ids import time_ordered_uuid
 from harness.approvals import CANCELLED_BEFORE_DECISION
 from harness.loop import Interrupted
 from runs import queue, tasks, worker
-from runs.checkpoint import Claim
 from runs.execution import build_execution
+from runs.fence import Claim
 from runs.models import Message, PendingMessage, Run, RunStatus
 from runs.worker import DbCheckpointer, DbControl, claim_run
 from tests.support.api import HITL, error_of

@@ -15,8 +15,8 @@ from django.utils import timezone
 from hango_project.pgpool.base import pools
 from harness.providers.scripted import named_script
 from runs import tasks, worker
-from runs.checkpoint import Claim
 from runs.execution import build_execution
+from runs.fence import Claim
 from runs.leases import LeaseKeeper
 from runs.models import Message, Run, RunStatus, Session
 from runs.services import message_post

@@ -7,8 +7,8 @@ import time
 from django.db import close_old_connections
 
 from harness.loop import Loop
-from runs.checkpoint import Claim
 from runs.execution import build_execution
+from runs.fence import Claim
 from runs.models import UNFINISHED_RUN_STATUSES, Run
 from runs.worker import DbCheckpointer, DbControl, Halt
 

@@ -1,0 +1,70 @@
+"""How a run ends: finished by its worker's last turn (the ORM path of :mod:`runs.checkpoint`),
+failed by its worker, or cancelled with no worker holding it, a paused tool batch closed on the
+way (:func:`cancel_unheld`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from accounts.usage import quota_release
+from harness import approvals
+from harness.messages import ToolUseBlock
+from harness.serde import content_from_json, content_to_json
+from runs import webhooked
+from runs.events import EVENT_MESSAGE, append_events, status_event
+from runs.fence import take_over
+from runs.models import Message, Run, RunStatus
+
+INTERNAL_ERROR = "internal_error"  # a run's error code when its worker crashed: resumable
+
+
+def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> None:
+    """Mark a locked run finished, with its status event (the caller saves it).
+
+    A pause for approval also ends the worker's hold, but the run is not finished: no
+    ``finished_at``, and a cancel asked for meanwhile stays asked (the next claim honours it)."""
+    paused = status == RunStatus.AWAITING_APPROVAL
+    quota_release(run_id=run.pk)  # a hold of a call that never made it into a turn
+    run.status = status
+    run.error = error
+    run.finished_at = None if paused else timezone.now()
+    run.lease_owner, run.lease_expires_at = "", None
+    if not paused:
+        run.cancel_requested = False
+    append_events(run, [status_event(run)])
+    webhooked.deliveries_for(run)
+
+
+def cancel_unheld(run: Run) -> None:
+    """Cancel a locked run no live worker holds (the caller saves it): a paused batch's calls
+    get their results, and a stalled holder is fenced out."""
+    close_paused_batch(run)
+    take_over(run)
+    finish_run(run, RunStatus.CANCELLED)
+
+
+def close_paused_batch(run: Run) -> None:
+    """Answer every call of a locked run's paused tool batch, as the run is cancelled with no
+    worker holding it (a worker that sees the cancel closes the batch in its own turn).
+
+    A run paused for approval (or approved but not yet resumed) has stored an assistant message
+    whose calls have no results yet. This appends the message :func:`harness.approvals.close`
+    makes for them, so the history stays valid for a resume or the session's next run, and takes
+    the batch out of the checkpoint. The caller saves ``run``."""
+    data = run.state_json or {}
+    if data.get("pending_batch") is None:
+        return
+    batch = approvals.batch_from_json(data["pending_batch"])
+    run.state_json = {k: v for k, v in data.items() if k != "pending_batch"}
+    last = Message.objects.filter(session_id=run.session_id).order_by("-seq").first()
+    if last is None or last.role != "assistant":  # nothing waits for a result
+        return
+    uses = [b for b in content_from_json(last.content) if isinstance(b, ToolUseBlock)]
+    if not uses:
+        return
+    closing = approvals.close(uses, batch)
+    message = Message.objects.create(session_id=run.session_id, seq=last.seq + 1, role="user",
+                                     content=content_to_json(closing.content), run=run)
+    append_events(run, [(EVENT_MESSAGE, {"seq": message.seq, "role": message.role})])
