@@ -48,14 +48,14 @@ def main() -> None:
     from django.db import connection
 
     from hango_project.ids import time_ordered_uuid
-    from runs import checkpoint, worker
+    from runs import checkpoint, checkpointer
     from runs.worker import claim_run
 
     writes = []
-    commit = worker.commit_turn
-    worker.commit_turn = lambda write: (writes.append(write), commit(write))[1]
+    commit = checkpointer.commit_turn
+    checkpointer.commit_turn = lambda write: (writes.append(write), commit(write))[1]
     durable.run(20)
-    worker.commit_turn = commit
+    checkpointer.commit_turn = commit
     template = [w for w in writes if w.finish is None]
 
     class Plain:  # the same statement, parsed and planned by every call

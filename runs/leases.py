@@ -8,8 +8,8 @@ run cost each run a thread start — the run waited for the new thread to be sch
 its start on a busy machine — a join at its end and a database connection of its own.
 
 A run stops at its next check once a cancel is asked for, or once its claim was taken over
-(:class:`runs.worker.DbControl`), seeing what is at most ``HANGO_CANCEL_POLL_SECONDS`` old. Each
-run reading its row before its tools cost a round trip a tool turn — a fifth of a worker's CPU
+(:class:`runs.checkpointer.DbControl`), seeing what is at most ``HANGO_CANCEL_POLL_SECONDS`` old.
+Each run reading its row before its tools cost a round trip a tool turn — a fifth of a worker's CPU
 with a thousand runs in flight, and a seventh of PostgreSQL's. Here the watch reads every held
 run's flag and epoch in one statement twice per poll interval, and a run reads its own row only
 when the watch has fallen behind (the database slow, or the watch's last read failed). The watch
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 
 class Control(Protocol):
-    """What a run's loop checks (:class:`runs.worker.DbControl`)."""
+    """What a run's loop checks (:class:`runs.checkpointer.DbControl`)."""
 
     superseded: bool  # set when its lease was found taken over
 

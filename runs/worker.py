@@ -18,8 +18,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import assert_never
@@ -28,25 +27,18 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from accounts.usage import period_bounds, quota_release
+from accounts.usage import quota_release
 from hango_project.config import hango
 from hango_project.database import database
 from hango_project.errors import QuotaExceeded
-from hango_project.ids import time_ordered_uuid
-from harness import fingerprint
 from harness.errors import HarnessError, Superseded
-from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
-from harness.messages import Message as HMessage
-from harness.messages import ModelUsage, RequestPrint, Usage
-from harness.serde import content_to_json
-from harness.state import State, state_to_json
-from harness.tokens.tokenizers import tokenizer_for
-from runs.checkpoint import NewMessage, TurnWrite, commit_turn, reads_back_as_written
+from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain
+from runs.checkpointer import DbCheckpointer, DbControl, Fenced, Halt, QuotaSpent, SliceUsed
 from runs.claims import claim_unheld
 from runs.endings import INTERNAL_ERROR, cancel_unheld, finish_run
-from runs.events import EVENT_MESSAGE, append_events, status_event
+from runs.events import append_events, status_event
 from runs.execution import build_execution
-from runs.fence import Claim, poll
+from runs.fence import Claim
 from runs.leases import LeaseKeeper, lease_length
 from runs.models import BUSY_RUN_STATUSES, Run, RunStatus
 from runs.queue import lock_session, start_next, start_stalled, waiting_after
@@ -65,27 +57,6 @@ class Outcome(StrEnum):
     YIELDED = "yielded"  # the time slice was used up; the lease is given back, re-enqueue it
     FENCED = "fenced"  # another worker claimed the run meanwhile: this one stopped
     SKIPPED = "skipped"  # nothing to do: finished, or another worker holds the lease
-
-
-# Why the checkpointer stopped the loop before the run reached a terminal step.
-@dataclass(frozen=True)
-class Fenced:
-    """Another worker claimed the run: the turn did not land."""
-
-
-@dataclass(frozen=True)
-class SliceUsed:
-    """The worker's time slice is over: give the run back after this turn."""
-
-
-@dataclass(frozen=True)
-class QuotaSpent:
-    """The tenant's quota is spent: the next turn is not started."""
-
-    reason: str
-
-
-Halt = Fenced | SliceUsed | QuotaSpent
 
 
 def worker_identity() -> str:
@@ -140,138 +111,6 @@ def _fail(run: Run, code: str, message: str) -> None:
 
 def _release(run: Run) -> None:
     run.lease_owner, run.lease_expires_at = "", None
-
-
-class DbControl:
-    """Cancellation as the worker sees it: the flag read at each commit and by the process's
-    watch (:mod:`runs.leases`), and read here before a tool when neither did for
-    ``HANGO_CANCEL_POLL_SECONDS``. A claim that was taken over (:func:`runs.fence.take_over`;
-    seen by a read or a lease renewal) stops the loop the same way — its commit would be
-    refused anyway."""
-
-    def __init__(self, claim: Claim) -> None:
-        self.claim = claim
-        self.flag = False
-        self.superseded = False
-        self._checked = time.monotonic()
-
-    def observed(self, flag: bool, at: float | None = None) -> None:
-        """The flag as read at ``at`` (now if not given). A cancel once seen stays: under one
-        claim the flag is cleared only when the run stops running."""
-        self.flag = self.flag or flag
-        self._checked = max(self._checked, time.monotonic() if at is None else at)
-
-    def cancel_requested(self) -> bool:
-        due = time.monotonic() - self._checked >= hango().cancel_poll_seconds
-        if not (self.flag or self.superseded) and due:
-            asked, held = poll(self.claim)
-            self.superseded = not held
-            self.observed(asked)
-        return self.flag or self.superseded
-
-
-class DbCheckpointer:
-    """Commits each turn (:func:`runs.checkpoint.commit_turn`) fenced by the claim's epoch; a
-    :data:`Halt` says why the loop must stop before the run's end."""
-
-    def __init__(self, run: Run, control: DbControl, next_seq: int, deadline: float) -> None:
-        self.run = run  # as claimed: its pk, session and epoch are what the fence checks
-        self.control = control
-        self.next_seq = next_seq
-        self.deadline = deadline
-        self.committed_turn = run.turn
-        self.tokenizer = tokenizer_for(run.agent.model)
-        # The print of the last call this claim committed: the next is stored as its edit (the
-        # first of a claim is stored whole, so a run's prints read back from any claim's start).
-        self.last_print: RequestPrint | None = None
-        # The quota as of the claim (one slice): each commit reports the period's spend.
-        tenant = run.session.tenant
-        self.quota = tenant.token_quota
-        self.period_start = (period_bounds(tenant.quota_period)[0]
-                             if self.quota is not None else None)
-
-    def _new_message(self, seq: int, message: HMessage) -> NewMessage:
-        """The row of a message the turn added, with its content's count where the run's
-        tokenizer is worth remembering (a family's, not the estimate): the run counted it
-        already, or counts it for its next call anyway, and the inspector's first look at a
-        long session reads it instead of counting every message again."""
-        key = self.tokenizer.counts_key
-        content = content_to_json(message.content)
-        if key is None or not reads_back_as_written(content):
-            return NewMessage(time_ordered_uuid(), seq, message.role, content)
-        return NewMessage(time_ordered_uuid(), seq, message.role, content,
-                          self.tokenizer.message(message), key)
-
-    def _prints(self, calls: Sequence[ModelUsage]) -> list[bytes | None]:
-        """Each call's stored print: the edit from the call before it, the first one whole."""
-        prints: list[bytes | None] = []
-        previous = self.last_print
-        for call in calls:
-            prints.append(None if call.sent is None else fingerprint.encode(call.sent, previous))
-            previous = call.sent or previous
-        return prints
-
-    def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
-        messages = [self._new_message(self.next_seq + i, m) for i, m in enumerate(result.messages)]
-        # Message events say what was stored; the message's id and content are added when they
-        # are read (runs.selectors.with_message_content): it is stored once, in messages.
-        # An assistant message names its turn: its event shows the turn's model call's cache
-        # figures (runs.selectors.with_call_cache).
-        notices = [(EVENT_MESSAGE, {"seq": m.seq, "role": m.role} if m.role != "assistant"
-                    else {"seq": m.seq, "role": m.role, "turn": state.turn}) for m in messages]
-        terminal = _terminal_status(result.next)
-        write = TurnWrite(
-            run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,
-            expected_turn=self.committed_turn, turn=state.turn, state_json=state_to_json(state),
-            lease_expires_at=timezone.now() + lease_length(), messages=messages,
-            # The assistant message, what its tools did, then the message holding the results.
-            events=[*notices[:1], *result.events, *notices[1:]],
-            usage=sum((record.usage for record in result.usage), Usage()),
-            finish=terminal,
-            tenant_id=self.run.session.tenant_id, agent_id=self.run.agent_id,
-            calls=list(result.usage), prints=self._prints(result.usage),
-            quota=self.quota, period_start=self.period_start,
-        )
-        committed = commit_turn(write)
-        if committed is None:  # another worker claimed the run: this turn did not land
-            return Fenced()
-        self.last_print = next((c.sent for c in reversed(result.usage) if c.sent is not None),
-                               self.last_print)
-        # The turn's messages are stored now: give them their seq (their part id from here on).
-        stored = len(messages)
-        if stored:
-            state.messages[-stored:] = [replace(m, seq=new.seq) for m, new in
-                                        zip(state.messages[-stored:], messages, strict=True)]
-            for message, new in zip(state.messages[-stored:], messages, strict=True):
-                if new.tokens is not None:  # the next call's count, found counted
-                    self.tokenizer.remember(message, new.tokens)
-        self.next_seq += stored
-        self.committed_turn = state.turn
-        self.control.observed(committed.cancel_requested)
-        if (terminal is None and self.quota is not None and committed.quota_used is not None
-                and committed.quota_used >= self.quota):
-            return QuotaSpent(f"The tenant's token quota ({self.quota} tokens per "
-                              f"{self.run.session.tenant.quota_period}) is spent "
-                              f"({committed.quota_used} used); the run stopped after turn "
-                              f"{state.turn}.")
-        if isinstance(result.next, RunAgain) and time.monotonic() > self.deadline:
-            return SliceUsed()
-        return None
-
-
-def _terminal_status(step: NextStep) -> tuple[str, dict | None] | None:
-    match step:
-        case RunAgain():
-            return None
-        case FinalOutput():
-            return RunStatus.COMPLETED, None
-        case Interrupted(reason="cancelled"):
-            return RunStatus.CANCELLED, None
-        case Interrupted(reason="paused"):
-            return RunStatus.AWAITING_APPROVAL, None
-        case Failed(code=code, message=message):
-            return RunStatus.FAILED, {"code": code, "message": message}
-    raise AssertionError(step)
 
 
 def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:

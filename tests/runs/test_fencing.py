@@ -21,11 +21,12 @@ from harness.errors import Superseded
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stores import Summary
 from runs import tasks, worker
+from runs.checkpointer import Fenced
 from runs.fence import Claim
 from runs.models import Message, Run, RunEvent, RunStatus, Session, SessionFile
 from runs.services import message_post, run_cancel, run_resume
 from runs.stores import DbFileStore, DbSummaryStore
-from runs.worker import Fenced, Outcome, claim_run
+from runs.worker import Outcome, claim_run
 from tests.support.runs import one_turn
 
 

@@ -15,10 +15,11 @@ from hango_project.ids import time_ordered_uuid
 from harness.approvals import CANCELLED_BEFORE_DECISION
 from harness.loop import Interrupted
 from runs import queue, tasks, worker
+from runs.checkpointer import DbCheckpointer, DbControl
 from runs.execution import build_execution
 from runs.fence import Claim
 from runs.models import Message, PendingMessage, Run, RunStatus
-from runs.worker import DbCheckpointer, DbControl, claim_run
+from runs.worker import claim_run
 from tests.support.api import HITL, error_of
 from tests.support.history import assert_valid_history
 from tests.support.multitask import user_texts

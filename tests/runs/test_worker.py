@@ -15,12 +15,13 @@ from django.utils import timezone
 from hango_project.pgpool.base import pools
 from harness.providers.scripted import named_script
 from runs import tasks, worker
+from runs.checkpointer import DbCheckpointer, DbControl, Fenced
 from runs.execution import build_execution
 from runs.fence import Claim
 from runs.leases import LeaseKeeper
 from runs.models import Message, Run, RunStatus, Session
 from runs.services import message_post
-from runs.worker import DbCheckpointer, DbControl, Fenced, Outcome, claim_run
+from runs.worker import Outcome, claim_run
 from tests.support.runs import one_turn
 
 

@@ -8,11 +8,12 @@ import time
 
 from harness.approvals import CANCELLED_BEFORE_DECISION
 from harness.loop import Interrupted
+from runs.checkpointer import DbCheckpointer, DbControl
 from runs.endings import finish_run
 from runs.execution import build_execution
 from runs.fence import Claim
 from runs.models import Run, RunStatus
-from runs.worker import DbCheckpointer, DbControl, claim_run
+from runs.worker import claim_run
 from tests.support.approvals import (
     CALL_ID,
     approve,

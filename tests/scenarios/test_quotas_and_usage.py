@@ -28,9 +28,10 @@ from harness.agent import DEFAULT_MAX_TOKENS
 from harness.providers.scripted import ScriptedModel
 from runs import worker
 from runs.admission import run_reservation
+from runs.checkpointer import Fenced
 from runs.models import Run, RunStatus, Session
 from runs.services import message_post
-from runs.worker import Fenced, claim_run
+from runs.worker import claim_run
 from tests.support.runs import one_turn, wait_for_run
 from tests.support.subagents import SUBAGENT_CONFIG, subagent_steps
 from tests.support.summarization import LONG_TASK

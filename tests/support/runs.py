@@ -7,10 +7,10 @@ import time
 from django.db import close_old_connections
 
 from harness.loop import Loop
+from runs.checkpointer import DbCheckpointer, DbControl, Halt
 from runs.execution import build_execution
 from runs.fence import Claim
 from runs.models import UNFINISHED_RUN_STATUSES, Run
-from runs.worker import DbCheckpointer, DbControl, Halt
 
 
 def one_turn(run: Run) -> tuple[DbCheckpointer, Halt | None]:
