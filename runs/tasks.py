@@ -34,7 +34,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
-from runs import fairness, worker
+from runs import fairness, handoff, worker
 from runs.worker import Outcome
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def _without_password(text: str) -> str:
 def reconcile() -> int:
     """One reconciler pass: send again the active runs nobody is advancing, and start the
     sessions' queues whose start was lost (:func:`runs.queue.start_stalled`); how many were sent.
-    It takes them :data:`~runs.worker.RECONCILE_BATCH` at a time, each batch in a transaction
+    It takes them :data:`~runs.handoff.RECONCILE_BATCH` at a time, each batch in a transaction
     of its own, so none holds many rows locked for long.
 
     With a broker, a batch's runs are sent before it commits, and a failed send undoes it: the
@@ -114,7 +114,7 @@ def reconcile() -> int:
         if batch is None:
             return sent
         sent += batch
-        if batch < worker.RECONCILE_BATCH:
+        if batch < handoff.RECONCILE_BATCH:
             return sent
 
 
@@ -122,12 +122,12 @@ def _reconcile_batch(started: datetime) -> int | None:
     """One batch of the pass begun at ``started``: how many runs it sent, None when a send
     failed (nothing changed)."""
     if hango().run_inline or not hango().broker_url:
-        stranded = worker.reconcile_runs(since=started)
+        stranded = handoff.reconcile_runs(since=started)
         for run_id in stranded:
             enqueue_run(run_id)
         return len(stranded)
     with transaction.atomic():
-        stranded = worker.reconcile_runs(since=started)
+        stranded = handoff.reconcile_runs(since=started)
         for run_id in stranded:
             if not send_run(str(run_id), priority=PRIORITY_RECOVERED):
                 transaction.set_rollback(True)
@@ -141,10 +141,10 @@ def advance_run(run_id: str) -> Outcome:
     outcome = worker.execute_run(run_id)
     if outcome is Outcome.YIELDED:
         enqueue_run(run_id)
-    elif outcome in worker.MAY_HAVE_ENDED and (started := worker.start_queued(run_id)):
+    elif outcome in worker.MAY_HAVE_ENDED and (started := handoff.start_queued(run_id)):
         enqueue_run(started)
     elif (outcome in (Outcome.PAUSED, Outcome.SKIPPED)
-          and (started := worker.cancel_kept_by_a_pause(run_id))):
+          and (started := handoff.cancel_kept_by_a_pause(run_id))):
         enqueue_run(started)
     return outcome
 

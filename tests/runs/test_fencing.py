@@ -20,7 +20,7 @@ from agents.stores import DbMemoryStore
 from harness.errors import Superseded
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stores import Summary
-from runs import tasks, worker
+from runs import handoff, tasks, worker
 from runs.checkpointer import Fenced
 from runs.fence import Claim
 from runs.models import Message, Run, RunEvent, RunStatus, Session, SessionFile
@@ -87,7 +87,7 @@ def test_a_resume_after_the_cancel_keeps_the_stalled_holder_out(queued_run):
 def test_the_reconciler_fences_out_the_holder_it_gives_up_on(queued_run):
     stale = claim_run(queued_run.pk, "worker-a")
     _stall(stale)
-    assert worker.reconcile_runs() == [stale.pk]
+    assert handoff.reconcile_runs() == [stale.pk]
 
     # Before any new claim: the stalled holder no longer holds the run.
     assert one_turn(stale)[1] == Fenced()

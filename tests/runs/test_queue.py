@@ -14,7 +14,7 @@ from accounts.models import AuditEntry
 from hango_project.ids import time_ordered_uuid
 from harness.approvals import CANCELLED_BEFORE_DECISION
 from harness.loop import Interrupted
-from runs import queue, tasks, worker
+from runs import handoff, queue, tasks, worker
 from runs.checkpointer import DbCheckpointer, DbControl
 from runs.execution import build_execution
 from runs.fence import Claim
@@ -132,7 +132,7 @@ def test_a_message_waits_while_the_active_run_awaits_approval(alice, make_agent,
     assert Run.objects.get(pk=first["id"]).status == RunStatus.AWAITING_APPROVAL
     _, waiting = posted(alice, session, "and then this", "enqueue")
     assert waiting["status"] == "pending"
-    assert worker.start_queued(first["id"]) is None  # a paused run is still the active one
+    assert handoff.start_queued(first["id"]) is None  # a paused run is still the active one
     approve = alice.client.post(f"/v1/runs/{first['id']}/approve", {"decisions": [
         {"tool_use_id": "d5_wc", "type": "approve"}]}, format="json")
     assert approve.status_code == 202
@@ -220,10 +220,10 @@ def test_a_cancel_kept_by_the_turn_that_paused_is_answered_and_the_queue_starts(
     paused = Run.objects.get(pk=run.pk)
     assert paused.status == RunStatus.AWAITING_APPROVAL and paused.cancel_requested
     # What the task does after a pause (or a redelivery that finds the run paused).
-    started = worker.cancel_kept_by_a_pause(str(run.pk))
+    started = handoff.cancel_kept_by_a_pause(str(run.pk))
     assert started == Run.objects.get(pk=second["id"]).pk
     assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
-    assert worker.cancel_kept_by_a_pause(str(run.pk)) is None  # once
+    assert handoff.cancel_kept_by_a_pause(str(run.pk)) is None  # once
     *_, call, closing, new = assert_valid_history(session["id"])  # the call got its result
     assert [b["type"] for b in call.content] == ["tool_use"]
     assert closing.content[0]["content"] == CANCELLED_BEFORE_DECISION
@@ -247,7 +247,7 @@ def test_interrupt_asks_a_running_run_to_stop_at_its_boundary_and_its_end_starts
     assert loop.run(state, control=control, checkpointer=checkpointer) == \
         Interrupted("cancelled")
     assert Run.objects.get(pk=first["id"]).status == RunStatus.CANCELLED
-    assert worker.start_queued(first["id"]) == Run.objects.get(pk=second["id"]).pk
+    assert handoff.start_queued(first["id"]) == Run.objects.get(pk=second["id"]).pk
     finish(second["id"])
     assert user_texts(session["id"]) == ["first", "second"]
     assert answered(session["id"])[-1][1].startswith('You said: "second"')

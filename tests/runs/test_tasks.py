@@ -67,17 +67,17 @@ def test_a_run_the_reconciler_recovers_is_taken_before_the_runs_already_queued(
 
 def test_a_pass_takes_many_stranded_runs_in_short_batches_and_sends_them_all(
         alice, make_session, private_broker, hango_settings, monkeypatch):
-    from runs import worker
+    from runs import handoff
     from runs.models import Session
     from runs.services import message_post
 
     hango_settings(reconcile_grace_seconds=0)
     private_broker.start()
-    monkeypatch.setattr(worker, "RECONCILE_BATCH", 2)
+    monkeypatch.setattr(handoff, "RECONCILE_BATCH", 2)
     monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)  # their tasks never came
     batches: list[int] = []
-    taken = worker.reconcile_runs
-    monkeypatch.setattr(worker, "reconcile_runs",
+    taken = handoff.reconcile_runs
+    monkeypatch.setattr(handoff, "reconcile_runs",
                         lambda **kw: batches.append(len(ids := taken(**kw))) or ids)
     for _ in range(5):
         message_post(session=Session.objects.get(pk=make_session(alice)["id"]), content="hi")

@@ -1,0 +1,87 @@
+"""What moves runs on outside a run's own slice, for :mod:`runs.tasks` to enqueue: the
+session's next waiting message after a run's end (:func:`start_queued`), a cancel a pause kept
+(:func:`cancel_kept_by_a_pause`), and the reconciler's runs nobody is advancing
+(:func:`reconcile_runs`). Nothing here enqueues."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from hango_project.config import hango
+from runs.endings import cancel_unheld
+from runs.models import BUSY_RUN_STATUSES, Run, RunStatus
+from runs.queue import lock_session, start_next, start_stalled, waiting_after
+
+
+def start_queued(run_id: str) -> uuid.UUID | None:
+    """After a run's end committed: start the next message waiting in its session's queue, if
+    any (:mod:`runs.queue`); the run started, for the caller to enqueue. One indexed read when
+    nothing waits. A crash before this is the reconciler's (:func:`reconcile_runs`)."""
+    session_id = waiting_after(run_id)
+    if session_id is None:
+        return None
+    with transaction.atomic():
+        started = start_next(session_id)
+    return None if started is None else started.run.pk
+
+
+def cancel_kept_by_a_pause(run_id: str) -> uuid.UUID | None:
+    """After a run paused (or a task found it paused): a cancel asked while its worker was in the
+    turn that paused it — by the API, or by an interrupting message — is kept by the pause
+    (the turn's commit honours cancels at boundaries only). Answer it now, as a cancel of a
+    paused run is (:func:`runs.endings.cancel_unheld`: its calls get their results), and start
+    the session's next waiting message; the run started, for the caller to enqueue. One indexed
+    read when no cancel waits."""
+    session_id = (Run.objects.filter(pk=run_id, status=RunStatus.AWAITING_APPROVAL,
+                                     cancel_requested=True)
+                  .values_list("session_id", flat=True).first())
+    if session_id is None:
+        return None
+    with transaction.atomic():
+        lock_session(session_id)  # before the run's row, as every writer of the queue
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status != RunStatus.AWAITING_APPROVAL or not run.cancel_requested:
+            return None
+        cancel_unheld(run)
+        run.save()
+        started = start_next(session_id)
+    return None if started is None else started.run.pk
+
+
+# The most runs one reconciler pass takes: it holds their rows locked while it sends their
+# tasks, and a worker claiming one of them waits for that (holding a pooled connection). A pass
+# that took this many is followed by another at once (runs.tasks.reconcile).
+RECONCILE_BATCH = 200
+
+
+def reconcile_runs(*, since: datetime | None = None) -> list[uuid.UUID]:
+    """The active runs nobody is advancing, for the caller to re-enqueue: an expired lease, or
+    a queued run whose task never arrived (older than the grace period); and the runs started
+    for sessions whose queue waited with no active run (:func:`runs.queue.start_stalled`). At
+    most :data:`RECONCILE_BATCH` of the first kind.
+
+    Each one's lease is cleared, its epoch advanced (a stalled holder is fenced out) and its
+    ``updated_at`` set to now, so the next pass leaves it alone for another grace period: a
+    backlog of queued runs is not flooded with duplicate tasks every pass. (A duplicate would be
+    harmless — a claim is exclusive — but it costs a broker message and a worker's time.) A run
+    touched ``since`` (the pass's start: one of its earlier batches) is left alone."""
+    now = timezone.now()
+    untouched = now - timedelta(seconds=hango().reconcile_grace_seconds)
+    if since is not None:
+        untouched = min(untouched, since)
+    with transaction.atomic():
+        stale = (Run.objects.select_for_update(skip_locked=True)
+                 .filter(status__in=BUSY_RUN_STATUSES)
+                 .filter(Q(lease_expires_at__lt=now)
+                         | Q(lease_expires_at__isnull=True, updated_at__lt=untouched)))
+        ids = list(stale.values_list("id", flat=True)[:RECONCILE_BATCH])
+        # A stranded run's holder may only be stalled: fence it out (take_over's update).
+        Run.objects.filter(pk__in=ids).update(lease_owner="", lease_expires_at=None,
+                                              epoch=F("epoch") + 1, updated_at=now)
+        ids += start_stalled()
+    return ids
