@@ -115,13 +115,12 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
     run = claim_run(run_id, owner or worker_identity())
     if run is None:
         return Outcome.SKIPPED
-    claim = Claim(run.pk, run.epoch)
     try:
         loop, state, next_seq = build_execution(run)
     except HarnessError as exc:
         _fail(run, exc.code, str(exc))
         return Outcome.FAILED
-    control = DbControl(claim)
+    control = DbControl(Claim(run.pk, run.epoch))
     deadline = time.monotonic() + hango().run_slice_seconds
     checkpointer = DbCheckpointer(run, control, next_seq, deadline)
     try:
@@ -140,6 +139,12 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
         log.exception("run %s failed in the worker", run_id)
         _fail(run, INTERNAL_ERROR, "The worker hit an unexpected error; the run can be resumed.")
         return Outcome.FAILED
+    return _outcome(run, end)
+
+
+def _outcome(run: Run, end: NextStep | Halt) -> Outcome:
+    """What the loop's end means; a halt is acted on here (a spent quota fails the run, a used
+    slice gives its lease back)."""
     match end:
         case FinalOutput():
             return Outcome.COMPLETED
