@@ -287,9 +287,10 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
         run.output_tokens += write.usage.output_tokens
         run.cache_read_tokens += write.usage.cache_read_tokens
         run.cache_write_tokens += write.usage.cache_write_tokens
-        append_events(run, write.events)
-        if write.finish is not None:
-            finish_run(run, *write.finish)
+        if write.finish is None:
+            append_events(run, write.events)
+        else:  # the turn's events and the status event: one marker, as the one statement's
+            finish_run(run, *write.finish, events=write.events)
         run.save()
         if write.tenant_id is not None:  # a usage row needs a tenant (see _usage_rows)
             UsageRecord.objects.bulk_create([

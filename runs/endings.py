@@ -4,6 +4,7 @@ way (:func:`cancel_unheld`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.utils import timezone
@@ -20,8 +21,10 @@ from runs.models import Message, Run, RunStatus
 INTERNAL_ERROR = "internal_error"  # a run's error code when its worker crashed: resumable
 
 
-def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> None:
-    """Mark a locked run finished, with its status event (the caller saves it).
+def finish_run(run: Run, status: str, error: dict[str, Any] | None = None, *,
+               events: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+    """Mark a locked run finished, with ``events`` (its last turn's) and its status event after
+    them, stored together so its followers are told once (the caller saves it).
 
     A pause for approval also ends the worker's hold, but the run is not finished: no
     ``finished_at``, and a cancel asked for meanwhile stays asked (the next claim honours it)."""
@@ -33,7 +36,7 @@ def finish_run(run: Run, status: str, error: dict[str, Any] | None = None) -> No
     run.lease_owner, run.lease_expires_at = "", None
     if not paused:
         run.cancel_requested = False
-    append_events(run, [status_event(run)])
+    append_events(run, [*events, status_event(run)])
     webhooked.deliveries_for(run)
 
 
