@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rest_framework.test import APIClient
 
@@ -25,6 +28,25 @@ from tests.support.api import AGENT_BODY, Caller, make_caller
 from tests.support.broker import RedisServer, broker_url, celery_broker
 from tests.support.otel import span_exporter
 from tests.support.workers import WorkerProcess
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """On SQLite (the suite's second pass, ``make test``), the test database is a file beside
+    the configured one, as the quickstart's is: pytest-django's default, in memory, is gone once
+    a test closes its connection (a lease renewal that failed does), and no thread of a server
+    could open it."""
+    database = django_settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        name = Path(database["NAME"])
+        database.setdefault("TEST", {})["NAME"] = str(name.with_name(f"test_{name.name}"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``postgresql(reason=...)`` is skipped on SQLite, saying why."""
+    marker = item.get_closest_marker("postgresql")
+    if marker is not None and connection.vendor != "postgresql":
+        pytest.skip(f"PostgreSQL only: {marker.kwargs['reason']}")
 
 
 @pytest.hookimpl(tryfirst=True)

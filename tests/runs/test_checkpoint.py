@@ -32,6 +32,8 @@ from runs.services import message_post
 from runs.worker import claim_run
 from tests.support.api import make_caller
 
+ONE_STATEMENT = pytest.mark.postgresql(reason="the one-statement paths (PREPAREd, CTEs)")
+
 # The one statement is written for autocommit (it is its own transaction); run it that way.
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -140,6 +142,7 @@ def _rows(run_id: uuid.UUID) -> dict[str, Any]:
     }
 
 
+@ONE_STATEMENT
 @pytest.mark.parametrize("cancel_requested", [False, True])
 def test_both_paths_write_the_same_rows(twin_runs, cancel_requested):
     sql_run, orm_run = twin_runs
@@ -174,7 +177,8 @@ def test_both_paths_write_the_same_rows(twin_runs, cancel_requested):
         assert run.total == sum(u.total for u in run.usage_records.all()) == TURN_TOKENS
 
 
-@pytest.mark.parametrize("path", ["_commit_one_statement", "_commit_orm"])
+@pytest.mark.parametrize("path", [pytest.param("_commit_one_statement", marks=ONE_STATEMENT),
+                                  "_commit_orm"])
 def test_a_fenced_write_is_refused_and_writes_nothing(twin_runs, path):
     run, _ = twin_runs
     before = _rows(run.pk)
@@ -183,7 +187,8 @@ def test_a_fenced_write_is_refused_and_writes_nothing(twin_runs, path):
     assert _rows(run.pk) == before
 
 
-@pytest.mark.parametrize("path", ["_commit_one_statement", "_commit_orm"])
+@pytest.mark.parametrize("path", [pytest.param("_commit_one_statement", marks=ONE_STATEMENT),
+                                  "_commit_orm"])
 def test_a_duplicate_turn_is_refused_and_writes_nothing(twin_runs, path):
     run, _ = twin_runs
     write = _turn(run)
@@ -212,6 +217,7 @@ def _new_connection() -> None:
         pool.close_idle()
 
 
+@ONE_STATEMENT
 def test_the_statement_is_prepared_once_per_connection(twin_runs):
     run, _ = twin_runs
     write = _turn(run)
@@ -227,6 +233,7 @@ def test_the_statement_is_prepared_once_per_connection(twin_runs):
     assert [q["sql"].split()[0] for q in second] == ["EXECUTE"]
 
 
+@ONE_STATEMENT
 @pytest.mark.parametrize("lose", ["deallocate", "reconnect"])
 def test_a_connection_that_lost_the_statement_prepares_it_again(twin_runs, lose):
     sql_run, orm_run = twin_runs
@@ -295,6 +302,7 @@ def _claimed(run: Run) -> dict[str, Any]:
     return rows
 
 
+@ONE_STATEMENT
 @pytest.mark.parametrize("status", ["queued", "running"])
 def test_both_claims_write_the_same_rows(twin_queued, status):
     sql_run, orm_run = twin_queued
@@ -317,6 +325,7 @@ def test_both_claims_write_the_same_rows(twin_queued, status):
     assert len(events) == (2 if status == "queued" else 1)
 
 
+@ONE_STATEMENT
 def test_the_one_statement_claims_only_the_common_case(twin_queued):
     run, _ = twin_queued
     now = timezone.now()
@@ -339,6 +348,7 @@ def test_the_one_statement_claims_only_the_common_case(twin_queued):
     ("cancelled", None, True),  # a cancel asked for is answered
     ("awaiting_approval", None, True),  # a pause keeps it asked
 ])
+@ONE_STATEMENT
 def test_both_paths_finish_a_run_alike(twin_runs, status, error, cancel_requested):
     sql_run, orm_run = twin_runs
     Run.objects.filter(pk__in=[sql_run.pk, orm_run.pk]).update(cancel_requested=cancel_requested)
@@ -375,6 +385,7 @@ def test_both_paths_finish_a_run_alike(twin_runs, status, error, cancel_requeste
     {"é": 1, "z": 2}, {"z": 2, "é": 1}, {"n": 100}, {"a": [{"b": 1, "aa": 2}]},
     {"a": [{"aa": 2, "b": 1}]}, {}, {"s": "ünïcode", "t": None, "u": True},
 ])
+@pytest.mark.postgresql(reason="what jsonb keeps of a call's arguments")
 def test_a_call_reads_back_as_written_exactly_when_jsonb_keeps_it(arguments):
     """What the stored counts rely on: a count is stored only for content PostgreSQL gives back
     as it was written (its keys' order), here checked against PostgreSQL itself."""

@@ -183,12 +183,14 @@ def test_a_stalled_worker_whose_run_was_cancelled_writes_no_file_and_stops(
     assert (final.status, final.turn) == (RunStatus.CANCELLED, 0)
 
 
+@pytest.mark.postgresql(reason="PostgreSQL's idle_in_transaction_session_timeout")
 def test_every_connection_is_bounded_in_how_long_it_may_sit_inside_a_transaction(db):
     with connection.cursor() as cursor:
         cursor.execute("SHOW idle_in_transaction_session_timeout")
         assert cursor.fetchone()[0] == "10s"  # HANGO_DATABASE_IDLE_IN_TRANSACTION_SECONDS
 
 
+@pytest.mark.postgresql(reason="PostgreSQL's idle_in_transaction_session_timeout")
 @pytest.mark.django_db(transaction=True)
 def test_a_holder_stopped_inside_its_write_blocks_a_cancel_only_until_postgresql_ends_it(
         alice, make_session, hango_settings, monkeypatch):

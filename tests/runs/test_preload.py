@@ -58,6 +58,7 @@ def preloaded(session: Session) -> tuple:
             DbFileStore(session.pk, listing=reads.files).list())
 
 
+@pytest.mark.postgresql(reason="the preload is one PostgreSQL statement; SQLite reads one by one")
 def test_the_preload_reads_what_the_stores_read_one_by_one(world):
     history, overrides, memory, files = preloaded(world)
     assert (history, overrides, memory, files) == one_by_one(world)
@@ -68,6 +69,7 @@ def test_the_preload_reads_what_the_stores_read_one_by_one(world):
     assert [(f.path, f.size) for f in files] == [("/a.md", 4), ("/b.md", 7)]  # ü: 2 bytes
 
 
+@pytest.mark.postgresql(reason="the preload is one PostgreSQL statement; SQLite reads one by one")
 def test_the_preload_gives_each_messages_count_stored_under_the_key_asked(world):
     Message.objects.filter(session=world, seq=1).update(content_tokens=5, tokens_counter="k@1")
     Message.objects.filter(session=world, seq=2).update(content_tokens=9, tokens_counter="old")
@@ -78,6 +80,7 @@ def test_the_preload_gives_each_messages_count_stored_under_the_key_asked(world)
         None, None, None]
 
 
+@pytest.mark.postgresql(reason="the preload is one PostgreSQL statement; SQLite reads one by one")
 def test_the_inspectors_preload_reads_the_active_run_and_its_queue(world):
     assert preload(world.tenant_id, world.agent_id, world.pk).session is None
     empty = preload(world.tenant_id, world.agent_id, world.pk, session_state=True).session
@@ -105,6 +108,7 @@ def test_a_preloaded_store_reads_afresh_after_its_first_answer(world):
     assert [f.content for f in store.load()] == ["changed", "changed"]
 
 
+@pytest.mark.postgresql(reason="the preload is one PostgreSQL statement; SQLite reads one by one")
 def test_a_session_with_nothing_preloads_empty_reads(alice, make_session, transactional_db):
     session = Session.objects.get(pk=make_session(alice)["id"])
     reads = preload(session.tenant_id, session.agent_id, session.pk)
@@ -117,6 +121,7 @@ def test_inside_a_transaction_nothing_is_preloaded(world):
         assert preload(world.tenant_id, world.agent_id, world.pk) is NOTHING_PRELOADED
 
 
+@pytest.mark.postgresql(reason="the preload is one PostgreSQL statement; SQLite reads one by one")
 def test_a_preload_that_times_out_preloads_nothing_and_the_connection_goes_on(
         world, hango_settings):
     hango_settings(context_load_timeout=0.1)

@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -123,6 +124,7 @@ def test_a_message_rewritten_after_its_event_shows_its_current_content(alice, wa
     assert event["data"]["content"] == edited
 
 
+@pytest.mark.postgresql(reason="counts the stream's prepared read")
 def test_a_poll_that_finds_nothing_new_is_one_statement(alice, waiting_run, in_process):
     run_id = waiting_run.pk
     frames = open_stream(alice, run_id)

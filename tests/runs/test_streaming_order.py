@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -85,6 +86,7 @@ def test_a_marker_of_events_already_sent_reads_nothing(alice, marked):
     assert [f.data["data"]["status"] for f in frames] == ["cancelled"]
 
 
+@pytest.mark.postgresql(reason="counts the stream's prepared read")
 def test_a_later_turn_s_deltas_come_after_the_events_of_the_turns_before(alice, marked):
     # Turns 2-4 commit (tools only, no deltas) and turn 5 writes, all before the stream reads.
     run_id = marked.pk

@@ -133,6 +133,7 @@ def claimed_runs(caller, make_session, count: int) -> tuple[list[Run], list[DbCo
     return claimed, [DbControl(Claim(c.pk, c.epoch)) for c in claimed]
 
 
+@pytest.mark.postgresql(reason="counts the watch's prepared statements")
 @pytest.mark.django_db(transaction=True)
 def test_one_thread_renews_every_lease_of_the_process(alice, make_session, hango_settings,
                                                      by_hand):
@@ -156,6 +157,7 @@ def test_one_thread_renews_every_lease_of_the_process(alice, make_session, hango
     assert sum(pool.stats().lent for pool in pools()) == 1
 
 
+@pytest.mark.postgresql(reason="a row lock another connection holds; its lock_timeout")
 @pytest.mark.django_db(transaction=True)
 def test_a_renewal_waiting_for_a_locked_row_does_not_hold_up_the_others(alice, make_session,
                                                                          hango_settings,
@@ -196,6 +198,7 @@ def test_the_watch_reads_every_held_run_s_cancel_in_one_statement(alice, make_se
         assert not controls[2].flag
 
 
+@pytest.mark.postgresql(reason="counts the watch's prepared statements")
 @pytest.mark.django_db(transaction=True)
 def test_a_run_reads_its_own_cancel_when_the_watch_has_not(alice, make_session,
                                                            hango_settings, by_hand):

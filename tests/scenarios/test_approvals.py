@@ -173,6 +173,7 @@ def lock_waiters() -> int:
         return cursor.fetchone()[0]
 
 
+@pytest.mark.postgresql(reason="two approvals racing on two connections, row locks")
 def test_double_approve_resumes_once_and_the_other_answers_409(alice, hitl_session,
                                                                inline_runs):
     run_id = paused_run(alice, hitl_session)["id"]
@@ -284,6 +285,7 @@ def test_approve_is_authorized_like_the_other_run_routes(alice, bob, admin, outs
 # -- a real worker ---------------------------------------------------------------------------
 
 
+@pytest.mark.postgresql(reason="a Celery worker in another process")
 @pytest.mark.slow
 def test_a_paused_run_holds_no_broker_message_and_approval_resumes_it_on_the_worker(
         alice, hitl_session, start_worker, broker):

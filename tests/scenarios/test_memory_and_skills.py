@@ -146,6 +146,7 @@ def test_skill_widening_cannot_pass_the_allowlist_in_a_real_run(alice, inline_ru
 
 # -- the database stores: bounded in time ----------------------------------------------------
 
+@pytest.mark.postgresql(reason="a statement timeout; the embedded file has none")
 def test_a_load_is_cut_off_by_its_statement_timeout(db):
     from django.db import OperationalError, connection
 
@@ -183,6 +184,7 @@ def lock_memory_table():
         other.close()
 
 
+@pytest.mark.postgresql(reason="a statement timeout; the embedded file has none")
 def test_a_memory_load_that_times_out_leaves_the_run_without_memory(alice, inline_runs, model,
                                                                     hango_settings, memory_session,
                                                                     lock_memory_table, spans):

@@ -13,6 +13,7 @@ from tests.support.runs import wait_for_run
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.postgresql(reason="a Celery worker in another process")
 def test_a_worker_fires_a_due_schedule_once_and_runs_it(alice, make_agent, start_worker):
     agent = make_agent(alice, model="scripted:demo")
     made = alice.client.post("/v1/schedules", {"name": "tick", "agent": agent["id"],
