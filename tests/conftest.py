@@ -42,11 +42,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
         database.setdefault("TEST", {})["NAME"] = str(name.with_name(f"test_{name.name}"))
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test marked ``postgresql(reason=...)`` is skipped on SQLite, saying why."""
-    marker = item.get_closest_marker("postgresql")
-    if marker is not None and connection.vendor != "postgresql":
-        pytest.skip(f"PostgreSQL only: {marker.kwargs['reason']}")
+    if connection.vendor == "postgresql":
+        return
+    for item in items:
+        if (marker := item.get_closest_marker("postgresql")) is not None:
+            item.add_marker(pytest.mark.skip(
+                reason=f"PostgreSQL only: {marker.kwargs['reason']}"))
 
 
 @pytest.hookimpl(tryfirst=True)
