@@ -1,12 +1,18 @@
-"""runs.selectors: a run's own model calls read back with the prints of what they sent, and the
-cache figures each assistant message's event carries."""
+"""runs.selectors: a run's own model calls read back with the prints of what they sent, the
+cache figures each assistant message's event carries, and a stream's read on the engine the
+suite runs on."""
 
 from __future__ import annotations
 
+import sqlite3
+import time
+
 import pytest
+from django.db import connection
 
 from accounts.models import UsageRecord
 from harness import fingerprint
+from runs import selectors
 from runs.models import Run
 from runs.selectors import run_calls
 
@@ -63,3 +69,21 @@ def test_a_call_sent_before_prints_were_kept_reads_back_without_one(demo_run):
     calls = run_calls(demo_run.pk, tenant_id=demo_run.session.tenant_id,
                       since=demo_run.created_at)
     assert [c.sent for c in calls] == [None] * 5
+
+
+def test_a_stream_reads_without_waiting_for_sqlite_s_write_lock(waiting_run):
+    """On SQLite every transaction begins IMMEDIATE (it takes the write lock): a stream's read
+    takes none, so a thousand polls never queue behind a run committing its turn, nor hold up
+    the next commit."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's write lock: PostgreSQL reads from a snapshot anyway")
+    writer = sqlite3.connect(connection.settings_dict["NAME"], timeout=0)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # a turn's commit, under way
+        started = time.monotonic()
+        read = selectors.stream_read(run_id=waiting_run.pk, after=0, limit=100)
+        assert time.monotonic() - started < 2  # a locked read waits 20 s, then fails
+    finally:
+        writer.rollback()
+        writer.close()
+    assert read.status == "queued" and [e.type for e in read.events] == ["run.status"]
