@@ -1,6 +1,7 @@
 # hango: two commands on a fresh machine.
 #   make quickstart   install, then serve hango on embedded defaults at 127.0.0.1:$(PORT)
-#   make test         the whole test suite (PostgreSQL and Redis on 127.0.0.1)
+#   make test         the whole test suite (PostgreSQL and Redis on 127.0.0.1), then the runs'
+#                     tests and the quickstart's scenarios again on SQLite (make test-sqlite)
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -10,12 +11,27 @@ PORT   ?= 8000
 # The suite runs on PostgreSQL; pytest-django creates and drops its own test_<name> database.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hango
 TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
+# The second pass runs on SQLite, the quickstart's engine: the other side of the database seam
+# (hango_project/database.py): the runs' tests and the scenarios a quickstart user walks through
+# in one process (test_quickstart.py runs `make quickstart` on SQLite in the first pass already).
+# pytest-django makes its test database a file beside this one; tests marked
+# postgresql(reason=...) are skipped, saying why.
+TEST_SQLITE_DIR   ?= var/test-sqlite
+SQLITE_TESTS      := tests/runs tests/hango_project/test_database.py \
+	tests/scenarios/test_api_smoke.py tests/scenarios/test_approvals.py \
+	tests/scenarios/test_approvals_cancel.py tests/scenarios/test_context_runs.py \
+	tests/scenarios/test_files_and_subagents.py tests/scenarios/test_memory_and_skills.py \
+	tests/scenarios/test_summarization.py tests/scenarios/test_schedules.py
+SQLITE_PASS = mkdir -p $(TEST_SQLITE_DIR) \
+	&& DATABASE_URL=sqlite:///$(abspath $(TEST_SQLITE_DIR))/hango.sqlite3 \
+	   HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(SQLITE_TESTS)
+
 # The embedded defaults: whatever the shell exports, the quickstart uses none of it. The demo
 # model streams its words 50 ms apart, so a follower of a run sees the answer being written.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u HANGO_BROKER_URL DJANGO_DEBUG=1 \
 	HANGO_SCRIPTED_WORD_DELAY_MS=50
 
-.PHONY: install quickstart serve worker browser test lint clean
+.PHONY: install quickstart serve worker browser test test-sqlite lint clean
 
 PIP    := $(PY) -m pip --quiet --disable-pip-version-check
 # pip's own output (its warnings, a root-user notice) goes here, and to the screen only on failure.
@@ -79,6 +95,11 @@ test: install browser
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-cache
 	DATABASE_URL=$(TEST_DATABASE_URL) HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest
+	$(SQLITE_PASS)
+
+# The SQLite pass of `make test` alone.
+test-sqlite: install
+	$(SQLITE_PASS)
 
 lint: install
 	$(PY) -m ruff check .
