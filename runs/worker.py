@@ -1,13 +1,14 @@
-"""The run worker service: database rows ⇄ harness values, leases, fenced per-turn commits.
+"""The run worker service: a run's claim and one time slice of its loop (:func:`execute_run`).
 
 A worker *claims* a run by taking its lease and incrementing its fencing ``epoch``. Each turn's
 messages, events, usage, ``state_json`` and turn counter are committed in one transaction that
 first checks, under the run's row lock, that the epoch is still the claimer's and the turn is the
-one it expects — so two workers can never both advance a run, and a redelivered task for a turn
-already committed changes nothing. A worker that vanishes leaves an expiring lease; the
-reconciler finds such runs (:func:`reconcile_runs`; :mod:`runs.tasks` re-enqueues them) and the
-next claim continues from the last checkpoint. Nothing here enqueues: each entry point returns
-what happened for the layer above to act on.
+one it expects (:mod:`runs.checkpointer`, :mod:`runs.checkpoint`) — so two workers can never
+both advance a run, and a redelivered task for a turn already committed changes nothing. A
+worker that vanishes leaves an expiring lease; the reconciler finds such runs
+(:func:`runs.handoff.reconcile_runs`; :mod:`runs.tasks` re-enqueues them) and the next claim
+continues from the last checkpoint. Nothing here enqueues: each entry point returns what
+happened for the layer above to act on.
 """
 
 from __future__ import annotations
