@@ -420,6 +420,7 @@ def _wal_bytes(commit: Any) -> int:
         return int(cursor.fetchone()[0])
 
 
+@pytest.mark.postgresql(reason="PostgreSQL's WAL")
 def test_a_turn_s_request_print_adds_under_a_hundred_bytes_of_wal(twin_runs):
     """The same turn committed with and without what the request diff keeps (its call's print,
     and its assistant message's turn in its event): the difference is the cost per turn."""
@@ -447,6 +448,7 @@ PRICED_CALLS = [
 ]
 
 
+@ONE_STATEMENT
 def test_both_paths_price_each_call_alike(twin_runs):
     """The table's price, the tenant's own (for a model the table does not price) and none,
     the same by either path."""
