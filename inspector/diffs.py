@@ -103,7 +103,8 @@ def diff_json(snapshot: Snapshot, earlier: Earlier, model: str) -> dict[str, Any
     found = fingerprint.diff(earlier.call.sent, now)
     cut = found.cache_break
     return {
-        "against": {"ref": earlier.ref, "run": str(earlier.run_id), "turn": earlier.call.turn},
+        "against": {"ref": earlier.ref, "run": str(earlier.run_id), "turn": earlier.call.turn,
+                    "call": earlier.call.cache_json()},
         "parts": [{"id": p.part, "status": p.status, "tokens": p.tokens,
                    "tokens_before": p.tokens_before, "delta": p.delta} for p in found.parts],
         "totals": {"before": found.tokens_before, "after": found.tokens_after,

@@ -164,11 +164,27 @@ class ForeseenCallOutput(serializers.Serializer):
 DIFF_STATUSES = ("added", "removed", "changed", "same")
 
 
+class SentCallCacheOutput(serializers.Serializer):
+    turn = serializers.IntegerField()
+    input_tokens = serializers.IntegerField(help_text="Its input the cache did not serve, as "
+                                                      "the provider reported it.")
+    cache_read_tokens = serializers.IntegerField()
+    cache_write_tokens = serializers.IntegerField()
+    cache_read_ratio = serializers.FloatField(allow_null=True, help_text=(
+        "cache_read_tokens over all its input tokens (uncached, read, written); null when the "
+        "provider reported none."))
+    predicted_cached_tokens = serializers.IntegerField(help_text=(
+        "The cached prefix's tokens the inspector predicted when the call was sent."))
+
+
 class DiffAgainstOutput(serializers.Serializer):
     ref = serializers.CharField(help_text="`<run id>:<turn>`: the earlier call, as `against` "
                                           "names it.")
     run = serializers.UUIDField()
     turn = serializers.IntegerField()
+    call = SentCallCacheOutput(help_text=(
+        "What the prompt cache did for that call: the provider's figures next to the "
+        "inspector's prediction (the same as its answer's `message.created` event)."))
 
 
 class PartDiffOutput(serializers.Serializer):

@@ -30,7 +30,13 @@ def _run_id(session) -> str:
 def test_against_the_last_call_only_the_answer_since_is_new(alice, demo):
     body = against(alice, demo, "last").json()
     diff = body["diff"]
+    call = diff["against"].pop("call")
     assert diff["against"] == {"ref": f"{_run_id(demo)}:5", "run": _run_id(demo), "turn": 5}
+    # What the cache did for that call, as its answer's event tells it.
+    events = alice.client.get(f"/v1/runs/{_run_id(demo)}/events").json()["results"]
+    told = [e["data"]["call"] for e in events
+            if e["type"] == "message.created" and e["data"]["role"] == "assistant"]
+    assert call == told[-1] and call["turn"] == 5 and call["predicted_cached_tokens"] > 0
     status = {p["id"]: p["status"] for p in diff["parts"]}
     assert status["message:10"] == "added"  # the answer of turn 5, sent from the next call on
     # A tool call's arguments come back from jsonb with their keys reordered (shorter first),

@@ -53,6 +53,11 @@ def test_the_panel_shows_the_diff_and_where_the_cache_breaks(page, web, session,
     expect(page.locator("#cp-diff-summary")).to_contain_text(
         f"Against run {diff['against']['run']}, turn 5")
     expect(page.locator("#cp-diff-summary")).to_contain_text("is sent as it was")
+    call = diff["against"]["call"]  # what the cache did for that call, beside the prediction
+    expect(page.locator("#cp-diff-cache")).to_contain_text(
+        f"the provider read {call['cache_read_tokens']:,} tokens from its cache")
+    expect(page.locator("#cp-diff-cache")).to_contain_text(
+        f"the inspector predicted {call['predicted_cached_tokens']:,} cached.")
     expect(page.locator("#cp-diff-break")).to_be_hidden()
     expect(page.locator(".cp-diff-break-badge")).to_have_count(0)
 

@@ -79,12 +79,24 @@
       breakLine.textContent = cut ? `${cut.part} (${cut.status}) breaks the earlier call's ` +
         `cached prefix of ${fmt(diff.cached_prefix.before)} tokens: the next call misses the ` +
         `prompt cache from there.` : "";
+      $("cp-diff-cache").textContent = cacheText(a.call);
       if (!cut && diff.cached_prefix.before) {
         $("cp-diff-summary").textContent += ` The cached prefix (${fmt(diff.cached_prefix.before)}` +
           " tokens) is sent as it was.";
       }
     }
+    $("cp-diff-cache").hidden = !diff;
     badges();
+  }
+
+  // What the prompt cache did for the earlier call, as the provider reported it, next to what
+  // the inspector predicted when the call was sent.
+  function cacheText(call) {
+    const read = call.cache_read_ratio === null ? "The provider reported no input for that call"
+      : `That call: the provider read ${fmt(call.cache_read_tokens)} tokens from its cache ` +
+        `(${Math.round(call.cache_read_ratio * 100)}% of the input) and wrote ` +
+        `${fmt(call.cache_write_tokens)}`;
+    return `${read}; the inspector predicted ${fmt(call.predicted_cached_tokens)} cached.`;
   }
 
   function badges() {
