@@ -96,6 +96,8 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
             "; stale (kept, doing nothing until the part returns): "
             + ", ".join(overrides["stale"]) if overrides["stale"] else "")),
     ]
+    if "cost" in snapshot:
+        rows.append(("cost", _cost_text(snapshot["cost"])))
     if snapshot["cache_breakpoint"] is not None:
         rows.append(("cache", "the parts marked cached are the prompt cache's prefix: "
                               "changing one misses the cache on the next call"))
@@ -113,6 +115,16 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
     for name, value in rows:
         grid.add_row(Text(name), Text(value))
     console.print(grid)
+
+
+def _cost_text(cost: dict[str, Any] | None) -> str:
+    """The next call's input cost as a range (the prompt cache decides where in it)."""
+    if cost is None:
+        return "the model has no known price (a tenant's own: hango prices set)"
+    currency = cost["currency"]
+    return (f"input {cost['likely']} {currency} likely, {cost['all_cached']} with all of the "
+            f"cached prefix read, {cost['none_cached']} with none; the answer "
+            f"{cost['output_rate']} {currency} a million tokens (price: {cost['source']})")
 
 
 def _compaction_notice(compaction: dict[str, Any]) -> str:

@@ -51,4 +51,14 @@ def print_diff(diff: dict[str, Any]) -> None:
         if cut is None else
         f"{cut['part']} ({cut['status']}) breaks the earlier call's cached prefix "
         f"({cached['before']:,} tokens): the next call misses the cache from there"))
+    grid.add_row(Text("that call"), Text(_cache_text(against["call"])))
     console.print(grid)
+
+
+def _cache_text(call: dict[str, Any]) -> str:
+    """What the prompt cache did for the earlier call, next to the inspector's prediction."""
+    ratio = call["cache_read_ratio"]
+    read = ("the provider reported no input" if ratio is None else
+            f"the provider read {call['cache_read_tokens']:,} tokens from its cache "
+            f"({ratio:.0%} of the input) and wrote {call['cache_write_tokens']:,}")
+    return f"{read}; the inspector predicted {call['predicted_cached_tokens']:,} cached"

@@ -269,6 +269,25 @@ def test_show_diff_prints_each_part_against_the_last_call(hango, api, demo):
     assert set(rows) == {p["id"] for p in body["diff"]["parts"]}
     assert f"against run {body['diff']['against']['run']}, turn 5" in result.stdout
     assert "is sent as it was" in result.stdout
+    call = body["diff"]["against"]["call"]
+    assert (f"the inspector predicted {call['predicted_cached_tokens']:,} cached"
+            in " ".join(result.stdout.split()))
+
+
+def test_show_prints_the_next_calls_cost_or_that_the_model_is_unpriced(hango, api, demo):
+    unpriced = hango("context", "show", "--session", demo["id"])
+    assert unpriced.exit_code == 0, unpriced.stderr
+    assert "the model has no known price" in " ".join(unpriced.stdout.split())
+    priced = api.put("/v1/prices/scripted:demo", json={
+        "currency": "EUR", "input": "3", "cache_write": "3.75", "cache_read": "0.3",
+        "output": "15"})
+    assert priced.status_code in (200, 201), priced.text
+    cost = snapshot(api, demo)["cost"]
+    result = hango("context", "show", "--session", demo["id"])
+    assert result.exit_code == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert (f"input {cost['likely']} EUR likely, {cost['all_cached']} with all of the cached "
+            f"prefix read, {cost['none_cached']} with none; the answer 15") in text
 
 
 def test_show_diff_marks_the_part_that_breaks_the_cache(hango, api, demo):
