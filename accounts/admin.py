@@ -25,7 +25,7 @@ from accounts.models import (
 from accounts.prices import RATES, record_price
 from accounts.services import api_key_issue, api_key_revoke
 from accounts.tenant_prices import price_delete, price_set
-from accounts.usage import cost_totals, money, period_bounds, quota_release, tenant_spend
+from accounts.usage import cost_line, money, period_bounds, quota_release, tenant_spend
 from hango_project.admin import ActionsAdmin, AppWrittenAdmin, OwnerAdmin, ServiceWrittenAdmin
 
 PERIOD_WORDS = {QuotaPeriod.DAY: "today", QuotaPeriod.MONTH: "this month"}
@@ -61,11 +61,7 @@ class TenantAdmin(OwnerAdmin, admin.ModelAdmin):
         """What the calendar (UTC) month's calls cost, per currency, and how many had no
         price (their cost is unknown, not zero)."""
         start, _ = period_bounds(QuotaPeriod.MONTH)
-        cost = cost_totals(UsageRecord.objects.filter(tenant=tenant, created_at__gte=start))
-        amounts = " + ".join(f"{line['total']} {line['currency']}"
-                             for line in cost["by_currency"]) or "nothing priced"
-        unpriced = cost["unpriced_calls"]
-        return amounts + (f" · {unpriced:,} calls unpriced" if unpriced else "")
+        return cost_line(UsageRecord.objects.filter(tenant=tenant, created_at__gte=start))
 
     @admin.display(description="usage")
     def quota_used(self, tenant: Tenant) -> str:

@@ -241,3 +241,13 @@ def cost_groups(rows: QuerySet[UsageRecord], *by: str) -> dict[tuple[Any, ...], 
 def cost_totals(rows: QuerySet[UsageRecord]) -> dict[str, Any]:
     """The cost of every row of ``rows``, per currency, and how many calls had no price."""
     return cost_groups(rows).get((), {"by_currency": [], "unpriced_calls": 0})
+
+
+def cost_line(rows: QuerySet[UsageRecord]) -> str:
+    """The cost of ``rows`` in one line for a page: a sum per currency, and how many calls had
+    no price (their cost is unknown, not zero)."""
+    cost = cost_totals(rows)
+    amounts = " + ".join(f"{line['total']} {line['currency']}"
+                         for line in cost["by_currency"]) or "nothing priced"
+    unpriced = cost["unpriced_calls"]
+    return amounts + (f" · {unpriced:,} calls unpriced" if unpriced else "")

@@ -12,6 +12,8 @@ from django.urls import URLPattern, path, reverse
 from django.utils.safestring import SafeString
 
 from accounts.admin import acting_member
+from accounts.models import UsageRecord
+from accounts.usage import CLOCK_SKEW, cost_line
 from hango_project.admin import ActionsAdmin, AppWrittenAdmin, ServiceWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
@@ -40,7 +42,7 @@ class SessionAdmin(AppWrittenAdmin, admin.ModelAdmin):
     list_filter = ["tenant"]
     search_fields = ["title", "id"]
     fields = readonly_fields = ("id", "tenant", "agent", "member", "title", "created_at",
-                                "updated_at", "summary_seq", "summary", "transcript")
+                                "updated_at", "cost", "summary_seq", "summary", "transcript")
     inlines = [RunInline]
 
     class Media:
@@ -49,6 +51,13 @@ class SessionAdmin(AppWrittenAdmin, admin.ModelAdmin):
     @admin.display(description="transcript")
     def transcript(self, session: Session) -> SafeString:
         return admin_display.transcript(session)
+
+    @admin.display(description="cost")
+    def cost(self, session: Session) -> str:
+        """What the session's model calls cost (its runs', its tries', its summaries')."""
+        return cost_line(UsageRecord.objects.filter(
+            tenant_id=session.tenant_id, session_id=session.pk,
+            created_at__gte=session.created_at - CLOCK_SKEW))
 
 
 @admin.register(Run)
@@ -63,7 +72,7 @@ class RunAdmin(AppWrittenAdmin, ActionsAdmin, admin.ModelAdmin):
         (None, {"fields": ["id", "session", "agent", "status", "turn", "error_line",
                            "cancel_requested", "created_at", "started_at", "finished_at"]}),
         ("Todos", {"fields": ["todos"]}),
-        ("Usage", {"fields": ["usage"]}),
+        ("Usage", {"fields": ["usage", "cost"]}),
         ("Prompt cache", {"fields": ["cache_calls"]}),
         ("Events", {"fields": ["event_log"]}),
         ("Lease and checkpoint", {"classes": ["collapse"], "fields": [
@@ -108,6 +117,13 @@ class RunAdmin(AppWrittenAdmin, ActionsAdmin, admin.ModelAdmin):
     @admin.display(description="tokens")
     def usage(self, run: Run) -> SafeString:
         return admin_display.usage(run)
+
+    @admin.display(description="cost")
+    def cost(self, run: Run) -> str:
+        """What the run's model calls cost, at the prices they were recorded with."""
+        return cost_line(UsageRecord.objects.filter(
+            tenant_id=run.session.tenant_id, run_id=run.pk,
+            created_at__gte=run.created_at - CLOCK_SKEW))
 
     @admin.display(description="model calls")
     def cache_calls(self, run: Run) -> SafeString:

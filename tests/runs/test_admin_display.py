@@ -4,6 +4,7 @@ events. Pages are read as a staff user through Django's test client."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from itertools import cycle
 
 import pytest
@@ -11,6 +12,8 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from accounts.models import UsageRecord
+from accounts.prices import Price, stored
+from accounts.usage import money
 from runs import admin_display
 from runs.admin_display import event_summary, fold, pretty_json
 from runs.models import Message, Run, RunEvent, RunStatus, Session
@@ -270,3 +273,20 @@ def test_a_call_sent_before_prints_were_kept_says_so(staff_client, finished):
     UsageRecord.objects.filter(run_id=finished.pk).update(request_print=None)
     html = run_page(staff_client, finished)
     assert html.count("not kept (sent before request prints)") == 5
+
+
+def test_run_and_session_pages_show_what_their_calls_cost(staff_client, finished):
+    """At the prices the calls were recorded with; a try of the session, unpriced, counts on
+    the session's page and not on the run's."""
+    price = Price(currency="USD", source="tenant", input=Decimal("2"), cache_write=Decimal("3"),
+                  cache_read=Decimal("0.5"), output=Decimal("10"))
+    rows = UsageRecord.objects.filter(run_id=finished.pk)
+    assert rows.update(**stored(price)) == 5
+    spent = sum((price.cost(row).total for row in rows), Decimal(0))
+    UsageRecord.objects.create(tenant_id=finished.session.tenant_id, session=finished.session,
+                               purpose="context_try", provider="scripted", model="demo",
+                               input_tokens=7, dedupe_key="try:unpriced")
+    assert f"{money(spent)} USD" in run_page(staff_client, finished)
+    assert "unpriced" not in run_page(staff_client, finished)
+    assert f"{money(spent)} USD · 1 calls unpriced" in session_page(staff_client,
+                                                                   finished.session)
