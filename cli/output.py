@@ -133,6 +133,13 @@ def usage_text(usage: dict[str, Any]) -> str:
                      for name, count in usage.items() if count) or "none"
 
 
+def totals_cost_text(cost: dict[str, Any]) -> str:
+    """Totals' cost per currency (never added across currencies) and the calls unpriced."""
+    amounts = " + ".join(f"{line['total']} {line['currency']}" for line in cost["by_currency"])
+    unpriced = f"{cost['unpriced_calls']:,} calls unpriced" if cost["unpriced_calls"] else ""
+    return " · ".join(part for part in (amounts or "nothing priced", unpriced) if part)
+
+
 def print_run(run: dict[str, Any]) -> None:
     """A run: its fields, then its todo list and the tool calls waiting for a decision."""
     error = run.get("error")
@@ -143,6 +150,7 @@ def print_run(run: dict[str, Any]) -> None:
         ("turn", str(run["turn"])),
         ("error", f"{error.get('code')}: {error.get('message')}" if error else "-"),
         ("usage", usage_text(run.get("usage") or {}) + " tokens"),
+        *((("cost", totals_cost_text(run["cost"])),) if run.get("cost") else ()),
         *((when, cell_text(run.get(f"{when}_at"))) for when in ("created", "started", "finished")),
     ]
     grid = Table.grid(padding=(0, 2))

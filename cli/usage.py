@@ -9,7 +9,7 @@ from urllib.parse import quote
 import click
 
 from cli.options import State, as_json, json_option, list_options, list_rows, show_record
-from cli.output import Column, cell_text, print_json, print_table, time_text
+from cli.output import Column, cell_text, print_json, print_table, time_text, totals_cost_text
 
 TOKENS = ("input", "output", "cache_read", "cache_write")
 
@@ -17,13 +17,6 @@ TOKENS = ("input", "output", "cache_read", "cache_write")
 def cost_text(cost: dict[str, Any] | None) -> str:
     """A call's cost, or ``unpriced``."""
     return "unpriced" if cost is None else f"{cost['total']} {cost['currency']}"
-
-
-def totals_cost_text(cost: dict[str, Any]) -> str:
-    """Totals' cost per currency (never added across currencies) and the calls unpriced."""
-    amounts = " + ".join(f"{line['total']} {line['currency']}" for line in cost["by_currency"])
-    unpriced = f"{cost['unpriced_calls']:,} calls unpriced" if cost["unpriced_calls"] else ""
-    return " · ".join(part for part in (amounts or "nothing priced", unpriced) if part)
 
 
 USAGE_COLUMNS: list[Column] = [

@@ -54,6 +54,7 @@ def test_send_json_is_the_apis_answer_and_runs_list_and_show_find_the_run(hango,
     shown = hango("runs", "show", run_id)
     assert "[x] Write the answer (completed)" in shown.stdout
     assert "status    completed" in shown.stdout
+    assert "cost      nothing priced · 5 calls unpriced" in shown.stdout  # a scripted model
 
 
 def test_a_message_from_standard_input_loses_only_its_trailing_line_breaks(hango, session):
