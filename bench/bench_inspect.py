@@ -147,7 +147,7 @@ def main() -> None:
     from accounts.services import api_key_issue, tenant_bootstrap
     from agents.services import agent_create
     from inspector.selectors import context_snapshot
-    from runs import execution
+    from runs import history as stored
     from runs.models import Message, Session
 
     member = tenant_bootstrap(tenant_name=f"bench-{uuid.uuid4().hex[:8]}",
@@ -179,7 +179,7 @@ def main() -> None:
                 start, ms = cold(a.db, warm_ups[model].pk, rows.pk)
                 starts[model].append(start)
                 into[(model, n)].append(ms)
-    execution.drop_shared_messages()
+    stored.drop_shared_messages()
 
     service: dict[tuple[str, int], list[float]] = {(m, n): [] for m, n, _ in cases}
     decoding: dict[tuple[str, int], list[float]] = {(m, n): [] for m, n, _ in cases}
@@ -188,7 +188,7 @@ def main() -> None:
         for model, n, session in (cases if rep % 2 == 0 else cases[::-1]):
             # A web process's first look at the session: every message decoded (the counts'
             # content caches stay warm, as they are for any text the process counted before).
-            execution.drop_shared_messages()
+            stored.drop_shared_messages()
             decoding[(model, n)] += timed(lambda s=session: context_snapshot(session=s), 1)
             service[(model, n)] += timed(lambda s=session: context_snapshot(session=s), 1)
             response = None

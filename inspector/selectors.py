@@ -25,7 +25,8 @@ from harness.serde import content_from_json
 from harness.snapshot_parts import Part, content_json, message_text, preview
 from harness.tokens.base import Tokenizer
 from harness.tokens.tokenizers import tokenizer_for
-from runs.execution import build_loop, new_state, preloaded_history, run_state
+from runs.execution import build_loop, new_state, run_state
+from runs.history import preloaded_history
 from runs.models import ACTIVE_RUN_STATUSES, PendingMessage, Run, Session
 from runs.preload import Preloaded, preload
 

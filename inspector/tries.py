@@ -33,7 +33,8 @@ from harness.middleware import summarization
 from harness.state import State
 from inspector.selectors import with_agent_and_tenant
 from runs.admission import quota_admit
-from runs.execution import DbBudget, build_loop, new_state, provider_settings, session_history
+from runs.execution import DbBudget, build_loop, new_state, provider_settings
+from runs.history import session_history
 from runs.models import Session
 
 
