@@ -32,6 +32,7 @@ from harness.providers.releasing import Releasing
 from harness.stack import default_stack
 from harness.state import State, state_from_json
 from harness.stores import Summary
+from harness.tokens.base import Tokenizer
 from harness.tokens.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
 from runs import live
@@ -135,21 +136,8 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
     sends."""
     spec = agent_spec(agent)
     tokenizer = tokenizer_for(spec.model)
-    provider: Provider
-    try:
-        provider, model = resolve_provider(spec.model, settings or provider_settings())
-    except ProviderAuthError as exc:
-        if not capture_only:
-            raise
-        # Assembling a request needs no key: the inspector works before one is configured.
-        name, model = split_model(spec.model)
-        provider = Unavailable(name=name, reason=str(exc))
-    # The call goes out without the database connection: a run waiting on its model holds none.
-    provider = Releasing(provider, release_connection)
-    if budget is not None:
-        provider = Budgeted(provider, budget, tokenizer)
-    if capture_only:  # one inspection asks the provider's counter once per request it shows
-        provider = CountsOnce(provider)
+    provider, model = _provider(spec, settings, tokenizer, capture_only=capture_only,
+                                budget=budget)
     guard = claim.hold if claim is not None else None
     reads = preloaded or NOTHING_PRELOADED
     knobs = hango()
@@ -173,6 +161,28 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
     return Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
                 tools=tool_registry().view(spec.allowed_tools), deltas=deltas,
                 prints=tokenizer)
+
+
+def _provider(spec: AgentSpec, settings: ProviderSettings | None, tokenizer: Tokenizer, *,
+              capture_only: bool, budget: Budget | None) -> tuple[Provider, str]:
+    """The provider a run of ``spec`` calls, and the model it names, wrapped as
+    :func:`build_loop` needs it."""
+    provider: Provider
+    try:
+        provider, model = resolve_provider(spec.model, settings or provider_settings())
+    except ProviderAuthError as exc:
+        if not capture_only:
+            raise
+        # Assembling a request needs no key: the inspector works before one is configured.
+        name, model = split_model(spec.model)
+        provider = Unavailable(name=name, reason=str(exc))
+    # The call goes out without the database connection: a run waiting on its model holds none.
+    provider = Releasing(provider, release_connection)
+    if budget is not None:
+        provider = Budgeted(provider, budget, tokenizer)
+    if capture_only:  # one inspection asks the provider's counter once per request it shows
+        provider = CountsOnce(provider)
+    return provider, model
 
 
 def new_state(session: Session, history: list[HMessage], *, run_id: str = "") -> State:
