@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
-from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -33,72 +30,13 @@ from accounts import prices
 from accounts.models import QuotaHold, TenantPrice, UsageRecord
 from accounts.usage import quota_release, tenant_spend
 from hango_project.database import database
-from harness.messages import ModelUsage, Role, Usage
 from runs import live, webhooked
 from runs.endings import finish_run
 from runs.events import EVENT_STATUS, append_events
 from runs.models import Message, Run, RunEvent, RunStatus
 from runs.prepared import Prepared
+from runs.turn_write import Committed, TurnWrite
 from webhooks import tasks as webhook_tasks
-
-Event = tuple[str, dict[str, Any]]
-
-
-class NewMessage(NamedTuple):
-    id: uuid.UUID
-    seq: int
-    role: Role
-    content: list[dict[str, Any]]
-    tokens: int | None = None  # its content's tokens as ``counter`` counts them
-    counter: str = ""  # harness.tokens.base.Tokenizer.counts_key
-
-
-def reads_back_as_written(content: list[dict[str, Any]]) -> bool:
-    """The stored content reads back as these blocks, each tool call's arguments in the same
-    order: PostgreSQL's jsonb orders an object's keys (shorter first, then by their bytes) and
-    may print a float another way, and a call's count counts its arguments as JSON text."""
-    return all(_jsonb_stable(block["input"]) for block in content
-               if block.get("type") == "tool_use")
-
-
-def _jsonb_stable(value: Any) -> bool:
-    if isinstance(value, dict):
-        keys = list(value)
-        return (keys == sorted(keys, key=lambda k: (len(k.encode()), k.encode()))
-                and all(_jsonb_stable(v) for v in value.values()))
-    if isinstance(value, list):
-        return all(_jsonb_stable(v) for v in value)
-    return not isinstance(value, float)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TurnWrite:
-    run_id: uuid.UUID
-    session_id: uuid.UUID
-    epoch: int
-    expected_turn: int  # the run's turn before this one; anything else means a duplicate
-    turn: int
-    state_json: dict[str, Any]
-    lease_expires_at: datetime
-    messages: list[NewMessage]
-    events: list[Event]  # in order; message events included
-    usage: Usage
-    finish: tuple[str, dict[str, Any] | None] | None = None  # (status, error) on the last turn
-    # usage_records: one row per model call of the turn, with the run's tenancy.
-    tenant_id: uuid.UUID | None = None
-    agent_id: uuid.UUID | None = None
-    calls: list[ModelUsage] = field(default_factory=list)
-    # Each call's stored request print (harness.fingerprint.encode), or None: ``calls``' order.
-    prints: list[bytes | None] = field(default_factory=list)
-    # The tenant's quota and the start of its current period: report the period's spend.
-    quota: int | None = None
-    period_start: datetime | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Committed:
-    cancel_requested: bool
-    quota_used: int | None = None  # the period's spend including this turn (quota set only)
 
 
 def _usage_rows(write: TurnWrite) -> list[dict[str, Any]]:

@@ -21,11 +21,12 @@ from harness.messages import ModelUsage, RequestPrint, Usage
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
 from harness.tokens.tokenizers import tokenizer_for
-from runs.checkpoint import NewMessage, TurnWrite, commit_turn, reads_back_as_written
+from runs.checkpoint import commit_turn
 from runs.events import EVENT_MESSAGE
 from runs.fence import Claim, poll
 from runs.leases import lease_length
 from runs.models import Run, RunStatus
+from runs.turn_write import NewMessage, TurnWrite, reads_back_as_written
 
 
 # Why the checkpointer stopped the loop before the run reached a terminal step.

@@ -26,9 +26,9 @@ from hango_project.pgpool.base import pools
 from harness import fingerprint
 from harness.messages import ModelUsage, PartPrint, RequestPrint, Usage
 from runs import checkpoint, claims, tasks, worker
-from runs.checkpoint import Committed, NewMessage, TurnWrite
 from runs.models import Message, Run, RunEvent, Session
 from runs.services import message_post
+from runs.turn_write import Committed, NewMessage, TurnWrite, reads_back_as_written
 from runs.worker import claim_run
 from tests.support.api import make_caller
 
@@ -393,14 +393,14 @@ def test_a_call_reads_back_as_written_exactly_when_jsonb_keeps_it(arguments):
     with connection.cursor() as cursor:
         cursor.execute("SELECT %s::jsonb::text", [json.dumps(arguments)])
         back = json.loads(cursor.fetchone()[0])
-    assert checkpoint.reads_back_as_written(content) is (
+    assert reads_back_as_written(content) is (
         json.dumps(back, ensure_ascii=False) == json.dumps(arguments, ensure_ascii=False))
 
 
 def test_a_float_is_never_taken_to_read_back_as_written():
-    assert not checkpoint.reads_back_as_written(
+    assert not reads_back_as_written(
         [{"type": "tool_use", "id": "c", "name": "n", "input": {"n": 1.5}}])
-    assert checkpoint.reads_back_as_written([{"type": "text", "text": "no call"}])
+    assert reads_back_as_written([{"type": "text", "text": "no call"}])
 
 
 def _wal_bytes(commit: Any) -> int:
