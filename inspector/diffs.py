@@ -17,7 +17,7 @@ from typing import Any
 
 from accounts.models import UsagePurpose, UsageRecord
 from hango_project.errors import BadQuery, Conflict, NotFound
-from harness import fingerprint
+from harness import fingerprint, print_diff
 from harness.inspect import Snapshot
 from harness.tokens.tokenizers import tokenizer_for
 from runs.models import Run, Session
@@ -100,7 +100,7 @@ def diff_json(snapshot: Snapshot, earlier: Earlier, model: str) -> dict[str, Any
     """The diff of the snapshot's request against ``earlier``, as the API answers it."""
     assert earlier.call.sent is not None
     now = fingerprint.of_request(snapshot.request, tokenizer_for(model))
-    found = fingerprint.diff(earlier.call.sent, now)
+    found = print_diff.diff(earlier.call.sent, now)
     cut = found.cache_break
     return {
         "against": {"ref": earlier.ref, "run": str(earlier.run_id), "turn": earlier.call.turn,

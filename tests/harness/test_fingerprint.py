@@ -1,5 +1,5 @@
 """harness.fingerprint: a sent request printed part by part, stored in a few bytes (whole, or as
-the edit of the call before), read back, and compared with another call's print."""
+the edit of the call before) and read back."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import replace
 
 from harness import fingerprint
 from harness.deps import StackConfig
-from harness.fingerprint import CacheBreak
 from harness.inspect import inspect
 from harness.messages import Message, PartPrint, RequestPrint
 from harness.providers.scripted import ScriptedModel, text, tool_call
@@ -46,38 +45,6 @@ def test_part_ids_of_every_kind_survive_storage():
                   ("repair:1", 3, 5), ("message:007", 4, 6), ("queued:x", 5, 7),
                   ("tool:é", 2**32 - 1, 2**20))
     assert fingerprint.decode(fingerprint.encode(odd)) == odd
-
-
-def test_the_diff_says_what_each_part_became_and_where_the_cache_breaks():
-    now = printed(("tool:echo", 1, 30), ("system:agent", 8, 120), ("message:1", 4, 10),
-                  ("message:2", 5, 20), ("message:3", 6, 40), cached=2)
-    found = fingerprint.diff(BASE, now)
-    assert [(p.part, p.status, p.delta) for p in found.parts] == [
-        ("tool:echo", "same", 0), ("system:agent", "changed", 20), ("message:1", "same", 0),
-        ("message:2", "same", 0), ("message:3", "added", 40), ("system:todo", "removed", -5)]
-    assert found.cache_break == CacheBreak(part="system:agent", status="changed", index=1)
-    assert (found.cached_before, found.cached_after) == (130, 150)
-    assert (found.tokens_before, found.tokens_after) == (165, 220)
-
-
-def test_a_prefix_sent_as_it_was_breaks_nothing():
-    now = replace(BASE, parts=(*BASE.parts[:2], P("system:todo", 99, 6), *BASE.parts[3:],
-                               P("message:3", 6, 40)))
-    assert fingerprint.diff(BASE, now).cache_break is None
-
-
-def test_a_part_removed_or_added_in_the_prefix_breaks_it():
-    removed = printed(("tool:echo", 1, 30), ("message:1", 4, 10), cached=0)
-    assert fingerprint.diff(BASE, removed).cache_break == CacheBreak(
-        part="system:agent", status="removed", index=1)
-    added = printed(("tool:new", 7, 9), ("tool:echo", 1, 30), ("system:agent", 2, 100),
-                    cached=3)
-    assert fingerprint.diff(BASE, added).cache_break == CacheBreak(
-        part="tool:new", status="added", index=0)
-    # The same parts, but the mark moved before the agent's prompt: it is no longer read.
-    unmarked = replace(BASE, cached=1)
-    assert fingerprint.diff(BASE, unmarked).cache_break == CacheBreak(
-        part="system:agent", status="same", index=1)
 
 
 def test_the_loop_prints_what_it_sends_as_the_inspector_prints_the_next_call():
