@@ -29,13 +29,14 @@ from bench.floor import Floor  # noqa: E402
 from harness.agent import AgentConfig, AgentSpec  # noqa: E402
 from harness.chain import Chain  # noqa: E402
 from harness.deps import RunDeps, StackConfig  # noqa: E402
-from harness.loop import FinalOutput, Loop, NeverCancel  # noqa: E402
+from harness.loop import Loop  # noqa: E402
 from harness.messages import Message  # noqa: E402
 from harness.providers import resolve_provider  # noqa: E402
 from harness.providers.base import ProviderSettings, StreamDone  # noqa: E402
 from harness.serde import message_to_json  # noqa: E402
 from harness.stack import default_stack  # noqa: E402
 from harness.state import State, state_to_json  # noqa: E402
+from harness.steps import FinalOutput, NeverCancel  # noqa: E402
 from harness.stores import FileInfo  # noqa: E402
 from harness.tools import builtin_registry  # noqa: E402
 

@@ -1,5 +1,7 @@
 """The turn loop. Each turn returns a :data:`NextStep`; the loop only dispatches on it.
 
+The values a turn returns and the protocols its caller supplies are in :mod:`harness.steps`.
+
 A turn: assemble the request through the chain → call the model → keep the assistant message →
 run its tool calls through the chain → keep the results → clear per-batch scratch. The caller's
 :class:`Checkpointer` then persists the turn (messages, state, usage, events) before the next
@@ -19,8 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TypeVar
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
@@ -31,72 +32,25 @@ from harness.approval_values import Result
 from harness.chain import Chain, ModelHandler, ModelRequest
 from harness.deltas import DeltaSink, collect
 from harness.errors import HarnessError
-from harness.messages import Message, ModelUsage, Request, Response, StopReason, ToolUseBlock
+from harness.messages import Message, ModelUsage, Request, Response, ToolUseBlock
 from harness.providers.base import Provider, StreamEvent, Streaming
 from harness.serde import message_to_json
 from harness.state import State
+from harness.steps import (
+    Checkpointer,
+    Control,
+    Failed,
+    FinalOutput,
+    Interrupted,
+    NextStep,
+    RunAgain,
+    TurnResult,
+)
 from harness.tokens.base import Tokenizer
 from harness.tool_calls import run_tools
 from harness.tools.base import Tool
 
-Event = tuple[str, dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class RunAgain:
-    """The model called tools: another turn follows."""
-
-
-@dataclass(frozen=True)
-class FinalOutput:
-    stop_reason: StopReason
-
-
-@dataclass(frozen=True)
-class Interrupted:
-    reason: Literal["cancelled", "paused"]
-
-
-@dataclass(frozen=True)
-class Failed:
-    code: str
-    message: str
-
-
-NextStep = RunAgain | FinalOutput | Interrupted | Failed
-
-
-@dataclass(frozen=True, kw_only=True)
-class TurnResult:
-    """What one turn added, for the checkpointer to persist whole."""
-
-    turn: int  # the turn number this result completes (1-based)
-    messages: tuple[Message, ...] = ()
-    events: tuple[Event, ...] = ()
-    usage: tuple[ModelUsage, ...] = ()
-    next: NextStep = RunAgain()
-
-
-class Control(Protocol):
-    def cancel_requested(self) -> bool:
-        """Checked at every turn boundary and before every tool call."""
-        ...
-
-
-StopT = TypeVar("StopT", covariant=True)
 HaltT = TypeVar("HaltT")
-
-
-class Checkpointer(Protocol[StopT]):
-    def checkpoint(self, state: State, result: TurnResult) -> StopT | None:
-        """Persist a finished turn. Anything but None stops the loop at once, and the loop
-        returns it: the checkpointer's own reason (fenced out, time slice used…)."""
-        ...
-
-
-class NeverCancel:
-    def cancel_requested(self) -> bool:
-        return False
 
 
 class Loop:

@@ -15,11 +15,11 @@ from accounts.usage import period_bounds
 from hango_project.config import hango
 from hango_project.ids import time_ordered_uuid
 from harness import fingerprint
-from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.messages import Message as HMessage
 from harness.messages import ModelUsage, RequestPrint, Usage
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
+from harness.steps import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.tokens.tokenizers import tokenizer_for
 from runs.checkpoint import commit_turn
 from runs.events import EVENT_MESSAGE

@@ -30,7 +30,7 @@ from hango_project.config import hango
 from hango_project.database import database
 from hango_project.errors import QuotaExceeded
 from harness.errors import HarnessError, Superseded
-from harness.loop import Failed, FinalOutput, Interrupted, NextStep, RunAgain
+from harness.steps import Failed, FinalOutput, Interrupted, NextStep, RunAgain
 from runs.checkpointer import DbCheckpointer, DbControl, Fenced, Halt, QuotaSpent, SliceUsed
 from runs.claims import claim_unheld
 from runs.endings import INTERNAL_ERROR, cancel_unheld, finish_run

@@ -27,9 +27,10 @@ from harness.agent import AgentConfig, AgentSpec, SubagentSpec
 from harness.context import SourcedBlock
 from harness.deps import SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_TURNS, StackConfig
 from harness.errors import ConfigurationError
-from harness.loop import Failed, FinalOutput, Interrupted, Loop, NextStep, TurnResult
+from harness.loop import Loop
 from harness.messages import Message, TextBlock
 from harness.state import State
+from harness.steps import Failed, FinalOutput, Interrupted, NextStep, TurnResult
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
 
 # Builds the loop a subagent runs in, for the child agent given (harness.stack provides it).

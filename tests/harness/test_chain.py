@@ -16,12 +16,12 @@ from harness.chain import (
     ToolCallRequest,
 )
 from harness.errors import ConfigurationError, ProviderUnavailable
-from harness.loop import Failed, FinalOutput
 from harness.messages import Request, TextBlock, ToolUseBlock
 from harness.middleware.todo import PART as TODO_PART
 from harness.middleware.todo import TodoMiddleware
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.state import State, Todo
+from harness.steps import Failed, FinalOutput
 from harness.tools import ToolResult
 from tests.support.doubles import (
     Contributes,

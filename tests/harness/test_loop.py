@@ -10,11 +10,11 @@ from harness import telemetry
 from harness.approvals import CANCELLED_BEFORE_RUN
 from harness.deps import StackConfig
 from harness.errors import ProviderAuthError, ProviderRateLimited
-from harness.loop import Failed, FinalOutput, Interrupted, ModelUsage
-from harness.messages import Message, Response, ToolUseBlock
+from harness.messages import Message, ModelUsage, Response, ToolUseBlock
 from harness.providers.scripted import ScriptedModel, named_script, text, tool_call
 from harness.stack import default_stack
 from harness.state import State
+from harness.steps import Failed, FinalOutput, Interrupted
 from tests.support.harness import (
     STOPPED,
     TEXT_SCHEMA,
@@ -247,10 +247,11 @@ def test_a_failed_run_still_records_its_stack_and_stop(spans):
 def test_a_call_awaiting_approval_pauses_the_batch_and_resumes_in_call_order():
     from harness.approval_values import ApprovalDecision, AwaitingApproval
     from harness.chain import Chain
-    from harness.loop import Interrupted, Loop, NeverCancel, RunAgain
+    from harness.loop import Loop
     from harness.messages import Message
     from harness.providers.scripted import ScriptedModel, text
     from harness.state import State, state_from_json, state_to_json
+    from harness.steps import Interrupted, NeverCancel, RunAgain
     from harness.tools import builtin_registry
 
     class Gate:

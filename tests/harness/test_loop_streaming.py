@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.errors import ProviderUnavailable
-from harness.loop import Failed, FinalOutput
 from harness.messages import Message, Request, Response
 from harness.providers.base import StreamDone, StreamEvent, Streaming, TextDelta, TokenCounter
 from harness.providers.budgeted import Budgeted
 from harness.providers.scripted import ScriptedModel, named_script, text, tool_call
 from harness.state import State
+from harness.steps import Failed, FinalOutput
 from harness.tokens.tokenizers import tokenizer_for
 from tests.support.doubles import Recording
 from tests.support.harness import Deltas, make_loop, run

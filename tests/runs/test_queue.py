@@ -13,7 +13,7 @@ import pytest
 from accounts.models import AuditEntry
 from hango_project.ids import time_ordered_uuid
 from harness.approvals import CANCELLED_BEFORE_DECISION
-from harness.loop import Interrupted
+from harness.steps import Interrupted
 from runs import handoff, queue, tasks, worker
 from runs.checkpointer import DbCheckpointer, DbControl
 from runs.execution import build_execution

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from harness.approvals import CANCELLED_BEFORE_DECISION
-from harness.loop import Interrupted
+from harness.steps import Interrupted
 from runs.checkpointer import DbCheckpointer, DbControl
 from runs.endings import finish_run
 from runs.execution import build_execution

@@ -14,11 +14,12 @@ from harness.agent import AgentConfig, AgentSpec
 from harness.chain import Chain, Middleware
 from harness.deltas import DeltaSink
 from harness.deps import StackConfig
-from harness.loop import Loop, NeverCancel, NextStep, TurnResult
+from harness.loop import Loop
 from harness.messages import Message, Request, ToolUseBlock
 from harness.providers.base import Provider
 from harness.stack import default_stack
 from harness.state import State
+from harness.steps import NeverCancel, NextStep, TurnResult
 from harness.tokens.base import Tokenizer
 from harness.tools import Tool, ToolContext, builtin_registry
 

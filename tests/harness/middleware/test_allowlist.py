@@ -8,10 +8,10 @@ import pytest
 
 from harness import telemetry
 from harness.deps import StackConfig
-from harness.loop import FinalOutput
 from harness.middleware.allowlist import ToolAllowlistMiddleware
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack
+from harness.steps import FinalOutput
 from harness.tools import builtin_registry
 from tests.support.harness import CountingTool, events_named, make_agent, make_loop, run
 

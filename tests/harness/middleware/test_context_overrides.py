@@ -12,11 +12,11 @@ from harness.approval_values import PendingBatch
 from harness.context import Override, OverrideSet
 from harness.deps import RunDeps, StackConfig
 from harness.history import is_summary, validate
-from harness.loop import FinalOutput
 from harness.messages import Message
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack, stack_slots
 from harness.state import State, state_from_json, state_to_json
+from harness.steps import FinalOutput
 from harness.stores import SkillSpec
 from harness.tools import builtin_registry
 from tests.support.harness import (

@@ -11,7 +11,6 @@ from harness import telemetry
 from harness.approval_values import AwaitingApproval
 from harness.chain import ToolCallRequest
 from harness.deps import RunDeps, StackConfig
-from harness.loop import FinalOutput
 from harness.messages import Message, Response, ToolUseBlock
 from harness.middleware import filesystem
 from harness.middleware.filesystem import (
@@ -23,6 +22,7 @@ from harness.middleware.filesystem import (
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack, stack_slots
 from harness.state import State
+from harness.steps import FinalOutput
 from harness.tools.base import Tool, ToolResult
 from harness.tools.files import (
     TOOL_NAMES,

@@ -13,12 +13,13 @@ from harness.approval_values import ApprovalDecision, PendingBatch, PendingCall
 from harness.approvals import CANCELLED_BEFORE_DECISION, REJECTED
 from harness.chain import ToolCallRequest
 from harness.deps import StackConfig
-from harness.loop import Interrupted, Loop, RunAgain
+from harness.loop import Loop
 from harness.messages import Message, Response, ToolUseBlock
 from harness.middleware.human_in_the_loop import HumanInTheLoopMiddleware, from_config
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack
 from harness.state import State, state_from_json, state_to_json
+from harness.steps import Interrupted, RunAgain
 from harness.tools import builtin_registry
 from harness.tools.base import ToolResult
 from tests.support.harness import CountingTool, events_named, make_agent, make_loop, run

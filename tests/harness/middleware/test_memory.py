@@ -11,7 +11,6 @@ from harness import telemetry
 from harness.agent import AgentSpec
 from harness.chain import ModelRequest
 from harness.deps import RunDeps, StackConfig
-from harness.loop import FinalOutput
 from harness.messages import Message
 from harness.middleware.memory import (
     TOOL_NAME,
@@ -24,6 +23,7 @@ from harness.middleware.memory import (
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack, stack_slots
 from harness.state import State, state_from_json, state_to_json
+from harness.steps import FinalOutput
 from harness.stores import MemoryFile
 from tests.support.harness import SKILL_IDS, events_named, make_agent, make_loop, run, spans_named
 

@@ -9,12 +9,12 @@ import pytest
 
 from harness import telemetry
 from harness.deps import StackConfig
-from harness.loop import FinalOutput
 from harness.messages import Message
 from harness.middleware.repeat_call import RepeatCallMiddleware, RepeatCounts, call_key
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack
 from harness.state import load_private, state_from_json, state_to_json
+from harness.steps import FinalOutput
 from tests.support.harness import CountingTool, events_named, make_agent, make_loop, run
 
 ARGS = {"city": "Hanoi", "units": {"temp": "C", "wind": "kmh"}}

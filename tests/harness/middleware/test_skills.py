@@ -10,7 +10,6 @@ import pytest
 from harness import telemetry
 from harness.agent import AgentSpec
 from harness.deps import RunDeps, StackConfig
-from harness.loop import FinalOutput
 from harness.messages import Message
 from harness.middleware.allowlist import ToolAllowlistMiddleware
 from harness.middleware.skills import (
@@ -23,6 +22,7 @@ from harness.middleware.skills import (
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack, stack_slots
 from harness.state import State, state_from_json, state_to_json
+from harness.steps import FinalOutput
 from harness.stores import SkillSpec
 from harness.tools import builtin_registry
 from tests.support.harness import SKILL_IDS, CountingTool, events_named, make_agent, make_loop, run

@@ -13,13 +13,13 @@ from harness import telemetry
 from harness.agent import AgentConfig, SubagentSpec
 from harness.deps import RunDeps, StackConfig
 from harness.errors import ConfigurationError
-from harness.loop import FinalOutput, Interrupted
 from harness.messages import Message, Response, ToolUseBlock, Usage
 from harness.middleware import subagent
 from harness.middleware.subagent import PART, SubagentMiddleware
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import child_loop_factory, default_stack, stack_slots
 from harness.state import State
+from harness.steps import FinalOutput, Interrupted
 from harness.tools import Tool, ToolContext, builtin_registry
 from tests.support.files import MemoryFiles
 from tests.support.harness import (

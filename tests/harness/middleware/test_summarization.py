@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from harness.history import is_summary, validate
-from harness.loop import FinalOutput
 from harness.messages import Message
 from harness.providers.scripted import named_script
 from harness.state import State
+from harness.steps import FinalOutput
 from harness.stores import Summary
 from harness.tokens.base import ESTIMATE
 from harness.tokens.counts import EncodingCounts

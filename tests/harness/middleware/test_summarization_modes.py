@@ -9,7 +9,6 @@ from harness.chain import Chain
 from harness.deps import RunDeps, StackConfig
 from harness.errors import ConfigurationError
 from harness.history import is_summary
-from harness.loop import Failed, FinalOutput
 from harness.messages import (
     Message,
     Response,
@@ -19,6 +18,7 @@ from harness.middleware.summarization import SummarizationMiddleware
 from harness.providers.scripted import ScriptedModel, named_script
 from harness.stack import default_stack
 from harness.state import State, state_to_json
+from harness.steps import Failed, FinalOutput
 from harness.stores import Summary
 from tests.support.harness import events_named, make_agent, run, spans_named
 from tests.support.summarization import (

@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 from harness.errors import ScriptExhausted, UnknownModel
-from harness.loop import FinalOutput, Interrupted
 from harness.messages import (
     Message,
     Request,
@@ -27,6 +26,7 @@ from harness.providers.scripted import (
     tool_call,
 )
 from harness.state import State
+from harness.steps import FinalOutput, Interrupted
 from harness.tokens.base import ESTIMATE
 from harness.tokens.tokenizers import tokenizer_for
 from tests.support.harness import CancelAfter, make_loop, run
