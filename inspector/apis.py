@@ -30,12 +30,14 @@ from harness.serde import message_to_json
 from harness.snapshot_parts import Part
 from inspector import diffs, selectors, services, tries
 from inspector.cost import next_call_cost
-from inspector.serializers import (
+from inspector.override_serializers import (
     MAX_OVERRIDES,
     BothOverridesInput,
     BothOverridesOutput,
     OverrideInput,
     OverridesOutput,
+)
+from inspector.serializers import (
     PartContentOutput,
     PreviewInput,
     SnapshotOutput,
