@@ -1,8 +1,9 @@
-"""The context inspector's routes: thin views over its services and selectors.
+"""The context inspector's routes: a session's next request as a snapshot (or one part of it,
+or its diff against an earlier call), and the try. Thin views over its services and selectors;
+the overrides' routes are in :mod:`inspector.override_apis`.
 
 Authorization follows the routes it mirrors: whoever may read a session's messages may see its
-context and its overrides; whoever may change an agent may change its overrides. Another
-tenant's or another member's object answers 404.
+context. Another tenant's or another member's object answers 404.
 """
 
 from __future__ import annotations
@@ -12,14 +13,10 @@ from typing import Any
 import orjson
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import ListSerializer
 from rest_framework.views import APIView
 
 from accounts.authentication import caller
-from agents.models import Agent
-from agents.selectors import agent_get
 from hango_api.views import validated
 from hango_project.errors import BadQuery, NotFound, ProviderFailed
 from harness.context import Override, message_part
@@ -30,13 +27,6 @@ from harness.serde import message_to_json
 from harness.snapshot_parts import Part
 from inspector import diffs, selectors, services, tries
 from inspector.cost import next_call_cost
-from inspector.override_serializers import (
-    MAX_OVERRIDES,
-    BothOverridesInput,
-    BothOverridesOutput,
-    OverrideInput,
-    OverridesOutput,
-)
 from inspector.serializers import (
     PartContentOutput,
     PreviewInput,
@@ -47,102 +37,6 @@ from inspector.serializers import (
 from runs.models import Session
 from runs.selectors import session_get
 from runs.services import user_content
-
-
-def _saved(overrides: list[Override], added: list[str]) -> Response:
-    return Response(OverridesOutput({"overrides": overrides, "added": added}).data)
-
-
-def _put(request: Request, target: Agent | Session) -> Response:
-    body: ListSerializer[Any] = ListSerializer(child=OverrideInput(), data=request.data,
-                                               max_length=MAX_OVERRIDES)
-    body.is_valid(raise_exception=True)
-    overrides = [Override(**item) for item in body.validated_data]
-    saved = services.overrides_replace(target=target, overrides=overrides,
-                                       actor=caller(request))
-    return _saved(saved.overrides, saved.added)
-
-
-class AgentOverridesApi(APIView):
-    @extend_schema(operation_id="agents_context_overrides_list",
-                   responses=OverridesOutput)
-    def get(self, request, agent_id):
-        agent = agent_get(member=caller(request), agent_id=agent_id)
-        return _saved(selectors.overrides_list(target=agent), [])
-
-    @extend_schema(operation_id="agents_context_overrides_replace",
-                   request=OverrideInput(many=True), responses=OverridesOutput,
-                   description="Replace the agent's overrides of `system:*` and `tool:*` parts "
-                               "(every session of the agent). An empty list clears them. A "
-                               "tool part can only be excluded.")
-    def put(self, request, agent_id):
-        return _put(request, agent_get(member=caller(request), agent_id=agent_id))
-
-
-class SessionOverridesApi(APIView):
-    @extend_schema(operation_id="sessions_context_overrides_list",
-                   responses=OverridesOutput)
-    def get(self, request, session_id):
-        session = session_get(member=caller(request), session_id=session_id)
-        return _saved(selectors.overrides_list(target=session), [])
-
-    @extend_schema(operation_id="sessions_context_overrides_replace",
-                   request=OverrideInput(many=True), responses=OverridesOutput,
-                   description="Replace the session's overrides of `message:*` and `summary` "
-                               "parts. Excluding a message with a batch's calls excludes the "
-                               "one with their results (and the other way round): `added` "
-                               "lists those. 422 when no user message would be left or the "
-                               "history would start with an assistant message.")
-    def put(self, request, session_id):
-        return _put(request, session_get(member=caller(request), session_id=session_id))
-
-
-def _both(agent: services.Saved, session: services.Saved) -> Response:
-    return Response(BothOverridesOutput({
-        "agent": {"overrides": agent.overrides, "added": agent.added},
-        "session": {"overrides": session.overrides, "added": session.added}}).data)
-
-
-class BothOverridesApi(APIView):
-    """The session's overrides and its agent's, read and replaced together: the Context panel's
-    Save, one change that either happens whole or not at all."""
-
-    @extend_schema(operation_id="sessions_context_overrides_both_list",
-                   responses=BothOverridesOutput,
-                   description="The agent's overrides and the session's, as their own GETs "
-                               "answer them: every override that applies to the session.")
-    def get(self, request, session_id):
-        member = caller(request)
-        session = session_get(member=member, session_id=session_id)
-        agent = agent_get(member=member, agent_id=session.agent_id)
-        return _both(services.Saved(overrides=selectors.overrides_list(target=agent), added=[]),
-                     services.Saved(overrides=selectors.overrides_list(target=session),
-                                    added=[]))
-
-    @extend_schema(operation_id="sessions_context_overrides_both_replace",
-                   request=BothOverridesInput, responses=BothOverridesOutput,
-                   description="Replace the agent's overrides and the session's in one "
-                               "transaction: each set is checked as its own PUT checks it "
-                               "(`PUT /v1/agents/{id}/context-overrides`, `PUT "
-                               "/v1/sessions/{id}/context-overrides`: the same 422s, the "
-                               "session's pairs added and listed in its `added`), and either "
-                               "both are saved, each with its `context.override` audit row, or "
-                               "neither is. An empty list clears a set; a set left out is "
-                               "left as it is.")
-    def put(self, request, session_id):
-        member = caller(request)
-        session = session_get(member=member, session_id=session_id)
-        data = validated(BothOverridesInput, request)
-        if "agent" in data:
-            agent_get(member=member, agent_id=session.agent_id)  # 404 unless theirs to change
-
-        def given(name: str) -> list[Override] | None:
-            return [Override(**item) for item in data[name]] if name in data else None
-
-        return _both(*services.overrides_replace_both(
-            session=session, agent_overrides=given("agent"), session_overrides=given("session"),
-            actor=member))
-
 
 FULL = OpenApiParameter("full", str, description="A part id: answer that part's whole content "
                         "instead of the snapshot.")

@@ -2,13 +2,8 @@
 
 from django.urls import path
 
-from inspector.apis import (
-    AgentOverridesApi,
-    BothOverridesApi,
-    ContextApi,
-    ContextTryApi,
-    SessionOverridesApi,
-)
+from inspector.apis import ContextApi, ContextTryApi
+from inspector.override_apis import AgentOverridesApi, BothOverridesApi, SessionOverridesApi
 
 urlpatterns = [
     path("sessions/<str:session_id>/context", ContextApi.as_view(), name="session-context"),
