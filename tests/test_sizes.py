@@ -14,7 +14,13 @@ MODULE_LINES = 300
 FUNCTION_LINES = 50
 
 # "path" or "path:qualified.name": why it stays longer than the limit.
-REASONS: dict[str, str] = {}
+REASONS: dict[str, str] = {
+    "accounts/models.py": (
+        "A Django app keeps its models in one module: the accounts app's tables (tenants, "
+        "members, keys, prices, usage, holds, audit) read as one schema beside its migrations, "
+        "and forty product modules import them from accounts.models. A models package would "
+        "scatter that schema to save a screenful. Revisit when the app grows new tables."),
+}
 
 
 def product_modules() -> list[Path]:
