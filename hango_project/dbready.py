@@ -48,7 +48,7 @@ def unreachable(alias: str = DEFAULT_DB_ALIAS) -> str | None:
 
 
 def unapplied(alias: str = DEFAULT_DB_ALIAS) -> list[str]:
-    """The migrations ``migrate`` would apply, in its order ("runs.0012_run_webhook")."""
+    """The migrations ``migrate`` would apply, in its order ("runs.0011_webhooks")."""
     executor = MigrationExecutor(connections[alias])
     plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
     return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]

@@ -10,9 +10,9 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('accounts', '0011_apikey_trigger_key'),
+        ('accounts', '0008_trigger_webhook_schedule_actions'),
         ('agents', '0002_memoryfile_skill'),
-        ('runs', '0012_run_webhook'),
+        ('runs', '0011_webhooks'),
         ('webhooks', '0001_initial'),
     ]
 

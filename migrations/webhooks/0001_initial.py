@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('accounts', '0009_webhook_audit_actions'),
+        ('accounts', '0008_trigger_webhook_schedule_actions'),
         ('agents', '0002_memoryfile_skill'),
     ]
 

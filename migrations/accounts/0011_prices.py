@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0012_usage_request_print'),
+        ('accounts', '0010_usage_request_print'),
     ]
 
     operations = [

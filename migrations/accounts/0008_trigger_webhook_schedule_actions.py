@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0009_webhook_audit_actions'),
+        ('accounts', '0007_usage_key_not_unique'),
     ]
 
     operations = [

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('agents', '0002_memoryfile_skill'),
-        ('runs', '0011_trigger_webhook'),
+        ('runs', '0010_triggers'),
         ('webhooks', '0001_initial'),
     ]
 
@@ -17,6 +17,11 @@ class Migration(migrations.Migration):
             model_name='run',
             name='webhook',
             field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='webhooks.endpoint'),
+        ),
+        migrations.AddField(
+            model_name='trigger',
+            name='webhook',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='triggers', to='webhooks.endpoint'),
         ),
         migrations.AddIndex(
             model_name='run',

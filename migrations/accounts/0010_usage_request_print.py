@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0011_apikey_trigger_key'),
+        ('accounts', '0009_apikey_trigger_key'),
     ]
 
     operations = [

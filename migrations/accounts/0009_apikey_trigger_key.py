@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0010_schedule_audit_actions'),
+        ('accounts', '0008_trigger_webhook_schedule_actions'),
     ]
 
     operations = [
