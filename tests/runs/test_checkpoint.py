@@ -4,31 +4,26 @@ directly on one of two runs made alike, and every row the turn touched is compar
 
 from __future__ import annotations
 
-import json
-import time
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
 from accounts import prices
 from accounts.models import QuotaHold, Tenant, TenantPrice, UsageRecord
 from accounts.usage import period_bounds
-from hango_project.ids import time_ordered_uuid
 from hango_project.pgpool.base import pools
 from harness import fingerprint
 from harness.messages import ModelUsage, PartPrint, RequestPrint, Usage
-from runs import checkpoint, claims, tasks, worker
+from runs import checkpoint, tasks
 from runs.models import Message, Run, RunEvent, Session
 from runs.services import message_post
-from runs.turn_write import Committed, NewMessage, TurnWrite, reads_back_as_written
+from runs.turn_write import Committed, NewMessage, TurnWrite
 from runs.worker import claim_run
 from tests.support.api import make_caller
 
@@ -254,94 +249,6 @@ def test_a_connection_that_lost_the_statement_prepares_it_again(twin_runs, lose)
     assert "hango_turn_release" in _prepared_statements()
 
 
-def test_ids_are_version_7_and_sort_by_time():
-    earlier = time_ordered_uuid()
-    time.sleep(0.002)
-    later = [time_ordered_uuid() for _ in range(100)]
-    assert {i.version for i in [earlier, *later]} == {7}
-    assert all(earlier < i for i in later)
-    assert len(set(later)) == len(later)
-
-
-def test_the_rows_a_turn_indexes_by_id_get_time_ordered_ids(queued_run):
-    message = Message.objects.filter(run=queued_run).get()
-    for made in (queued_run.session, queued_run, message):
-        assert made.pk.version == 7, made
-
-
-def _orm_claim(run_id: uuid.UUID, owner: str) -> Run | None:
-    """claim_run by its ORM path alone (as on SQLite)."""
-    with patch.object(worker, "claim_unheld", lambda *args: None):
-        return worker.claim_run(run_id, owner)
-
-
-@pytest.fixture
-def twin_queued(tenant, other_tenant, make_session, hango_settings,
-                monkeypatch) -> tuple[Run, Run]:
-    """Two queued runs made alike, one per tenant, both tenants with a quota and the run's
-    holds left by an earlier claim's call that never committed. Nothing executes them."""
-    hango_settings(run_inline=False, broker_url="")
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
-    runs = []
-    for owner_tenant, email in ((tenant, "alice@acme.test"), (other_tenant, "carol@globex.test")):
-        Tenant.objects.filter(pk=owner_tenant.pk).update(token_quota=QUOTA)
-        session = Session.objects.get(pk=make_session(make_caller(owner_tenant, email))["id"])
-        _, queued = message_post(session=session, content="hi")
-        QuotaHold.objects.create(tenant=owner_tenant, run=queued, tokens=5,
-                                 expires_at=LEASE)
-        runs.append(queued)
-    return runs[0], runs[1]
-
-
-def _claimed(run: Run) -> dict[str, Any]:
-    rows = _rows(run.pk)
-    rows["run"] = {k: v for k, v in rows["run"].items() if k != "lease_expires_at"}
-    rows["holds"] = QuotaHold.objects.filter(run_id=run.pk).count()
-    rows["returned"] = (run.agent.name, run.session.pk == run.session_id,
-                        run.session.tenant.token_quota, run.epoch, run.status, run.state_json)
-    return rows
-
-
-@ONE_STATEMENT
-@pytest.mark.parametrize("status", ["queued", "running"])
-def test_both_claims_write_the_same_rows(twin_queued, status):
-    sql_run, orm_run = twin_queued
-    if status == "running":  # its worker died: the lease expired
-        Run.objects.filter(pk__in=[sql_run.pk, orm_run.pk]).update(
-            status="running", epoch=3, lease_owner="dead", state_json=STATE,
-            lease_expires_at=datetime(2020, 1, 1, tzinfo=UTC))
-    with CaptureQueriesContext(connection) as queries:
-        by_sql = worker.claim_run(sql_run.pk, "worker-a")
-    assert [q["sql"].split()[0] for q in queries][-1:] == ["EXECUTE"]  # nothing else after it
-    by_orm = _orm_claim(orm_run.pk, "worker-a")
-    assert by_sql is not None and by_orm is not None
-    assert _claimed(by_sql) == _claimed(by_orm)
-    claimed = _claimed(by_sql)
-    assert claimed["holds"] == 0
-    assert (claimed["run"]["status"], claimed["run"]["epoch"]) == (
-        "running", 1 if status == "queued" else 4)
-    events = [(e["type"], e["data"]) for e in claimed["events"]]
-    assert events[-1] == ("run.status", {"status": "running", "turn": 0}) or status == "running"
-    assert len(events) == (2 if status == "queued" else 1)
-
-
-@ONE_STATEMENT
-def test_the_one_statement_claims_only_the_common_case(twin_queued):
-    run, _ = twin_queued
-    now = timezone.now()
-    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
-    assert claims.claim_unheld(run.pk, "worker-a", now, now) is None
-    Run.objects.filter(pk=run.pk).update(cancel_requested=False, lease_owner="other",
-                                         lease_expires_at=now + timedelta(minutes=1))
-    assert claims.claim_unheld(run.pk, "worker-a", now, now) is None
-    assert claims.claim_unheld(run.pk, "other", now, now) is not None  # its own lease
-    assert claims.claim_unheld("not-a-run-id", "worker-a", now, now) is None
-    # What it did not claim, claim_run still decides: a cancel asked for is honoured.
-    Run.objects.filter(pk=run.pk).update(cancel_requested=True, lease_expires_at=None)
-    assert worker.claim_run(run.pk, "worker-b") is None
-    assert Run.objects.get(pk=run.pk).status == "cancelled"
-
-
 @pytest.mark.parametrize(("status", "error", "cancel_requested"), [
     ("completed", None, False),
     ("failed", {"code": "max_turns", "message": "Stopped after 2 turns."}, False),
@@ -378,29 +285,6 @@ def test_both_paths_finish_a_run_alike(twin_runs, status, error, cancel_requeste
     assert rows["events"][-1]["type"] == "run.status"
     assert rows["events"][-1]["data"] == {"status": status, "turn": 1,
                                           **({"error": error} if error else {})}
-
-
-@pytest.mark.parametrize("arguments", [
-    {"a": 1, "bb": 2}, {"bb": 2, "a": 1}, {"path": "/x", "text": "y"}, {"text": "y", "path": "/x"},
-    {"é": 1, "z": 2}, {"z": 2, "é": 1}, {"n": 100}, {"a": [{"b": 1, "aa": 2}]},
-    {"a": [{"aa": 2, "b": 1}]}, {}, {"s": "ünïcode", "t": None, "u": True},
-])
-@pytest.mark.postgresql(reason="what jsonb keeps of a call's arguments")
-def test_a_call_reads_back_as_written_exactly_when_jsonb_keeps_it(arguments):
-    """What the stored counts rely on: a count is stored only for content PostgreSQL gives back
-    as it was written (its keys' order), here checked against PostgreSQL itself."""
-    content = [{"type": "tool_use", "id": "c", "name": "n", "input": arguments}]
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT %s::jsonb::text", [json.dumps(arguments)])
-        back = json.loads(cursor.fetchone()[0])
-    assert reads_back_as_written(content) is (
-        json.dumps(back, ensure_ascii=False) == json.dumps(arguments, ensure_ascii=False))
-
-
-def test_a_float_is_never_taken_to_read_back_as_written():
-    assert not reads_back_as_written(
-        [{"type": "tool_use", "id": "c", "name": "n", "input": {"n": 1.5}}])
-    assert reads_back_as_written([{"type": "text", "text": "no call"}])
 
 
 def _wal_bytes(commit: Any) -> int:
