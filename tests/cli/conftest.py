@@ -50,3 +50,16 @@ def replay() -> Iterator[ReplayServer]:
     server = ReplayServer()
     yield server
     server.close()
+
+
+@pytest.fixture
+def demo(api, inline_runs) -> dict:
+    """A session after one demo run: 1 the task, then tool calls paired with their results —
+    2 → 3, 4 → 5, 6 → 7, 8 → 9 — and 10, the answer."""
+    agent = api.post("/v1/agents", json={"name": "helper", "model": "scripted:demo",
+                                         "system_prompt": "You help."}).json()
+    session = api.post("/v1/sessions", json={"agent": agent["id"]}).json()
+    posted = api.post(f"/v1/sessions/{session['id']}/messages",
+                      json={"content": "count these four words"})
+    assert posted.json()["run"]["status"] == "completed", posted.text
+    return session
