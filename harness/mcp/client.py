@@ -1,0 +1,284 @@
+"""A synchronous MCP client over the official SDK: connect to a server, list its tools, call
+one; each session held open on the process's loop (:mod:`harness.mcp.bridge`) until closed.
+
+A :class:`Connection` is one MCP client session (the SDK's ``mcp.Client``), entered and left in
+one task of its own on the loop, as anyio requires; calls are tasks beside it, so a run's calls
+share its session and several may be under way at once. Three transports: Streamable HTTP, the
+older SSE, and stdio (a program the operator names; never one a tenant supplies).
+
+*Where an HTTP session may go.* Each request passes :attr:`Target.check_address` (the server's
+SSRF rule: the host is resolved, every address must be allowed, and the request goes to the
+address checked, the name kept in ``Host`` and TLS's SNI), and a redirect answer is refused —
+the SDK would follow one within the same origin; hango follows none. The request headers carry
+the server's resolved credentials: nothing here logs them or puts them on a span.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import ssl
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal, cast
+
+import httpx2
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, Implementation, RequestParamsMeta
+
+from harness.errors import HarnessError
+from harness.mcp import bridge
+from harness.tools.base import never
+
+log = logging.getLogger(__name__)
+
+Transport = Literal["streamable_http", "sse", "stdio"]
+TRANSPORTS: tuple[Transport, ...] = ("streamable_http", "sse", "stdio")
+# Raises to refuse ``host:port``; else the address to connect to (the host itself, or one of
+# its addresses, so a name that resolves elsewhere a moment later gains nothing).
+AddressPolicy = Callable[[str, int], str]
+
+CLIENT_INFO = Implementation(name="hango", version="1")
+MAX_LIST_PAGES = 100  # a server whose listing never ends cannot hold a run
+CLOSE_SECONDS = 5.0
+
+
+class McpUnavailable(HarnessError):
+    """The server could not be reached or did not answer as an MCP server (why, in the
+    message); nothing was executed."""
+
+    code = "mcp_server_unavailable"
+
+
+class RedirectRefused(httpx2.TransportError):
+    """A redirect answer: hango follows none to an MCP server."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """Where a session goes and how: an HTTP URL with its request headers, or an operator's
+    program. ``headers`` hold resolved credentials."""
+
+    transport: Transport
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout_seconds: float = 30.0
+    check_address: AddressPolicy | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpTool:
+    """One tool as its server lists it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description,
+                "input_schema": self.input_schema}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> McpTool:
+        return cls(name=str(data["name"]), description=str(data.get("description") or ""),
+                   input_schema=dict(data.get("input_schema") or {"type": "object"}))
+
+
+def digest(tools: tuple[McpTool, ...]) -> str:
+    """A listing's fingerprint: equal exactly when the tools (names, descriptions, schemas)
+    are."""
+    text = json.dumps([t.to_json() for t in tools], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every session of the process: building one reads the CA bundle
+    (~15 ms of CPU), which per session would cost more than its calls."""
+    return ssl.create_default_context()
+
+
+class _Guarded(httpx2.AsyncHTTPTransport):
+    """httpx's transport, each request sent to the address its policy allows, and no redirect
+    answer passed on."""
+
+    def __init__(self, policy: AddressPolicy | None) -> None:
+        super().__init__(verify=_tls())
+        self._policy = policy
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._policy is not None:
+            host = request.url.host
+            port = request.url.port or (443 if request.url.scheme == "https" else 80)
+            address = await asyncio.to_thread(self._policy, host, port)
+            if address != host:  # the Host header keeps the name; TLS checks it too
+                request.extensions = {**request.extensions, "sni_hostname": host}
+                request.url = request.url.copy_with(host=address)
+        response = await super().handle_async_request(request)
+        if response.is_redirect:
+            await response.aclose()
+            raise RedirectRefused(f"the server answered {response.status_code} (a redirect); "
+                                  "redirects are not followed")
+        return response
+
+
+def _http_client(target: Target, headers: Mapping[str, str] | None = None,
+                 timeout: httpx2.Timeout | None = None, auth: Any = None) -> httpx2.AsyncClient:
+    """The HTTP client of one session (also the SSE transport's factory, whose arguments it
+    takes and overrides with the target's own)."""
+    return httpx2.AsyncClient(
+        headers=dict(target.headers), transport=_Guarded(target.check_address),
+        timeout=httpx2.Timeout(target.timeout_seconds, read=max(target.timeout_seconds, 300.0)),
+        follow_redirects=False)
+
+
+class Connection:
+    """One MCP client session, open from :func:`connect` until :meth:`close`."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self._client: Client | None = None
+        self._closing: asyncio.Event | None = None
+        self._held: asyncio.Task[None] | None = None
+
+    @property
+    def open(self) -> bool:
+        return self._held is not None and not self._held.done()
+
+    # -- on the loop --------------------------------------------------------------------------
+
+    async def _enter(self) -> None:
+        opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._closing = asyncio.Event()
+        self._held = asyncio.get_running_loop().create_task(self._hold(opened))
+        await asyncio.wait({opened, self._held}, return_when=asyncio.FIRST_COMPLETED)
+        if not opened.done():
+            self._held.result()  # the session ended before it opened: its error
+            raise McpUnavailable("the session closed while it opened")
+
+    async def _hold(self, opened: asyncio.Future[None]) -> None:
+        """The session's life: entered, held until :meth:`close`, left, in this one task."""
+        assert self._closing is not None
+        async with AsyncExitStack() as stack:
+            self._client = await stack.enter_async_context(Client(
+                await self._transport(stack), mode="auto", client_info=CLIENT_INFO,
+                read_timeout_seconds=self.target.timeout_seconds, cache=None))
+            opened.set_result(None)
+            await self._closing.wait()
+
+    async def _transport(self, stack: AsyncExitStack) -> Any:
+        target = self.target
+        match target.transport:
+            case "streamable_http":
+                http = await stack.enter_async_context(_http_client(target))
+                return streamable_http_client(target.url, http_client=http)
+            case "sse":
+                def factory(headers: Any = None, timeout: Any = None,
+                            auth: Any = None) -> httpx2.AsyncClient:
+                    return _http_client(target)
+                return sse_client(target.url, timeout=target.timeout_seconds,
+                                  httpx_client_factory=factory)
+            case "stdio":
+                return stdio_client(StdioServerParameters(
+                    command=target.command, args=list(target.args), env=dict(target.env) or None))
+        raise McpUnavailable(f"unknown transport {target.transport!r}")
+
+    async def _leave(self) -> None:
+        if self._closing is not None:
+            self._closing.set()
+        if self._held is not None:
+            await asyncio.wait({self._held}, timeout=CLOSE_SECONDS)
+
+    # -- the caller's side --------------------------------------------------------------------
+
+    def list_tools(self) -> tuple[McpTool, ...]:
+        """Every tool the server lists (following its pages)."""
+        tools: tuple[McpTool, ...] = self._run(self._list(), what="could not list its tools")
+        return tools
+
+    async def _list(self) -> tuple[McpTool, ...]:
+        assert self._client is not None
+        tools: list[McpTool] = []
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await self._client.list_tools(cursor=cursor)
+            tools += [McpTool(name=t.name, description=t.description or "",
+                              input_schema=dict(t.input_schema)) for t in page.tools]
+            cursor = page.next_cursor
+            if not cursor:
+                return tuple(tools)
+        raise McpUnavailable(f"the tool listing ran past {MAX_LIST_PAGES} pages")
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any], *,
+                  meta: Mapping[str, Any] | None = None,
+                  cancel_requested: Callable[[], bool] = never) -> CallToolResult:
+        """The server's result; :class:`MCPError` when it answered with a protocol error,
+        :class:`TimeoutError` past the target's timeout, :class:`bridge.Cancelled` when the run
+        was cancelled meanwhile, and :class:`McpUnavailable` when the session is gone (the
+        call was not sent)."""
+        if not self.open or self._client is None:
+            raise McpUnavailable("the session to the server has ended")
+        client = self._client
+        sent = cast(RequestParamsMeta, dict(meta)) if meta else None
+        return bridge.run(
+            client.call_tool(name, dict(arguments), meta=sent),
+            timeout=self.target.timeout_seconds + 1, cancel_requested=cancel_requested)
+
+    def close(self) -> None:
+        """Leave the session (a server that does not answer is left after a few seconds)."""
+        if self._held is None:
+            return
+        try:
+            bridge.run(self._leave(), timeout=CLOSE_SECONDS + 1)
+        except Exception:  # noqa: BLE001 (a session that fails to close is gone anyway)
+            log.debug("an MCP session did not close cleanly", exc_info=True)
+        self._held = None
+
+    def _run(self, coro: Any, *, what: str) -> Any:
+        try:
+            return bridge.run(coro, timeout=self.target.timeout_seconds + 1)
+        except (McpUnavailable, bridge.Cancelled):
+            raise
+        except TimeoutError:
+            raise McpUnavailable(f"{what}: no answer within "
+                                 f"{self.target.timeout_seconds:g} s") from None
+        except Exception as exc:  # noqa: BLE001 (whatever it was, the server is not usable)
+            raise McpUnavailable(f"{what}: {describe(exc)}") from None
+
+
+def connect(target: Target) -> Connection:
+    """An open session to ``target``; :class:`McpUnavailable` saying why there is none."""
+    connection = Connection(target)
+    connection._run(connection._enter(), what="could not connect")
+    return connection
+
+
+def list_tools_once(target: Target) -> tuple[McpTool, ...]:
+    """Connect, list the tools, close: what the API's listing does."""
+    connection = connect(target)
+    try:
+        return connection.list_tools()
+    finally:
+        connection.close()
+
+
+def describe(exc: BaseException) -> str:
+    """A failure as a short sentence, the innermost of an exception group: never a request's
+    headers (httpx's messages name the URL at most)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return f"the server answered error {exc.code}: {exc.error.message}"
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:500]
