@@ -23,6 +23,8 @@ The lifecycle, and who does what:
    run (a cancel, or a claim that finds one). A cancel in the middle of a batch that has not
    paused yet answers the calls it did not run with :data:`CANCELLED_BEFORE_RUN`.
 
+A batch may also be kept before any call runs (:func:`in_flight`), its calls pending, not held.
+
 Everything here is a pure function of frozen values (:mod:`harness.approval_values`); nothing
 reads the database or the clock.
 """
@@ -61,20 +63,32 @@ class InvalidDecisions(HarnessError):
     def __init__(self, problems: list[str], batch: PendingBatch) -> None:
         super().__init__("Give exactly one allowed decision for each pending tool call.")
         self.problems = problems
-        self.pending = [p.tool_use_id for p in batch.pending]
+        self.pending = [p.tool_use_id for p in batch.held]
 
 
 # -- pause ------------------------------------------------------------------------------------
 
-def pause(done: Mapping[str, Result], pending: Sequence[PendingCall]) -> PendingBatch:
-    return PendingBatch(done=dict(done), pending=tuple(pending))
+def pause(done: Mapping[str, Result], pending: Sequence[PendingCall], *, turn: int = 0,
+          ) -> PendingBatch:
+    """The batch ``turn``'s model call made, paused: ``done`` ran, ``pending`` wait."""
+    return PendingBatch(done=dict(done), pending=tuple(pending), turn=turn)
+
+
+def in_flight(calls: Sequence[ToolUseBlock], *, turn: int) -> PendingBatch:
+    """A batch kept before any call runs (:class:`harness.chain.BatchGate`): every call pending,
+    none held; the next turn runs each through the chain as if new (interrupt_on still holds)."""
+    return PendingBatch(pending=tuple(
+        PendingCall(tool_use_id=c.id, name=c.name, input=c.input, allowed_decisions=())
+        for c in calls), turn=turn)
 
 
 def requested_event(batch: PendingBatch) -> tuple[str, dict[str, Any]]:
-    """The run event a pause emits: which calls wait, and what may be decided for each."""
+    """The run event a pause emits: which calls wait, what may be decided for each, and why
+    each waits (``outcome_unknown``: sent before its worker died, whether it ran unknown)."""
     return EVENT_REQUESTED, {"pending": [
         {"tool_use_id": p.tool_use_id, "name": p.name,
-         "allowed_decisions": list(p.allowed_decisions)} for p in batch.pending]}
+         "allowed_decisions": list(p.allowed_decisions), "reason": p.reason}
+        for p in batch.held]}
 
 
 # -- decide -----------------------------------------------------------------------------------
@@ -83,7 +97,7 @@ def decide(batch: PendingBatch, decisions: Sequence[Mapping[str, Any]]) -> Pendi
     """The batch with one decision per waiting call, or :class:`InvalidDecisions` saying what
     is wrong. Each decision is ``{"tool_use_id", "type", "input"?, "message"?}``, its shape
     already checked by the caller (an edit has an object ``input``, a respond a ``message``)."""
-    pending = {p.tool_use_id: p for p in batch.pending}
+    pending = {p.tool_use_id: p for p in batch.held}
     problems = []
     seen: dict[str, ApprovalDecision] = {}
     for d in decisions:
@@ -124,7 +138,7 @@ def decided_event(batch: PendingBatch) -> tuple[str, dict[str, Any]]:
     the model gave (``original_input``, which the stored message no longer shows) and the ones
     that run (``input``); a reject or respond with its ``message``."""
     decided = []
-    for call in batch.pending:
+    for call in batch.held:
         d = batch.decisions[call.tool_use_id]
         item: dict[str, Any] = {"tool_use_id": call.tool_use_id, "name": call.name,
                                 "type": d.type}
@@ -213,12 +227,14 @@ def foresee(batch: PendingBatch, calls: Sequence[ToolUseBlock], *,
     ``offloads(tool name, content)`` says goes to a file is not known yet either."""
     results: dict[str, Result] = {}
     outlook: list[ForeseenCall] = []
+    held = {p.tool_use_id for p in batch.held}
     for call in calls:
         seen: CallOutlook
         if call.id in batch.done:
             results[call.id], seen = batch.done[call.id], "ran"
         elif call.id not in batch.decisions:
-            results[call.id], seen = ("", False), "awaiting_decision"
+            seen = "awaiting_decision" if call.id in held else "will_run"
+            results[call.id] = ("", False)
         else:
             match resolve(batch.decisions[call.id]):
                 case Answer(content=content) if offloads(call.name, content):
@@ -238,12 +254,13 @@ def foresee(batch: PendingBatch, calls: Sequence[ToolUseBlock], *,
 def close(calls: Sequence[ToolUseBlock], batch: PendingBatch) -> Message:
     """The message that answers every call of a batch its run was cancelled in, in call order:
     the ones that already ran keep their result; a call still waiting answers that the run was
-    cancelled — before a decision, or after one but before it ran."""
+    cancelled — before a decision, or after one (or needing none) but before it ran."""
+    held = {p.tool_use_id for p in batch.held}
     results = {}
     for call in calls:
         if call.id in batch.done:
             results[call.id] = batch.done[call.id]
-        elif call.id in batch.decisions:
+        elif call.id in batch.decisions or call.id not in held:
             results[call.id] = (CANCELLED_BEFORE_RUN, True)
         else:
             results[call.id] = (CANCELLED_BEFORE_DECISION, True)
@@ -255,7 +272,9 @@ def close(calls: Sequence[ToolUseBlock], batch: PendingBatch) -> Message:
 def batch_to_json(batch: PendingBatch) -> dict[str, Any]:
     return {
         "pending": [{"tool_use_id": p.tool_use_id, "name": p.name, "input": p.input,
-                     "allowed_decisions": list(p.allowed_decisions)} for p in batch.pending],
+                     "allowed_decisions": list(p.allowed_decisions), "reason": p.reason}
+                    for p in batch.pending],
+        "turn": batch.turn,
         "done": {i: {"content": c, "is_error": e} for i, (c, e) in batch.done.items()},
         "decisions": {i: {k: v for k, v in (("type", d.type), ("input", d.input),
                                              ("message", d.message)) if v is not None}
@@ -268,8 +287,10 @@ def batch_from_json(data: Any) -> PendingBatch:
         return PendingBatch(
             pending=tuple(PendingCall(tool_use_id=p["tool_use_id"], name=p["name"],
                                       input=p["input"],
-                                      allowed_decisions=tuple(p["allowed_decisions"]))
+                                      allowed_decisions=tuple(p["allowed_decisions"]),
+                                      reason=p.get("reason", "approval"))
                           for p in data["pending"]),
+            turn=int(data.get("turn", 0)),
             done={i: (r["content"], bool(r["is_error"])) for i, r in data["done"].items()},
             decisions={i: ApprovalDecision(type=d["type"], input=d.get("input"),
                                            message=d.get("message"))

@@ -1,14 +1,15 @@
 """The middleware chain: optional capability protocols, discovered once, composed as an onion.
 
 ``Middleware`` is a marker (it has a ``name``). What a middleware can do is found by type check
-when the chain is built — never on each call — and kept in five lists. For model and tool calls,
-index 0 is the outermost wrapper. System blocks are assembled on every model call, in chain order
-after the agent's own block, each carrying its part id (:class:`SourcedBlock`); the base model
-handler strips the provenance when it builds the provider request.
+when the chain is built — never on each call — and kept in a list per capability. For model and
+tool calls, index 0 is the outermost wrapper. System blocks are assembled on every model call,
+in chain order after the agent's own block, each carrying its part id (:class:`SourcedBlock`);
+the base model handler strips the provenance when it builds the provider request.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -23,6 +24,8 @@ from harness.errors import ConfigurationError
 from harness.messages import Request, Response, TextBlock, ToolUseBlock
 from harness.state import State
 from harness.tools.base import Tool, ToolResult, never
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +85,23 @@ class RunHook(Protocol):
 
 
 @runtime_checkable
+class BatchGate(Protocol):
+    def checkpoints_before(self, calls: Sequence[ToolUseBlock]) -> bool:
+        """Whether the batch of ``calls`` must be checkpointed before any of them runs: a call
+        whose side effects must not be repeated blindly if its worker dies before the turn's
+        commit (a new model call would make it again under another id)."""
+        ...
+
+
+@runtime_checkable
+class Closer(Protocol):
+    def close(self) -> None:
+        """Let go of what the middleware holds for the run (its open sessions); the loop's
+        end, whatever it was."""
+        ...
+
+
+@runtime_checkable
 class ToolProvider(Protocol):
     def provide_tools(self, state: State) -> list[Tool]: ...
 
@@ -95,7 +115,7 @@ class NamedRunHook(Middleware, RunHook, Protocol):
     """A run hook as the chain holds it: ``before_run`` spans carry its name."""
 
 
-_HOOKS = (ModelWrapper, ToolWrapper, RunHook, ToolProvider, PromptContributor)
+_HOOKS = (ModelWrapper, ToolWrapper, RunHook, ToolProvider, PromptContributor, BatchGate, Closer)
 
 
 @cache
@@ -125,6 +145,8 @@ class Chain:
         self.run_hooks: list[NamedRunHook] = _with(middlewares, RunHook)
         self.tool_providers: list[ToolProvider] = _with(middlewares, ToolProvider)
         self.contributors: list[PromptContributor] = _with(middlewares, PromptContributor)
+        self.gates: list[BatchGate] = _with(middlewares, BatchGate)
+        self.closers: list[Closer] = _with(middlewares, Closer)
 
     @classmethod
     def build(cls, middlewares: Sequence[Middleware]) -> Chain:
@@ -169,6 +191,18 @@ class Chain:
             for tool in provider.provide_tools(state):
                 seen.setdefault(tool.name, tool)
         return list(seen.values())
+
+    def checkpoints_before(self, calls: Sequence[ToolUseBlock]) -> bool:
+        """Whether any gate wants the batch of ``calls`` checkpointed before it runs."""
+        return any(gate.checkpoints_before(calls) for gate in self.gates)
+
+    def close(self) -> None:
+        """Every closer, in reverse chain order; one that fails does not stop the others."""
+        for closer in reversed(self.closers):
+            try:
+                closer.close()
+            except Exception:  # noqa: BLE001 (closing must reach every middleware)
+                log.warning("closing %s failed", type(closer).__name__, exc_info=True)
 
     def model_call(self, req: ModelRequest, base: ModelHandler) -> Response:
         handler = base

@@ -89,7 +89,8 @@ class Loop:
         with telemetry.span(telemetry.SPAN_INVOKE_AGENT, attrs) as span:
             span.add_event(telemetry.EVENT_MIDDLEWARE_STACK,
                            {telemetry.ATTR_MIDDLEWARE_STACK: self.chain.names})
-            self.chain.before_run(state)
+            if (failed := self.start(state)) is not None:
+                return checkpointer.checkpoint(state, failed) or failed.next
             while True:
                 started = time.perf_counter()
                 result = self.turn(state, control)
@@ -103,6 +104,22 @@ class Loop:
                     case FinalOutput() | Interrupted() | Failed() as final:
                         span.set_attribute(telemetry.ATTR_STOP, type(final).__name__)
                         return final
+
+    def start(self, state: State) -> TurnResult | None:
+        """The run hooks, once per loop; a hook that cannot let the run start (a required MCP
+        server out of reach, a credential not set) ends it in a failed turn, with the events
+        emitted so far."""
+        try:
+            self.chain.before_run(state)
+        except HarnessError as exc:
+            return TurnResult(turn=state.turn + 1, events=tuple(state.take_events()),
+                              next=Failed(exc.code, str(exc)))
+        return None
+
+    def close(self) -> None:
+        """Let go of what the chain holds for the run (open sessions): the loop's caller calls
+        it once the loop is done with, however it ended."""
+        self.chain.close()
 
     def turn(self, state: State, control: Control) -> TurnResult:
         number = state.turn + 1
@@ -123,8 +140,14 @@ class Loop:
         new = [assistant]
         next_step: NextStep = FinalOutput(response.stop_reason)
         calls = assistant.tool_uses
+        if calls and self.chain.checkpoints_before(calls):
+            # Committed before any call runs: a worker that dies mid-batch leaves these calls,
+            # not a new model call's, for the next one to finish (harness.approvals.in_flight).
+            state.pending_batch = approvals.in_flight(calls, turn=number)
+            return self._end_turn(state, number, new, RunAgain())
         if calls:
-            next_step, tool_message = self.run_batch(calls, calls, state, control, offered)
+            next_step, tool_message = self.run_batch(calls, calls, state, control, offered,
+                                                     turn=number)
             if tool_message is not None:
                 state.messages.append(tool_message)
                 new.append(tool_message)
@@ -154,7 +177,7 @@ class Loop:
                 "invalid_state", approvals.MISMATCHED_BATCH))
         offered = {t.name: t for t in self.chain.tools(state, self.base_tools)}
         next_step, tool_message = self.run_batch(batch_calls, waiting, state, control, offered,
-                                                 done=batch.done)
+                                                 done=batch.done, turn=batch.turn)
         new = []
         if tool_message is not None:
             state.messages.append(tool_message)
@@ -231,10 +254,12 @@ class Loop:
 
     def run_batch(self, calls: Sequence[ToolUseBlock], to_run: Sequence[ToolUseBlock],
                   state: State, control: Control, offered: Mapping[str, Tool], *,
-                  done: Mapping[str, Result] | None = None) -> tuple[NextStep, Message | None]:
-        """Run ``to_run`` of the batch ``calls`` (the rest are ``done``); the message answering
-        every call in call order, or a pause when a call awaits a decision (the results so far
-        wait in ``state.pending_batch``, no message yet)."""
+                  turn: int, done: Mapping[str, Result] | None = None,
+                  ) -> tuple[NextStep, Message | None]:
+        """Run ``to_run`` of the batch ``calls`` (the rest are ``done``), which the model call
+        of ``turn`` made; the message answering every call in call order, or a pause when a
+        call awaits a decision (the results so far wait in ``state.pending_batch``, no message
+        yet)."""
         results, pending, cancelled = run_tools(self.chain, to_run, state,
                                                 control.cancel_requested, offered)
         finished = {**(done or {}), **results}
@@ -246,7 +271,7 @@ class Loop:
             return Interrupted("cancelled"), approvals.results_message([c.id for c in calls],
                                                                       finished)
         if pending:
-            state.pending_batch = approvals.pause(finished, pending)
+            state.pending_batch = approvals.pause(finished, pending, turn=turn)
             state.emit(*approvals.requested_event(state.pending_batch))
             return Interrupted("paused"), None
         state.pending_batch = None

@@ -46,7 +46,8 @@ def run_tools(chain: Chain, calls: Sequence[ToolUseBlock], state: State,
                                isinstance(outcome, ToolResult) and outcome.is_error)
         if isinstance(outcome, AwaitingApproval):
             pending.append(PendingCall(tool_use_id=call.id, name=call.name, input=call.input,
-                                       allowed_decisions=outcome.allowed_decisions))
+                                       allowed_decisions=outcome.allowed_decisions,
+                                       reason=outcome.reason))
             continue
         results[call.id] = (outcome.content, outcome.is_error)
         state.emit(EVENT_TOOL_RESULT, {"tool_use_id": call.id, "name": call.name,

@@ -177,9 +177,15 @@ class RunOutput(serializers.ModelSerializer):
 
     @extend_schema_field({"type": "array", "items": {"type": "object", "properties": {
         "tool_use_id": {"type": "string"}, "name": {"type": "string"}, "input": {"type": "object"},
-        "allowed_decisions": {"type": "array", "items": {"enum": list(DECISIONS)}}}}})
+        "allowed_decisions": {"type": "array", "items": {"enum": list(DECISIONS)}},
+        "reason": {"enum": ["approval", "outcome_unknown"], "description":
+                   "`outcome_unknown`: the call was sent before its worker died and whether it "
+                   "ran is not known; approving sends it again."}}}})
     def get_pending_approvals(self, run: Run) -> list:
-        return ((run.state_json or {}).get("pending_batch") or {}).get("pending", [])
+        """The held calls of the run's batch: a batch kept before its calls run (not held)
+        shows none."""
+        pending = ((run.state_json or {}).get("pending_batch") or {}).get("pending", [])
+        return [p for p in pending if p.get("allowed_decisions")]
 
 
 class PostedMessageOutput(MessageOutput):

@@ -35,8 +35,10 @@ def test_pause_keeps_what_ran_and_what_waits_and_its_event_lists_the_choices():
     batch = paused()
     assert batch.done == {"a": ("x", False)} and not batch.decided
     assert approvals.requested_event(batch) == ("approval.requested", {"pending": [
-        {"tool_use_id": "b", "name": "delete", "allowed_decisions": ["approve", "reject"]},
-        {"tool_use_id": "c", "name": "delete", "allowed_decisions": ["approve", "reject"]}]})
+        {"tool_use_id": "b", "name": "delete", "allowed_decisions": ["approve", "reject"],
+         "reason": "approval"},
+        {"tool_use_id": "c", "name": "delete", "allowed_decisions": ["approve", "reject"],
+         "reason": "approval"}]})
 
 
 def test_decide_records_one_decision_per_waiting_call_and_leaves_the_batch_alone():

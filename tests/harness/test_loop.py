@@ -285,7 +285,8 @@ def test_a_call_awaiting_approval_pauses_the_batch_and_resumes_in_call_order():
     assert [p.tool_use_id for p in state.pending_batch.pending] == ["b"]
     assert set(state.pending_batch.done) == {"a", "c"}
     assert ("approval.requested", {"pending": [{"tool_use_id": "b", "name": "word_count",
-                                                "allowed_decisions": ["approve", "reject"]}]}) \
+                                                "allowed_decisions": ["approve", "reject"],
+                                                "reason": "approval"}]}) \
         in paused.events
     # Undecided: resuming pauses again without calling anything.
     assert loop.turn(state, NeverCancel()).next == Interrupted("paused")

@@ -37,7 +37,8 @@ def test_a_call_needing_approval_pauses_the_run_with_its_pending_call(alice, hit
                                                                       inline_runs):
     run = paused_run(alice, hitl_session)
     assert run["pending_approvals"] == [{"tool_use_id": CALL_ID, "name": "word_count",
-                                         "input": {"text": TEXT}, "allowed_decisions": ALL}]
+                                         "input": {"text": TEXT}, "allowed_decisions": ALL,
+                                         "reason": "approval"}]
     assert run["finished_at"] is None and run["turn"] == 3
     stored = Run.objects.get(pk=run["id"])
     assert stored.lease_owner == "" and stored.lease_expires_at is None
@@ -57,7 +58,8 @@ def test_approval_requested_reaches_the_events_as_json_and_sse(alice, hitl_sessi
     page = alice.client.get(f"/v1/runs/{run_id}/events").json()["results"]
     [requested] = [e for e in page if e["type"] == "approval.requested"]
     assert requested["data"] == {"pending": [{"tool_use_id": CALL_ID, "name": "word_count",
-                                              "allowed_decisions": ALL}]}
+                                              "allowed_decisions": ALL,
+                                              "reason": "approval"}]}
     assert page[-1]["type"] == "run.status" and page[-1]["data"]["status"] == "awaiting_approval"
     assert approve(alice, run_id, {"tool_use_id": CALL_ID, "type": "approve"}).status_code == 202
     # The stream ends once the run has finished; it carries the request with its seq.
