@@ -47,6 +47,8 @@ ToolList = Annotated[tuple[ToolName, ...], Field(max_length=256), Items(unique=T
 SkillId = Annotated[str, StringConstraints(pattern=UUID_PATTERN),
                     Field(json_schema_extra={"format": "uuid"})]
 Decisions = Annotated[tuple[Decision, ...], Items(unique=True, min_items=1)]
+# A tool's name as its MCP server lists it (the protocol allows 1–128 characters).
+McpToolName = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 
 
 class SummarizationOptions(Document):
@@ -87,6 +89,25 @@ class MemoryOptions(Document):
     """Whether the agent may write its memory (``update_memory``), not only read it."""
 
 
+class McpServerUse(Document):
+    """One of ``config.mcp_servers``: an MCP server of the agent's tenant whose tools the
+    agent's runs offer (as ``<server name>__<tool name>``)."""
+
+    server: SkillId
+    """The server's id (the server checks it is the tenant's)."""
+    tools: Annotated[tuple[McpToolName, ...] | None, NeverNull(), Field(max_length=256),
+                     Items(unique=True)] = None
+    """The server's tools the agent uses, by the server's own names; left out, every tool the
+    server's own filter lets through."""
+
+
+def _servers_once(uses: tuple[McpServerUse, ...]) -> tuple[McpServerUse, ...]:
+    ids = [u.server.lower() for u in uses]
+    if len(ids) != len(set(ids)):
+        raise PydanticCustomError("unique_servers", "each server may be named once")
+    return uses
+
+
 def _named_once(subagents: tuple[SubagentSpec, ...]) -> tuple[SubagentSpec, ...]:
     names = [s.name for s in subagents]
     if len(names) != len(set(names)):
@@ -108,6 +129,9 @@ class AgentConfig(Document):
     memory: MemoryOptions = Field(default_factory=MemoryOptions)
     skills: Annotated[tuple[SkillId, ...], Field(max_length=256), Items(unique=True)] = ()
     """Ids of skills of the agent's tenant (the server checks they are the tenant's)."""
+    mcp_servers: Annotated[tuple[McpServerUse, ...], Field(max_length=32),
+                           AfterValidator(_servers_once)] = ()
+    """The MCP servers whose tools the agent's runs offer."""
 
     @classmethod
     def from_json(cls, document: str | bytes) -> AgentConfig:
