@@ -8,12 +8,16 @@ A leaf module: every middleware's ``from_config`` reads a :class:`StackConfig`, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness.agent import AgentSpec
 from harness.providers.base import Provider
 from harness.stores import FileStore, MemoryStore, OverrideStore, SkillStore, SummaryStore
 from harness.tokens.base import ESTIMATE, Tokenizer
 from harness.tools.base import Tool
+
+if TYPE_CHECKING:  # the MCP SDK is imported where a run uses a server, not by every stack
+    from harness.mcp.access import CallJournal, McpAccess
 
 MEMORY_MAX_BYTES = 32_768
 LARGE_TOOL_RESULT_CHARS = 20_000
@@ -49,6 +53,10 @@ class RunDeps:
     # turn limit (HANGO_SUBAGENT_MAX_DEPTH, HANGO_SUBAGENT_MAX_TURNS).
     subagent_max_depth: int = SUBAGENT_MAX_DEPTH
     subagent_max_turns: int = SUBAGENT_MAX_TURNS
+    # The agent's MCP servers (None: it uses none) and the run's journal of the calls it sent
+    # to them (None: not journaled, as in the inspector).
+    mcp: McpAccess | None = None
+    mcp_journal: CallJournal | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from harness.middleware import (
     context_overrides,
     filesystem,
     human_in_the_loop,
+    mcp,
     memory,
     prompt_cache,
     skills,
@@ -45,6 +46,9 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
         Slot(name="skills", middleware=skills.from_config(cfg), why=skills.WHY),
         # Filesystem before summarization, so summarization sees offloaded tool results.
         Slot(name="filesystem", middleware=filesystem.from_config(cfg), why=filesystem.WHY),
+        # MCP tools after the filesystem (their long results are offloaded like any tool's) and
+        # before human_in_the_loop (a call sent before a crash is held there for a human).
+        Slot(name="mcp", middleware=mcp.from_config(cfg), why=mcp.WHY),
         # Subagents next: the `task` tool wraps a whole child loop built from this same stack.
         Slot(name="subagent", middleware=subagent.from_config(cfg, child_loop_factory(cfg)),
              why=subagent.WHY),
@@ -93,7 +97,7 @@ def child_loop_factory(cfg: StackConfig) -> subagent.ChildLoopFactory:
         child = replace(cfg, agent=agent, capture_only=False,
                         subagent_depth=cfg.subagent_depth + 1,
                         deps=replace(deps, memory=None, skills=None, summaries=None,
-                                     overrides=None))
+                                     overrides=None, mcp=None, mcp_journal=None))
         return Loop(agent=agent, chain=Chain.build(default_stack(child)), provider=deps.provider,
                     model=deps.model, tools=[t for t in deps.tools if agent.allows(t.name)],
                     purpose=subagent.PURPOSE)

@@ -91,6 +91,10 @@ ATTR_MEMORY_FILES: Final = "hango.memory.files"
 ATTR_MEMORY_BYTES: Final = "hango.memory.bytes"
 ATTR_MEMORY_OMITTED: Final = "hango.memory.omitted"
 ATTR_SKILLS_COUNT: Final = "hango.skills.count"
+# MCP tool calls (issue 33): the server's name in hango and the tool's name on the server (the
+# span's gen_ai.tool.name is the run's name for it, <server>__<tool>).
+ATTR_MCP_SERVER: Final = "hango.mcp.server"
+ATTR_MCP_TOOL: Final = "hango.mcp.tool"
 ATTR_SKILL_NAME: Final = "hango.skill.name"
 ATTR_SKILL_TOOLS: Final = "hango.skill.tools"
 ATTR_TOOL_RESULT_CHARS: Final = "hango.tool.result_chars"

@@ -35,7 +35,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, Implementation, RequestParamsMeta
 
 from harness.errors import HarnessError
-from harness.mcp import bridge
+from harness.mcp import SERVER_UNAVAILABLE, bridge
 from harness.tools.base import never
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class McpUnavailable(HarnessError):
     """The server could not be reached or did not answer as an MCP server (why, in the
     message); nothing was executed."""
 
-    code = "mcp_server_unavailable"
+    code = SERVER_UNAVAILABLE
 
 
 class RedirectRefused(httpx2.TransportError):

@@ -1,0 +1,54 @@
+"""One MCP tool call, start to result: the request's ``_meta``, the session's failures, and
+what the model reads of each outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import REQUEST_TIMEOUT
+
+from harness.mcp import bridge, convert
+from harness.mcp.client import Connection, McpUnavailable, describe
+from harness.tools.base import ToolResult, tool_error
+
+# The request's _meta key carrying the call's idempotency key, ``<run>:<turn>:<tool call id>``:
+# a server that honours it runs a repeated call once.
+IDEMPOTENCY_KEY = "io.hango/idempotency-key"
+
+
+def idempotency_key(run_id: str, turn: int, tool_use_id: str) -> str:
+    return f"{run_id}:{turn}:{tool_use_id}"
+
+
+def send(connection: Connection, mcp_name: str, arguments: Mapping[str, Any], *, server: str,
+         key: str, max_chars: int, cancel_requested: Callable[[], bool]) -> ToolResult:
+    """The call's result as the model reads it. A protocol error, a timeout and a cancel come
+    back as error results saying what is known; :class:`McpUnavailable` (the session ended
+    before the call was sent) is left to the caller, which may send it on a new session."""
+    timeout = connection.target.timeout_seconds
+    try:
+        result = connection.call_tool(mcp_name, arguments, meta={IDEMPOTENCY_KEY: key},
+                                      cancel_requested=cancel_requested)
+    except McpUnavailable:
+        raise
+    except MCPError as exc:
+        if exc.code == REQUEST_TIMEOUT:
+            return _unanswered(server, timeout)
+        return tool_error(f"The MCP server {server!r} answered an error ({exc.code}): "
+                          f"{exc.error.message}")
+    except TimeoutError:
+        return _unanswered(server, timeout)
+    except bridge.Cancelled:
+        return tool_error("The run was cancelled while this call was under way; whether the "
+                          "server completed it is not known.")
+    except Exception as exc:  # noqa: BLE001 (the model reads what went wrong)
+        return tool_error(f"The call to the MCP server {server!r} failed: {describe(exc)}. "
+                          "Whether it ran is not known.")
+    return convert.to_result(result, max_chars=max_chars)
+
+
+def _unanswered(server: str, timeout: float) -> ToolResult:
+    return tool_error(f"The MCP server {server!r} did not answer within {timeout:g} s; the call "
+                      "may still have run.")

@@ -1,0 +1,57 @@
+"""The MCP tools a run lists at its start and keeps in its checkpoint (the private state of
+:mod:`harness.middleware.mcp`), and how a listing compares with a later one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.mcp.access import ServerUse
+from harness.mcp.client import McpTool, digest
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListedServer:
+    """What a run listed of one server: the tools it offers (its filters applied)."""
+
+    name: str
+    tools: tuple[McpTool, ...]
+    digest: str
+
+    @classmethod
+    def of(cls, server: ServerUse, tools: Iterable[McpTool]) -> ListedServer:
+        kept = tuple(t for t in tools if server.keeps(t.name))
+        return cls(name=server.name, tools=kept, digest=digest(kept))
+
+
+@dataclass(kw_only=True)
+class Listings:
+    """The run's listing by server id, and the servers it left out, with why."""
+
+    servers: dict[str, ListedServer] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "servers": {i: {"name": s.name, "digest": s.digest,
+                            "tools": [t.to_json() for t in s.tools]}
+                        for i, s in self.servers.items()},
+            "skipped": dict(self.skipped),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Listings:
+        servers = {i: ListedServer(name=s["name"], digest=s["digest"],
+                                   tools=tuple(McpTool.from_json(t) for t in s["tools"]))
+                   for i, s in (data.get("servers") or {}).items()}
+        return cls(servers=servers, skipped=dict(data.get("skipped") or {}))
+
+
+def changes(before: ListedServer, after: ListedServer) -> dict[str, list[str]]:
+    """The tools added, removed and changed (description or schema) from ``before`` to
+    ``after``, by the server's names."""
+    old = {t.name: t for t in before.tools}
+    new = {t.name: t for t in after.tools}
+    return {"added": sorted(set(new) - set(old)), "removed": sorted(set(old) - set(new)),
+            "changed": sorted(n for n in set(old) & set(new) if old[n] != new[n])}

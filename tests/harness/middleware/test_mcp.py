@@ -1,0 +1,172 @@
+"""McpMiddleware against a real MCP server: the PyPI reference time server over stdio (and a
+port nobody listens on, for a server out of reach)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.approval_values import ApprovalDecision
+from harness.deps import RunDeps, StackConfig
+from harness.mcp.access import CachedListing, ServerUse
+from harness.mcp.client import McpTool
+from harness.middleware import mcp
+from harness.providers.scripted import ScriptedModel, text, tool_call
+from harness.stack import default_stack
+from harness.state import State
+from harness.steps import Failed, FinalOutput, Interrupted, RunAgain
+from tests.support.harness import make_agent, make_loop, run
+from tests.support.mcp_access import NOWHERE, TIME_SERVER, LocalAccess, MemoryJournal
+
+TIME = ServerUse(id="s-time", name="time")
+NOW = "time__get_current_time"
+ASK = {"timezone": "UTC"}
+
+
+def access(*uses: ServerUse, **kwargs) -> LocalAccess:
+    uses = uses or (TIME,)
+    targets = {u.id: (NOWHERE if u.name == "down" else TIME_SERVER) for u in uses}
+    return LocalAccess(targets=targets, uses=uses, **kwargs)
+
+
+def loop_with(model, reach: LocalAccess, *, journal=None, config=None, capture_only=False):
+    agent = make_agent(config=config or {})
+    deps = RunDeps(mcp=reach, mcp_journal=journal)
+    stack = default_stack(StackConfig(agent=agent, deps=deps, capture_only=capture_only))
+    return make_loop(model, agent=agent, middlewares=stack)
+
+
+def test_a_run_lists_its_servers_once_and_calls_a_tool_like_any_other():
+    reach, journal = access(), MemoryJournal()
+    model = ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")])
+    step, state, recorder = run(loop_with(model, reach, journal=journal))
+    assert step == FinalOutput("end_turn")
+    assert NOW in [t.name for t in model.calls[0].tools]
+    # Checkpointed before the call (turn 1: the model's message only), answered in turn 2.
+    assert [r.next for r in recorder.results] == [RunAgain(), RunAgain(), FinalOutput("end_turn")]
+    assert [m.role for m in recorder.results[0].messages] == ["assistant"]
+    result = recorder.results[1].messages[0].tool_results[0]
+    assert '"timezone": "UTC"' in result.content and not result.is_error
+    assert journal.records == [("c1", "time/get_current_time", ":1:c1")]
+    assert reach.connects == ["s-time"] and reach.sent == ["get_current_time"]
+    listed = [e for e in recorder.results[0].events if e[0] == mcp.EVENT_LISTED]
+    assert listed[0][1]["servers"][0]["server"] == "time"
+    assert "mcp" in state.private and reach.cache["s-time"].tools
+
+
+def test_an_idempotent_server_s_calls_run_in_the_model_s_turn():
+    reach = access(ServerUse(id="s-time", name="time", idempotent=True))
+    model = ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")])
+    _, _, recorder = run(loop_with(model, reach, journal=MemoryJournal()))
+    assert [r.next for r in recorder.results] == [RunAgain(), FinalOutput("end_turn")]
+
+
+def test_a_required_server_out_of_reach_fails_the_run_before_any_model_call():
+    reach = access(ServerUse(id="s-down", name="down", required=True))
+    model = ScriptedModel([text("never")])
+    step, _, recorder = run(loop_with(model, reach))
+    assert isinstance(step, Failed) and step.code == "mcp_server_unavailable"
+    assert "'down' is required" in step.message and model.calls == []
+    assert len(recorder.results) == 1
+
+
+def test_an_optional_server_out_of_reach_is_left_out_saying_so():
+    reach = access(ServerUse(id="s-down", name="down"), TIME)
+    model = ScriptedModel([text("fine")])
+    step, _, recorder = run(loop_with(model, reach))
+    assert step == FinalOutput("end_turn")
+    assert [t.name for t in model.calls[0].tools if "__" in t.name] == [
+        NOW, "time__convert_time"]
+    [gone] = [e for e in recorder.results[0].events if e[0] == mcp.EVENT_UNAVAILABLE]
+    assert gone[1]["server"] == "down" and gone[1]["code"] == "mcp_server_unavailable"
+
+
+def test_a_missing_credential_of_a_required_server_names_it():
+    reach = access(ServerUse(id="s-time", name="time", required=True), missing={"s-time"})
+    step, _, _ = run(loop_with(ScriptedModel([text("never")]), reach))
+    assert isinstance(step, Failed) and step.code == "credential_missing"
+    assert "'time'" in step.message and "'token'" in step.message
+
+
+def test_a_call_sent_before_a_crash_is_not_sent_again():
+    reach = access()
+    model = ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")])
+    first = loop_with(model, reach, journal=MemoryJournal())
+    state = State(messages=[first_message()])
+    assert first.start(state) is None
+    checkpointed = first.turn(state, control=NeverCancel())  # turn 1 only: the batch kept
+    first.close()
+    assert checkpointed.next == RunAgain() and state.pending_batch is not None
+    # Another worker takes over: the journal says c1 was sent.
+    retaken = loop_with(model, access(), journal=MemoryJournal(before=frozenset({"c1"})))
+    step, state, recorder = run(retaken, state)
+    answer = recorder.results[0].messages[0].tool_results[0]
+    assert answer.is_error and "whether the call ran is not known" in answer.content
+    assert step == FinalOutput("end_turn")
+
+
+def test_under_interrupt_on_a_call_of_unknown_outcome_waits_for_a_human():
+    config = {"interrupt_on": {NOW: ["approve", "reject"]}}
+    model = ScriptedModel([text("done")])
+    state = State(messages=[first_message(), tool_call(NOW, ASK, call_id="c1").message], turn=1)
+    state.pending_batch = in_flight_of(NOW, "c1")
+    reach = access()
+    retaken = loop_with(model, reach, journal=MemoryJournal(before=frozenset({"c1"})),
+                        config=config)
+    step, state, _ = run(retaken, state)
+    assert step == Interrupted("paused")
+    [held] = state.pending_batch.held
+    assert held.reason == "outcome_unknown" and reach.sent == []
+    # The human approves knowing: the call is sent again, once.
+    state.pending_batch = state.pending_batch.__class__(
+        done=state.pending_batch.done, pending=state.pending_batch.pending,
+        decisions={"c1": ApprovalDecision(type="approve")}, turn=state.pending_batch.turn)
+    step, state, recorder = run(loop_with(model, reach, journal=MemoryJournal(
+        before=frozenset({"c1"})), config=config), state)
+    assert reach.sent == ["get_current_time"] and step == FinalOutput("end_turn")
+
+
+def test_the_inspector_uses_the_cached_listing_and_never_connects():
+    cached = CachedListing(tools=(McpTool(name="lookup", description="Find.",
+                                          input_schema={"type": "object"}),), listed_at=5.0)
+    reach = access(cache={"s-time": cached})
+    model = ScriptedModel([text("x")])
+    loop = loop_with(model, reach, capture_only=True)
+    state = State(messages=[first_message()])
+    loop.chain.before_run(state)
+    assert [t.name for t in loop.chain.tools(state, ()) if "__" in t.name] == ["time__lookup"]
+    assert reach.connects == []
+
+
+def test_a_resumed_run_keeps_its_tools_and_says_what_the_server_changed():
+    reach = access()
+    state = State(messages=[first_message()], turn=2)
+    stale = McpTool(name="get_current_time", description="old", input_schema={"type": "object"})
+    state.private["mcp"] = {"servers": {"s-time": {"name": "time", "digest": "x",
+                                                   "tools": [stale.to_json()]}}}
+    model = ScriptedModel([tool_call(NOW, ASK, call_id="c9"), text("done")])
+    _, _, recorder = run(loop_with(model, reach, journal=MemoryJournal()), state)
+    assert [t.name for t in model.calls[0].tools if "__" in t.name] == [NOW]
+    [changed] = [e for r in recorder.results for e in r.events if e[0] == mcp.EVENT_CHANGED]
+    assert changed[1] == {"server": "time", "added": ["convert_time"], "removed": [],
+                          "changed": ["get_current_time"]}
+
+
+@pytest.fixture(autouse=True)
+def _closed():
+    yield  # sessions a test left open are closed with the process's loop
+
+
+def first_message():
+    from harness.messages import Message
+    return Message.user("What time is it?")
+
+
+def in_flight_of(name, call_id):
+    from harness import approvals
+    from harness.messages import ToolUseBlock
+    return approvals.in_flight([ToolUseBlock(id=call_id, name=name, input=ASK)], turn=1)
+
+
+class NeverCancel:
+    def cancel_requested(self) -> bool:
+        return False
