@@ -17,7 +17,15 @@ from accounts.usage import CLOCK_SKEW, cost_line
 from hango_project.admin import ActionsAdmin, AppWrittenAdmin, ServiceWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display, services
-from runs.models import Message, PendingMessage, Run, Session, SessionFile, Trigger
+from runs.models import (
+    Message,
+    PendingMessage,
+    Run,
+    Session,
+    SessionFile,
+    ToolCallStart,
+    Trigger,
+)
 
 # The transcript's, the todos' and the event log's styles.
 READABLE_CSS = {"all": ["runs/admin.css"]}
@@ -218,3 +226,13 @@ class TriggerAdmin(AppWrittenAdmin, admin.ModelAdmin):
     search_fields = ["idempotency_key", "id", "session__id", "run__id"]
     readonly_fields = ["id", "tenant", "member", "api_key", "idempotency_key", "fingerprint",
                        "session", "run", "sequence", "created_at"]
+
+
+@admin.register(ToolCallStart)
+class ToolCallStartAdmin(AppWrittenAdmin, admin.ModelAdmin):
+    """The MCP calls runs sent to servers not marked idempotent, each journaled before it was
+    sent (what a worker taking a run over reads): read-only."""
+
+    list_display = ["tool", "tool_use_id", "run", "epoch", "created_at"]
+    search_fields = ["tool_use_id", "run__id", "key"]
+    readonly_fields = ["run", "tool_use_id", "tool", "key", "epoch", "created_at"]

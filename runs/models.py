@@ -282,3 +282,25 @@ class Trigger(models.Model):
 
     def __str__(self) -> str:
         return self.idempotency_key
+
+
+class ToolCallStart(models.Model):
+    """A call to an MCP server not marked idempotent, recorded under its run's claim before it
+    was sent: a worker that takes the run over finds a call sent but unanswered here and does
+    not send it again blindly (:mod:`harness.middleware.mcp`)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_call_starts",
+                            db_index=False)
+    tool_use_id = models.CharField(max_length=200)
+    tool = models.CharField(max_length=200)  # "<server>/<tool>"
+    key = models.CharField(max_length=300)  # the idempotency key the call carried
+    epoch = models.BigIntegerField()  # the claim that sent it
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "tool_call_starts"
+        constraints = [models.UniqueConstraint(fields=["run", "tool_use_id"],
+                                               name="tool_call_start_once")]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.tool_use_id}"

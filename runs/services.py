@@ -13,7 +13,7 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
-from harness import approvals
+from harness import approvals, mcp
 from harness.approval_values import PendingBatch
 from harness.errors import InvalidContent, retryable_codes
 from harness.messages import Message as HMessage
@@ -29,8 +29,9 @@ from runs.queue import Multitask
 
 # Failures a resume may retry: the provider was unavailable (a retryable provider error), the
 # worker crashed, or the run stopped at the quota (resumable once the quota allows: a resume is
-# admitted again).
-RESUMABLE_ERRORS = retryable_codes() | {INTERNAL_ERROR, QuotaExceeded.code}
+# admitted again), or an MCP server it needs was out of reach or lacked a credential.
+RESUMABLE_ERRORS = retryable_codes() | {INTERNAL_ERROR, QuotaExceeded.code,
+                                         mcp.SERVER_UNAVAILABLE, mcp.CREDENTIAL_MISSING}
 
 
 @transaction.atomic

@@ -1,4 +1,5 @@
-"""The harness's file and summary stores over the runs tables, bound to one session.
+"""The harness's file and summary stores over the runs tables, bound to one session, and the
+journal of a run's MCP calls.
 
 A run's stores write under its claim's guard (:meth:`runs.fence.Claim.hold`): a worker
 whose run was taken over writes nothing (:class:`harness.errors.Superseded`)."""
@@ -14,7 +15,8 @@ from agents.stores import Guard, guarded
 from hango_project.database import database, database_of
 from hango_project.sql import fetch, uuid_param
 from harness.stores import FileInfo, Summary
-from runs.models import Session, SessionFile
+from runs.fence import Claim
+from runs.models import Session, SessionFile, ToolCallStart
 
 
 class OctetLength(Func):
@@ -84,3 +86,22 @@ class DbSummaryStore:
         with guarded(self.guard):
             Session.objects.filter(pk=self.session_id, summary_seq__lte=summary.through_seq).update(
                 summary=summary.text, summary_seq=summary.through_seq)
+
+
+class DbCallJournal:
+    """The run's journal of the MCP calls it sent (``tool_call_starts``): each written under
+    the claim's guard before the call is sent, so a claim that was taken over sends nothing."""
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+
+    def sent_before(self) -> frozenset[str]:
+        return frozenset(ToolCallStart.objects.filter(run_id=self.claim.run_id,
+                                                      epoch__lt=self.claim.epoch)
+                         .values_list("tool_use_id", flat=True))
+
+    def record(self, tool_use_id: str, *, tool: str, key: str) -> None:
+        with guarded(self.claim.hold):
+            ToolCallStart.objects.get_or_create(
+                run_id=self.claim.run_id, tool_use_id=tool_use_id,
+                defaults={"tool": tool[:200], "key": key[:300], "epoch": self.claim.epoch})

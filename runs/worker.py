@@ -140,6 +140,8 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
         log.exception("run %s failed in the worker", run_id)
         _fail(run, INTERNAL_ERROR, "The worker hit an unexpected error; the run can be resumed.")
         return Outcome.FAILED
+    finally:
+        loop.close()  # the claim's MCP sessions, whatever the loop's end
     return _outcome(run, end)
 
 

@@ -20,6 +20,10 @@ REASONS: dict[str, str] = {
         "members, keys, prices, usage, holds, audit) read as one schema beside its migrations, "
         "and forty product modules import them from accounts.models. A models package would "
         "scatter that schema to save a screenful. Revisit when the app grows new tables."),
+    "runs/models.py": (
+        "The runs app's tables (sessions, runs, messages, events, files, triggers, the MCP "
+        "call journal) read as one schema beside its migrations, as accounts' do; issue 37 "
+        "moves runs/ into packages, its models with them."),
 }
 
 

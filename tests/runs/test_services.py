@@ -10,4 +10,5 @@ def test_resumable_errors_are_the_retryable_provider_errors_a_crash_and_the_quot
     assert retryable_codes() == {"provider_unavailable", "provider_overloaded",
                                  "provider_rate_limited"}
     assert RESUMABLE_ERRORS == {"internal_error", "provider_unavailable", "provider_overloaded",
-                                "provider_rate_limited", "quota_exceeded"}
+                                "provider_rate_limited", "quota_exceeded",
+                                "mcp_server_unavailable", "credential_missing"}
