@@ -31,7 +31,8 @@ from harness.context import Override, OverrideSet, message_part
 from harness.errors import ProviderError
 from harness.loop import Loop
 from harness.messages import Message, Response
-from harness.middleware import filesystem, prompt_cache, summarization
+from harness.middleware import filesystem, mcp, prompt_cache, summarization
+from harness.middleware._mcp_listing import ServerReport
 from harness.providers import openai_wire, split_model
 from harness.providers.base import TokenCounter
 from harness.snapshot_parts import (
@@ -87,6 +88,9 @@ class Snapshot:
     # Why a run would stop here instead of making this call (its failure's message): a paused
     # batch that does not match the history, or a request too long even compacted.
     would_fail: str | None = None
+    # The agent's MCP servers: where their tools come from (the run's listing, the tenant's
+    # cache), how old that listing is, and whether the server could be reached.
+    mcp_servers: tuple[ServerReport, ...] = ()
 
     def part(self, part_id: str) -> Part | None:
         return next((p for p in (*self.system, *self.tools, *self.messages, *self.queued)
@@ -175,8 +179,9 @@ def inspect(loop: Loop, state: State, tokenizer: Tokenizer, *, extra: Sequence[O
     started = time.perf_counter()
     with telemetry.span(telemetry.SPAN_CONTEXT_INSPECT) as span:
         assembled = assemble(loop, state, extra, stored=stored)
-        snapshot = _snapshot(assembled, state, tokenizer, as_sent=_wire_form(loop),
-                             counter=loop.provider if provider_count else None)
+        snapshot = replace(_snapshot(assembled, state, tokenizer, as_sent=_wire_form(loop),
+                                     counter=loop.provider if provider_count else None),
+                           mcp_servers=mcp.report_of(loop.chain.middlewares))
         span.set_attributes({
             telemetry.ATTR_CONTEXT_PARTS_SYSTEM: len(snapshot.system),
             telemetry.ATTR_CONTEXT_PARTS_TOOLS: len(snapshot.tools),

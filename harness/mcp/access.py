@@ -10,11 +10,14 @@ the address rule applied), reads the tenant's cached listing and keeps it fresh.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from harness.errors import HarnessError
 from harness.mcp import CREDENTIAL_MISSING
-from harness.mcp.client import Connection, McpTool
+from harness.mcp.values import McpTool
+
+if TYPE_CHECKING:  # the SDK loads where a run connects
+    from harness.mcp.client import Connection
 
 
 @dataclass(frozen=True, kw_only=True)

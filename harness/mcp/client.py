@@ -16,8 +16,6 @@ the server's resolved credentials: nothing here logs them or puts them on a span
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import ssl
 from collections.abc import Callable, Mapping
@@ -34,9 +32,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, Implementation, RequestParamsMeta
 
-from harness.errors import HarnessError
-from harness.mcp import SERVER_UNAVAILABLE, bridge
+from harness.mcp import bridge
+from harness.mcp.values import McpTool, McpUnavailable
 from harness.tools.base import never
+
+__all__ = ["Connection", "McpTool", "McpUnavailable", "Target", "connect", "list_tools_once"]
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +49,6 @@ AddressPolicy = Callable[[str, int], str]
 CLIENT_INFO = Implementation(name="hango", version="1")
 MAX_LIST_PAGES = 100  # a server whose listing never ends cannot hold a run
 CLOSE_SECONDS = 5.0
-
-
-class McpUnavailable(HarnessError):
-    """The server could not be reached or did not answer as an MCP server (why, in the
-    message); nothing was executed."""
-
-    code = SERVER_UNAVAILABLE
 
 
 class RedirectRefused(httpx2.TransportError):
@@ -75,31 +68,6 @@ class Target:
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout_seconds: float = 30.0
     check_address: AddressPolicy | None = field(default=None, repr=False, compare=False)
-
-
-@dataclass(frozen=True, kw_only=True)
-class McpTool:
-    """One tool as its server lists it."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "input_schema": self.input_schema}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> McpTool:
-        return cls(name=str(data["name"]), description=str(data.get("description") or ""),
-                   input_schema=dict(data.get("input_schema") or {"type": "object"}))
-
-
-def digest(tools: tuple[McpTool, ...]) -> str:
-    """A listing's fingerprint: equal exactly when the tools (names, descriptions, schemas)
-    are."""
-    text = json.dumps([t.to_json() for t in tools], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @cache

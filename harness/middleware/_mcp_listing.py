@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from harness.mcp.access import ServerUse
-from harness.mcp.client import McpTool, digest
+from harness.mcp.values import McpTool, digest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,11 +18,13 @@ class ListedServer:
     name: str
     tools: tuple[McpTool, ...]
     digest: str
+    listed_at: float | None = None  # a Unix time; None: never listed (an empty cache)
 
     @classmethod
-    def of(cls, server: ServerUse, tools: Iterable[McpTool]) -> ListedServer:
+    def of(cls, server: ServerUse, tools: Iterable[McpTool],
+           listed_at: float | None = None) -> ListedServer:
         kept = tuple(t for t in tools if server.keeps(t.name))
-        return cls(name=server.name, tools=kept, digest=digest(kept))
+        return cls(name=server.name, tools=kept, digest=digest(kept), listed_at=listed_at)
 
 
 @dataclass(kw_only=True)
@@ -34,7 +36,7 @@ class Listings:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "servers": {i: {"name": s.name, "digest": s.digest,
+            "servers": {i: {"name": s.name, "digest": s.digest, "listed_at": s.listed_at,
                             "tools": [t.to_json() for t in s.tools]}
                         for i, s in self.servers.items()},
             "skipped": dict(self.skipped),
@@ -43,6 +45,7 @@ class Listings:
     @classmethod
     def from_json(cls, data: Any) -> Listings:
         servers = {i: ListedServer(name=s["name"], digest=s["digest"],
+                                   listed_at=s.get("listed_at"),
                                    tools=tuple(McpTool.from_json(t) for t in s["tools"]))
                    for i, s in (data.get("servers") or {}).items()}
         return cls(servers=servers, skipped=dict(data.get("skipped") or {}))
@@ -55,3 +58,21 @@ def changes(before: ListedServer, after: ListedServer) -> dict[str, list[str]]:
     new = {t.name: t for t in after.tools}
     return {"added": sorted(set(new) - set(old)), "removed": sorted(set(old) - set(new)),
             "changed": sorted(n for n in set(old) & set(new) if old[n] != new[n])}
+
+
+# Where the inspector's tools of a server came from: the run's own listing (from its
+# checkpoint) or the tenant's cached one; and what is known of it.
+Source = Literal["run", "cache"]
+Status = Literal["listed", "unreachable", "never_listed"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerReport:
+    """One server as the context inspector shows it."""
+
+    name: str
+    source: Source
+    status: Status
+    listed_at: float | None
+    error: str
+    tools: int

@@ -24,9 +24,10 @@ would apply).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
@@ -35,13 +36,22 @@ from harness.approval_values import AwaitingApproval, Decision
 from harness.chain import ToolCallRequest, ToolHandler, ToolOutcome
 from harness.deps import StackConfig
 from harness.errors import ConfigurationError, HarnessError
-from harness.mcp import calls, names
+from harness.mcp import names
 from harness.mcp.access import CallJournal, CredentialMissing, McpAccess, ServerUse
-from harness.mcp.client import Connection, McpUnavailable
+from harness.mcp.values import McpUnavailable
 from harness.messages import ToolUseBlock
-from harness.middleware._mcp_listing import ListedServer, Listings, changes
+from harness.middleware._mcp_listing import (
+    ListedServer,
+    Listings,
+    ServerReport,
+    Status,
+    changes,
+)
 from harness.state import State, load_private, store_private
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
+
+if TYPE_CHECKING:  # the SDK loads where a run connects (harness.mcp.values)
+    from harness.mcp.client import Connection
 
 log = logging.getLogger(__name__)
 
@@ -73,23 +83,39 @@ class McpMiddleware:
         self._routes: dict[str, tuple[ServerUse, str]] = {}  # run tool name -> server, MCP name
         self._sent_before: frozenset[str] | None = None
         self._fresh: set[str] = set()  # calls batched in this claim: none was sent before
+        self.report: tuple[ServerReport, ...] = ()  # capture_only: what the inspector shows
 
     # -- listing ---------------------------------------------------------------------------
 
     def before_run(self, state: State) -> None:
         listings, found = load_private(state, NAME, Listings)
         if found:  # the run's own listing, from its checkpoint
-            if not self.capture_only:
-                for server in self.access.servers:
-                    if server.required and server.id in listings.servers:
-                        self.access.ready(server)  # a credential removed meanwhile stops it
+            if self.capture_only:
+                self.report = tuple(_of_run(s, listings) for s in self.access.servers)
+                return
+            for server in self.access.servers:
+                if server.required and server.id in listings.servers:
+                    self.access.ready(server)  # a credential removed meanwhile stops it
             return
         if self.capture_only:
-            listings.servers.update({s.id: ListedServer.of(s, self.access.cached(s).tools)
-                                     for s in self.access.servers})
+            self._from_cache(listings)
         else:
             self._list_all(state, listings)
         store_private(state, NAME, listings)
+
+    def _from_cache(self, listings: Listings) -> None:
+        """The inspector of a run not started: each server as the tenant last listed it."""
+        reports = []
+        for server in self.access.servers:
+            cached = self.access.cached(server)
+            listed = ListedServer.of(server, cached.tools, cached.listed_at)
+            listings.servers[server.id] = listed
+            status: Status = ("unreachable" if cached.error
+                              else "never_listed" if cached.listed_at is None else "listed")
+            reports.append(ServerReport(name=server.name, source="cache", status=status,
+                                        listed_at=cached.listed_at, error=cached.error,
+                                        tools=len(listed.tools)))
+        self.report = tuple(reports)
 
     def _list_all(self, state: State, listings: Listings) -> None:
         for server in self.access.servers:
@@ -110,7 +136,7 @@ class McpMiddleware:
             self._sessions[server.id] = connection
             self._compared.add(server.id)
             self.access.listed(server, tools)
-            listings.servers[server.id] = ListedServer.of(server, tools)
+            listings.servers[server.id] = ListedServer.of(server, tools, time.time())
         state.emit(EVENT_LISTED, {"servers": [
             {"server": s.name, "tools": [t.name for t in s.tools]}
             for s in listings.servers.values()]})
@@ -171,6 +197,8 @@ class McpMiddleware:
 
     def _call(self, server: ServerUse, mcp_name: str, args: dict[str, Any],
               ctx: ToolContext) -> ToolResult:
+        from harness.mcp import calls  # the SDK, once a run calls a server
+
         state = ctx.state
         batch = state.pending_batch
         turn = batch.turn if batch is not None and batch.turn else state.turn + 1
@@ -224,6 +252,21 @@ class McpMiddleware:
         sessions, self._sessions = self._sessions, {}
         for connection in sessions.values():
             connection.close()
+
+
+def _of_run(server: ServerUse, listings: Listings) -> ServerReport:
+    listed = listings.servers.get(server.id)
+    if listed is None:
+        return ServerReport(name=server.name, source="run", status="unreachable",
+                            listed_at=None, error=listings.skipped.get(server.id, ""), tools=0)
+    return ServerReport(name=listed.name, source="run", status="listed",
+                        listed_at=listed.listed_at, error="", tools=len(listed.tools))
+
+
+def report_of(middlewares: Sequence[object]) -> tuple[ServerReport, ...]:
+    """What the chain's MCP middleware found of its servers for the inspector (none: no
+    server)."""
+    return next((m.report for m in middlewares if isinstance(m, McpMiddleware)), ())
 
 
 def _required(server: ServerUse, exc: HarnessError) -> HarnessError:

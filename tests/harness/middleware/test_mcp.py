@@ -135,6 +135,18 @@ def test_the_inspector_uses_the_cached_listing_and_never_connects():
     loop.chain.before_run(state)
     assert [t.name for t in loop.chain.tools(state, ()) if "__" in t.name] == ["time__lookup"]
     assert reach.connects == []
+    [report] = mcp.report_of(loop.chain.middlewares)
+    assert (report.source, report.status, report.listed_at, report.tools) == (
+        "cache", "listed", 5.0, 1)
+
+
+def test_the_inspector_says_a_server_was_never_listed_or_is_out_of_reach():
+    down = ServerUse(id="s-down", name="down")
+    reach = access(TIME, down, cache={"s-down": CachedListing(error="refused", listed_at=None)})
+    loop = loop_with(ScriptedModel([]), reach, capture_only=True)
+    loop.chain.before_run(State(messages=[first_message()]))
+    assert [(r.name, r.status, r.error) for r in mcp.report_of(loop.chain.middlewares)] == [
+        ("time", "never_listed", ""), ("down", "unreachable", "refused")]
 
 
 def test_a_resumed_run_keeps_its_tools_and_says_what_the_server_changed():
