@@ -8,6 +8,8 @@ context. Another tenant's or another member's object answers 404.
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -22,6 +24,7 @@ from hango_project.errors import BadQuery, NotFound, ProviderFailed
 from harness.context import Override, message_part
 from harness.errors import ProviderError
 from harness.inspect import Snapshot
+from harness.middleware._mcp_listing import ServerReport
 from harness.middleware.summarization import SummarizationReport
 from harness.serde import message_to_json
 from harness.snapshot_parts import Part
@@ -85,7 +88,17 @@ def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, 
         "queued": [part_json(p) for p in snapshot.queued],
         "compaction": _compaction_json(snapshot.compaction),
         "would_fail": snapshot.would_fail,
+        "mcp_servers": [_server_json(r, now=time.time()) for r in snapshot.mcp_servers],
     }
+
+
+def _server_json(report: ServerReport, *, now: float) -> dict[str, Any]:
+    listed = report.listed_at
+    return {"server": report.name, "listing": report.source, "status": report.status,
+            "listed_at": None if listed is None else
+            datetime.fromtimestamp(listed, UTC).isoformat().replace("+00:00", "Z"),
+            "age_seconds": None if listed is None else max(0, round(now - listed)),
+            "error": report.error, "tools": report.tools}
 
 
 def _compaction_json(report: SummarizationReport | None) -> dict[str, Any] | None:

@@ -169,6 +169,24 @@ class DiffOutput(serializers.Serializer):
         "Null when the earlier call's cached prefix is sent whole, as it was (or it had none)."))
 
 
+class McpServerOutput(serializers.Serializer):
+    server = serializers.CharField(help_text="The server's name (its tools' prefix).")
+    listing = serializers.ChoiceField(choices=["run", "cache"], help_text=(
+        "Where its tools come from: `run`, the run's own listing, kept in its checkpoint; "
+        "`cache`, the tenant's last listing (a run not started lists anew at its start)."))
+    status = serializers.ChoiceField(
+        choices=["listed", "unreachable", "never_listed"], help_text=(
+            "`unreachable`: the last attempt failed (`error` says why; the tools shown are "
+            "the last listing's, if any); `never_listed`: no listing yet (no tools shown)."))
+    listed_at = serializers.DateTimeField(allow_null=True)
+    age_seconds = serializers.IntegerField(allow_null=True,
+                                           help_text="How old the listing is.")
+    error = serializers.CharField(help_text="Why the server could not be used; empty if it "
+                                            "could.")
+    tools = serializers.IntegerField(help_text="Its tools in this request (its filters "
+                                               "applied).")
+
+
 class SnapshotOutput(serializers.Serializer):
     system = PartOutput(many=True)
     tools = PartOutput(many=True)
@@ -221,6 +239,9 @@ class SnapshotOutput(serializers.Serializer):
         "batch paused for approval that no longer matches the history (`invalid_state`), or a "
         "request too long for the window even compacted (`context_overflow`, as in "
         "`compaction.would_fail`). Null when the run makes the call."))
+    mcp_servers = McpServerOutput(many=True, help_text=(
+        "The agent's MCP servers: where the tools shown come from and how old that listing "
+        "is. The inspector never calls a server."))
     diff = DiffOutput(required=False, help_text=(
         "With `?against=`: the next call compared with the earlier one, part by part. Absent "
         "otherwise."))

@@ -32,10 +32,11 @@ def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
                          "framing", "framing_counted", "would_compact", "cache_breakpoint",
                          "cache_prefix_tokens", "cache_minimum", "overrides", "context_window",
                          "run", "pending_calls", "batch_part", "queued", "compaction",
-                         "would_fail", "cost"}
-    # No run is active: the first call of a new run, nothing paused or queued, nothing failing.
+                         "would_fail", "cost", "mcp_servers"}
+    # No run is active: the first call of a new run, nothing paused or queued, nothing failing;
+    # the agent uses no MCP server.
     assert (body["run"], body["pending_calls"], body["batch_part"], body["queued"],
-            body["would_fail"]) == (None, [], None, [], None)
+            body["would_fail"], body["mcp_servers"]) == (None, [], None, [], None, [])
     assert [p["id"] for p in body["system"]] == ["system:agent", "system:filesystem",
                                                  "system:todo"]
     assert [p["id"] for p in body["messages"]] == [f"message:{i}" for i in range(1, 11)]
