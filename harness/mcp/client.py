@@ -32,7 +32,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, Implementation, RequestParamsMeta
+from mcp_types import REQUEST_TIMEOUT, CallToolResult, Implementation, RequestParamsMeta
 
 from harness.errors import HarnessError
 from harness.mcp import bridge
@@ -231,9 +231,16 @@ class Connection:
             raise McpUnavailable("the session to the server has ended")
         client = self._client
         sent = cast(RequestParamsMeta, dict(meta)) if meta else None
-        return bridge.run(
-            client.call_tool(name, dict(arguments), meta=sent),
-            timeout=self.target.timeout_seconds + 1, cancel_requested=cancel_requested)
+        try:
+            return bridge.run(
+                client.call_tool(name, dict(arguments), meta=sent),
+                timeout=self.target.timeout_seconds + 1, cancel_requested=cancel_requested)
+        except MCPError as exc:
+            if exc.code != REQUEST_TIMEOUT:
+                raise
+            # The SDK's own clock (the session's read timeout) ran out first: no answer, not
+            # the server's error; whether the call ran is unknown.
+            raise TimeoutError(f"no answer within {self.target.timeout_seconds:g} s") from None
 
     def close(self) -> None:
         """Leave the session (a server that does not answer is left after a few seconds)."""

@@ -73,6 +73,20 @@ def test_results_come_through_whole(mcp_server: McpServerProcess):
     assert [b.type for b in resource.content] == ["resource", "resource_link"]
 
 
+def test_a_call_past_the_timeout_raises_and_the_session_goes_on(mcp_server: McpServerProcess):
+    connection = connect(mcp_server.target(timeout_seconds=1.0))
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            connection.call_tool("slow", {"seconds": 5})
+        waited = time.monotonic() - started
+        after = connection.call_tool("echo", {"text": "still here"})
+    finally:
+        connection.close()
+    assert 0.9 < waited < 2.5
+    assert [b.text for b in after.content] == ["still here"]
+
+
 def test_a_cancel_stops_the_wait_for_a_call_under_way(mcp_server: McpServerProcess):
     connection = connect(mcp_server.target())
     cancel = threading.Event()
