@@ -62,6 +62,10 @@ class RedirectRefused(httpx2.TransportError):
     """A redirect answer: hango follows none to an MCP server."""
 
 
+class CredentialsRefused(httpx2.TransportError):
+    """A 401 or 403 answer (the SDK would say only "Server returned an error response")."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Target:
     """Where a session goes and how: an HTTP URL with its request headers, or an operator's
@@ -111,7 +115,7 @@ def _tls() -> ssl.SSLContext:
 
 class _Guarded(httpx2.AsyncHTTPTransport):
     """httpx's transport, each request sent to the address its policy allows, and no redirect
-    answer passed on."""
+    or refusal of the credentials passed on (raised, they end the session, saying why)."""
 
     def __init__(self, policy: AddressPolicy | None) -> None:
         super().__init__(verify=_tls())
@@ -126,10 +130,13 @@ class _Guarded(httpx2.AsyncHTTPTransport):
                 request.extensions = {**request.extensions, "sni_hostname": host}
                 request.url = request.url.copy_with(host=address)
         response = await super().handle_async_request(request)
-        if response.is_redirect:
+        if response.is_redirect or response.status_code in (401, 403):
             await response.aclose()
-            raise RedirectRefused(f"the server answered {response.status_code} (a redirect); "
-                                  "redirects are not followed")
+            if response.is_redirect:
+                raise RedirectRefused(f"the server answered {response.status_code} (a redirect); "
+                                      "redirects are not followed")
+            raise CredentialsRefused(f"the server answered {response.status_code}: it refused "
+                                     "the credentials in the request's headers")
         return response
 
 
