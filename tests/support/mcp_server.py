@@ -9,8 +9,9 @@ team's ``lookup_order`` and ``refund``. ``POST /control/tools`` adds or removes 
 runs (``{"add": [name, ...], "remove": [name, ...]}``; an added tool echoes its ``text``): the
 next ``tools/list`` shows the change, and listeners of ``subscriptions/listen`` are told.
 
-With ``--token``, a request to ``/mcp`` without ``Authorization: Bearer <token>`` is answered
-401 (and counted as refused). Every call is journaled when it arrives: its tool, arguments,
+It serves Streamable HTTP at ``/mcp`` and the older SSE transport at ``/sse``. With
+``--token``, an MCP request without ``Authorization: Bearer <token>`` is answered 401 (and
+counted as refused). Every call is journaled when it arrives: its tool, arguments,
 ``_meta`` (the idempotency key, any ``traceparent``) and whether an Authorization header came
 and matched (never its value). ``GET /control/calls`` answers the journal and its counts; with
 ``--state`` it is also appended to ``calls.jsonl`` there (read again at start), so the counts
@@ -223,13 +224,14 @@ class Control:
 
 
 class BearerCheck:
-    """401 for a request to ``/mcp`` without the right bearer token (``/control`` is open)."""
+    """401 for a request to MCP without the right bearer token (``/control`` is open)."""
 
     def __init__(self, app: ASGIApp, token: str | None, journal: Journal) -> None:
         self.app, self.token, self.journal = app, token, journal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.token is not None and scope["path"].startswith("/mcp"):
+        if scope["type"] == "http" and self.token is not None and \
+                scope["path"].startswith(("/mcp", "/sse", "/messages")):
             got = dict(scope["headers"]).get(b"authorization")
             if got != f"Bearer {self.token}".encode():
                 self.journal.refuse(present=got is not None)
@@ -246,7 +248,10 @@ def app(token: str | None, state: Path | None) -> ASGIApp:
     control = Control(server, bus, journal, state)
     server.custom_route("/control/calls", methods=["GET"])(control.calls)
     server.custom_route("/control/tools", methods=["POST"])(control.tools)
-    return BearerCheck(server.streamable_http_app(), token, journal)
+    served = server.streamable_http_app()
+    served.router.routes += [r for r in server.sse_app().routes  # the older transport beside it
+                             if getattr(r, "path", "") in ("/sse", "/messages")]
+    return BearerCheck(served, token, journal)
 
 
 def main() -> None:

@@ -139,6 +139,21 @@ def test_the_idempotency_key_and_the_trace_context_travel_in_meta(mcp_server: Mc
     assert mcp_server.journal()["counts"]["refund"] == 2
 
 
+def test_the_older_sse_transport_lists_calls_and_checks_the_token(mcp_server: McpServerProcess):
+    sse = mcp_server.target(transport="sse", url=f"{mcp_server.base}/sse")
+    assert {t.name for t in list_tools_once(sse)} == TOOLS
+    connection = connect(sse)
+    try:
+        result = connection.call_tool("echo", {"text": "over SSE"})
+    finally:
+        connection.close()
+    assert [b.text for b in result.content] == ["over SSE"]
+    assert mcp_server.calls()[-1]["authorized"] is True
+    with pytest.raises(McpUnavailable) as caught:
+        connect(mcp_server.target(transport="sse", url=f"{mcp_server.base}/sse", headers={}))
+    assert "401" in str(caught.value)
+
+
 def test_concurrent_calls_share_one_session_from_threads(mcp_server: McpServerProcess):
     connection = connect(mcp_server.target())
     answers: list[str] = []
@@ -178,3 +193,4 @@ def test_a_server_down_at_listing_time_and_at_call_time(mcp_server: McpServerPro
     mcp_server.restart()
     assert [c["tool"] for c in mcp_server.calls()] == []
     assert {t.name for t in list_tools_once(mcp_server.target())} == TOOLS
+
