@@ -23,7 +23,7 @@ import ssl
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any, Literal, cast
 
 import httpx2
@@ -177,12 +177,17 @@ class Connection:
     async def _hold(self, opened: asyncio.Future[None]) -> None:
         """The session's life: entered, held until :meth:`close`, left, in this one task."""
         assert self._closing is not None
-        async with AsyncExitStack() as stack:
-            self._client = await stack.enter_async_context(Client(
-                await self._transport(stack), mode="auto", client_info=CLIENT_INFO,
-                read_timeout_seconds=self.target.timeout_seconds, cache=None))
-            opened.set_result(None)
-            await self._closing.wait()
+        try:
+            async with AsyncExitStack() as stack:
+                self._client = await stack.enter_async_context(Client(
+                    await self._transport(stack), mode="auto", client_info=CLIENT_INFO,
+                    read_timeout_seconds=self.target.timeout_seconds, cache=None))
+                opened.set_result(None)
+                await self._closing.wait()
+        except Exception as exc:  # once open, no one awaits this task: its end is said here
+            if not opened.done():
+                raise
+            log.info("an MCP session ended: %s", describe(exc))
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         target = self.target
@@ -191,11 +196,8 @@ class Connection:
                 http = await stack.enter_async_context(_http_client(target))
                 return streamable_http_client(target.url, http_client=http)
             case "sse":
-                def factory(headers: Any = None, timeout: Any = None,
-                            auth: Any = None) -> httpx2.AsyncClient:
-                    return _http_client(target)
                 return sse_client(target.url, timeout=target.timeout_seconds,
-                                  httpx_client_factory=factory)
+                                  httpx_client_factory=partial(_http_client, target))
             case "stdio":
                 return stdio_client(StdioServerParameters(
                     command=target.command, args=list(target.args), env=dict(target.env) or None))

@@ -4,6 +4,8 @@ and what a call carries in ``_meta``."""
 
 from __future__ import annotations
 
+import gc
+import logging
 import threading
 import time
 
@@ -185,7 +187,11 @@ def test_a_server_down_at_listing_time_and_at_call_time(mcp_server: McpServerPro
         with pytest.raises(MCPError) as calling:  # at once: the session's connection is gone
             connection.call_tool("echo", {"text": "anyone?"})
         waited = time.monotonic() - started
+        while connection.open and time.monotonic() < started + 5:  # the session's task ends
+            time.sleep(0.01)
         assert not connection.open
+        with pytest.raises(McpUnavailable, match="the session to the server has ended"):
+            connection.call_tool("echo", {"text": "again?"})
     finally:
         connection.close()
     assert "could not connect" in str(listing.value)
@@ -194,3 +200,16 @@ def test_a_server_down_at_listing_time_and_at_call_time(mcp_server: McpServerPro
     assert [c["tool"] for c in mcp_server.calls()] == []
     assert {t.name for t in list_tools_once(mcp_server.target())} == TOOLS
 
+
+def test_a_session_its_server_ended_leaves_no_error_unretrieved(mcp_server: McpServerProcess,
+                                                                caplog):
+    connection = connect(mcp_server.target())
+    mcp_server.stop()
+    with pytest.raises(MCPError):
+        connection.call_tool("echo", {"text": "anyone?"})
+    connection.close()
+    del connection
+    gc.collect()  # asyncio reports an exception never retrieved when its task is collected
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
+    assert "an MCP session ended: " in caplog.text  # why, said once, at INFO
