@@ -262,8 +262,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.state is not None:
         args.state.mkdir(parents=True, exist_ok=True)
+    # uvicorn closes a connection idle for 5 s by default; a client that reuses it just then
+    # (a session idle while its run's model thinks, under load) loses the session to the race.
+    # A minute, as servers behind a proxy usually keep one.
     config = uvicorn.Config(app(args.token, args.state), host="127.0.0.1", port=args.port,
-                            log_level="warning", lifespan="on")
+                            log_level="warning", lifespan="on", timeout_keep_alive=60)
     server = uvicorn.Server(config)
 
     async def serve() -> None:
