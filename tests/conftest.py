@@ -1,5 +1,6 @@
 """Fixtures shared by the whole suite: tenants, members with keys, an API client per key,
-hango's settings for one test, and runs (inline, queued, or on Redis and real Celery workers)."""
+hango's settings for one test, runs (inline, queued, or on Redis and real Celery workers), and
+the in-repo MCP server as a process of its own."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from harness.providers.base import Provider, ProviderSettings
 from runs.tasks import drain_local_runs
 from tests.support.api import AGENT_BODY, Caller, make_caller
 from tests.support.broker import RedisServer, broker_url, celery_broker
+from tests.support.mcp_servers import McpServerProcess
 from tests.support.otel import span_exporter
 from tests.support.workers import WorkerProcess
 
@@ -114,6 +116,15 @@ def spans() -> InMemorySpanExporter:
     exporter = span_exporter()
     exporter.clear()
     return exporter
+
+
+@pytest.fixture
+def mcp_server(tmp_path) -> Iterator[McpServerProcess]:
+    """The in-repo MCP server (tests/support/mcp_server.py) on a free loopback port, requiring
+    its bearer token (``mcp_server.target()`` carries it); stopped after the test."""
+    server = McpServerProcess(tmp_path)
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import ssl
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any, Literal, cast
 
 import httpx2
@@ -30,7 +30,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, Implementation, RequestParamsMeta
+from mcp_types import REQUEST_TIMEOUT, CallToolResult, Implementation, RequestParamsMeta
 
 from harness.mcp import bridge
 from harness.mcp.values import McpTool, McpUnavailable
@@ -53,6 +53,10 @@ CLOSE_SECONDS = 5.0
 
 class RedirectRefused(httpx2.TransportError):
     """A redirect answer: hango follows none to an MCP server."""
+
+
+class CredentialsRefused(httpx2.TransportError):
+    """A 401 or 403 answer (the SDK would say only "Server returned an error response")."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +83,7 @@ def _tls() -> ssl.SSLContext:
 
 class _Guarded(httpx2.AsyncHTTPTransport):
     """httpx's transport, each request sent to the address its policy allows, and no redirect
-    answer passed on."""
+    or refusal of the credentials passed on (raised, they end the session, saying why)."""
 
     def __init__(self, policy: AddressPolicy | None) -> None:
         super().__init__(verify=_tls())
@@ -94,10 +98,13 @@ class _Guarded(httpx2.AsyncHTTPTransport):
                 request.extensions = {**request.extensions, "sni_hostname": host}
                 request.url = request.url.copy_with(host=address)
         response = await super().handle_async_request(request)
-        if response.is_redirect:
+        if response.is_redirect or response.status_code in (401, 403):
             await response.aclose()
-            raise RedirectRefused(f"the server answered {response.status_code} (a redirect); "
-                                  "redirects are not followed")
+            if response.is_redirect:
+                raise RedirectRefused(f"the server answered {response.status_code} (a redirect); "
+                                      "redirects are not followed")
+            raise CredentialsRefused(f"the server answered {response.status_code}: it refused "
+                                     "the credentials in the request's headers")
         return response
 
 
@@ -138,12 +145,17 @@ class Connection:
     async def _hold(self, opened: asyncio.Future[None]) -> None:
         """The session's life: entered, held until :meth:`close`, left, in this one task."""
         assert self._closing is not None
-        async with AsyncExitStack() as stack:
-            self._client = await stack.enter_async_context(Client(
-                await self._transport(stack), mode="auto", client_info=CLIENT_INFO,
-                read_timeout_seconds=self.target.timeout_seconds, cache=None))
-            opened.set_result(None)
-            await self._closing.wait()
+        try:
+            async with AsyncExitStack() as stack:
+                self._client = await stack.enter_async_context(Client(
+                    await self._transport(stack), mode="auto", client_info=CLIENT_INFO,
+                    read_timeout_seconds=self.target.timeout_seconds, cache=None))
+                opened.set_result(None)
+                await self._closing.wait()
+        except Exception as exc:  # once open, no one awaits this task: its end is said here
+            if not opened.done():
+                raise
+            log.info("an MCP session ended: %s", describe(exc))
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         target = self.target
@@ -152,11 +164,8 @@ class Connection:
                 http = await stack.enter_async_context(_http_client(target))
                 return streamable_http_client(target.url, http_client=http)
             case "sse":
-                def factory(headers: Any = None, timeout: Any = None,
-                            auth: Any = None) -> httpx2.AsyncClient:
-                    return _http_client(target)
                 return sse_client(target.url, timeout=target.timeout_seconds,
-                                  httpx_client_factory=factory)
+                                  httpx_client_factory=partial(_http_client, target))
             case "stdio":
                 return stdio_client(StdioServerParameters(
                     command=target.command, args=list(target.args), env=dict(target.env) or None))
@@ -199,9 +208,16 @@ class Connection:
             raise McpUnavailable("the session to the server has ended")
         client = self._client
         sent = cast(RequestParamsMeta, dict(meta)) if meta else None
-        return bridge.run(
-            client.call_tool(name, dict(arguments), meta=sent),
-            timeout=self.target.timeout_seconds + 1, cancel_requested=cancel_requested)
+        try:
+            return bridge.run(
+                client.call_tool(name, dict(arguments), meta=sent),
+                timeout=self.target.timeout_seconds + 1, cancel_requested=cancel_requested)
+        except MCPError as exc:
+            if exc.code != REQUEST_TIMEOUT:
+                raise
+            # The SDK's own clock (the session's read timeout) ran out first: no answer, not
+            # the server's error; whether the call ran is unknown.
+            raise TimeoutError(f"no answer within {self.target.timeout_seconds:g} s") from None
 
     def close(self) -> None:
         """Leave the session (a server that does not answer is left after a few seconds)."""

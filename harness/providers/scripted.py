@@ -4,9 +4,10 @@
   raises :class:`ScriptExhausted` naming how many steps it had.
 * Named scripts for ``scripted:<name>`` models derive each answer from the conversation itself,
   so a run re-executed after a crash gets the same answers: ``demo`` behaves like a small agent
-  (plans with write_todos, calls a tool, marks items done, answers) and ``workload-<T>`` is the
-  benchmark workload of T tool-calling turns. Both answer a summarizer call (compaction) and
-  carry on after one: the summary names what the user said, the calls' ids tell the step.
+  (plans with write_todos, calls a tool, marks items done, answers), ``workload-<T>`` is the
+  benchmark workload of T tool-calling turns, ``calls`` (:mod:`.scripted_calls`) makes the calls
+  asked for. All answer a summarizer call (compaction) and carry on after one: the summary
+  names what the user said (and the calls asked for), the calls' ids tell the step.
 
 Both stream (:func:`stream_words`): each text block word by word, then the whole response, so
 a run followed live shows the answer being written, offline; ``word_delay_ms`` paces the words
@@ -36,6 +37,7 @@ from harness.messages import (
     Usage,
 )
 from harness.providers.base import StreamDone, StreamEvent, TextDelta
+from harness.providers.scripted_calls import asked_note, calls_script
 from harness.tokens.base import ESTIMATE, HistoryTotal
 
 Step = Response | Exception | Callable[[Request], Response]
@@ -51,8 +53,7 @@ def tool_call(name: str, args: dict[str, Any], *, call_id: str | None = None,
               preface: str = "") -> Response:
     """A step calling one tool."""
     blocks: tuple[TextBlock, ...] = (TextBlock(text=preface),) if preface else ()
-    use = ToolUseBlock(id=call_id or f"toolu_{uuid.uuid4().hex[:20]}",
-                       name=name, input=args)
+    use = ToolUseBlock(id=call_id or f"toolu_{uuid.uuid4().hex[:20]}", name=name, input=args)
     return Response(message=Message(role="assistant", content=(*blocks, use)),
                     stop_reason="tool_use")
 
@@ -152,8 +153,7 @@ class ConversationScript:
         summarizing = request.metadata.get("purpose") == "summarize"
         response = summary_script(request) if summarizing else self.script(request)
         return Response(message=response.message, stop_reason=response.stop_reason,
-                        usage=_estimate_usage(request, response, self._history),
-                        model=self.model)
+                        usage=_estimate_usage(request, response, self._history), model=self.model)
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         return stream_words(self.complete(request), word_delay_ms=self.word_delay_ms)
@@ -165,10 +165,11 @@ _DEMO_TAG = re.compile(r"^d(\d+)_")
 
 def summary_script(request: Request) -> Response:
     """A deterministic summary: the last thing the user said in the transcript (or in the
-    summary being extended), so a script can still quote it after compaction."""
+    summary being extended), and the calls it asked for, so a script can go on after compaction."""
     prompt = request.messages[-1].text if request.messages else ""
     said = [a or b for a, b in _SAID.findall(prompt)]
-    return text(f'The user said: "{said[-1] if said else ""}". Earlier steps used tools.')
+    return text(f'The user said: "{said[-1] if said else ""}". Earlier steps used tools.'
+                f"{asked_note(prompt)}")
 
 
 def _last_call_id(messages: list[Message]) -> str:
@@ -289,12 +290,11 @@ def workload_script(turns: int) -> Callable[[Request], Response]:
 
 def named_script(name: str, *, delay_ms: int = 0, word_delay_ms: int = 0) -> ConversationScript:
     """The provider behind ``scripted:<name>``."""
-    if name == "demo":
-        return ConversationScript(script=demo_script, model=name, delay_ms=delay_ms,
-                                  word_delay_ms=word_delay_ms)
-    if name.startswith("workload-") and name.removeprefix("workload-").isdigit():
-        turns = int(name.removeprefix("workload-"))
-        return ConversationScript(script=workload_script(turns), model=name, delay_ms=delay_ms,
-                                  word_delay_ms=word_delay_ms)
-    raise UnknownModel(
-        f"no scripted model named {name!r}; use scripted:demo or scripted:workload-<turns>")
+    turns = name.removeprefix("workload-")
+    scripts = {"demo": demo_script, "calls": calls_script}
+    script = workload_script(int(turns)) if turns != name and turns.isdigit() else scripts.get(name)
+    if script is None:
+        raise UnknownModel(f"no scripted model named {name!r}; use scripted:demo, "
+                           "scripted:calls or scripted:workload-<turns>")
+    return ConversationScript(script=script, model=name, delay_ms=delay_ms,
+                              word_delay_ms=word_delay_ms)

@@ -1,0 +1,48 @@
+"""harness.mcp.client with a server it starts (the PyPI reference server ``mcp-server-time``,
+over stdio) and in the worker's mode (a gevent-patched process, where calls from many greenlets
+share one session and none blocks the others)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+from harness.mcp.client import connect, list_tools_once
+from tests.support.mcp_servers import McpServerProcess, time_server
+from tests.support.servers import ROOT
+
+
+def test_the_reference_time_server_over_stdio_lists_and_answers():
+    names = {t.name for t in list_tools_once(time_server())}
+    assert {"get_current_time", "convert_time"} <= names
+    connection = connect(time_server())
+    try:
+        result = connection.call_tool("get_current_time", {"timezone": "UTC"})
+        unknown = connection.call_tool("get_current_time", {"timezone": "Mars/Olympus"})
+    finally:
+        connection.close()
+    assert not result.is_error
+    answer = json.loads(result.content[0].text)
+    assert answer["timezone"] == "UTC"
+    said = datetime.fromisoformat(answer["datetime"])
+    assert abs((datetime.now(UTC) - said).total_seconds()) < 60
+    assert unknown.is_error
+    assert "Mars/Olympus" in unknown.content[0].text
+
+
+def test_fifty_calls_from_fifty_greenlets_take_one_second_not_fifty(
+        mcp_server: McpServerProcess):
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.mcp_gevent", mcp_server.url, str(mcp_server.token),
+         "50", "1"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["patched"] is True
+    assert "slow" in report["tools"]
+    assert report["answers"] == ["slept 1 s"] * 50
+    assert 1 <= report["elapsed"] < 2.5, report["elapsed"]
+    assert report["ticks"] >= 10  # the hub went on: another greenlet ran every 50 ms meanwhile
+    keys = mcp_server.journal()["keys"]
+    assert keys == {f"gevent:{i}": 1 for i in range(50)}
