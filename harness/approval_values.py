@@ -10,12 +10,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from harness.messages import ImageBlock
+
 Decision = Literal["approve", "edit", "reject", "respond"]
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
-Result = tuple[str, bool]  # a finished call's (content, is_error)
 # Why a call waits for a human: the agent's interrupt_on holds it, or it was sent before its
 # worker died and whether it ran is not known (a human decides whether to send it again).
 Hold = Literal["approval", "outcome_unknown"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    """A finished call's result, as its tool_result block will carry it."""
+
+    content: str
+    is_error: bool = False
+    images: tuple[ImageBlock, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

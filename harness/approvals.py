@@ -45,6 +45,7 @@ from harness.approval_values import (
 )
 from harness.errors import HarnessError, InvalidContent
 from harness.messages import Message, ToolResultBlock, ToolUseBlock
+from harness.serde import image_from_json, image_to_json
 
 EVENT_REQUESTED = "approval.requested"
 EVENT_DECIDED = "approval.decided"
@@ -195,7 +196,8 @@ def resolve(decision: ApprovalDecision) -> RunCall | Answer:
 def results_message(order: Sequence[str], results: Mapping[str, Result]) -> Message:
     """The user message answering the calls ``order`` names, in that order."""
     return Message(role="user", content=tuple(
-        ToolResultBlock(tool_use_id=i, content=results[i][0], is_error=results[i][1])
+        ToolResultBlock(tool_use_id=i, content=results[i].content, is_error=results[i].is_error,
+                        images=results[i].images)
         for i in order))
 
 
@@ -209,6 +211,9 @@ def results_message(order: Sequence[str], results: Mapping[str, Result]) -> Mess
 # is written to then.
 CallOutlook = Literal["ran", "answered", "offloaded", "will_run", "awaiting_decision"]
 KNOWN: frozenset[CallOutlook] = frozenset({"ran", "answered"})
+
+
+_UNKNOWN = Result(content="")  # a result not known before the batch finishes, shown empty
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,15 +239,15 @@ def foresee(batch: PendingBatch, calls: Sequence[ToolUseBlock], *,
             results[call.id], seen = batch.done[call.id], "ran"
         elif call.id not in batch.decisions:
             seen = "awaiting_decision" if call.id in held else "will_run"
-            results[call.id] = ("", False)
+            results[call.id] = _UNKNOWN
         else:
             match resolve(batch.decisions[call.id]):
                 case Answer(content=content) if offloads(call.name, content):
-                    results[call.id], seen = ("", False), "offloaded"
+                    results[call.id], seen = _UNKNOWN, "offloaded"
                 case Answer(content=content, is_error=is_error):
-                    results[call.id], seen = (content, is_error), "answered"
+                    results[call.id], seen = Result(content=content, is_error=is_error), "answered"
                 case RunCall():
-                    results[call.id], seen = ("", False), "will_run"
+                    results[call.id], seen = _UNKNOWN, "will_run"
                 case unreachable:
                     assert_never(unreachable)
         outlook.append(ForeseenCall(tool_use_id=call.id, name=call.name, outlook=seen))
@@ -261,9 +266,9 @@ def close(calls: Sequence[ToolUseBlock], batch: PendingBatch) -> Message:
         if call.id in batch.done:
             results[call.id] = batch.done[call.id]
         elif call.id in batch.decisions or call.id not in held:
-            results[call.id] = (CANCELLED_BEFORE_RUN, True)
+            results[call.id] = Result(content=CANCELLED_BEFORE_RUN, is_error=True)
         else:
-            results[call.id] = (CANCELLED_BEFORE_DECISION, True)
+            results[call.id] = Result(content=CANCELLED_BEFORE_DECISION, is_error=True)
     return results_message([c.id for c in calls], results)
 
 
@@ -275,7 +280,7 @@ def batch_to_json(batch: PendingBatch) -> dict[str, Any]:
                      "allowed_decisions": list(p.allowed_decisions), "reason": p.reason}
                     for p in batch.pending],
         "turn": batch.turn,
-        "done": {i: {"content": c, "is_error": e} for i, (c, e) in batch.done.items()},
+        "done": {i: _result_to_json(r) for i, r in batch.done.items()},
         "decisions": {i: {k: v for k, v in (("type", d.type), ("input", d.input),
                                              ("message", d.message)) if v is not None}
                       for i, d in batch.decisions.items()},
@@ -291,10 +296,24 @@ def batch_from_json(data: Any) -> PendingBatch:
                                       reason=p.get("reason", "approval"))
                           for p in data["pending"]),
             turn=int(data.get("turn", 0)),
-            done={i: (r["content"], bool(r["is_error"])) for i, r in data["done"].items()},
+            done={i: _result_from_json(r) for i, r in data["done"].items()},
             decisions={i: ApprovalDecision(type=d["type"], input=d.get("input"),
                                            message=d.get("message"))
                        for i, d in data.get("decisions", {}).items()},
         )
-    except (KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError, InvalidContent) as exc:
         raise InvalidContent(f"state_json 'pending_batch' is malformed: {exc}") from None
+
+
+def _result_to_json(result: Result) -> dict[str, Any]:
+    """A finished call's result; ``images`` only when it has some (a batch paused before images
+    existed reads back as it was)."""
+    out: dict[str, Any] = {"content": result.content, "is_error": result.is_error}
+    if result.images:
+        out["images"] = [image_to_json(i) for i in result.images]
+    return out
+
+
+def _result_from_json(data: dict[str, Any]) -> Result:
+    return Result(content=data["content"], is_error=bool(data["is_error"]),
+                  images=tuple(image_from_json(i) for i in data.get("images", ())))

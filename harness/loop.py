@@ -266,7 +266,8 @@ class Loop:
         if cancelled:
             # The batch never paused: a call a human was about to be asked about did not run
             # either. Every call gets a result, never dangles.
-            finished |= {p.tool_use_id: (approvals.CANCELLED_BEFORE_RUN, True) for p in pending}
+            finished |= {p.tool_use_id: Result(content=approvals.CANCELLED_BEFORE_RUN,
+                                               is_error=True) for p in pending}
             state.pending_batch = None
             return Interrupted("cancelled"), approvals.results_message([c.id for c in calls],
                                                                       finished)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 Role = Literal["user", "assistant"]
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
@@ -42,10 +42,29 @@ class ToolUseBlock:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ImageBlock:
+    """An image a tool result carries: its bytes in base64 (``data``) and what they are
+    (``media_type``). Not a block of a message's own: only :class:`ToolResultBlock` holds
+    images. A tool may answer any media type; before a result is stored,
+    :func:`harness.images.admit` keeps only what a model can be sent (one of
+    :data:`IMAGE_TYPES`, within the size limits) and says so in the result's text for the
+    rest."""
+
+    media_type: str
+    data: str
+    type: Literal["image"] = "image"
+
+
+ImageType = Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+IMAGE_TYPES: tuple[ImageType, ...] = get_args(ImageType)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ToolResultBlock:
     tool_use_id: str
-    content: str
+    content: str  # the result's text: every reader of a result reads this
     is_error: bool = False
+    images: tuple[ImageBlock, ...] = ()  # sent after the text where the wire takes images
     cache_control: CacheControl | None = None
     type: Literal["tool_result"] = "tool_result"
 

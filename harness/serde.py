@@ -2,7 +2,9 @@
 
 The JSON block shapes are the public API's: ``{"type":"text","text"}``,
 ``{"type":"tool_use","id","name","input"}``, ``{"type":"tool_result","tool_use_id","content",
-"is_error"}``, each with an optional ``cache_control``.
+"is_error"}``, each with an optional ``cache_control``. A tool result with images has them in
+``"images"``, each ``{"type":"image","media_type","data"}`` (base64); one without has no such
+key, so every result stored before images existed reads back, and is written, as it was.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from harness.errors import InvalidContent
 from harness.messages import (
     Block,
     CacheControl,
+    ImageBlock,
     Message,
     TextBlock,
     ToolResultBlock,
@@ -41,11 +44,31 @@ def block_to_json(block: Block) -> JSON:
                 "content": block.content,
                 "is_error": block.is_error,
             }
+            if block.images:
+                out["images"] = [image_to_json(i) for i in block.images]
         case _:
             assert_never(block)
     if block.cache_control is not None:
         out["cache_control"] = {"type": block.cache_control.type}
     return out
+
+
+def image_to_json(image: ImageBlock) -> JSON:
+    return {"type": "image", "media_type": image.media_type, "data": image.data}
+
+
+def image_from_json(data: Any) -> ImageBlock:
+    if not isinstance(data, dict) or data.get("type") != "image":
+        raise InvalidContent("a tool_result's images must be image blocks "
+                             "({\"type\": \"image\", \"media_type\", \"data\"})")
+    return ImageBlock(media_type=_str(data, "media_type", allow_empty=False),
+                      data=_str(data, "data", allow_empty=False))
+
+
+def _images(data: Any) -> tuple[ImageBlock, ...]:
+    if not isinstance(data, list):
+        raise InvalidContent("tool_result 'images' must be a list of image blocks")
+    return tuple(image_from_json(i) for i in data)
 
 
 def _str(data: JSON, key: str, *, allow_empty: bool = True) -> str:
@@ -88,6 +111,7 @@ def block_from_json(data: Any) -> Block:
                 tool_use_id=_str(data, "tool_use_id", allow_empty=False),
                 content=_str(data, "content"),
                 is_error=is_error,
+                images=_images(data.get("images", [])),
                 cache_control=cache,
             )
         case other:

@@ -19,6 +19,7 @@ from harness.approvals import ForeseenCall
 from harness.caches import IdentityCache
 from harness.context import Override, OverrideSet, PartKind, SourcedBlock, message_part, part_kind
 from harness.history import is_summary
+from harness.images import Listed, listed
 from harness.messages import Message, TextBlock, ToolDef, ToolUseBlock
 from harness.middleware import filesystem, memory, skills, subagent, summarization, todo
 from harness.serde import content_to_json, json_text
@@ -49,6 +50,7 @@ class Part(NamedTuple):
     cached_prefix: bool = False  # before the prompt cache's breakpoint: editing it costs a miss
     summarized: bool = False  # a message the compacted call's summary stands for (not sent)
     counted: Counted = "tokenizer"  # how ``tokens`` was counted (harness.tokens.base.Counted)
+    images: tuple[Listed, ...] = ()  # a message's tool results' images (in ``tokens``)
     # The whole part as the next call sends it (the replacement, if any), and as it was before
     # a replace override: rendered when asked for (``?full=``), not for every part of a snapshot.
     sent: Callable[[], str] = str
@@ -204,6 +206,7 @@ def _message_part(message: Message, sending: _Sending, *, repair_no: int, last: 
         included=included, override=override.action if override else None,
         summarized=stood_for, paired_with=tuple(sending.partners.get(part_id, ())),
         counted=sending.tokenizer.source, sent=partial(_sent_json, as_sent, shown),
+        images=listed(shown, as_sent, sending.tokenizer.image),
         unreplaced=partial(_sent_json, as_sent, message)
         if override and override.action == "replace" else None)
 
@@ -268,7 +271,8 @@ def message_text(message: Message) -> str:
         elif isinstance(block, ToolUseBlock):
             piece = f"{block.name}({json_text(block.input)})"
         else:
-            piece = f"→ {block.content}"
+            piece = f"→ {block.content}" + "".join(f" [{i.media_type} image]"
+                                                   for i in block.images)
         pieces.append(piece)
         length += len(piece)
         if length > 4 * PREVIEW_CHARS:

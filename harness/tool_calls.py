@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from harness import approvals, telemetry
+from harness import approvals, images, telemetry
 from harness.approval_values import AwaitingApproval, PendingCall, Result
 from harness.chain import Chain, ToolCallRequest, ToolOutcome
 from harness.messages import ToolUseBlock
@@ -31,7 +31,8 @@ def run_tools(chain: Chain, calls: Sequence[ToolUseBlock], state: State,
     names = tuple(offered)
     for index, call in enumerate(calls):
         if cancel_requested():
-            results |= {c.id: (approvals.CANCELLED_BEFORE_RUN, True) for c in calls[index:]}
+            results |= {c.id: Result(content=approvals.CANCELLED_BEFORE_RUN, is_error=True)
+                        for c in calls[index:]}
             return results, pending, True
         attrs = {
             telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_EXECUTE_TOOL,
@@ -49,7 +50,11 @@ def run_tools(chain: Chain, calls: Sequence[ToolUseBlock], state: State,
                                        allowed_decisions=outcome.allowed_decisions,
                                        reason=outcome.reason))
             continue
-        results[call.id] = (outcome.content, outcome.is_error)
+        # The result as the history keeps it: an image no model can be sent becomes a line of
+        # text here, after every wrapper, so none adds one unchecked.
+        kept = images.admit(outcome)
+        results[call.id] = Result(content=kept.content, is_error=kept.is_error,
+                                  images=kept.images)
         state.emit(EVENT_TOOL_RESULT, {"tool_use_id": call.id, "name": call.name,
                                        "is_error": outcome.is_error})
     return results, pending, False

@@ -23,6 +23,7 @@ from hango_api.views import validated
 from hango_project.errors import BadQuery, NotFound, ProviderFailed
 from harness.context import Override, message_part
 from harness.errors import ProviderError
+from harness.images import Listed
 from harness.inspect import Snapshot
 from harness.middleware._mcp_listing import ServerReport
 from harness.middleware.summarization import SummarizationReport
@@ -62,7 +63,14 @@ def part_json(part: Part) -> dict[str, Any]:
             "tokens": part.tokens, "included": part.included, "override": part.override,
             "stale": part.stale, "paired_with": list(part.paired_with),
             "cached_prefix": part.cached_prefix, "counted": part.counted,
-            "summarized": part.summarized}
+            "summarized": part.summarized, "images": [_image_json(i) for i in part.images]}
+
+
+def _image_json(image: Listed) -> dict[str, Any]:
+    size = image.pixels
+    return {"media_type": image.media_type, "bytes": image.bytes,
+            "width": size.width if size else None, "height": size.height if size else None,
+            "tokens": image.tokens, "sent": image.sent, "line": image.line}
 
 
 def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, Any]:

@@ -19,6 +19,21 @@ from runs.serializers import UserContentField
 COUNTED = list(get_args(Counted))
 
 
+class ImageOutput(serializers.Serializer):
+    media_type = serializers.CharField()
+    bytes = serializers.IntegerField(help_text="Its size decoded.")
+    width = serializers.IntegerField(allow_null=True, help_text="In pixels, read from its "
+                                                                "header; null when unreadable.")
+    height = serializers.IntegerField(allow_null=True)
+    tokens = serializers.IntegerField(help_text=(
+        "Its share of the part's `tokens` (Anthropic's rule: about width × height / 750); 0 "
+        "when it is sent as a line of text, which the part's text counts."))
+    sent = serializers.BooleanField(help_text=(
+        "Sent as an image; false: as a line of text saying it was not shown (OpenAI's chat "
+        "wire takes no image in a tool result)."))
+    line = serializers.CharField(help_text="The above in one line, as the panel shows it.")
+
+
 class PartOutput(serializers.Serializer):
     id = serializers.CharField(help_text="`system:<contributor>`, `tool:<name>`, "
                                          "`message:<seq>`, `summary`, or `repair:<n>` for a "
@@ -43,6 +58,8 @@ class PartOutput(serializers.Serializer):
         "tokenizer over the exact text; `rule`, the provider's published rule for how it "
         "renders the part (OpenAI's tool definitions); `estimate`, the estimator, or a "
         "tokenizer over a form the provider renders differently (Claude's tool definitions).")
+    images = ImageOutput(many=True, help_text=(
+        "A message's tool results' images, one each (counted in `tokens`); empty for others."))
 
 
 class TotalsOutput(serializers.Serializer):

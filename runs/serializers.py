@@ -12,6 +12,7 @@ from rest_framework import serializers
 from accounts.usage_apis import CostOutput, UsageOutput
 from hango_api import fields as strict
 from harness.approval_values import DECISIONS
+from harness.messages import IMAGE_TYPES
 from runs import selectors
 from runs.models import Message, Run, RunEvent, Session
 from runs.queue import Multitask
@@ -64,6 +65,12 @@ _TOOL_RESULT_BLOCK = {"type": "object", "required": ["type", "tool_use_id", "con
                           "type": {"type": "string", "enum": ["tool_result"]},
                           "tool_use_id": {"type": "string", "minLength": 1},
                           "content": {"type": "string"}, "is_error": {"type": "boolean"},
+                          "images": {"type": "array", "items": {
+                              "type": "object", "required": ["type", "media_type", "data"],
+                              "properties": {
+                                  "type": {"type": "string", "enum": ["image"]},
+                                  "media_type": {"type": "string", "enum": list(IMAGE_TYPES)},
+                                  "data": {"type": "string", "description": "base64"}}}},
                           "cache_control": _CACHE_CONTROL}}
 
 

@@ -13,7 +13,7 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
-from harness import approvals, mcp
+from harness import approvals, images, mcp
 from harness.approval_values import PendingBatch
 from harness.errors import InvalidContent, retryable_codes
 from harness.messages import Message as HMessage
@@ -62,6 +62,13 @@ def user_content(content: Any) -> list[dict[str, Any]]:
         raise Unprocessable(reason, detail={"content": [reason]})
     if all(isinstance(b, TextBlock) and not b.text.strip() for b in blocks):
         raise Unprocessable("The message is empty.", detail={"content": ["empty"]})
+    # An image no model can be sent would fail every later call of the session: refused here,
+    # where a tool's is replaced by a line of text (harness.images.admit).
+    problems = [f"content[{n}].images[{k}]: {problem}" for n, b in enumerate(blocks)
+                if isinstance(b, ToolResultBlock) for k, i in enumerate(b.images)
+                if (problem := images.problem(i)) is not None]
+    if problems:
+        raise Unprocessable(problems[0], detail={"content": problems})
     return content_to_json(blocks)
 
 

@@ -61,8 +61,9 @@ def render(message: Message, names: dict[str, str]) -> str:
                 lines.append(f"assistant called {block.name}: {clip(args)}")
             case ToolResultBlock():
                 error = " (error)" if block.is_error else ""
+                shown = "".join(f" [{i.media_type} image]" for i in block.images)
                 lines.append(f"{names.get(block.tool_use_id, 'tool')} result{error}: "
-                             f"{clip(block.content)}")
+                             f"{clip(block.content)}{shown}")
             case _:
                 assert_never(block)
     return "\n".join(lines)

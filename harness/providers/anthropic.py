@@ -4,6 +4,9 @@ Retries belong to the SDK (429, 5xx and 529 overloaded, with backoff and ``retry
 by ``settings.max_retries``; what is left after them is translated in :func:`_map_error`, the
 one place SDK errors become hango's.
 
+A tool result with images is sent with a content list: its text, then an image block per image
+(:func:`_map_result_content`).
+
 ``Request.temperature`` is not sent: API version 2026-10-21 (the one SDK 2.x speaks) rejects
 every sampling parameter with a 400, and the SDK no longer has them.
 """
@@ -131,12 +134,23 @@ def _map_block(block: Block) -> dict[str, Any]:
             wire = {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
         case ToolResultBlock():
             wire = {"type": "tool_result", "tool_use_id": block.tool_use_id,
-                    "content": block.content}
+                    "content": _map_result_content(block)}
             if block.is_error:
                 wire["is_error"] = True
     if block.cache_control is not None:
         wire["cache_control"] = _map_cache_control(block.cache_control)
     return wire
+
+
+def _map_result_content(block: ToolResultBlock) -> str | list[dict[str, Any]]:
+    """A result's text as a string; with images, a list of its text block (none when the text
+    is empty: the API refuses an empty text block) and an image block per image, as the
+    Messages API takes a tool_result's content."""
+    if not block.images:
+        return block.content
+    text = [{"type": "text", "text": block.content}] if block.content else []
+    return text + [{"type": "image", "source": {"type": "base64", "media_type": i.media_type,
+                                                "data": i.data}} for i in block.images]
 
 
 def _map_cache_control(cache_control: CacheControl) -> dict[str, Any]:

@@ -3,7 +3,7 @@ streamed in chunks) back as hango's responses.
 
 System blocks join into one system message (cache breakpoints have no counterpart; OpenAI
 caches prefixes by itself), an assistant's tool uses become ``tool_calls``, and each tool result
-becomes a ``tool`` message (a failed one marked in its content:
+becomes a ``tool`` message (a failed one marked in its content, each image a line of text:
 :mod:`harness.providers.openai_wire`). The count endpoint takes the same content as Responses
 API items (:func:`map_count_request`). The adapter that sends these is
 :mod:`harness.providers.openai_compat`.

@@ -6,6 +6,15 @@ model learns the call failed. The adapter sends it so (:mod:`harness.providers.o
 the OpenAI tokenizers count it so (:mod:`harness.tokens.tokenizers`) and the context inspector shows
 it so: one function for the three.
 
+Nor does a ``tool`` message take images (only a user message does, and a result is not the
+user's). Each image of a result is sent as a line after its text,
+``[image/png image, N bytes, not shown: this model's API takes no images in tool results]``, so
+the model knows the tool answered one it cannot see; the line is counted as the text it is, and
+the image itself costs nothing (:func:`image_tokens`). The Responses API's
+``function_call_output`` does take ``input_image`` items, but the adapter speaks chat
+completions (its count request, in Responses items, carries the same line, so it counts what a
+completion is sent).
+
 The model never reads a tool's JSON schema either: OpenAI renders the functions as a TypeScript
 namespace in its system message. :func:`function_tokens` counts a function by OpenAI's
 published rule for that rendering (the cookbook "How to count tokens with tiktoken",
@@ -25,23 +34,40 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from harness.messages import Block, ToolDef, ToolResultBlock
+from harness import images
+from harness.messages import Block, ImageBlock, ToolDef, ToolResultBlock
 
 PROVIDER = "openai"  # the adapter's name, for the model strings it serves ("openai:gpt-4o")
 ERROR_PREFIX = "Error: "
 
 
+def omitted(image: ImageBlock) -> str:
+    """The line an image of a result is sent as."""
+    return (f"[{image.media_type} image, {images.decoded_bytes(image)} bytes, not shown: "
+            "this model's API takes no images in tool results]")
+
+
 def tool_result_content(block: ToolResultBlock) -> str:
-    """A tool message's content: the result, marked when it is a failure."""
-    if not block.is_error:
-        return block.content
-    return ERROR_PREFIX + block.content if block.content else ERROR_PREFIX.rstrip(": ")
+    """A tool message's content: the result, marked when it is a failure, and a line per
+    image."""
+    content = block.content
+    if block.is_error:
+        content = ERROR_PREFIX + content if content else ERROR_PREFIX.rstrip(": ")
+    if block.images:
+        content = "\n".join(([content] if content else []) + [omitted(i) for i in block.images])
+    return content
+
+
+def image_tokens(image: ImageBlock) -> int:
+    """An image costs nothing of its own on this wire: its line is counted with the text."""
+    return 0
 
 
 def as_sent(block: Block) -> Block:
-    """``block`` as the wire carries it: a failed result's mark in its content, no flag."""
-    if isinstance(block, ToolResultBlock) and block.is_error:
-        return replace(block, content=tool_result_content(block), is_error=False)
+    """``block`` as the wire carries it: a failed result's mark and its images' lines in its
+    content, no flag, no image."""
+    if isinstance(block, ToolResultBlock) and (block.is_error or block.images):
+        return replace(block, content=tool_result_content(block), is_error=False, images=())
     return block
 
 

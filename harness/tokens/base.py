@@ -28,6 +28,7 @@ from typing import Literal, Protocol
 
 from harness.messages import (
     Block,
+    ImageBlock,
     Message,
     Request,
     TextBlock,
@@ -55,8 +56,13 @@ class Tokenizer(Protocol):
     def text(self, text: str) -> int: ...
 
     def block(self, block: Block) -> int:
-        """A block's content only: text; tool_use id, name, JSON input; tool_result id and
-        content."""
+        """A block's content only: text; tool_use id, name, JSON input; tool_result id,
+        content and images."""
+        ...
+
+    def image(self, image: ImageBlock) -> int:
+        """A tool result's image as the wire carries it (0 where it is sent as text, which
+        :meth:`block` counts)."""
         ...
 
     def message(self, message: Message) -> int:
@@ -146,6 +152,9 @@ class _ContentCounts(ABC):
 
     def block(self, block: Block) -> int:
         return self._content.block(block)
+
+    def image(self, image: ImageBlock) -> int:
+        return self._content.image(image)
 
     def message(self, message: Message) -> int:
         return self._content.message(message)

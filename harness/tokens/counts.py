@@ -19,8 +19,17 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import assert_never
 
+from harness import images
 from harness.caches import IdentityCache
-from harness.messages import Block, Message, TextBlock, ToolDef, ToolResultBlock, ToolUseBlock
+from harness.messages import (
+    Block,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolDef,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from harness.serde import json_text
 
 # Texts up to this long are keyed by value; longer ones by a digest, so the cache never holds a
@@ -68,6 +77,7 @@ class EncodingCounts:
     def __init__(self, count: Callable[[str], int], *, cache_size: int = TEXT_CACHE_SIZE,
                  result_content: Callable[[ToolResultBlock], str] | None = None,
                  tool_content: Callable[[ToolDef, Callable[[str], int]], int] | None = None,
+                 image: Callable[[ImageBlock], int] = images.tokens,
                  key: str | None = None) -> None:
         self.key = key  # Tokenizer.counts_key
         self.text = _TextCache(count, size=cache_size)
@@ -80,6 +90,9 @@ class EncodingCounts:
         # harness.providers.openai_wire.function_tokens); its name, description and JSON schema
         # by default.
         self._tool_content = tool_content
+        # An image of a tool result: Anthropic's rule by default (harness.images); nothing on
+        # OpenAI's wire, which sends a line of text in its place (in ``result_content``).
+        self.image = image
 
     def block(self, block: Block) -> int:
         match block:
@@ -89,7 +102,8 @@ class EncodingCounts:
                 return (self.text(block.id) + self.text(block.name)
                         + self.text(json_text(block.input)))
             case ToolResultBlock():
-                return self.text(block.tool_use_id) + self.text(self._result_content(block))
+                return (self.text(block.tool_use_id) + self.text(self._result_content(block))
+                        + sum(self.image(i) for i in block.images))
             case _:
                 assert_never(block)
 

@@ -37,7 +37,8 @@ OpenAI (chat completions, as :mod:`harness.providers.openai_chat` maps them)
     with o200k (the cookbook's ``func_init`` for gpt-4o), 10 with cl100k, and 12 once per request
     that has tools (``func_end``) — documented;
   * a failed tool result is counted with the ``Error: `` its content is sent with (the wire has
-    no ``is_error``: :mod:`harness.providers.openai_wire`);
+    no ``is_error``: :mod:`harness.providers.openai_wire`), a result's image as the line of text
+    it is sent as;
   * 3 per tool call — estimate (each call is its own assistant segment naming the function; the
     call id, counted here as content, is likely never shown to the model);
   * 0 per ``"\\n\\n"`` joining text blocks — measured: it mostly merges with the text around it
@@ -62,7 +63,9 @@ Claude (Messages API)
     the ``<function_calls><invoke name="">`` / ``<function_results><result>`` markup of Claude's
     tool-use format;
   * 1 per ``"\\n\\n"`` joining text blocks — measured (+0.80 v3 and v4.7, +1.0 v4.8 on average,
-    ``bench/bench_tokens.py``).
+    ``bench/bench_tokens.py``);
+  * a tool result's image by Anthropic's published rule, about width × height / 750
+    (:mod:`harness.images`) — documented; the estimate counts images so too.
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ from pathlib import Path
 from types import ModuleType
 
 from harness.providers.models import longest_prefix
-from harness.providers.openai_wire import function_tokens, tool_result_content
+from harness.providers.openai_wire import function_tokens, image_tokens, tool_result_content
 from harness.tokens.base import (
     ESTIMATE,
     Counted,
@@ -213,7 +216,8 @@ def _content(encoding: str) -> EncodingCounts | None:
     try:
         if encoding in OPENAI_ENCODINGS:
             return EncodingCounts(ENCODINGS[encoding](), result_content=tool_result_content,
-                                  tool_content=function_tokens, key=counts_key(encoding))
+                                  tool_content=function_tokens, image=image_tokens,
+                                  key=counts_key(encoding))
         return EncodingCounts(ENCODINGS[encoding](), key=counts_key(encoding))
     except ImportError as exc:  # an install without its step: count, but say how
         log.warning("token counts for %s fall back to the estimate: %s (make install)",

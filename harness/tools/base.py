@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from harness.errors import ConfigurationError, Superseded
-from harness.messages import ToolDef, ToolUseBlock
+from harness.messages import ImageBlock, ToolDef, ToolUseBlock
 
 if TYPE_CHECKING:
     from harness.state import State
@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 class ToolResult:
     content: str
     is_error: bool = False
+    # Images beside the text (an MCP tool's screenshot): checked and kept or replaced by a line
+    # of text when the result is stored (harness.images.admit).
+    images: tuple[ImageBlock, ...] = ()
 
 
 def tool_error(message: str) -> ToolResult:

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from harness import approvals
-from harness.approval_values import Answer, ApprovalDecision, PendingBatch, PendingCall, RunCall
+from harness.approval_values import (
+    Answer,
+    ApprovalDecision,
+    PendingBatch,
+    PendingCall,
+    Result,
+    RunCall,
+)
 from harness.approvals import (
     CANCELLED_BEFORE_DECISION,
     CANCELLED_BEFORE_RUN,
@@ -17,6 +24,7 @@ from harness.approvals import (
 from harness.errors import InvalidContent
 from harness.messages import Message, TextBlock, ToolUseBlock
 
+X = Result(content="x")  # what call "a" answered before the pause
 CALLS = (ToolUseBlock(id="a", name="echo", input={"text": "x"}),
          ToolUseBlock(id="b", name="delete", input={"path": "/b"}),
          ToolUseBlock(id="c", name="delete", input={"path": "/c"}))
@@ -28,12 +36,12 @@ def waiting(*ids: str, allowed=("approve", "reject")) -> list[PendingCall]:
 
 
 def paused() -> PendingBatch:
-    return approvals.pause({"a": ("x", False)}, waiting("b", "c"))
+    return approvals.pause({"a": X}, waiting("b", "c"))
 
 
 def test_pause_keeps_what_ran_and_what_waits_and_its_event_lists_the_choices():
     batch = paused()
-    assert batch.done == {"a": ("x", False)} and not batch.decided
+    assert batch.done == {"a": X} and not batch.decided
     assert approvals.requested_event(batch) == ("approval.requested", {"pending": [
         {"tool_use_id": "b", "name": "delete", "allowed_decisions": ["approve", "reject"],
          "reason": "approval"},
@@ -81,7 +89,7 @@ def test_resolve_says_what_each_decision_does(decision, outcome):
 
 
 def test_an_edit_rewrites_only_its_own_call_and_the_event_keeps_the_models_arguments():
-    batch = approvals.decide(approvals.pause({"a": ("x", False)}, waiting(
+    batch = approvals.decide(approvals.pause({"a": X}, waiting(
         "b", "c", allowed=("approve", "edit", "reject"))), [
         {"tool_use_id": "b", "type": "edit", "input": {"path": "/archive/b"}},
         {"tool_use_id": "c", "type": "reject", "message": "keep it"}])
@@ -108,7 +116,7 @@ def test_waiting_calls_are_the_undone_calls_in_order_and_only_for_the_same_batch
 
 
 def test_close_answers_every_call_in_call_order():
-    batch = PendingBatch(done={"a": ("x", False)}, pending=tuple(waiting("b", "c")),
+    batch = PendingBatch(done={"a": X}, pending=tuple(waiting("b", "c")),
                          decisions={"b": ApprovalDecision(type="approve")})
     message = approvals.close(CALLS, batch)
     assert message.role == "user"
@@ -120,7 +128,7 @@ def test_close_answers_every_call_in_call_order():
 def test_foresee_gives_the_results_known_before_the_batch_runs():
     calls = (*CALLS, ToolUseBlock(id="d", name="delete", input={"path": "/d"}),
              ToolUseBlock(id="e", name="delete", input={"path": "/e"}))
-    batch = PendingBatch(done={"a": ("x", False)}, pending=tuple(waiting("b", "c", "d", "e")),
+    batch = PendingBatch(done={"a": X}, pending=tuple(waiting("b", "c", "d", "e")),
                          decisions={"b": ApprovalDecision(type="edit", input={"path": "/B"}),
                                     "c": ApprovalDecision(type="reject", message="no"),
                                     "d": ApprovalDecision(type="respond", message="y" * 70)})
@@ -136,14 +144,15 @@ def test_foresee_gives_the_results_known_before_the_batch_runs():
 
 
 def test_results_message_follows_the_order_given():
-    message = approvals.results_message(["c", "a"], {"a": ("1", False), "c": ("3", True)})
+    message = approvals.results_message(
+        ["c", "a"], {"a": Result(content="1"), "c": Result(content="3", is_error=True)})
     assert [(b.tool_use_id, b.content, b.is_error) for b in message.content] == [
         ("c", "3", True), ("a", "1", False)]
 
 
 def test_the_persisted_form_round_trips_and_refuses_garbage():
     batch = approvals.decide(
-        approvals.pause({"a": ("x", False)}, waiting("b", "c", allowed=("edit", "reject"))),
+        approvals.pause({"a": X}, waiting("b", "c", allowed=("edit", "reject"))),
         [{"tool_use_id": "b", "type": "edit", "input": {"p": 1}},
          {"tool_use_id": "c", "type": "reject", "message": "no"}])
     assert approvals.batch_from_json(approvals.batch_to_json(batch)) == batch

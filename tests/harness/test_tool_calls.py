@@ -1,5 +1,6 @@
 """harness.tool_calls: a turn's tool calls through the chain, each phase callable alone."""
 
+from harness.approval_values import Result
 from harness.chain import Chain
 from harness.messages import ToolUseBlock as Use
 from harness.state import State
@@ -19,9 +20,10 @@ def test_run_tools_needs_nothing_from_an_earlier_phase():
     results, pending, cancelled = run_tools(
         chain, [Use(id="n", name="nope", input={})], State(), lambda: False, offered)
     assert (pending, cancelled) == ([], False)
-    assert results == {"n": ("There is no tool named 'nope'. Available: echo, probe.", True)}
+    unknown = "There is no tool named 'nope'. Available: echo, probe."
+    assert results == {"n": Result(content=unknown, is_error=True)}
     # The check before the call answers False, the tool's own check True: the same check
     # reached the tool.
     results, _, cancelled = run_tools(chain, [Use(id="p", name="probe", input={})], State(),
                                       CancelAfter(checks=1).cancel_requested, offered)
-    assert results == {"p": ("ok", False)} and seen == [True] and not cancelled
+    assert results == {"p": Result(content="ok")} and seen == [True] and not cancelled

@@ -9,13 +9,16 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import AuditEntry, UsageRecord
+from harness.images import decoded_bytes
 from harness.messages import Message as HMessage
 from harness.providers.scripted import ScriptedModel, text, tool_call
+from harness.serde import image_to_json
 from runs.models import Message, Run, Session
 from tests.support.api import error_of
+from tests.support.images import png_image
 
 PART_KEYS = {"id", "kind", "label", "preview", "tokens", "included", "override", "stale",
-             "paired_with", "cached_prefix", "counted", "summarized"}
+             "paired_with", "cached_prefix", "counted", "summarized", "images"}
 
 
 
@@ -144,6 +147,34 @@ def test_each_part_says_how_it_was_counted(alice, make_agent, make_session, hang
     assert {p["counted"] for p in body["system"] + body["messages"]} == {texts}
     assert {p["counted"] for p in body["tools"]} == {tools}
     assert body["framing_counted"] == framing
+
+
+@pytest.mark.parametrize(("model", "sent", "tokens"), [
+    ("anthropic:claude-sonnet-4-5", True, 410), ("openai:gpt-4o", False, 0)])
+def test_a_results_images_are_listed_on_its_part_and_counted_in_the_sum(
+        alice, make_agent, make_session, hango_settings, model, sent, tokens):
+    hango_settings(anthropic_api_key=None, openai_api_key=None, run_inline=False,
+                   broker_url="")
+    session = make_session(alice, agent_id=make_agent(alice, model=model)["id"])
+    shot = png_image(640, 480)
+    Message.objects.bulk_create([Message(session_id=session["id"], seq=seq, role=role,
+                                         content=content) for seq, role, content in [
+        (1, "user", [{"type": "text", "text": "Show me the page."}]),
+        (2, "assistant", [{"type": "tool_use", "id": "c1", "name": "echo", "input": {}}]),
+        (3, "user", [{"type": "tool_result", "tool_use_id": "c1", "content": "the page",
+                      "is_error": False, "images": [image_to_json(shot)]}]),
+        (4, "user", [{"type": "text", "text": "What do you see?"}])]])
+    body = snapshot(alice, session)
+    parts = body["system"] + body["tools"] + body["messages"]
+    assert sum(p["tokens"] for p in parts) + body["framing"] == body["totals"]["after"]
+    [listed] = body["messages"][2]["images"]
+    assert listed == {"media_type": "image/png", "bytes": decoded_bytes(shot), "width": 640,
+                      "height": 480, "tokens": tokens, "sent": sent, "line": listed["line"]}
+    assert listed["line"].startswith("image/png · ") and "640×480 px" in listed["line"]
+    assert [p["images"] for p in parts if p["id"] != "message:3"] == [[]] * (len(parts) - 1)
+    full = alice.client.get(f"/v1/sessions/{session['id']}/context?full=message:3").json()
+    assert (shot.data in full["content"]) == sent
+    assert ("this model's API takes no images" in full["content"]) != sent
 
 
 def test_members_see_their_own_sessions_context_only(alice, bob, outsider, admin, demo):

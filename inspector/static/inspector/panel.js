@@ -326,6 +326,11 @@
       notes.push(badge("summarized", "The compacted call sends the summary part in place of " +
                        "this message.", "warn"));
     }
+    for (const image of part.images || []) {
+      notes.push(badge(image.line, image.sent ? "An image of a tool result, counted by " +
+                       "Anthropic's rule (about width × height / 750 tokens)." : "Sent as a " +
+                       "line of text: this model's API takes no images in tool results."));
+    }
     if (part.cached_prefix) {
       notes.push(badge("cached prefix", "Before the prompt cache's breakpoint: leaving it out " +
                        "or changing it misses the cache on the next call.", "cache"));

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from harness import approvals, telemetry
-from harness.approval_values import ApprovalDecision, PendingBatch, PendingCall
+from harness.approval_values import ApprovalDecision, PendingBatch, PendingCall, Result
 from harness.approvals import CANCELLED_BEFORE_DECISION, REJECTED
 from harness.chain import ToolCallRequest
 from harness.deps import StackConfig
@@ -155,7 +155,8 @@ def test_a_mixed_batch_keeps_call_order_and_runs_the_free_calls_once():
     loop, _, delete = agent_loop(batch)
     state = pause(loop)
     assert [p.tool_use_id for p in state.pending_batch.pending] == ["b", "d"]
-    assert state.pending_batch.done == {"a": ("first", False), "c": ("third", False)}
+    assert state.pending_batch.done == {"a": Result(content="first"),
+                                       "c": Result(content="third")}
     # One decision is not enough: the batch stays paused.
     _, still = resume(loop, state, b=ApprovalDecision(type="approve"))
     assert still.next == Interrupted("paused") and delete.calls == []
@@ -198,7 +199,7 @@ def test_closing_a_cancelled_batch_answers_every_call_in_order():
              ToolUseBlock(id="b", name="delete", input={}),
              ToolUseBlock(id="c", name="delete", input={}))
     batch = PendingBatch(
-        done={"a": ("ran", False)},
+        done={"a": Result(content="ran")},
         pending=[PendingCall(tool_use_id=i, name="delete", input={}, allowed_decisions=("approve",))
                  for i in ("b", "c")],
         decisions={"c": ApprovalDecision(type="approve")})
