@@ -43,9 +43,8 @@ from harness.approval_values import (
     Result,
     RunCall,
 )
-from harness.errors import HarnessError, InvalidContent
+from harness.errors import HarnessError
 from harness.messages import Message, ToolResultBlock, ToolUseBlock
-from harness.serde import image_from_json, image_to_json
 
 EVENT_REQUESTED = "approval.requested"
 EVENT_DECIDED = "approval.decided"
@@ -270,50 +269,3 @@ def close(calls: Sequence[ToolUseBlock], batch: PendingBatch) -> Message:
         else:
             results[call.id] = Result(content=CANCELLED_BEFORE_DECISION, is_error=True)
     return results_message([c.id for c in calls], results)
-
-
-# -- persisted form ---------------------------------------------------------------------------
-
-def batch_to_json(batch: PendingBatch) -> dict[str, Any]:
-    return {
-        "pending": [{"tool_use_id": p.tool_use_id, "name": p.name, "input": p.input,
-                     "allowed_decisions": list(p.allowed_decisions), "reason": p.reason}
-                    for p in batch.pending],
-        "turn": batch.turn,
-        "done": {i: _result_to_json(r) for i, r in batch.done.items()},
-        "decisions": {i: {k: v for k, v in (("type", d.type), ("input", d.input),
-                                             ("message", d.message)) if v is not None}
-                      for i, d in batch.decisions.items()},
-    }
-
-
-def batch_from_json(data: Any) -> PendingBatch:
-    try:
-        return PendingBatch(
-            pending=tuple(PendingCall(tool_use_id=p["tool_use_id"], name=p["name"],
-                                      input=p["input"],
-                                      allowed_decisions=tuple(p["allowed_decisions"]),
-                                      reason=p.get("reason", "approval"))
-                          for p in data["pending"]),
-            turn=int(data.get("turn", 0)),
-            done={i: _result_from_json(r) for i, r in data["done"].items()},
-            decisions={i: ApprovalDecision(type=d["type"], input=d.get("input"),
-                                           message=d.get("message"))
-                       for i, d in data.get("decisions", {}).items()},
-        )
-    except (KeyError, TypeError, AttributeError, InvalidContent) as exc:
-        raise InvalidContent(f"state_json 'pending_batch' is malformed: {exc}") from None
-
-
-def _result_to_json(result: Result) -> dict[str, Any]:
-    """A finished call's result; ``images`` only when it has some (a batch paused before images
-    existed reads back as it was)."""
-    out: dict[str, Any] = {"content": result.content, "is_error": result.is_error}
-    if result.images:
-        out["images"] = [image_to_json(i) for i in result.images]
-    return out
-
-
-def _result_from_json(data: dict[str, Any]) -> Result:
-    return Result(content=data["content"], is_error=bool(data["is_error"]),
-                  images=tuple(image_from_json(i) for i in data.get("images", ())))

@@ -1,4 +1,5 @@
-"""The one place harness values become JSON and back (stored messages, state_json, events).
+"""The one place harness values become JSON and back (stored messages, state_json, events,
+a batch not finished).
 
 The JSON block shapes are the public API's: ``{"type":"text","text"}``,
 ``{"type":"tool_use","id","name","input"}``, ``{"type":"tool_result","tool_use_id","content",
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, assert_never
 
+from harness.approval_values import ApprovalDecision, PendingBatch, PendingCall, Result
 from harness.errors import InvalidContent
 from harness.messages import (
     Block,
@@ -136,3 +138,51 @@ def message_from_json(data: Any) -> Message:
     if not isinstance(data, dict) or data.get("role") not in ("user", "assistant"):
         raise InvalidContent("a message needs role 'user' or 'assistant'")
     return Message(role=data["role"], content=content_from_json(data.get("content")))
+
+
+# -- a batch not finished (state_json's pending_batch) ------------------------------------------
+
+def batch_to_json(batch: PendingBatch) -> dict[str, Any]:
+    """A batch as ``state_json`` keeps it (the API's ``pending_approvals`` are its held calls)."""
+    return {
+        "pending": [{"tool_use_id": p.tool_use_id, "name": p.name, "input": p.input,
+                     "allowed_decisions": list(p.allowed_decisions), "reason": p.reason}
+                    for p in batch.pending],
+        "turn": batch.turn,
+        "done": {i: _result_to_json(r) for i, r in batch.done.items()},
+        "decisions": {i: {k: v for k, v in (("type", d.type), ("input", d.input),
+                                             ("message", d.message)) if v is not None}
+                      for i, d in batch.decisions.items()},
+    }
+
+
+def batch_from_json(data: Any) -> PendingBatch:
+    try:
+        return PendingBatch(
+            pending=tuple(PendingCall(tool_use_id=p["tool_use_id"], name=p["name"],
+                                      input=p["input"],
+                                      allowed_decisions=tuple(p["allowed_decisions"]),
+                                      reason=p.get("reason", "approval"))
+                          for p in data["pending"]),
+            turn=int(data.get("turn", 0)),
+            done={i: _result_from_json(r) for i, r in data["done"].items()},
+            decisions={i: ApprovalDecision(type=d["type"], input=d.get("input"),
+                                           message=d.get("message"))
+                       for i, d in data.get("decisions", {}).items()},
+        )
+    except (KeyError, TypeError, AttributeError, InvalidContent) as exc:
+        raise InvalidContent(f"state_json 'pending_batch' is malformed: {exc}") from None
+
+
+def _result_to_json(result: Result) -> dict[str, Any]:
+    """A finished call's result; ``images`` only when it has some (a batch paused before images
+    existed reads back as it was)."""
+    out: dict[str, Any] = {"content": result.content, "is_error": result.is_error}
+    if result.images:
+        out["images"] = [image_to_json(i) for i in result.images]
+    return out
+
+
+def _result_from_json(data: dict[str, Any]) -> Result:
+    return Result(content=data["content"], is_error=bool(data["is_error"]),
+                  images=tuple(image_from_json(i) for i in data.get("images", ())))

@@ -16,9 +16,9 @@ from typing import Any, Literal, TypeVar, get_args
 
 from harness import telemetry
 from harness.approval_values import PendingBatch
-from harness.approvals import batch_from_json, batch_to_json
 from harness.errors import InvalidContent
 from harness.messages import Message, ModelUsage
+from harness.serde import batch_from_json, batch_to_json
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 TODO_STATUSES: tuple[str, ...] = get_args(TodoStatus)

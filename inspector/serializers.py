@@ -196,12 +196,9 @@ class McpServerOutput(serializers.Serializer):
             "`unreachable`: the last attempt failed (`error` says why; the tools shown are "
             "the last listing's, if any); `never_listed`: no listing yet (no tools shown)."))
     listed_at = serializers.DateTimeField(allow_null=True)
-    age_seconds = serializers.IntegerField(allow_null=True,
-                                           help_text="How old the listing is.")
-    error = serializers.CharField(help_text="Why the server could not be used; empty if it "
-                                            "could.")
-    tools = serializers.IntegerField(help_text="Its tools in this request (its filters "
-                                               "applied).")
+    age_seconds = serializers.IntegerField(allow_null=True, help_text="The listing's age.")
+    error = serializers.CharField(help_text="Why the server could not be used, or empty.")
+    tools = serializers.IntegerField(help_text="Its tools in this request (filters applied).")
 
 
 class SnapshotOutput(serializers.Serializer):

@@ -10,7 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from accounts.usage import quota_release
-from harness import approvals
+from harness import approvals, serde
 from harness.messages import ToolUseBlock
 from harness.serde import content_from_json, content_to_json
 from runs import webhooked
@@ -59,7 +59,7 @@ def close_paused_batch(run: Run) -> None:
     data = run.state_json or {}
     if data.get("pending_batch") is None:
         return
-    batch = approvals.batch_from_json(data["pending_batch"])
+    batch = serde.batch_from_json(data["pending_batch"])
     run.state_json = {k: v for k, v in data.items() if k != "pending_batch"}
     last = Message.objects.filter(session_id=run.session_id).order_by("-seq").first()
     if last is None or last.role != "assistant":  # nothing waits for a result

@@ -13,7 +13,7 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
-from harness import approvals, images, mcp
+from harness import approvals, images, mcp, serde
 from harness.approval_values import PendingBatch
 from harness.errors import InvalidContent, retryable_codes
 from harness.messages import Message as HMessage
@@ -257,11 +257,11 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
                            detail={"status": run.status})
         quota_admit(run.session.tenant_id)
         try:
-            batch = approvals.decide(approvals.batch_from_json(batch_json), decisions)
+            batch = approvals.decide(serde.batch_from_json(batch_json), decisions)
         except approvals.InvalidDecisions as exc:
             raise Unprocessable(str(exc), detail={"decisions": exc.problems,
                                                   "pending": exc.pending}) from None
-        run.state_json = {**run.state_json, "pending_batch": approvals.batch_to_json(batch)}
+        run.state_json = {**run.state_json, "pending_batch": serde.batch_to_json(batch)}
         _rewrite_edited_calls(run, batch)
         take_over(run)
         run.status = RunStatus.QUEUED

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from accounts.models import AuditAction, AuditEntry, TenantPrice
 from agents.models import MemoryFile
 from harness.approval_values import PendingBatch, PendingCall
-from harness.approvals import batch_to_json
+from harness.serde import batch_to_json
 from runs.models import Run, SessionFile
 from tests.support.api import AGENT_BODY, HITL, WRITE_METHODS, post_message
 

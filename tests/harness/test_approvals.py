@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import approvals
+from harness import approvals, serde
 from harness.approval_values import (
     Answer,
     ApprovalDecision,
@@ -155,7 +155,7 @@ def test_the_persisted_form_round_trips_and_refuses_garbage():
         approvals.pause({"a": X}, waiting("b", "c", allowed=("edit", "reject"))),
         [{"tool_use_id": "b", "type": "edit", "input": {"p": 1}},
          {"tool_use_id": "c", "type": "reject", "message": "no"}])
-    assert approvals.batch_from_json(approvals.batch_to_json(batch)) == batch
+    assert serde.batch_from_json(serde.batch_to_json(batch)) == batch
     for bad in (None, {}, {"pending": [{"name": "x"}], "done": {}}, {"pending": [], "done": 3}):
         with pytest.raises(InvalidContent):
-            approvals.batch_from_json(bad)
+            serde.batch_from_json(bad)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import approvals
+from harness import approvals, serde
 from harness.approval_values import ApprovalDecision, PendingBatch, PendingCall, Result
 from harness.deps import RunDeps, StackConfig
 from harness.errors import InvalidContent
@@ -109,12 +109,12 @@ def test_a_batch_persisted_before_images_reads_back():
     batch = PendingBatch(done={"a": Result(content="x")}, pending=(PendingCall(
         tool_use_id="b", name="delete", input={}, allowed_decisions=("approve",)),),
         decisions={"b": ApprovalDecision(type="approve")})
-    stored = approvals.batch_to_json(batch)
+    stored = serde.batch_to_json(batch)
     assert stored["done"] == {"a": {"content": "x", "is_error": False}}
-    assert approvals.batch_from_json(stored) == batch
+    assert serde.batch_from_json(stored) == batch
     stored["done"]["a"]["images"] = [{"type": "image"}]
     with pytest.raises(InvalidContent):
-        approvals.batch_from_json(stored)
+        serde.batch_from_json(stored)
 
 
 # -- offload ---------------------------------------------------------------------------------

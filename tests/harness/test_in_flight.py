@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness import approvals
-from harness.approval_values import PendingCall
+from harness import approvals, serde
+from harness.approval_values import PendingCall, Result
 from harness.chain import Chain
 from harness.deps import StackConfig
 from harness.errors import HarnessError
@@ -30,18 +30,18 @@ def test_an_in_flight_batch_holds_no_call_and_needs_no_decision():
     assert [o.outlook for o in outlook] == ["will_run", "will_run"]
     closing = approvals.close(CALLS, batch)
     assert [r.content for r in closing.tool_results] == [approvals.CANCELLED_BEFORE_RUN] * 2
-    assert approvals.batch_from_json(approvals.batch_to_json(batch)) == batch
+    assert serde.batch_from_json(serde.batch_to_json(batch)) == batch
 
 
 def test_a_held_call_keeps_why_it_waits_in_the_persisted_form():
     held = PendingCall(tool_use_id="b", name="send", input={}, allowed_decisions=("approve",),
                        reason="outcome_unknown")
-    batch = approvals.pause({"a": ("x", False)}, [held], turn=2)
-    assert approvals.batch_from_json(approvals.batch_to_json(batch)) == batch
-    old = approvals.batch_to_json(batch)
+    batch = approvals.pause({"a": Result(content="x")}, [held], turn=2)
+    assert serde.batch_from_json(serde.batch_to_json(batch)) == batch
+    old = serde.batch_to_json(batch)
     del old["turn"], old["pending"][0]["reason"]  # stored before they were kept
-    assert approvals.batch_from_json(old).turn == 0
-    assert approvals.batch_from_json(old).pending[0].reason == "approval"
+    assert serde.batch_from_json(old).turn == 0
+    assert serde.batch_from_json(old).pending[0].reason == "approval"
 
 
 @dataclass
