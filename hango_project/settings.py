@@ -223,9 +223,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": HANGO.log_level},
     # Django's own console handler would print every record twice. httpx logs each request's
-    # whole URL at INFO: a webhook URL may carry its receiver's token in its query.
+    # whole URL at INFO: a webhook URL may carry its receiver's token in its query; so does
+    # httpx2, the MCP SDK's client, for an MCP server's URL.
     "loggers": {"django": {"handlers": [], "propagate": True},
-                "httpx": {"level": "WARNING"}},
+                "httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }
 
 # Celery reliability settings: a task is acknowledged only after it ran, is redelivered when

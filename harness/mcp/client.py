@@ -49,6 +49,7 @@ AddressPolicy = Callable[[str, int], str]
 CLIENT_INFO = Implementation(name="hango", version="1")
 MAX_LIST_PAGES = 100  # a server whose listing never ends cannot hold a run
 CLOSE_SECONDS = 5.0
+KEEPALIVE_SECONDS = 2.0
 
 
 class RedirectRefused(httpx2.TransportError):
@@ -86,7 +87,9 @@ class _Guarded(httpx2.AsyncHTTPTransport):
     or refusal of the credentials passed on (raised, they end the session, saying why)."""
 
     def __init__(self, policy: AddressPolicy | None) -> None:
-        super().__init__(verify=_tls())
+        # An idle connection is dropped before a server would drop it (uvicorn: 5 s): one the
+        # server closes as a request reuses it fails that request, and the SDK its session.
+        super().__init__(verify=_tls(), limits=httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
         self._policy = policy
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
