@@ -11,6 +11,7 @@ from rest_framework import serializers
 from agents.config import allowed_tools_problems, config_problems
 from agents.models import MODEL_PATTERN, SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
 from hango_api import fields as strict
+from hango_api.inputs import Input
 from hango_api.schema import published
 from hango_project.config import hango
 from harness.agent import CONFIG_SCHEMA, TOOL_LIST_SCHEMA
@@ -44,7 +45,7 @@ class SkillToolsField(serializers.JSONField):
     pass
 
 
-class AgentInput(serializers.Serializer):
+class AgentInput(Input):
     name = strict.CharField(max_length=100)
     description = strict.CharField(allow_blank=True, required=False, max_length=10_000)
     system_prompt = strict.CharField(
@@ -105,7 +106,7 @@ class MemoryContentField(strict.CharField):
         return value
 
 
-class MemoryFileInput(serializers.Serializer):
+class MemoryFileInput(Input):
     path = strict.CharField(
         trim_whitespace=False,
         help_text='Absolute and normalized, at most 255 characters, e.g. "/memories/AGENTS.md".')
@@ -118,7 +119,7 @@ class MemoryFileInput(serializers.Serializer):
         return value
 
 
-class MemoryContentInput(serializers.Serializer):
+class MemoryContentInput(Input):
     content = MemoryContentField()
 
 
@@ -129,7 +130,7 @@ class MemoryFileOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class SkillInput(serializers.Serializer):
+class SkillInput(Input):
     name = strict.RegexField(
         SKILL_NAME_PATTERN, max_length=64,
         error_messages={"invalid": "Use lowercase letters, digits and single hyphens, e.g. "

@@ -11,13 +11,14 @@ from rest_framework import serializers
 
 from accounts.usage_apis import CostOutput, UsageOutput
 from hango_api import fields as strict
+from hango_api.inputs import Input
 from harness.approval_values import DECISIONS
 from runs import selectors
 from runs.models import Message, Run, RunEvent, Session
 from runs.queue import Multitask
 
 
-class SessionInput(serializers.Serializer):
+class SessionInput(Input):
     agent = strict.UUIDField()
     title = strict.CharField(max_length=200, required=False, allow_blank=True)
 
@@ -76,7 +77,7 @@ class UserContentField(serializers.JSONField):
     """Checked by :func:`runs.services.user_content`: no blank message, no other block type."""
 
 
-class MessageInput(serializers.Serializer):
+class MessageInput(Input):
     content = UserContentField(
         help_text="The user's text, or a list of text / tool_result blocks."
     )
@@ -92,7 +93,7 @@ class MessageInput(serializers.Serializer):
                   "history, in order).")
 
 
-class DecisionInput(serializers.Serializer):
+class DecisionInput(Input):
     """A human's decision on one pending tool call."""
 
     tool_use_id = strict.CharField(max_length=200)
@@ -119,7 +120,7 @@ class DecisionInput(serializers.Serializer):
         return data
 
 
-class ApproveInput(serializers.Serializer):
+class ApproveInput(Input):
     decisions = DecisionInput(many=True, allow_empty=False,
                               help_text="Exactly one decision per pending tool call.")
 
