@@ -16,6 +16,20 @@ from hango_project.errors import ApplicationError
 from harness.middleware.memory import content_problem, path_problem
 
 
+def refuse_unknown_tools(form: forms.ModelForm, cleaned: dict[str, Any],
+                         names: tuple[str, ...]) -> None:
+    """The services' check of tool names (:func:`agents.services.checked_tools`) on the fields
+    ``names`` the form writes — every one on an add, the changed ones on a change, as the
+    services are given them — as the form's errors."""
+    adding = form.instance._state.adding
+    data = {k: cleaned[k] for k in names if k in cleaned and (adding or k in form.changed_data)}
+    try:
+        services.checked_tools(data)
+    except ApplicationError as exc:
+        for field, problems in exc.detail.items():
+            form.add_error(field, problems)
+
+
 class TenantOwnedForm(forms.ModelForm):
     """A row with a tenant and an owner, both chosen when it is added and fixed after (the
     admin shows them read-only): the owner must be a member of the tenant."""
@@ -83,7 +97,8 @@ class MemoryFileFormSet(BaseInlineFormSet):
 
 class AgentForm(TenantOwnedForm):
     """The API's rules for an agent's tools and config, so an agent saved here runs like one
-    saved through the API (a run parses the config and fails on one it cannot)."""
+    saved through the API (a run parses the config and fails on one it cannot; it goes without
+    a tool it cannot offer, so an unknown name is refused here)."""
 
     class Meta:
         model = Agent
@@ -110,11 +125,13 @@ class AgentForm(TenantOwnedForm):
                 cleaned["config"] = services.checked_config(tenant.pk, config)
             except ApplicationError as exc:
                 self.add_error("config", [str(p) for p in exc.detail.get("config", [exc])])
+        refuse_unknown_tools(self, cleaned, ("allowed_tools", "config"))
         return cleaned
 
 
 class SkillForm(TenantOwnedForm):
-    """The API's rules for a skill's name and tools; a name is the tenant's once."""
+    """The API's rules for a skill's name and tools (known ones); a name is the tenant's
+    once."""
 
     name = forms.RegexField(regex=SKILL_NAME_PATTERN, max_length=64,
                             help_text="Lowercase letters, digits and single hyphens.")
@@ -137,4 +154,5 @@ class SkillForm(TenantOwnedForm):
         if "tenant" not in self.fields and name and Skill.objects.filter(
                 tenant_id=self.instance.tenant_id, name=name).exclude(pk=self.instance.pk).exists():
             self.add_error("name", "A skill with this name already exists in the tenant.")
+        refuse_unknown_tools(self, cleaned, ("allowed_tools",))
         return cleaned

@@ -28,19 +28,21 @@ def _checked(problems: list[str], value: Any) -> Any:
 
 
 # The list alone: the fields allow null, which drf-spectacular adds.
-@extend_schema_field(published(TOOL_LIST_SCHEMA, "Tool names this agent may use; null means all."))
+@extend_schema_field(published(TOOL_LIST_SCHEMA, "Tool names this agent may use, each a tool a "
+                               "run can offer (another name is a 422); null means all."))
 class AllowedToolsField(serializers.JSONField):
     pass
 
 
-@extend_schema_field(published(CONFIG_SCHEMA, "Middleware options; unknown keys are refused."))
+@extend_schema_field(published(CONFIG_SCHEMA, "Middleware options; unknown keys are refused, "
+                               "and so are tool names no run can offer."))
 class AgentConfigField(serializers.JSONField):
     pass
 
 
 @extend_schema_field(published(TOOL_LIST_SCHEMA,
-                               "Tools a loaded skill brings; null or [] brings none. Never past "
-                               "the agent's allowed_tools."))
+                               "Tools a loaded skill brings, each a tool a run can offer; null or "
+                               "[] brings none. Never past the agent's allowed_tools."))
 class SkillToolsField(serializers.JSONField):
     pass
 
