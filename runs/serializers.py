@@ -55,13 +55,14 @@ class MessageOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-_CACHE_CONTROL = {"type": ["object", "null"], "required": ["type"],
+# Closed objects, as runs.services.user_content reads them: another key is a 422.
+_CACHE_CONTROL = {"type": ["object", "null"], "required": ["type"], "additionalProperties": False,
                   "properties": {"type": {"type": "string", "enum": ["ephemeral"]}}}
-_TEXT_BLOCK = {"type": "object", "required": ["type", "text"], "properties": {
-    "type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"},
-    "cache_control": _CACHE_CONTROL}}
+_TEXT_BLOCK = {"type": "object", "required": ["type", "text"], "additionalProperties": False,
+               "properties": {"type": {"type": "string", "enum": ["text"]},
+                              "text": {"type": "string"}, "cache_control": _CACHE_CONTROL}}
 _TOOL_RESULT_BLOCK = {"type": "object", "required": ["type", "tool_use_id", "content"],
-                      "properties": {
+                      "additionalProperties": False, "properties": {
                           "type": {"type": "string", "enum": ["tool_result"]},
                           "tool_use_id": {"type": "string", "minLength": 1},
                           "content": {"type": "string"}, "is_error": {"type": "boolean"},

@@ -18,7 +18,7 @@ from harness.approval_values import PendingBatch
 from harness.errors import InvalidContent, retryable_codes
 from harness.messages import Message as HMessage
 from harness.messages import TextBlock, ToolResultBlock
-from harness.serde import content_from_json, content_to_json
+from harness.serde import BLOCK_FIELDS, content_from_json, content_to_json
 from runs import queue, tasks
 from runs.admission import quota_admit
 from runs.endings import INTERNAL_ERROR, cancel_unheld
@@ -61,6 +61,12 @@ def user_content(content: Any) -> list[dict[str, Any]]:
         raise Unprocessable(reason, detail={"content": [reason]})
     if all(isinstance(b, TextBlock) and not b.text.strip() for b in blocks):
         raise Unprocessable("The message is empty.", detail={"content": ["empty"]})
+    # Read, a block has no place for another key: say so rather than drop it.
+    unknown = [f"{i}/{key}: Unknown field." for i, block in enumerate(content)
+               for key in block if key not in BLOCK_FIELDS[block["type"]]]
+    if unknown:
+        raise Unprocessable("A content block has a field blocks do not take.",
+                            detail={"content": unknown})
     return content_to_json(blocks)
 
 
