@@ -16,6 +16,7 @@ from accounts.authentication import caller
 from accounts.models import TenantPrice
 from accounts.usage import money
 from hango_api import fields
+from hango_api.inputs import Input
 from hango_api.views import ListApi, paginated, validated
 
 
@@ -25,7 +26,7 @@ def _rate(help_text: str) -> fields.DecimalField:
                                help_text=help_text)
 
 
-class TenantPriceInput(serializers.Serializer):
+class TenantPriceInput(Input):
     currency = fields.RegexField(r"^[A-Z]{3}\Z", default="USD",
                                       help_text="ISO 4217 code, e.g. USD (the default), EUR.")
     input = _rate("Per million input tokens (not read from or written to the cache).")

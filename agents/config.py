@@ -1,20 +1,29 @@
-"""The agent ``config`` document and ``allowed_tools`` list, as the API validates them.
+"""The agent ``config`` document and ``allowed_tools`` list, as the API validates them, and the
+tool names they (and a skill's ``allowed_tools``) may use.
 
 Both are the harness's types (:class:`harness.agent.AgentConfig`, :data:`harness.agent.ToolList`):
 the API refuses exactly what a run would refuse, and the worker parses the stored document into
-a frozen :class:`~harness.agent.AgentConfig` once per distinct document.
+a frozen :class:`~harness.agent.AgentConfig` once per distinct document. A tool name must also be
+one a run can offer (:func:`harness.tool_names.builtin_tool_names`, plus the ``extra`` names the
+caller knows of: the tools of the agent's MCP servers); a run does not check, it goes without a
+tool it cannot offer, so the API refuses the name instead. Stored agents are not re-checked.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pydantic import TypeAdapter
 
-from harness.agent import ToolList, config_problems
+from harness.agent import AgentConfig, ToolList, config_problems
 from harness.documents import problems
+from harness.errors import ConfigurationError
+from harness.tool_names import builtin_tool_names
 
-__all__ = ["allowed_tools_problems", "config_problems"]
+__all__ = ["allowed_tools_problems", "config_problems", "tool_name_problems", "tool_problems"]
 
 _ALLOWED_TOOLS: TypeAdapter[ToolList | None] = TypeAdapter(ToolList | None)
 
@@ -22,3 +31,48 @@ _ALLOWED_TOOLS: TypeAdapter[ToolList | None] = TypeAdapter(ToolList | None)
 def allowed_tools_problems(allowed_tools: Any) -> list[str]:
     """Readable reasons ``allowed_tools`` is neither null nor a list of tool names."""
     return problems(_ALLOWED_TOOLS, allowed_tools)
+
+
+def tool_name_problems(names: Iterable[str], *,
+                       extra: frozenset[str] = frozenset()) -> list[str]:
+    """One sentence for each of ``names`` that is neither a tool of hango's own nor one of
+    ``extra``, naming it (and the nearest known name, or every known one)."""
+    known = builtin_tool_names() | extra
+    return [_unknown(name, known) for name in names if name not in known]
+
+
+def tool_problems(data: Mapping[str, Any], *,
+                  extra: frozenset[str] = frozenset()) -> dict[str, list[str]]:
+    """The unknown tool names of an agent's or a skill's fields in ``data`` (each already of
+    its type; the others are left to their own checks), by field: ``allowed_tools`` as
+    ``<index>: …`` lines, ``config``'s ``interrupt_on`` keys and subagents' ``tools`` as
+    ``<path>: …`` lines, as the config's other problems read."""
+    found = {"allowed_tools": _placed(enumerate(data.get("allowed_tools") or ()), extra),
+             "config": _placed(_config_names(data.get("config")), extra)}
+    return {field: lines for field, lines in found.items() if lines}
+
+
+def _placed(names: Iterable[tuple[Any, str]], extra: frozenset[str]) -> list[str]:
+    return [f"{place}: {problem}" for place, name in names
+            for problem in tool_name_problems([name], extra=extra)]
+
+
+def _config_names(config: Any) -> Iterator[tuple[str, str]]:
+    """Where ``config`` names a tool, and the name; nothing for a config that does not parse
+    (:func:`config_problems` says why)."""
+    if not isinstance(config, dict):
+        return
+    try:
+        parsed = AgentConfig.from_json(json.dumps(config))
+    except ConfigurationError:
+        return
+    yield from ((f"interrupt_on/{name}", name) for name in parsed.interrupt_on)
+    for i, subagent in enumerate(parsed.subagents):
+        yield from ((f"subagents/{i}/tools/{j}", name)
+                    for j, name in enumerate(subagent.tools or ()))
+
+
+def _unknown(name: str, known: frozenset[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    hint = f"did you mean {close[0]!r}?" if close else f"the tools are {', '.join(sorted(known))}."
+    return f"Unknown tool {name!r}: {hint}"

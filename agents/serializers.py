@@ -11,6 +11,7 @@ from rest_framework import serializers
 from agents.config import allowed_tools_problems, config_problems
 from agents.models import MODEL_PATTERN, SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
 from hango_api import fields as strict
+from hango_api.inputs import Input
 from hango_api.schema import published
 from hango_project.config import hango
 from harness.agent import CONFIG_SCHEMA, TOOL_LIST_SCHEMA
@@ -27,24 +28,26 @@ def _checked(problems: list[str], value: Any) -> Any:
 
 
 # The list alone: the fields allow null, which drf-spectacular adds.
-@extend_schema_field(published(TOOL_LIST_SCHEMA, "Tool names this agent may use; null means all."))
+@extend_schema_field(published(TOOL_LIST_SCHEMA, "Tool names this agent may use, each a tool a "
+                               "run can offer (another name is a 422); null means all."))
 class AllowedToolsField(serializers.JSONField):
     pass
 
 
-@extend_schema_field(published(CONFIG_SCHEMA, "Middleware options; unknown keys are refused."))
+@extend_schema_field(published(CONFIG_SCHEMA, "Middleware options; unknown keys are refused, "
+                               "and so are tool names no run can offer."))
 class AgentConfigField(serializers.JSONField):
     pass
 
 
 @extend_schema_field(published(TOOL_LIST_SCHEMA,
-                               "Tools a loaded skill brings; null or [] brings none. Never past "
-                               "the agent's allowed_tools."))
+                               "Tools a loaded skill brings, each a tool a run can offer; null or "
+                               "[] brings none. Never past the agent's allowed_tools."))
 class SkillToolsField(serializers.JSONField):
     pass
 
 
-class AgentInput(serializers.Serializer):
+class AgentInput(Input):
     name = strict.CharField(max_length=100)
     description = strict.CharField(allow_blank=True, required=False, max_length=10_000)
     system_prompt = strict.CharField(
@@ -105,7 +108,7 @@ class MemoryContentField(strict.CharField):
         return value
 
 
-class MemoryFileInput(serializers.Serializer):
+class MemoryFileInput(Input):
     path = strict.CharField(
         trim_whitespace=False,
         help_text='Absolute and normalized, at most 255 characters, e.g. "/memories/AGENTS.md".')
@@ -118,7 +121,7 @@ class MemoryFileInput(serializers.Serializer):
         return value
 
 
-class MemoryContentInput(serializers.Serializer):
+class MemoryContentInput(Input):
     content = MemoryContentField()
 
 
@@ -129,7 +132,7 @@ class MemoryFileOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class SkillInput(serializers.Serializer):
+class SkillInput(Input):
     name = strict.RegexField(
         SKILL_NAME_PATTERN, max_length=64,
         error_messages={"invalid": "Use lowercase letters, digits and single hyphens, e.g. "

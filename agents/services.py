@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
+from agents.config import tool_problems
 from agents.models import Agent, MemoryFile, Skill
 from hango_project.config import hango
 from hango_project.errors import Conflict, Unprocessable
@@ -33,6 +34,15 @@ def checked_config(tenant_id: uuid.UUID, config: dict[str, Any]) -> dict[str, An
     return {**config, "skills": ids}
 
 
+def checked_tools(data: dict[str, Any], *, extra: frozenset[str] = frozenset()) -> None:
+    """A 422 naming every tool name in ``data`` — the fields an agent or a skill is given, of
+    their types — that no run can offer: neither hango's own nor one of ``extra`` (the tools
+    of the agent's MCP servers, as their listings name them). Only what is written is checked:
+    a stored agent keeps the names it has until they are written again."""
+    if problems := tool_problems(data, extra=extra):
+        raise Unprocessable("A tool name is not one a run can offer.", detail=problems)
+
+
 # Who made a row for ``member``: the member themself (the API), or someone on their behalf (the
 # admin: the staff user's member of the tenant, or None).
 Maker = Member | None | Literal["member"]
@@ -48,6 +58,7 @@ def agent_create(*, member: Member, data: dict[str, Any], actor: Maker = "member
     fields = {k: v for k, v in data.items() if k in WRITABLE_FIELDS}
     if "config" in fields:
         fields["config"] = checked_config(member.tenant_id, fields["config"])
+    checked_tools(fields)
     agent = Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
     audit_record(actor=_maker(member, actor), tenant=agent.tenant_id,
                  action=AuditAction.AGENT_CREATE, obj_type="agent", obj_id=agent.pk,
@@ -60,6 +71,7 @@ def agent_update(*, agent: Agent, data: dict[str, Any], actor: Member | None = N
     if "config" in data:
         data = {**data, "config": checked_config(agent.tenant_id, data["config"])}
     changed = [k for k in WRITABLE_FIELDS if k in data]
+    checked_tools({k: data[k] for k in changed})
     for name in changed:
         setattr(agent, name, data[name])
     if changed:
@@ -153,6 +165,7 @@ def _name_taken(name: str) -> Conflict:
 def skill_create(*, member: Member, data: dict[str, Any], actor: Maker = "member") -> Skill:
     """A new skill of ``member``'s tenant, owned by them."""
     fields = {k: v for k, v in data.items() if k in SKILL_FIELDS}
+    checked_tools(fields)
     try:
         with transaction.atomic():
             skill = Skill.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
@@ -168,6 +181,7 @@ def skill_create(*, member: Member, data: dict[str, Any], actor: Maker = "member
 def skill_update(*, skill: Skill, data: dict[str, Any], actor: Member | None = None) -> Skill:
     """The caller's right to change ``skill`` is checked by the selector that fetched it."""
     changed = [k for k in SKILL_FIELDS if k in data]
+    checked_tools({k: data[k] for k in changed})
     for name in changed:
         setattr(skill, name, data[name])
     if changed:

@@ -149,9 +149,9 @@ class Hango:
         benchmark's tenant or of another one."""
         from django.db import transaction
 
+        from runs.content import user_content
         from runs.events import status_event
         from runs.models import Message, Run, RunEvent, RunStatus, Session
-        from runs.services import user_content
 
         member, agent = self.other() if other_tenant else (self.member, self.agent)
         tag = time.time_ns()

@@ -1,5 +1,6 @@
 """OpenAPI (3.1): the one error shape, documented on every operation it can answer, and the
-JSON Schemas the code validates with, published as they are."""
+JSON Schemas the code validates with, published as they are. (Every body is a closed object:
+:mod:`hango_api.inputs` says so.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,18 @@ def published(json_schema: dict[str, Any], description: str) -> dict[str, Any]:
     publishes exactly what it checks."""
     out = {key: value for key, value in json_schema.items() if key != "$schema"}
     return {**out, "description": description}
+
+
+def doc_excludes() -> list[type]:
+    """drf-spectacular's ``GET_LIB_DOC_EXCLUDES``: the classes whose docstrings never describe a
+    component. DRF's own, as by default, and :class:`hango_api.inputs.Input`, the base of every
+    body, whose docstring says how bodies are checked, not what one holds."""
+    # Imported when asked: drf-spectacular reads its settings while DRF's modules load.
+    from drf_spectacular.plumbing import get_lib_doc_excludes
+
+    from hango_api.inputs import Input
+
+    return [*get_lib_doc_excludes(), Input]
 
 
 ERROR_SCHEMA = {

@@ -180,6 +180,7 @@ SPECTACULAR_SETTINGS = {
                             "AuditActionEnum": "accounts.models.AuditAction",
                             "CountedEnum": "inspector.serializers.COUNTED",
                             "DiffStatusEnum": "inspector.serializers.DIFF_STATUSES"},
+    "GET_LIB_DOC_EXCLUDES": "hango_api.schema.doc_excludes",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "hango_api.schema.add_error_responses",

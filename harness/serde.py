@@ -27,6 +27,14 @@ from harness.messages import (
 
 JSON = dict[str, Any]
 
+# The keys each block type's JSON has; a reader of outside JSON (the API) refuses any other.
+BLOCK_FIELDS: dict[str, frozenset[str]] = {
+    "text": frozenset({"type", "text", "cache_control"}),
+    "tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
+    "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "images",
+                              "cache_control"}),
+}
+
 # A JSON value as text the way a model reads it (tool inputs and schemas; previews): non-ASCII
 # kept, anything else as str. One encoder: ``json.dumps`` with arguments builds a new one per
 # call, which is most of the time for a small tool input.

@@ -38,9 +38,9 @@ from inspector.serializers import (
     TryInput,
     TryOutput,
 )
+from runs.content import user_content
 from runs.models import Session
 from runs.selectors import session_get
-from runs.services import user_content
 
 FULL = OpenApiParameter("full", str, description="A part id: answer that part's whole content "
                         "instead of the snapshot.")

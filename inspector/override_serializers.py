@@ -10,12 +10,13 @@ from rest_framework import serializers
 
 from context.models import OverrideAction
 from hango_api import fields as strict
+from hango_api.inputs import Input
 from hango_project.config import hango
 
 MAX_OVERRIDES = 1_000
 
 
-class OverrideInput(serializers.Serializer):
+class OverrideInput(Input):
     part = strict.CharField(max_length=1_100, trim_whitespace=False,
                             help_text="A part id: `system:<contributor>`, `tool:<name>`, "
                                       "`message:<seq>` or `summary`.")
@@ -54,7 +55,7 @@ class OverridesOutput(serializers.Serializer):
                                             "is (a batch's calls and their results go together).")
 
 
-class BothOverridesInput(serializers.Serializer):
+class BothOverridesInput(Input):
     agent = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES, required=False,
                              help_text="The agent's set (`system:*` and `tool:*` parts), as "
                                        "`PUT /v1/agents/{id}/context-overrides` takes it; "

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from context.models import OverrideAction
 from hango_api import fields as strict
+from hango_api.inputs import Input
 from harness.approvals import CallOutlook
 from harness.tokens.base import Counted
 from inspector.cost import NextCallCostOutput
@@ -261,7 +262,7 @@ class SnapshotOutput(serializers.Serializer):
         "otherwise."))
 
 
-class PreviewInput(serializers.Serializer):
+class PreviewInput(Input):
     overrides = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES,
                                  required=False,
                                  help_text="The agent's and the session's overrides together, "
@@ -282,7 +283,7 @@ class PartContentOutput(serializers.Serializer):
     included = serializers.BooleanField()
 
 
-class TryInput(serializers.Serializer):
+class TryInput(Input):
     exclude = strict.ListField(child=strict.CharField(max_length=1_100), required=False,
                                max_length=MAX_OVERRIDES)
     replace = strict.DictField(child=strict.CharField(allow_blank=True, trim_whitespace=False),

@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from accounts.usage_apis import CostOutput, UsageOutput
 from hango_api import fields as strict
+from hango_api.inputs import Input
 from harness.approval_values import DECISIONS
 from harness.messages import IMAGE_TYPES
 from runs import selectors
@@ -18,7 +19,7 @@ from runs.models import Message, Run, RunEvent, Session
 from runs.queue import Multitask
 
 
-class SessionInput(serializers.Serializer):
+class SessionInput(Input):
     agent = strict.UUIDField()
     title = strict.CharField(max_length=200, required=False, allow_blank=True)
 
@@ -55,13 +56,14 @@ class MessageOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-_CACHE_CONTROL = {"type": ["object", "null"], "required": ["type"],
+# Closed objects, as runs.content.user_content reads them: another key is a 422.
+_CACHE_CONTROL = {"type": ["object", "null"], "required": ["type"], "additionalProperties": False,
                   "properties": {"type": {"type": "string", "enum": ["ephemeral"]}}}
-_TEXT_BLOCK = {"type": "object", "required": ["type", "text"], "properties": {
-    "type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"},
-    "cache_control": _CACHE_CONTROL}}
+_TEXT_BLOCK = {"type": "object", "required": ["type", "text"], "additionalProperties": False,
+               "properties": {"type": {"type": "string", "enum": ["text"]},
+                              "text": {"type": "string"}, "cache_control": _CACHE_CONTROL}}
 _TOOL_RESULT_BLOCK = {"type": "object", "required": ["type", "tool_use_id", "content"],
-                      "properties": {
+                      "additionalProperties": False, "properties": {
                           "type": {"type": "string", "enum": ["tool_result"]},
                           "tool_use_id": {"type": "string", "minLength": 1},
                           "content": {"type": "string"}, "is_error": {"type": "boolean"},
@@ -80,10 +82,10 @@ _TOOL_RESULT_BLOCK = {"type": "object", "required": ["type", "tool_use_id", "con
      "items": {"oneOf": [_TEXT_BLOCK, _TOOL_RESULT_BLOCK]}},
 ]})
 class UserContentField(serializers.JSONField):
-    """Checked by :func:`runs.services.user_content`: no blank message, no other block type."""
+    """Checked by :func:`runs.content.user_content`: no blank message, no other block type."""
 
 
-class MessageInput(serializers.Serializer):
+class MessageInput(Input):
     content = UserContentField(
         help_text="The user's text, or a list of text / tool_result blocks."
     )
@@ -99,7 +101,7 @@ class MessageInput(serializers.Serializer):
                   "history, in order).")
 
 
-class DecisionInput(serializers.Serializer):
+class DecisionInput(Input):
     """A human's decision on one pending tool call."""
 
     tool_use_id = strict.CharField(max_length=200)
@@ -126,7 +128,7 @@ class DecisionInput(serializers.Serializer):
         return data
 
 
-class ApproveInput(serializers.Serializer):
+class ApproveInput(Input):
     decisions = DecisionInput(many=True, allow_empty=False,
                               help_text="Exactly one decision per pending tool call.")
 

@@ -13,14 +13,14 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
-from harness import approvals, images, mcp, serde
+from harness import approvals, mcp, serde
 from harness.approval_values import PendingBatch
-from harness.errors import InvalidContent, retryable_codes
+from harness.errors import retryable_codes
 from harness.messages import Message as HMessage
-from harness.messages import TextBlock, ToolResultBlock
 from harness.serde import content_from_json, content_to_json
 from runs import queue, tasks
 from runs.admission import quota_admit
+from runs.content import user_content
 from runs.endings import INTERNAL_ERROR, cancel_unheld
 from runs.events import append_events, status_event
 from runs.fence import take_over
@@ -45,31 +45,6 @@ def session_create(*, member: Member, agent: Agent, title: str = "") -> Session:
     audit_record(actor=member, tenant=session.tenant_id, action=AuditAction.SESSION_CREATE,
                  obj_type="session", obj_id=session.pk, detail={"agent": str(agent.pk)})
     return session
-
-
-def user_content(content: Any) -> list[dict[str, Any]]:
-    """A user message's content as stored blocks: a string, or a list of text/tool_result blocks."""
-    if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    try:
-        blocks = content_from_json(content)
-    except InvalidContent as exc:
-        raise Unprocessable(str(exc), detail={"content": [str(exc)]}) from None
-    if not blocks:
-        raise Unprocessable("The message is empty.", detail={"content": ["empty"]})
-    if not all(isinstance(b, TextBlock | ToolResultBlock) for b in blocks):
-        reason = "A user message holds text or tool_result blocks only."
-        raise Unprocessable(reason, detail={"content": [reason]})
-    if all(isinstance(b, TextBlock) and not b.text.strip() for b in blocks):
-        raise Unprocessable("The message is empty.", detail={"content": ["empty"]})
-    # An image no model can be sent would fail every later call of the session: refused here,
-    # where a tool's is replaced by a line of text (harness.images.admit).
-    problems = [f"content[{n}].images[{k}]: {problem}" for n, b in enumerate(blocks)
-                if isinstance(b, ToolResultBlock) for k, i in enumerate(b.images)
-                if (problem := images.problem(i)) is not None]
-    if problems:
-        raise Unprocessable(problems[0], detail={"content": problems})
-    return content_to_json(blocks)
 
 
 def _conflict_active(session_id: uuid.UUID, active: uuid.UUID | None = None) -> Conflict:

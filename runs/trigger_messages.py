@@ -18,6 +18,7 @@ from rest_framework import serializers
 from accounts import keys
 from accounts.models import ApiKey, Member
 from hango_api import fields as strict
+from hango_api.inputs import Input
 from hango_api.parsers import unstorable_path
 from hango_project import sealing
 from hango_project.config import hango
@@ -27,7 +28,7 @@ from runs.serializers import UserContentField
 SIGNATURE_VERSION = "v1"
 
 
-class TriggerInput(serializers.Serializer):
+class TriggerInput(Input):
     """A message's payload. Exactly one of ``agent`` (a new session of it) and ``session``."""
 
     tenant = strict.UUIDField()
@@ -44,9 +45,6 @@ class TriggerInput(serializers.Serializer):
                                "to tell of this run's end, besides the agent's.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(self.initial_data) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
         if ("agent" in attrs) == ("session" in attrs):
             raise serializers.ValidationError(
                 {"session": ["Give exactly one of agent (a new session) and session."]})

@@ -6,12 +6,13 @@ from rest_framework import serializers
 
 from accounts.usage_apis import UsageOutput
 from hango_api import fields as strict
+from hango_api.inputs import Input
 from runs.queue import Multitask
 from runs.serializers import ContentField, RunErrorField, UserContentField
 from schedules.models import Fire, Schedule
 
 
-class ScheduleInput(serializers.Serializer):
+class ScheduleInput(Input):
     name = strict.CharField(max_length=200)
     agent = strict.UUIDField(required=False, help_text="Each fire starts a new session of it.")
     session = strict.UUIDField(required=False, help_text="Each fire posts to this session.")

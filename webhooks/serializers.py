@@ -8,12 +8,13 @@ from urllib.parse import urlsplit
 from rest_framework import serializers
 
 from hango_api import fields as strict
+from hango_api.inputs import Input
 from hango_project.config import hango
 from webhooks.delivery import is_public
 from webhooks.models import RUN_EVENTS, Delivery, Endpoint
 
 
-class EndpointInput(serializers.Serializer):
+class EndpointInput(Input):
     url = strict.CharField(max_length=2000, help_text="Where deliveries are POSTed: http(s).")
     description = strict.CharField(max_length=200, required=False, allow_blank=True)
     agent = strict.UUIDField(required=False, allow_null=True,

@@ -1,8 +1,9 @@
-"""agents.admin: an agent saved in the admin obeys the API's rules for its config and tools, so
-it runs like one saved through the API."""
+"""agents.admin: an agent saved in the admin obeys the API's rules for its config and tools
+(known tool names only), so it runs like one saved through the API."""
 
 from __future__ import annotations
 
+import html
 import uuid
 
 import pytest
@@ -43,6 +44,21 @@ def test_bad_allowed_tools_are_refused(staff_client, alice):
     response = staff_client.post(reverse("admin:agents_agent_add"),
                                  form(alice, allowed_tools='"echo"'))
     assert response.status_code == 200 and not Agent.objects.exists()
+
+
+@pytest.mark.parametrize(("fields", "problem"), [
+    ({"allowed_tools": '["echo", "serch"]'}, "1: Unknown tool 'serch'"),
+    ({"config": '{"interrupt_on": {"serch": ["approve"]}}'},
+     "interrupt_on/serch: Unknown tool 'serch'"),
+    ({"config": '{"subagents": [{"name": "h", "description": "d", "system_prompt": "p", '
+                '"tools": ["serch"]}]}'}, "subagents/0/tools/0: Unknown tool 'serch'"),
+])
+def test_an_unknown_tool_name_is_refused_here_as_by_the_api(staff_client, alice, fields,
+                                                            problem):
+    response = staff_client.post(reverse("admin:agents_agent_add"), form(alice, **fields))
+    assert response.status_code == 200  # the form again, with the error
+    assert problem in html.unescape(response.content.decode())
+    assert not Agent.objects.exists()
 
 
 # -- every write through the services, audited ----------------------------------------------------
@@ -193,9 +209,32 @@ def test_a_skill_added_and_changed_here_is_audited(staff_client, alice, staff_me
     assert audited(AuditAction.SKILL_UPDATE).detail == {"changed": ["description"]}
 
 
+def test_a_skill_with_an_unknown_tool_is_refused_here(staff_client, alice):
+    response = staff_client.post(reverse("admin:agents_skill_add"),
+                                 skill_form(alice, allowed_tools='["serch"]'))
+    assert response.status_code == 200
+    assert "0: Unknown tool 'serch'" in html.unescape(response.content.decode())
+    assert not Skill.objects.exists()
+
+
 def test_a_skill_name_taken_in_the_tenant_is_refused_here(staff_client, alice):
     assert staff_client.post(reverse("admin:agents_skill_add"),
                              skill_form(alice)).status_code == 302
     again = staff_client.post(reverse("admin:agents_skill_add"), skill_form(alice))
     assert again.status_code == 200 and "already exists" in again.content.decode()
     assert Skill.objects.count() == 1
+
+
+def test_a_stored_unknown_tool_name_left_as_it_is_does_not_stop_a_change(staff_client, alice,
+                                                                         make_agent):
+    agent = Agent.objects.get(pk=make_agent(alice)["id"])
+    Agent.objects.filter(pk=agent.pk).update(allowed_tools=["gone"])
+    change = reverse("admin:agents_agent_change", args=[agent.pk])
+    unchanged = change_form(agent, description="New.", allowed_tools='["gone"]')
+
+    assert staff_client.post(change, unchanged).status_code == 302
+    agent.refresh_from_db()
+    assert (agent.description, agent.allowed_tools) == ("New.", ["gone"])
+    changed = staff_client.post(change, change_form(agent, allowed_tools='["gone", "echo"]'))
+    assert changed.status_code == 200
+    assert "Unknown tool 'gone'" in html.unescape(changed.content.decode())

@@ -17,11 +17,11 @@ AGENT_FIELDS = {
 
 FULL_CONFIG = {
     "max_turns": 12,
-    "interrupt_on": {"tool": ["approve", "reject"]},
+    "interrupt_on": {"write_file": ["approve", "reject"]},
     "summarization": {"trigger_fraction": 0.8, "keep_messages": 6},
     "subagents": [
         {"name": "researcher", "description": "Looks things up.", "system_prompt": "Research.",
-         "tools": ["web_search"]},
+         "tools": ["read_file", "grep"]},
         {"name": "writer", "description": "Writes.", "system_prompt": "Write."},
     ],
     "memory": {"writable": True},
@@ -34,7 +34,7 @@ def parse(timestamp: str) -> datetime:
 
 
 def test_create_returns_the_agent_owned_by_the_caller(alice):
-    body = {**AGENT_BODY, "allowed_tools": ["search"], "config": {"max_turns": 3}}
+    body = {**AGENT_BODY, "allowed_tools": ["echo"], "config": {"max_turns": 3}}
     response = alice.client.post("/v1/agents", body, format="json")
 
     assert response.status_code == 201, response.content
@@ -104,7 +104,7 @@ def test_list_unusable_limit_falls_back_to_default_page_size(alice, make_agent, 
 
 
 def test_patch_is_partial_and_moves_updated_at(alice, make_agent):
-    agent = make_agent(alice, config={"max_turns": 4}, allowed_tools=["a"])
+    agent = make_agent(alice, config={"max_turns": 4}, allowed_tools=["echo"])
     response = alice.client.patch(f"/v1/agents/{agent['id']}", {"name": "renamed"}, format="json")
 
     assert response.status_code == 200, response.content
@@ -119,7 +119,7 @@ def test_patch_is_partial_and_moves_updated_at(alice, make_agent):
 
 
 def test_patch_replaces_config_and_can_null_allowed_tools(alice, make_agent):
-    agent = make_agent(alice, config={"max_turns": 4}, allowed_tools=["a"])
+    agent = make_agent(alice, config={"max_turns": 4}, allowed_tools=["echo"])
     response = alice.client.patch(
         f"/v1/agents/{agent['id']}",
         {"config": {"memory": {"writable": False}}, "allowed_tools": None},
@@ -199,7 +199,7 @@ def test_valid_models_are_accepted(alice, model):
     assert response.json()["model"] == model
 
 
-@pytest.mark.parametrize("allowed_tools", [None, [], ["search", "read_file"]])
+@pytest.mark.parametrize("allowed_tools", [None, [], ["word_count", "read_file"]])
 def test_allowed_tools_null_or_list(alice, allowed_tools):
     response = alice.client.post(
         "/v1/agents", {**AGENT_BODY, "allowed_tools": allowed_tools}, format="json"

@@ -164,17 +164,23 @@ def test_a_body_that_is_not_an_object_is_422(alice, agent):
     error_of(alice.client.put(file_url(agent["id"], "/a"), "x", format="json"), 422)
 
 
-def test_server_fields_cannot_be_written(alice, agent, make_agent, bob):
+def test_server_fields_are_refused_and_nothing_is_written(alice, agent, make_agent, bob):
     others = make_agent(bob)
-    response = alice.client.post(base(agent["id"]), {
-        "path": AGENTS_MD, "content": "c", "id": str(uuid.uuid4()), "agent": others["id"],
-        "agent_id": others["id"], "created_at": "2001-02-03T04:05:06Z",
-        "updated_at": "2001-02-03T04:05:06Z"}, format="json")
-    assert response.status_code == 201, response.content
-    row = MemoryFile.objects.get()
-    assert str(row.agent_id) == agent["id"]
-    assert row.updated_at.year > 2001
-    assert set(response.json()) == FIELDS
+    extras = {"id": str(uuid.uuid4()), "agent": others["id"], "agent_id": others["id"],
+              "created_at": "2001-02-03T04:05:06Z", "updated_at": "2001-02-03T04:05:06Z"}
+    response = alice.client.post(base(agent["id"]), {"path": AGENTS_MD, "content": "c",
+                                                     **extras}, format="json")
+    error = error_of(response, 422, "validation_error")
+    assert error["detail"] == {name: ["Unknown field."] for name in extras}
+    assert not MemoryFile.objects.exists()
+
+    created = alice.client.post(base(agent["id"]), {"path": AGENTS_MD, "content": "c"},
+                                format="json")
+    assert created.status_code == 201, created.content
+    put = alice.client.put(f"{base(agent['id'])}/memories/AGENTS.md",
+                           {"content": "d", "path": "/memories/other.md"}, format="json")
+    assert error_of(put, 422)["detail"] == {"path": ["Unknown field."]}
+    assert MemoryFile.objects.get().content == "c"
 
 
 # -- authorization: exactly the agent's ------------------------------------------------------

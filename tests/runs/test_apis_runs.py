@@ -63,6 +63,20 @@ def test_bad_message_content_answers_422(alice, session, inline_runs, content):
     assert not Run.objects.exists()
 
 
+@pytest.mark.parametrize("content, problems", [
+    ([{"type": "text", "text": "hi", "citations": []}], ["0/citations: Unknown field."]),
+    ([{"type": "text", "text": "a"}, {"type": "tool_result", "tool_use_id": "t", "content": "c",
+                                      "status": "ok", "name": "x"}],
+     ["1/status: Unknown field.", "1/name: Unknown field."]),
+])
+def test_a_blocks_unknown_field_is_422_naming_it(alice, session, inline_runs, content,
+                                                  problems):
+    response = post(alice, session, content)
+    assert response.status_code == 422, response.content
+    assert response.json()["error"]["detail"] == {"content": problems}
+    assert not Run.objects.exists()
+
+
 def test_a_lone_surrogate_in_a_message_answers_422(alice, session, inline_runs):
     raw = '{"content": [{"type": "text", "text": "\\ud800"}]}'
     response = alice.client.post(f"/v1/sessions/{session['id']}/messages", raw,

@@ -1,17 +1,21 @@
 """Server-owned fields (id, tenant, owner/member, timestamps, active_run) cannot be written:
-sending them changes nothing, on every route that takes a body."""
+sending them is a 422 naming each of them, on every route that takes a body, and nothing at all
+is written — not even the body's other, valid changes."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
-from agents.models import Agent
-from runs.models import Run, Session
-from tests.support.api import AGENT_BODY
+from accounts.models import TenantPrice
+from agents.models import Agent, MemoryFile, Skill
+from context.models import ContextOverride
+from runs.models import Message, Run, Session
+from schedules.models import Schedule
+from tests.support.api import AGENT_BODY, error_of
+from tests.support.openapi import Operation, body_operations, valid_body
+from webhooks.models import Endpoint
 
 PAST = "2001-02-03T04:05:06Z"
 
@@ -33,83 +37,87 @@ def extras(other_tenant, bob):
     }
 
 
-def assert_fresh(row, since) -> None:
-    assert row.created_at >= since
-    assert row.updated_at >= since
+def refused(response, names) -> None:
+    """``response`` is a 422 naming exactly ``names``, each an unknown field."""
+    error = error_of(response, 422, "validation_error")
+    assert error["detail"] == {name: ["Unknown field."] for name in names}, error
 
 
-def test_create_agent_ignores_server_fields(alice, extras):
-    since = timezone.now() - timedelta(seconds=1)
+def everything() -> list[list[dict]]:
+    models = (Agent, MemoryFile, Skill, Session, Message, Run, ContextOverride, Endpoint,
+              Schedule, TenantPrice)
+    return [list(model.objects.order_by("pk").values()) for model in models]
+
+
+def test_create_agent_refuses_server_fields(alice, extras):
     response = alice.client.post("/v1/agents", {**AGENT_BODY, **extras}, format="json")
 
-    assert response.status_code == 201, response.content
-    body = response.json()
-    row = Agent.objects.get(pk=body["id"])
-    assert str(row.id) != extras["id"]
-    assert not Agent.objects.filter(pk=extras["id"]).exists()
-    assert row.tenant_id == alice.member.tenant_id
-    assert row.owner_id == alice.member.id
-    assert body["owner"] == str(alice.member.id)
-    assert_fresh(row, since)
-    assert "tenant" not in body and "active_run" not in body
+    refused(response, extras)
+    assert not Agent.objects.exists()
 
 
 @pytest.mark.parametrize("field", ["id", "tenant", "tenant_id", "owner", "owner_id", "created_at",
                                    "updated_at", "member"])
-def test_update_agent_ignores_each_server_field(alice, make_agent, extras, field):
+def test_update_agent_refuses_each_server_field(alice, make_agent, extras, field):
     agent = make_agent(alice)
     before = Agent.objects.values().get(pk=agent["id"])
 
     response = alice.client.patch(f"/v1/agents/{agent['id']}", {field: extras[field]},
                                   format="json")
 
-    assert response.status_code == 200, response.content
-    after = Agent.objects.values().get(pk=agent["id"])
-    assert after == before  # nothing writable was sent, so nothing at all changed
-    assert response.json() == agent
+    refused(response, [field])
+    assert Agent.objects.values().get(pk=agent["id"]) == before
+    assert alice.client.get(f"/v1/agents/{agent['id']}").json() == agent
 
 
-def test_update_agent_keeps_server_fields_alongside_a_real_change(alice, make_agent, extras):
+def test_update_agent_with_server_fields_writes_not_even_the_real_change(alice, make_agent,
+                                                                           extras):
     agent = make_agent(alice)
-    before = Agent.objects.get(pk=agent["id"])
+    before = Agent.objects.values().get(pk=agent["id"])
 
     response = alice.client.patch(f"/v1/agents/{agent['id']}", {"name": "new", **extras},
                                   format="json")
 
-    assert response.status_code == 200, response.content
-    row = Agent.objects.get(pk=agent["id"])
-    assert row.name == "new"
-    assert (row.tenant_id, row.owner_id, row.created_at) == (
-        before.tenant_id, before.owner_id, before.created_at)
-    assert row.updated_at > before.updated_at
+    refused(response, extras)
+    assert Agent.objects.values().get(pk=agent["id"]) == before
     assert not Agent.objects.filter(pk=extras["id"]).exists()
-    assert Agent.objects.filter(tenant_id=alice.member.tenant_id).count() == 1
 
 
-def test_create_session_ignores_server_fields(alice, make_agent, extras):
+def test_create_session_refuses_server_fields(alice, make_agent, extras):
     agent = make_agent(alice)
-    since = timezone.now() - timedelta(seconds=1)
 
     response = alice.client.post("/v1/sessions", {"agent": agent["id"], "title": "t", **extras},
                                  format="json")
 
-    assert response.status_code == 201, response.content
-    body = response.json()
-    row = Session.objects.get(pk=body["id"])
-    assert str(row.id) != extras["id"]
-    assert (row.tenant_id, row.member_id, row.agent_id) == (
-        alice.member.tenant_id, alice.member.id, uuid.UUID(agent["id"]))
-    assert_fresh(row, since)
-    assert body["active_run"] is None
-    assert not Run.objects.filter(session_id=row.id).exists()
+    refused(response, extras)
+    assert not Session.objects.exists() and not Run.objects.exists()
 
 
 @pytest.mark.parametrize("field, value", [("status", "completed"), ("turn", 9),
                                           ("state_json", {"x": 1}), ("role", "owner")])
-def test_unknown_fields_are_ignored_not_stored(alice, make_agent, field, value):
-    agent = make_agent(alice, **{field: value})
-    assert field not in agent
-    row = Agent.objects.values().get(pk=agent["id"])
-    assert field not in row
+def test_fields_of_other_objects_are_refused_not_stored(alice, field, value):
+    response = alice.client.post("/v1/agents", {**AGENT_BODY, field: value}, format="json")
+
+    refused(response, [field])
+    assert not Agent.objects.exists()
     alice.member.refresh_from_db()
     assert alice.member.role == "member"
+
+
+@pytest.mark.parametrize("operation", body_operations(), ids=str)
+def test_every_body_refuses_the_server_fields(alice, route_ids, extras, operation: Operation):
+    body = valid_body(operation, route_ids)
+    before = everything()
+    # A list body (a set of overrides) holds objects: the fields go into its first.
+    target = body[0] if isinstance(body, list) else body
+    target.update(extras)
+
+    response = getattr(alice.client, operation.method)(operation.url(route_ids), body,
+                                                       format="json")
+
+    error = error_of(response, 422, "validation_error")
+    detail = error["detail"]
+    if isinstance(body, list):  # a list's errors by the index of the item
+        detail = detail["0"]
+    assert detail == {name: ["Unknown field."] for name in extras}, (str(operation), error)
+    assert everything() == before

@@ -5,7 +5,6 @@ answers 422 naming that place, never a write of the coerced value."""
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,54 +13,8 @@ import pytest
 from agents.models import Agent, MemoryFile, Skill
 from context.models import ContextOverride
 from runs.models import Message, Session
-from tests.support.api import AGENT_BODY, error_of
-from tests.support.openapi import Operation, body_operations
-
-# A body each operation accepts (or refuses for reasons other than types: the run is not
-# awaiting approval, the message would have no user message before it); one value at a time is
-# then made wrong. Ids in braces are filled from ``route_ids``.
-VALID: dict[str, Any] = {
-    "agents_create": {**AGENT_BODY, "allowed_tools": ["read_file"],
-                      "config": {"max_turns": 5, "memory": {"writable": True},
-                                 "summarization": {"trigger_fraction": 0.5, "keep_messages": 4},
-                                 "interrupt_on": {"write_file": ["approve"]},
-                                 "subagents": [{"name": "s", "description": "d",
-                                                "system_prompt": "p", "tools": ["ls"]}]}},
-    "agents_update": {"name": "renamed", "description": "d", "system_prompt": "p",
-                      "model": "scripted:demo"},
-    "agents_memory_create": {"path": "/memories/new.md", "content": "x"},
-    "agents_memory_update": {"content": "y"},
-    "skills_create": {"name": "other", "description": "d", "instructions": "i",
-                      "allowed_tools": ["ls"]},
-    "skills_update": {"name": "renamed", "description": "e", "instructions": "j"},
-    "sessions_create": {"agent": "{agent_id}", "title": "t"},
-    "sessions_messages_create": {"content": "hi"},
-    "runs_approve": {"decisions": [{"tool_use_id": "t1", "type": "edit", "input": {}},
-                                   {"tool_use_id": "t2", "type": "reject", "message": "no"}]},
-    "agents_context_overrides_replace": [{"part": "system:agent", "action": "replace",
-                                          "replacement": "x"}],
-    "sessions_context_overrides_replace": [{"part": "message:1", "action": "replace",
-                                            "replacement": "x"}],
-    "sessions_context_overrides_both_replace": {
-        "agent": [{"part": "system:agent", "action": "replace", "replacement": "x"}],
-        "session": [{"part": "message:1", "action": "replace", "replacement": "x"}]},
-    "sessions_context_try": {"exclude": ["system:todo"], "replace": {"system:agent": "x"},
-                             "message": "m"},
-    "sessions_context_preview": {"overrides": [{"part": "system:agent", "action": "replace",
-                                                "replacement": "x"}]},
-    "webhooks_create": {"url": "https://hooks.example.com/x", "description": "d",
-                        "agent": "{agent_id}", "events": ["run.failed"], "active": True},
-    "webhooks_update": {"url": "https://hooks.example.com/y", "description": "e",
-                        "events": ["run.completed"], "active": False},
-    "prices_update": {"currency": "EUR", "input": "0.5", "cache_write": "0.625",
-                      "cache_read": "0.05", "output": "2"},
-    "schedules_create": {"name": "n", "agent": "{agent_id}", "cron": "0 9 * * *",
-                         "timezone": "UTC", "content": "hi", "multitask": "enqueue",
-                         "pause_after_failures": 2, "active": True},
-    "schedules_update": {"name": "m", "cron": "0 10 * * *", "timezone": "UTC",
-                         "content": "hello", "multitask": "reject", "pause_after_failures": 1,
-                         "active": False},
-}
+from tests.support.api import error_of, errors_at
+from tests.support.openapi import VALID, Operation, body_operations, valid_body
 
 # One value of each JSON type, and those a lax parser would coerce: "5" to 5, 5.0 to 5, 1 to
 # True, 5 to "5".
@@ -135,28 +88,6 @@ def replaced(body: Any, path: Path, wrong: Any) -> Any:
     return body
 
 
-def at(detail: Any, path: Path) -> Any:
-    """The error messages the detail holds for ``path`` (DRF nests them like the body; a
-    jsonschema-checked field lists ``"a/b: message"`` lines under its name)."""
-    node = detail.get("non_field_errors", detail) if isinstance(path[0], int) else detail
-    for i, step in enumerate(path):
-        if isinstance(node, dict) and str(step) in node:
-            node = node[str(step)]
-        elif isinstance(node, list) and isinstance(step, int) and len(node) > step \
-                and isinstance(node[step], dict | list):
-            node = node[step]
-        elif isinstance(node, list) and all(isinstance(m, str) for m in node):
-            rest = "/".join(str(s) for s in path[i:])
-            return [m for m in node if m.startswith(rest + ":")]
-        else:
-            return None
-    return node
-
-
-def filled(body: Any, ids: dict[str, str]) -> Any:
-    return json.loads(json.dumps(body).replace("{agent_id}", ids["agent_id"]))
-
-
 def stored() -> tuple[int, ...]:
     return tuple(model.objects.count() for model in (Agent, MemoryFile, Skill, Session, Message,
                                                      ContextOverride))
@@ -175,7 +106,7 @@ def test_the_walk_reaches_every_kind_of_place():
 
 @pytest.mark.parametrize("operation", body_operations(), ids=str)
 def test_wrong_types_are_422_naming_the_place(alice, route_ids, operation: Operation):
-    body = filled(VALID[operation.operation_id], route_ids)
+    body = valid_body(operation, route_ids)
     url = operation.url(route_ids)
     send = getattr(alice.client, operation.method)
     places = list(typed_places(operation.body or {}, body))
@@ -186,7 +117,7 @@ def test_wrong_types_are_422_naming_the_place(alice, route_ids, operation: Opera
             response = send(url, replaced(body, path, wrong), format="json")
             case = (str(operation), path, wrong, response.content)
             error = error_of(response, 422, "validation_error")
-            messages = at(error["detail"], path)
+            messages = errors_at(error["detail"], path)
             assert messages, case
             assert any(name in str(messages).lower() for kind in kinds
                        for name in NAMES[kind]), case

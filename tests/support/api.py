@@ -1,9 +1,10 @@
 """Helpers shared by the tests that go through the API: callers with keys, an agent's body,
-the one error shape, paging, and posting a message."""
+the one error shape (and where in it a place's errors are), paging, and posting a message."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from rest_framework.test import APIClient
@@ -53,6 +54,25 @@ def error_of(response, status: int, code: str | None = None) -> dict:
     if code is not None:
         assert error["code"] == code, error
     return error
+
+
+def errors_at(detail: Any, path: tuple[str | int, ...]) -> Any:
+    """The error messages an error's ``detail`` holds for the place ``path`` of the body (DRF
+    nests them like the body, a list body's under ``non_field_errors``; a field checked as one
+    JSON document lists ``"a/b: message"`` lines under its name); None when it holds none."""
+    node = detail.get("non_field_errors", detail) if isinstance(path[0], int) else detail
+    for i, step in enumerate(path):
+        if isinstance(node, dict) and str(step) in node:
+            node = node[str(step)]
+        elif isinstance(node, list) and isinstance(step, int) and len(node) > step \
+                and isinstance(node[step], dict | list):
+            node = node[step]
+        elif isinstance(node, list) and all(isinstance(m, str) for m in node):
+            rest = "/".join(str(s) for s in path[i:])
+            return [m for m in node if m.startswith(rest + ":")]
+        else:
+            return None
+    return node
 
 
 def walk(client, url: str) -> tuple[list[dict], int]:

@@ -1,14 +1,18 @@
 """The API's own OpenAPI schema, generated in-process, and its operations as requests a test can
-send: tests that walk every route read the routes from here, so a new route is walked too."""
+send: tests that walk every route read the routes from here, so a new route is walked too; and a
+valid body for each operation that reads one, for the walks that spoil it one place at a time."""
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from drf_spectacular.generators import SchemaGenerator
+
+from tests.support.api import AGENT_BODY
 
 
 @functools.cache
@@ -67,3 +71,57 @@ def operations() -> list[Operation]:
 def body_operations() -> list[Operation]:
     """Every operation that reads a JSON body."""
     return [op for op in operations() if op.body is not None]
+
+
+# A body each operation accepts (or refuses for reasons other than its content's shape: the
+# run is not awaiting approval, the message would have no user message before it): the walks
+# of every body (tests/scenarios/test_strict_types.py, test_unknown_fields.py) change one
+# thing in it at a time. Ids in braces are filled by :func:`valid_body`.
+VALID: dict[str, Any] = {
+    "agents_create": {**AGENT_BODY, "allowed_tools": ["read_file"],
+                      "config": {"max_turns": 5, "memory": {"writable": True},
+                                 "summarization": {"trigger_fraction": 0.5, "keep_messages": 4},
+                                 "interrupt_on": {"write_file": ["approve"]},
+                                 "subagents": [{"name": "s", "description": "d",
+                                                "system_prompt": "p", "tools": ["ls"]}]}},
+    "agents_update": {"name": "renamed", "description": "d", "system_prompt": "p",
+                      "model": "scripted:demo"},
+    "agents_memory_create": {"path": "/memories/new.md", "content": "x"},
+    "agents_memory_update": {"content": "y"},
+    "skills_create": {"name": "other", "description": "d", "instructions": "i",
+                      "allowed_tools": ["ls"]},
+    "skills_update": {"name": "renamed", "description": "e", "instructions": "j"},
+    "sessions_create": {"agent": "{agent_id}", "title": "t"},
+    "sessions_messages_create": {"content": "hi"},
+    "runs_approve": {"decisions": [{"tool_use_id": "t1", "type": "edit", "input": {}},
+                                   {"tool_use_id": "t2", "type": "reject", "message": "no"}]},
+    "agents_context_overrides_replace": [{"part": "system:agent", "action": "replace",
+                                          "replacement": "x"}],
+    "sessions_context_overrides_replace": [{"part": "message:1", "action": "replace",
+                                            "replacement": "x"}],
+    "sessions_context_overrides_both_replace": {
+        "agent": [{"part": "system:agent", "action": "replace", "replacement": "x"}],
+        "session": [{"part": "message:1", "action": "replace", "replacement": "x"}]},
+    "sessions_context_try": {"exclude": ["system:todo"], "replace": {"system:agent": "x"},
+                             "message": "m"},
+    "sessions_context_preview": {"overrides": [{"part": "system:agent", "action": "replace",
+                                                "replacement": "x"}]},
+    "webhooks_create": {"url": "https://hooks.example.com/x", "description": "d",
+                        "agent": "{agent_id}", "events": ["run.failed"], "active": True},
+    "webhooks_update": {"url": "https://hooks.example.com/y", "description": "e",
+                        "events": ["run.completed"], "active": False},
+    "prices_update": {"currency": "EUR", "input": "0.5", "cache_write": "0.625",
+                      "cache_read": "0.05", "output": "2"},
+    "schedules_create": {"name": "n", "agent": "{agent_id}", "cron": "0 9 * * *",
+                         "timezone": "UTC", "content": "hi", "multitask": "enqueue",
+                         "pause_after_failures": 2, "active": True},
+    "schedules_update": {"name": "m", "cron": "0 10 * * *", "timezone": "UTC",
+                         "content": "hello", "multitask": "reject", "pause_after_failures": 1,
+                         "active": False},
+}
+
+
+def valid_body(operation: Operation, ids: Mapping[str, str]) -> Any:
+    """:data:`VALID`'s body for ``operation``, its ``{agent_id}`` filled from ``ids``."""
+    body = json.dumps(VALID[operation.operation_id])
+    return json.loads(body.replace("{agent_id}", ids["agent_id"]))
