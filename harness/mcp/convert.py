@@ -3,8 +3,8 @@
 * text: as it is, blocks joined by a blank line;
 * structured content: its JSON, unless a text block already carries the same value (servers
   usually send both);
-* an image: the provider's image block where the result can carry one (a line saying what it
-  was where it cannot);
+* an image: beside the text, sent as the provider's image block where the adapter takes one
+  (a line saying what it was where it does not: :mod:`harness.images`);
 * an embedded resource: its URI, then its text (a binary one: its type and size);
 * a resource link and audio: a line saying what and where.
 
@@ -31,30 +31,33 @@ from mcp_types import (
     TextResourceContents,
 )
 
+from harness.messages import ImageBlock
 from harness.tools.base import ToolResult
 
 EMPTY = "(the tool returned no content)"
 
 
 def to_result(result: CallToolResult, *, max_chars: int) -> ToolResult:
-    """What the model reads of ``result``, at most ``max_chars`` characters of text."""
-    parts = [_block_text(block) for block in result.content]
+    """What the model reads of ``result``, at most ``max_chars`` characters of text; its images
+    beside the text (checked, and kept or said in a line, when the result is stored:
+    :func:`harness.images.admit`)."""
+    images = tuple(ImageBlock(media_type=b.mime_type, data=b.data) for b in result.content
+                   if isinstance(b, ImageContent))
+    parts = [_block_text(block) for block in result.content if not isinstance(block, ImageContent)]
     structured = result.structured_content
     if structured is not None and not any(_same_json(p, structured) for p in parts):
         parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
-    content = "\n\n".join(p for p in parts if p) or EMPTY
+    content = "\n\n".join(p for p in parts if p) or ("" if images else EMPTY)
     if len(content) > max_chars:
         content = (content[:max_chars] + f"\n[cut: the result had {len(content)} characters; "
                    f"the first {max_chars} are kept]")
-    return ToolResult(content=content, is_error=result.is_error)
+    return ToolResult(content=content, is_error=result.is_error, images=images)
 
 
 def _block_text(block: Any) -> str:
     match block:
         case TextContent(text=text):
             return str(text)
-        case ImageContent(data=data, mime_type=mime):
-            return f"[{mime} image, {_size(data)} bytes, not shown]"
         case AudioContent(data=data, mime_type=mime):
             return f"[{mime} audio, {_size(data)} bytes, not shown]"
         case EmbeddedResource(resource=TextResourceContents(uri=uri, text=text)):

@@ -16,6 +16,7 @@ from mcp_types import (
 )
 
 from harness.mcp import convert, names
+from harness.messages import ImageBlock
 
 PNG = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
 
@@ -43,8 +44,9 @@ def test_images_resources_and_links_are_described():
                                                        mime_type="application/pdf")),
         ResourceLink(uri="https://x.test/doc", name="doc", description="The doc."),
     ])
-    assert convert.to_result(result, max_chars=10_000).content.split("\n\n") == [
-        "[image/png image, 100 bytes, not shown]",
+    converted = convert.to_result(result, max_chars=10_000)
+    assert converted.images == (ImageBlock(media_type="image/png", data=PNG),)
+    assert converted.content.split("\n\n") == [
         "[resource file:///a.md]\n# A",
         "[resource file:///b.bin: application/pdf, 100 bytes, not shown]",
         "[resource link doc <https://x.test/doc>: The doc.]"]
