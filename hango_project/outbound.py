@@ -112,9 +112,9 @@ _SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
 
 
 def is_public(address: Address) -> bool:
-    """Global, and so is any IPv4 address it carries (a NAT64 or 6to4 address reaches the IPv4
-    one; Python calls 64:ff9b::7f00:1 global)."""
-    if not address.is_global:
+    """Global and not multicast, and so is any IPv4 address it carries (a NAT64 or 6to4
+    address reaches the IPv4 one; Python calls 64:ff9b::7f00:1 global, and 224.0.0.1 too)."""
+    if not address.is_global or address.is_multicast:
         return False
     if isinstance(address, ipaddress.IPv6Address):
         carried = address.ipv4_mapped or address.sixtofour
@@ -123,5 +123,5 @@ def is_public(address: Address) -> bool:
         if carried is None and address in _SIX_TO_FOUR:
             carried = ipaddress.IPv4Address((int(address) >> 80) & 0xFFFFFFFF)
         if carried is not None:
-            return carried.is_global
+            return carried.is_global and not carried.is_multicast
     return True

@@ -18,6 +18,8 @@ SWITCH = "HANGO_TEST_ALLOW_PRIVATE"
     ("::1", False), ("::ffff:127.0.0.1", False), ("64:ff9b::7f00:1", False),
     ("64:ff9b::5db8:d822", True), ("2002:7f00:1::1", False), ("2002:5db8:d822::1", True),
     ("::127.0.0.1", False), ("fe80::1", False), ("fc00::1", False),
+    # Multicast: Python's is_global says yes; no request of hango's goes there.
+    ("224.0.0.1", False), ("239.1.2.3", False), ("ff0e::1", False), ("::ffff:224.0.0.1", False),
 ])
 def test_an_address_is_public_only_if_whatever_it_carries_is(address, public):
     assert outbound.is_public(ipaddress.ip_address(address)) is public
