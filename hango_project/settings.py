@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "hango_project.apps.HangoConfig",
     "accounts",
+    "integrations",
     "agents",
     "runs",
     "context",
@@ -121,7 +122,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Every app's migrations live in the top-level migrations/ package.
 MIGRATION_MODULES = {app: f"migrations.{app}" for app in (
-    "accounts", "agents", "runs", "context", "webhooks", "schedules")}
+    "accounts", "integrations", "agents", "runs", "context", "webhooks", "schedules")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

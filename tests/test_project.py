@@ -24,7 +24,7 @@ def test_migrations_are_in_sync(db):
 
 
 def test_every_app_keeps_migrations_in_the_top_level_package():
-    for app in ("accounts", "agents", "runs", "context"):
+    for app in ("accounts", "integrations", "agents", "runs", "context", "webhooks", "schedules"):
         assert (ROOT / "migrations" / app / "__init__.py").exists()
         assert not (ROOT / app / "migrations").exists()
 
