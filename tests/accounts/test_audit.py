@@ -203,6 +203,14 @@ ADMIN_WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
         lambda r: str(TenantPrice.objects.get(tenant_id=c.member.tenant_id).pk))),
     ("price", "delete"): (AuditAction.PRICE_DELETE, "price", lambda c, w: (
         _a_price(c), None, _price_id)),
+    ("mcp-servers", "post"): (AuditAction.MCP_SERVER_CREATE, "mcp_server", lambda c, w: (
+        "/v1/mcp-servers", {"name": "crm", "transport": "sse",
+                            "url": "https://crm.example.com/sse"}, _from_body)),
+    ("mcp-server", "patch"): (AuditAction.MCP_SERVER_UPDATE, "mcp_server", lambda c, w: (
+        f"/v1/mcp-servers/{w['mcp_server']}", {"timeout_seconds": 5},
+        lambda r: w["mcp_server"])),
+    ("mcp-server", "delete"): (AuditAction.MCP_SERVER_DELETE, "mcp_server", lambda c, w: (
+        f"/v1/mcp-servers/{w['mcp_server']}", None, lambda r: w["mcp_server"])),
 }
 
 
@@ -295,7 +303,8 @@ def test_no_read_route_records_a_row(owner, alice, world):
     ping = alice.client.post(f"/v1/webhooks/{world['webhook']}/ping").json()
     ids = {"agent_id": world["agent"], "session_id": world["session"], "run_id": run_id,
            "skill_id": world["skill"], "webhook_id": world["webhook"], "delivery_id": ping["id"],
-           "schedule_id": world["schedule"], "model": _a_price(owner).rsplit("/", 1)[1]}
+           "schedule_id": world["schedule"], "model": _a_price(owner).rsplit("/", 1)[1],
+           "mcp_server_id": world["mcp_server"]}
     paths = {"agent-memory-file": "memories/old.md", "session-file": "notes/plan.md"}
     before = row_ids()
     called = []
