@@ -1,8 +1,8 @@
-"""``/v1/mcp-servers``: thin views over the integrations services."""
+"""``/v1/mcp-servers`` and ``/v1/credentials``: thin views over the integrations services."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,8 +10,14 @@ from rest_framework.views import APIView
 from accounts.authentication import caller
 from hango_api.pagination import CursorPage
 from hango_api.views import ListApi, paginated, validated
-from integrations import services
-from integrations.serializers import McpServerInput, McpServerOutput
+from hango_project.errors import BadQuery
+from integrations import credentials, services
+from integrations.serializers import (
+    CredentialInput,
+    CredentialOutput,
+    McpServerInput,
+    McpServerOutput,
+)
 
 NOT_WRITABLE = OpenApiResponse(
     description="Only the tenant's owners and admins add, change or remove its MCP servers.")
@@ -69,4 +75,65 @@ class McpServerDetailApi(APIView):
         server = services.server_get(member=member, server_id=mcp_server_id)
         services.check_writer(member)
         services.server_delete(server=server, actor=member)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+SCOPE = OpenApiParameter(
+    "scope", str, OpenApiParameter.QUERY, enum=list(credentials.SCOPES),
+    description="tenant (the default): the tenant's credential, owners and admins only; "
+                "member: the caller's own, which stands in for the tenant's in their runs.")
+NAME = OpenApiParameter("name", str, OpenApiParameter.PATH,
+                        description="`[a-z0-9][a-z0-9._-]{0,63}`, as headers name it.")
+CREDENTIALS_NOT_WRITABLE = OpenApiResponse(
+    description="Only the tenant's owners and admins set or remove its credentials.")
+
+
+def _scope(request) -> credentials.Scope:
+    raw = request.query_params.get("scope", "tenant")
+    if raw == "tenant":
+        return "tenant"
+    if raw == "member":
+        return "member"
+    raise BadQuery("'scope' is tenant or member.", detail={"scope": raw})
+
+
+class CredentialPage(CursorPage):
+    ordering = ("name",)
+
+
+class CredentialListApi(ListApi):
+    pagination_class = CredentialPage
+
+    @extend_schema(operation_id="credentials_list", responses=CredentialOutput(many=True))
+    def get(self, request):
+        """The tenant's credentials and the caller's own, by name: never a value."""
+        rows = credentials.credential_list(member=caller(request))
+        return paginated(self, rows, CredentialOutput)
+
+
+class CredentialDetailApi(APIView):
+    @extend_schema(operation_id="credentials_update", parameters=[NAME, SCOPE],
+                   request=CredentialInput,
+                   responses={200: CredentialOutput, 201: CredentialOutput,
+                              403: CREDENTIALS_NOT_WRITABLE})
+    def put(self, request, name):
+        """Set the credential (201 when new, 200 when its value is replaced)."""
+        member = caller(request)
+        scope = _scope(request)
+        value = validated(CredentialInput, request)["value"]
+        credentials.check_writer(member, scope)
+        credential, created = credentials.credential_set(
+            tenant_id=member.tenant_id, owner=None if scope == "tenant" else member, name=name,
+            value=value, actor=member)
+        return Response(CredentialOutput(credential).data,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    @extend_schema(operation_id="credentials_destroy", parameters=[NAME, SCOPE],
+                   responses={204: None, 403: CREDENTIALS_NOT_WRITABLE})
+    def delete(self, request, name):
+        member = caller(request)
+        scope = _scope(request)
+        credentials.check_writer(member, scope)
+        credential = credentials.credential_get(member=member, name=name, scope=scope)
+        credentials.credential_delete(credential=credential, actor=member)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,4 +1,4 @@
-"""Explicit input and output shapes for MCP servers.
+"""Explicit input and output shapes for MCP servers and credentials.
 
 The inputs check each value's type and size; what a server may be as a whole (a URL for an
 HTTP transport, a configured stdio entry, headers that take secrets from credentials) is the
@@ -13,7 +13,8 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from hango_api import fields as strict
-from integrations.models import MAX_TIMEOUT, MIN_TIMEOUT, McpServer, Transport
+from integrations.credentials import MAX_VALUE, SCOPES, problem_of
+from integrations.models import MAX_TIMEOUT, MIN_TIMEOUT, Credential, McpServer, Transport
 from integrations.rules import MAX_TOOL_NAME
 from integrations.templates import MAX_TEMPLATE
 
@@ -87,3 +88,24 @@ class McpServerOutput(serializers.ModelSerializer):
                   "timeout_seconds", "tools_allow", "tools_deny", "required", "idempotent",
                   "created_by", "created_at", "updated_at"]
         read_only_fields = fields
+
+
+class CredentialInput(Closed):
+    value = strict.CharField(max_length=MAX_VALUE, trim_whitespace=False, help_text=(
+        "The secret (write-only: never answered back)."))
+
+
+class CredentialOutput(serializers.ModelSerializer):
+    scope = serializers.ChoiceField(choices=SCOPES, read_only=True, help_text=(
+        "tenant: the tenant's; member: the caller's own, which stands in for the tenant's."))
+    problem = serializers.SerializerMethodField(help_text=(
+        "Why it cannot be used (sealed under another DJANGO_SECRET_KEY: runs count it as not "
+        "set); null when it can."))
+
+    class Meta:
+        model = Credential
+        fields = ["name", "scope", "problem", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def get_problem(self, credential: Credential) -> str | None:
+        return problem_of(credential)

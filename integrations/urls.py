@@ -2,9 +2,16 @@
 
 from django.urls import path
 
-from integrations.apis import McpServerDetailApi, McpServerListApi
+from integrations.apis import (
+    CredentialDetailApi,
+    CredentialListApi,
+    McpServerDetailApi,
+    McpServerListApi,
+)
 
 urlpatterns = [
     path("mcp-servers", McpServerListApi.as_view(), name="mcp-servers"),
     path("mcp-servers/<str:mcp_server_id>", McpServerDetailApi.as_view(), name="mcp-server"),
+    path("credentials", CredentialListApi.as_view(), name="credentials"),
+    path("credentials/<str:name>", CredentialDetailApi.as_view(), name="credential"),
 ]

@@ -1,7 +1,7 @@
 """Who sees what: members only their own; owners and admins their whole tenant; everyone else
 gets the very 404 a missing id gets, on every route, and never sees the object in a list.
 Tenant-wide objects (MCP servers) every member of the tenant sees, and only owners and admins
-change."""
+change; a member's own credential nobody else sees, whatever their role."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from agents.models import Agent
-from integrations.models import McpServer
+from integrations.models import Credential, McpServer
 from runs.models import Session
 from schedules.models import Schedule
 from tests.support.api import error_of
@@ -239,3 +239,14 @@ def test_members_read_tenant_wide_objects_and_only_owners_and_admins_write(
     else:
         assert response.status_code == 204
         assert not McpServer.objects.filter(pk=tenant_server).exists()
+
+
+@pytest.mark.parametrize("who", ["bob", "admin", "owner", "outsider"])
+def test_a_members_own_credential_is_theirs_alone(request, alice, who):
+    mine = alice.client.put("/v1/credentials/docs-token?scope=member", {"value": "alice's"},
+                            format="json")
+    assert mine.status_code == 201, mine.content
+    caller = request.getfixturevalue(who)
+    assert caller.client.get("/v1/credentials").json()["results"] == []
+    error_of(caller.client.delete("/v1/credentials/docs-token?scope=member"), 404, "not_found")
+    assert Credential.objects.get(name="docs-token").member_id == alice.member.pk

@@ -61,6 +61,7 @@ VALID: dict[str, Any] = {
                            "url": "https://kb.example.com/sse", "headers": {"X-Team": "u"},
                            "timeout_seconds": 15.5, "tools_allow": ["c"], "tools_deny": [],
                            "required": False, "idempotent": True},
+    "credentials_update": {"value": "s3cret"},
     "prices_update": {"currency": "EUR", "input": "0.5", "cache_write": "0.625",
                       "cache_read": "0.05", "output": "2"},
     "schedules_create": {"name": "n", "agent": "{agent_id}", "cron": "0 9 * * *",

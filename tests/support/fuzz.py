@@ -55,7 +55,7 @@ class FuzzReport:
 
 def seed_objects(base_url: str, key: str) -> dict[str, str]:
     """Through the API: an agent with a memory file, a session with a run, a skill, a webhook,
-    a schedule and an MCP server; their ids for every path parameter of the API
+    a schedule, an MCP server and a credential; their ids for every path parameter of the API
     (the server runs the posted message when it runs work inline)."""
     http = requests.Session()
     http.headers["Authorization"] = f"Bearer {key}"
@@ -76,10 +76,13 @@ def seed_objects(base_url: str, key: str) -> dict[str, str]:
                                       "content": "hi"})
     server = post("/v1/mcp-servers", {"name": "fuzz", "transport": "streamable_http",
                                       "url": "https://mcp.example.invalid/mcp"})
+    credential = http.put(f"{base_url}/v1/credentials/fuzz-token", json={"value": "x"},
+                          timeout=60)
+    assert credential.status_code == 201, credential.text
     return {"agent_id": agent["id"], "session_id": session["id"], "run_id": run["id"],
             "skill_id": skill["id"], "path": "memories/notes.md", "webhook_id": webhook["id"],
             "delivery_id": webhook["id"], "schedule_id": schedule["id"],
-            "mcp_server_id": server["id"]}
+            "mcp_server_id": server["id"], "name": "fuzz-token"}
 
 
 # hango under gunicorn for a fuzzer: its pace is not a client's (no rate limit), posted messages
