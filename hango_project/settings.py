@@ -176,11 +176,13 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/v1/",
     # Two fields are called "action": the audit log's and a context override's. The
-    # snapshot's `counted` and `framing_counted` share one choice set.
+    # snapshot's `counted` and `framing_counted` share one choice set, and a credential's scope
+    # and a listing's credential scope another.
     "ENUM_NAME_OVERRIDES": {"OverrideActionEnum": "context.models.OverrideAction",
                             "AuditActionEnum": "accounts.models.AuditAction",
                             "CountedEnum": "inspector.serializers.COUNTED",
-                            "DiffStatusEnum": "inspector.serializers.DIFF_STATUSES"},
+                            "DiffStatusEnum": "inspector.serializers.DIFF_STATUSES",
+                            "CredentialScopeEnum": "integrations.credentials.SCOPES"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "hango_api.schema.add_error_responses",

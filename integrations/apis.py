@@ -1,6 +1,9 @@
-"""``/v1/mcp-servers`` and ``/v1/credentials``: thin views over the integrations services."""
+"""``/v1/mcp-servers`` (with each server's tools) and ``/v1/credentials``: thin views over the
+integrations services."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -10,11 +13,15 @@ from rest_framework.views import APIView
 from accounts.authentication import caller
 from hango_api.pagination import CursorPage
 from hango_api.views import ListApi, paginated, validated
-from hango_project.errors import BadQuery
+from hango_project.errors import BadQuery, Conflict
+from harness.mcp.access import CredentialMissing
+from harness.mcp.names import tool_name
 from integrations import credentials, services
+from integrations.listings import Listing, listing_get, listing_refresh
 from integrations.serializers import (
     CredentialInput,
     CredentialOutput,
+    McpListingOutput,
     McpServerInput,
     McpServerOutput,
 )
@@ -76,6 +83,58 @@ class McpServerDetailApi(APIView):
         services.check_writer(member)
         services.server_delete(server=server, actor=member)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+REFRESH = OpenApiParameter(
+    "refresh", bool, OpenApiParameter.QUERY,
+    description="`true`: list the server's tools now, with the caller's credentials, and keep "
+                "the outcome (a failure keeps the tools listed before).")
+CREDENTIAL_MISSING = OpenApiResponse(description=(
+    "`credential_missing`: a credential the server's headers name is not set for the caller "
+    "(nor for the tenant); nothing was listed."))
+
+
+class CredentialNotSet(Conflict):
+    """A credential a server's headers name is not set for the caller: nothing was listed."""
+
+    code = "credential_missing"
+
+
+def _flag(request, name: str) -> bool:
+    raw = request.query_params.get(name, "false")
+    if raw not in ("true", "false", "1", "0"):
+        raise BadQuery(f"'{name}' is true or false.", detail={name: raw})
+    return raw in ("true", "1")
+
+
+def listing_body(listing: Listing) -> dict[str, Any]:
+    names = [tool_name(listing.server.name, t.name) for t in listing.tools]
+    return {"server": listing.server.pk, "status": listing.status,
+            "credential_scope": "tenant" if listing.scope is None else "member",
+            "listed_at": listing.listed_at, "age_seconds": listing.age_seconds(),
+            "attempted_at": listing.attempted_at, "error": listing.error,
+            "tools": [{"name": name, "mcp_name": tool.name, "description": tool.description,
+                       "input_schema": tool.input_schema, "allowed": listing.allows(tool.name)}
+                      for name, tool in zip(names, listing.tools, strict=True)]}
+
+
+class McpServerToolsApi(APIView):
+    @extend_schema(operation_id="mcp_servers_tools", parameters=[REFRESH],
+                   responses={200: McpListingOutput, 409: CREDENTIAL_MISSING})
+    def get(self, request, mcp_server_id):
+        """The server's tools as last listed for the caller's credentials (theirs where they
+        set their own, else the tenant's), with the listing's age; never calls the server
+        unless ``refresh=true``."""
+        member = caller(request)
+        server = services.server_get(member=member, server_id=mcp_server_id)
+        if not _flag(request, "refresh"):
+            return Response(McpListingOutput(listing_body(listing_get(server, member))).data)
+        try:
+            listing = listing_refresh(server, member)
+        except CredentialMissing as exc:
+            raise CredentialNotSet(str(exc), detail={"server": exc.server,
+                                                     "credential": exc.credential}) from None
+        return Response(McpListingOutput(listing_body(listing)).data)
 
 
 SCOPE = OpenApiParameter(

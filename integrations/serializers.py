@@ -1,4 +1,4 @@
-"""Explicit input and output shapes for MCP servers and credentials.
+"""Explicit input and output shapes for MCP servers, their tool listings and credentials.
 
 The inputs check each value's type and size; what a server may be as a whole (a URL for an
 HTTP transport, a configured stdio entry, headers that take secrets from credentials) is the
@@ -88,6 +88,28 @@ class McpServerOutput(serializers.ModelSerializer):
                   "timeout_seconds", "tools_allow", "tools_deny", "required", "idempotent",
                   "created_by", "created_at", "updated_at"]
         read_only_fields = fields
+
+
+class McpToolOutput(serializers.Serializer):
+    name = serializers.CharField(help_text="Its name in runs: `<server>__<tool>`.")
+    mcp_name = serializers.CharField(help_text="Its name on the server.")
+    description = serializers.CharField()
+    input_schema = serializers.DictField(help_text="The JSON Schema of its arguments.")
+    allowed = serializers.BooleanField(help_text="Whether tools_allow and tools_deny keep it.")
+
+
+class McpListingOutput(serializers.Serializer):
+    server = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=["ok", "unreachable", "never_listed"], help_text=(
+        "ok: the last listing worked; unreachable: it failed (`error` says why; the tools are "
+        "the last ones listed); never_listed."))
+    credential_scope = serializers.ChoiceField(choices=SCOPES, help_text=(
+        "member: listed with the caller's own credentials; tenant: with the tenant's."))
+    listed_at = serializers.DateTimeField(allow_null=True)
+    age_seconds = serializers.FloatField(allow_null=True)
+    attempted_at = serializers.DateTimeField(allow_null=True)
+    error = serializers.CharField()
+    tools = McpToolOutput(many=True)
 
 
 class CredentialInput(Closed):

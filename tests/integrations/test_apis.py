@@ -65,6 +65,8 @@ def test_another_tenants_server_is_the_missing_404(outsider, server):
         none = getattr(outsider.client, method)(missing, body, format="json")
         error_of(theirs, 404, "not_found")
         assert theirs.content == none.content
+    assert outsider.client.get(f"{url}/tools").content == outsider.client.get(
+        f"{missing}/tools").content
     assert outsider.client.get("/v1/mcp-servers").json()["results"] == []
 
 

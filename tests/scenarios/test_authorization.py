@@ -195,6 +195,7 @@ def test_forbidden_patch_with_invalid_body_is_still_404(request, objects, who):
 
 TENANT_ROUTES = [
     ("get", "/v1/mcp-servers/{server}", None),
+    ("get", "/v1/mcp-servers/{server}/tools", None),
     ("patch", "/v1/mcp-servers/{server}", {"description": "changed"}),
     ("delete", "/v1/mcp-servers/{server}", None),
 ]
