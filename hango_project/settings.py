@@ -227,9 +227,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": HANGO.log_level},
     # Django's own console handler would print every record twice. httpx logs each request's
     # whole URL at INFO: a webhook URL may carry its receiver's token in its query; so does
-    # httpx2, the MCP SDK's client, for an MCP server's URL.
+    # httpx2, the MCP SDK's client, for an MCP server's URL, and the SDK's client names that URL
+    # in its DEBUG lines.
     "loggers": {"django": {"handlers": [], "propagate": True},
-                "httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+                "httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"},
+                "mcp.client": {"level": "INFO"}},
 }
 
 # Celery reliability settings: a task is acknowledged only after it ran, is redelivered when

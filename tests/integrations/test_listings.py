@@ -4,6 +4,8 @@ and the in-repo Streamable HTTP server on a loopback port, which checks a bearer
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from harness.mcp.names import tool_name
@@ -137,3 +139,13 @@ def test_a_name_resolving_to_loopback_is_refused_when_the_session_opens(admin, r
 def test_refresh_is_true_or_false(alice, server, flag):
     response = alice.client.get(f"/v1/mcp-servers/{server['id']}/tools?refresh={flag}")
     error_of(response, 400, "invalid_query")
+
+
+def test_neither_the_credential_nor_the_url_is_logged(admin, running, orders, caplog):
+    caplog.set_level(logging.DEBUG)
+    admin.client.patch(f"/v1/mcp-servers/{orders['id']}",
+                       {"url": running.url + "?key=hunter2"}, format="json")
+    admin.client.put("/v1/credentials/orders-token", {"value": TOKEN}, format="json")
+    assert tools_of(admin, orders["id"], refresh=True)["status"] == "ok"
+    assert caplog.records  # something was logged at DEBUG
+    assert TOKEN not in caplog.text and "hunter2" not in caplog.text
