@@ -5,7 +5,6 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db.models import Model
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
@@ -14,25 +13,10 @@ from accounts.models import Member, Tenant
 from agents import services
 from agents.config import allowed_tools_problems, config_problems
 from agents.models import SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
-from hango_project.admin import OwnerAdmin, ServiceWrittenAdmin
+from hango_project.admin import OwnerAdmin, ServiceWrittenAdmin, adopt, written
 from hango_project.config import hango
 from hango_project.errors import ApplicationError
 from harness.middleware.memory import content_problem, path_problem
-
-
-def adopt(obj: Model, saved: Model) -> None:
-    """The form's unsaved instance becomes the row a service saved, for what the admin does
-    with it next (its inlines, its history, the message naming it)."""
-    for field in saved._meta.concrete_fields:
-        setattr(obj, field.attname, getattr(saved, field.attname))
-    obj._state.adding = False
-
-
-def written(form: forms.ModelForm, names: tuple[str, ...], change: bool) -> dict[str, Any]:
-    """The fields a service takes from the form: every one given on an add, the changed ones
-    on a change."""
-    return {k: form.cleaned_data[k] for k in names
-            if k in (form.changed_data if change else form.cleaned_data)}
 
 
 class TenantOwnedForm(forms.ModelForm):
