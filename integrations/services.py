@@ -87,16 +87,18 @@ def server_create(*, tenant_id: uuid.UUID, data: dict[str, Any],
 
 def server_update(*, server: McpServer, data: dict[str, Any],
                   actor: Member | None) -> McpServer:
-    changed = [k for k in SERVER_FIELDS if k in data and data[k] != getattr(server, k)]
+    """Change ``data``'s fields of the server. What changed is judged against the stored row:
+    the admin's form has set its values on ``server`` already."""
     fields = {k: data.get(k, getattr(server, k)) for k in SERVER_FIELDS}
     _checked(fields)
     try:
         with transaction.atomic():
-            locked = McpServer.objects.select_for_update().get(pk=server.pk)
-            if "name" in changed and (used := references.users(locked)):
+            stored = McpServer.objects.select_for_update().get(pk=server.pk)
+            changed = [k for k in SERVER_FIELDS if k in data and data[k] != getattr(stored, k)]
+            if "name" in changed and (used := references.users(stored)):
                 raise Conflict(
-                    f"The MCP server {locked.name!r} is used by {', '.join(used)}: its tools' "
-                    f"names there start with {locked.name}__. Take it out of them first.",
+                    f"The MCP server {stored.name!r} is used by {', '.join(used)}: its tools' "
+                    f"names there start with {stored.name}__. Take it out of them first.",
                     detail={"name": [f"Used by {', '.join(used)}."]})
             for name in changed:
                 setattr(server, name, data[name])
