@@ -282,6 +282,11 @@ class AuditAction(models.TextChoices):
     SCHEDULE_RUN = "schedule.run"
     PRICE_SET = "price.set"
     PRICE_DELETE = "price.delete"
+    MCP_SERVER_CREATE = "mcp_server.create"
+    MCP_SERVER_UPDATE = "mcp_server.update"
+    MCP_SERVER_DELETE = "mcp_server.delete"
+    CREDENTIAL_SET = "credential.set"  # its name and scope only, never its value
+    CREDENTIAL_DELETE = "credential.delete"
 
 
 class AuditEntry(models.Model):

@@ -4,9 +4,7 @@ forms, with the API's rules, are :mod:`agents.forms`."""
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin
-from django.db.models import Model
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
@@ -15,22 +13,7 @@ from accounts.models import Member
 from agents import services
 from agents.forms import AgentForm, MemoryFileForm, MemoryFileFormSet, OneMemoryFileForm, SkillForm
 from agents.models import Agent, MemoryFile, Skill
-from hango_project.admin import OwnerAdmin, ServiceWrittenAdmin
-
-
-def adopt(obj: Model, saved: Model) -> None:
-    """The form's unsaved instance becomes the row a service saved, for what the admin does
-    with it next (its inlines, its history, the message naming it)."""
-    for field in saved._meta.concrete_fields:
-        setattr(obj, field.attname, getattr(saved, field.attname))
-    obj._state.adding = False
-
-
-def written(form: forms.ModelForm, names: tuple[str, ...], change: bool) -> dict[str, Any]:
-    """The fields a service takes from the form: every one given on an add, the changed ones
-    on a change."""
-    return {k: form.cleaned_data[k] for k in names
-            if k in (form.changed_data if change else form.cleaned_data)}
+from hango_project.admin import OwnerAdmin, ServiceWrittenAdmin, adopt, written
 
 
 class MemoryFileInline(admin.StackedInline):

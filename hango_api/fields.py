@@ -85,6 +85,13 @@ class IntegerField(_Typed, serializers.IntegerField):
         return isinstance(data, int) and not isinstance(data, bool)
 
 
+class FloatField(_Typed, serializers.FloatField):
+    expected = "a number"
+
+    def accepts(self, data: Any) -> bool:
+        return isinstance(data, int | float) and not isinstance(data, bool)
+
+
 class BooleanField(_Typed, serializers.BooleanField):
     expected = "a boolean"
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_permission_codename
 from django.db import transaction
+from django.db.models import Model
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from hango_project.errors import ApplicationError
@@ -33,6 +35,21 @@ def refusal(exc: ApplicationError) -> str:
     problems = [p for value in exc.detail.values() if isinstance(value, list)
                 for p in value if isinstance(p, str)]
     return " ".join([exc.message, *problems])
+
+
+def adopt(obj: Model, saved: Model) -> None:
+    """The form's unsaved instance becomes the row a service saved, for what the admin does
+    with it next (its inlines, its history, the message naming it)."""
+    for field in saved._meta.concrete_fields:
+        setattr(obj, field.attname, getattr(saved, field.attname))
+    obj._state.adding = False
+
+
+def written(form: forms.ModelForm, names: tuple[str, ...], change: bool) -> dict[str, Any]:
+    """The fields a service takes from the form: every one given on an add, the changed ones
+    on a change."""
+    return {k: form.cleaned_data[k] for k in names
+            if k in (form.changed_data if change else form.cleaned_data)}
 
 
 class AppWrittenAdmin(_AdminBase):

@@ -11,6 +11,7 @@ The variables themselves, grouped by what they configure, are declared in
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -22,6 +23,7 @@ from hango_project.variables import (
     AgentVariables,
     ApiVariables,
     LiveVariables,
+    McpVariables,
     ProcessVariables,
     ProviderVariables,
     RunVariables,
@@ -31,8 +33,8 @@ from hango_project.variables import (
 
 # Listed last group first: pydantic orders the fields from the last base on, and a derived
 # default (``result_backend_url`` from ``broker_url``…) reads only the fields before it.
-class HangoSettings(ProviderVariables, LiveVariables, RunVariables, AgentVariables, ApiVariables,
-                    WorkVariables, ProcessVariables):
+class HangoSettings(McpVariables, ProviderVariables, LiveVariables, RunVariables, AgentVariables,
+                    ApiVariables, WorkVariables, ProcessVariables):
     """Every environment variable the hango server reads (OpenTelemetry's ``OTEL_*`` are the SDK's;
     the CLI, a client of the API, reads its own ``HANGO_API_URL`` and ``HANGO_API_KEY``), each
     declared in its group in :mod:`hango_project.variables`."""
@@ -49,7 +51,7 @@ class HangoSettings(ProviderVariables, LiveVariables, RunVariables, AgentVariabl
     # ``__getattr__``, which raises AttributeError: 3 µs of every ``hango()``, a few per turn.
     _mask_wrapped: ClassVar[bool] = True
 
-    @field_validator("debug", "run_inline", "stream_deltas", mode="before")
+    @field_validator("debug", "run_inline", "stream_deltas", "mcp_allow_private", mode="before")
     @classmethod
     def _strip_flag(cls, value: object) -> object:
         return value.strip() if isinstance(value, str) else value
@@ -63,6 +65,18 @@ class HangoSettings(ProviderVariables, LiveVariables, RunVariables, AgentVariabl
             assert info.field_name is not None
             return cls.model_fields[info.field_name].default
         return [item.strip() for item in value.split(",") if item.strip()]
+
+    @field_validator("mcp_stdio_servers", mode="before")
+    @classmethod
+    def _json_object(cls, value: object) -> object:
+        # Parsed here rather than by pydantic-settings, whose failure names neither the
+        # variable nor what is wrong.
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not JSON: {exc.msg} at character {exc.pos}") from None
 
     # Whether validating reads the environment; a copy made by replace() reads only its values.
     reads_environment: ClassVar[bool] = True

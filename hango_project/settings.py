@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "hango_project.apps.HangoConfig",
     "accounts",
+    "integrations",
     "agents",
     "runs",
     "context",
@@ -121,7 +122,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Every app's migrations live in the top-level migrations/ package.
 MIGRATION_MODULES = {app: f"migrations.{app}" for app in (
-    "accounts", "agents", "runs", "context", "webhooks", "schedules")}
+    "accounts", "integrations", "agents", "runs", "context", "webhooks", "schedules")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -175,11 +176,13 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/v1/",
     # Two fields are called "action": the audit log's and a context override's. The
-    # snapshot's `counted` and `framing_counted` share one choice set.
+    # snapshot's `counted` and `framing_counted` share one choice set, and a credential's scope
+    # and a listing's credential scope another.
     "ENUM_NAME_OVERRIDES": {"OverrideActionEnum": "context.models.OverrideAction",
                             "AuditActionEnum": "accounts.models.AuditAction",
                             "CountedEnum": "inspector.serializers.COUNTED",
-                            "DiffStatusEnum": "inspector.serializers.DIFF_STATUSES"},
+                            "DiffStatusEnum": "inspector.serializers.DIFF_STATUSES",
+                            "CredentialScopeEnum": "integrations.credentials.SCOPES"},
     "GET_LIB_DOC_EXCLUDES": "hango_api.schema.doc_excludes",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -225,9 +228,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": HANGO.log_level},
     # Django's own console handler would print every record twice. httpx logs each request's
     # whole URL at INFO: a webhook URL may carry its receiver's token in its query; so does
-    # httpx2, the MCP SDK's client, for an MCP server's URL.
+    # httpx2, the MCP SDK's client, for an MCP server's URL, and the SDK's client names that URL
+    # in its DEBUG lines.
     "loggers": {"django": {"handlers": [], "propagate": True},
-                "httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+                "httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"},
+                "mcp.client": {"level": "INFO"}},
 }
 
 # Celery reliability settings: a task is acknowledged only after it ran, is redelivered when

@@ -14,6 +14,7 @@ urlpatterns = [
     path("v1/", include("agents.urls")),
     path("v1/", include("runs.urls")),
     path("v1/", include("accounts.urls")),
+    path("v1/", include("integrations.urls")),
     path("v1/", include("inspector.urls")),
     path("v1/", include("webhooks.urls")),
     path("v1/", include("schedules.urls")),

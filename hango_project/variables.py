@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, AliasGenerator, Field, SecretStr
+from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from harness import deps
@@ -254,3 +254,37 @@ class ProviderVariables(_Variables):
     """The OpenAI-compatible adapter's key."""
     openai_base_url: str | None = Field(None, validation_alias="OPENAI_BASE_URL")
     """The OpenAI-compatible adapter's endpoint: any OpenAI-compatible server (vLLM, Ollama, …)."""
+
+
+# An operator's stdio server's name, as an MCP server's ``command`` names it (in pydantic's
+# regular expressions ``$`` is the end of the text).
+StdioName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+
+
+class StdioServer(BaseModel):
+    """A program the operator lets MCP servers of transport ``stdio`` start on the workers: a
+    tenant names an entry, never a program."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    command: str = Field(min_length=1)
+    """The program (a path, or a name found on the worker's ``PATH``)."""
+    args: list[str] = []
+    """Its arguments."""
+    env: dict[str, str] = {}
+    """Its environment (with none, the SDK's safe default set of the worker's own)."""
+
+
+class McpVariables(_Variables):
+    """MCP servers as tool sources: where they may be, the programs stdio ones run, time limits."""
+
+    mcp_allow_private: bool = False
+    """Allow MCP server URLs that resolve to loopback, private or link-local addresses (a
+    server on the same network); refused by default, as for webhooks (SSRF)."""
+    mcp_stdio_servers: Annotated[dict[StdioName, StdioServer], NoDecode] = {}
+    """The stdio MCP servers tenants may use, as a JSON object: name -> ``{"command": str,
+    "args": [str], "env": {str: str}}``; an MCP server of transport ``stdio`` names one."""
+    mcp_timeout_seconds: float = Field(30, ge=1, le=600)
+    """An MCP server's per-call (and listing) time limit unless the server sets its own."""
+    mcp_max_result_chars: int = Field(1_000_000, ge=1)
+    """The most of one MCP tool result a run keeps (characters); the rest is cut, saying so."""

@@ -18,7 +18,7 @@ from runs.models import Run, RunEvent, RunStatus
 from schedules.models import Fire
 from tests.support.api import post_message
 
-HANGO_APPS = ("accounts", "agents", "runs", "context", "schedules", "webhooks")
+HANGO_APPS = ("accounts", "integrations", "agents", "runs", "context", "schedules", "webhooks")
 # Written by the operator, here and from the command line; no API route writes them.
 OPERATORS_OWN = {Tenant, Member}
 # Models with a composite primary key, which the admin cannot register: their rows are on their

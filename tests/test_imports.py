@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("harness", "accounts", "agents", "runs", "context", "inspector", "webhooks",
-            "schedules", "cli", "hango_project", "hango_api", "migrations", "tests")
+PACKAGES = ("harness", "accounts", "integrations", "agents", "runs", "context", "inspector",
+            "webhooks", "schedules", "cli", "hango_project", "hango_api", "migrations", "tests")
 
 
 def project_modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:

@@ -8,8 +8,9 @@ growing pause, ``HANGO_WEBHOOK_MAX_ATTEMPTS`` times in all. The body is the same
 attempt and its ``webhook-id`` too, so a receiver drops a repeat; ``webhook-timestamp`` is the
 attempt's.
 
-*Where it goes.* The URL's host is resolved and every address must be public (not loopback,
-private, link-local, multicast or reserved) unless ``HANGO_WEBHOOK_ALLOW_PRIVATE``; the request
+*Where it goes* (:mod:`hango_project.outbound`, the rule MCP servers share). The URL's host is
+resolved and every address must be public (not loopback, private, link-local, multicast or
+reserved) unless ``HANGO_WEBHOOK_ALLOW_PRIVATE``; the request
 then goes to the address checked (the name in ``Host`` and TLS's SNI), so a name that resolves
 elsewhere a moment later (DNS rebinding) gains nothing, and redirects are not followed. A URL
 refused this way fails at once, without retries: it will not become public by waiting.
@@ -17,22 +18,21 @@ refused this way fails at once, without retries: it will not become public by wa
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
-import socket
 import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from django.db.models import F, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from hango_project import outbound
 from hango_project.config import hango
+from hango_project.outbound import Refused, Unresolved, is_public  # noqa: F401 (kept here)
 from hango_project.pgpool import release
 from webhooks import secrets
 from webhooks.models import Delivery, DeliveryStatus, Endpoint
@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 USER_AGENT = "hango-webhooks/1"
 MAX_ERROR = 500
 CLOCK_SKEW = timedelta(seconds=1)  # a task may come a little early (another host's clock)
+SWITCH = "HANGO_WEBHOOK_ALLOW_PRIVATE"
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,6 @@ class Outcome:
     status_code: int | None
     error: str  # "" on success
     retry: bool  # worth another attempt
-
-
-class Refused(Exception):
-    """The URL may not be called (its address, its scheme): no attempt is worth making."""
 
 
 def attempt(delivery_id: uuid.UUID | str) -> Delivery | None:
@@ -146,60 +143,12 @@ def _post(target: str, payload: str, headers: dict[str, str], sni: str) -> Outco
     return Outcome(code, f"the endpoint answered {code}", retry=True)
 
 
-class Unresolved(Exception):
-    """The host did not resolve (the resolver may answer next time)."""
-
-
 def public_target(url: str) -> tuple[str, str, str]:
     """The URL with its host replaced by an address that may be called, the ``Host`` header's
-    value and the TLS name (the host in IDNA form); :class:`Refused` when none may be."""
-    parts = urlsplit(url)
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        name = (parts.hostname or "").encode("idna").decode("ascii")
-    except (ValueError, UnicodeError) as exc:
-        raise Refused(f"the URL cannot be used: {exc}") from None
-    if parts.scheme not in ("https", "http") or not name:
-        raise Refused(f"a webhook URL is http(s)://host/…, not {parts.scheme!r}")
-    try:
-        found = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise Unresolved(f"the host {name!r} does not resolve ({exc})") from None
-    addresses = [ipaddress.ip_address(str(entry[4][0]).split("%")[0]) for entry in found]
-    if not hango().webhook_allow_private:
-        private = [a for a in addresses if not is_public(a)]
-        if private:
-            raise Refused(f"the host {name!r} resolves to a non-public address "
-                          f"({private[0]}); set HANGO_WEBHOOK_ALLOW_PRIVATE to allow it")
-    address = addresses[0]
-    netloc = f"[{address}]" if address.version == 6 else str(address)
-    shown = f"[{name}]" if ":" in name else name
-    host = shown if parts.port is None else f"{shown}:{parts.port}"
-    target = urlunsplit((parts.scheme, f"{netloc}:{port}", parts.path or "/", parts.query, ""))
-    return target, host, name
-
-
-# IPv6 prefixes that carry an IPv4 address in their last 32 bits: NAT64 (well-known and local
-# use) and IPv4-compatible; a 6to4 address carries one after its first 16 bits.
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"),
-          ipaddress.ip_network("::/96"))
-_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
-
-
-def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """Global, and so is any IPv4 address it carries (a NAT64 or 6to4 address reaches the IPv4
-    one; Python calls 64:ff9b::7f00:1 global)."""
-    if not address.is_global:
-        return False
-    if isinstance(address, ipaddress.IPv6Address):
-        carried = address.ipv4_mapped or address.sixtofour
-        if carried is None and any(address in net for net in _NAT64):
-            carried = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-        if carried is None and address in _SIX_TO_FOUR:
-            carried = ipaddress.IPv4Address((int(address) >> 80) & 0xFFFFFFFF)
-        if carried is not None:
-            return carried.is_global
-    return True
+    value and the TLS name: :func:`hango_project.outbound.public_target` under
+    ``HANGO_WEBHOOK_ALLOW_PRIVATE``."""
+    return outbound.public_target(url, allow_private=hango().webhook_allow_private,
+                                  switch=SWITCH)
 
 
 def _record(delivery: Delivery, outcome: Outcome) -> None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
-from urllib.parse import urlsplit
-
 from rest_framework import serializers
 
 from hango_api import fields as strict
 from hango_api.inputs import Input
+from hango_project import outbound
 from hango_project.config import hango
-from webhooks.delivery import is_public
+from webhooks.delivery import SWITCH
 from webhooks.models import RUN_EVENTS, Delivery, Endpoint
 
 
@@ -26,23 +24,10 @@ class EndpointInput(Input):
 
     def validate_url(self, value: str) -> str:
         try:
-            parts = urlsplit(value)
-            parts.port  # noqa: B018 (read for the ValueError of a bad port)
-            (parts.hostname or "").encode("idna")
-        except (ValueError, UnicodeError):
-            raise serializers.ValidationError("Not a URL hango can call.") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise serializers.ValidationError("An http:// or https:// URL with a host.")
-        if parts.username or parts.password:
-            raise serializers.ValidationError("Credentials do not belong in the URL.")
-        try:
-            address = ipaddress.ip_address(parts.hostname)
-        except ValueError:  # a name: its addresses are checked at every delivery
-            return value
-        if not is_public(address) and not hango().webhook_allow_private:
-            raise serializers.ValidationError(
-                "A non-public address (HANGO_WEBHOOK_ALLOW_PRIVATE allows it).")
-        return value
+            return outbound.check_url(value, allow_private=hango().webhook_allow_private,
+                                      switch=SWITCH)
+        except outbound.BadUrl as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def validate_events(self, value: list[str]) -> list[str]:
         return list(dict.fromkeys(value))

@@ -10,7 +10,8 @@ from agents.models import Agent
 
 @pytest.fixture
 def world(owner, alice, make_agent, make_session, hango_settings):
-    """An agent, a session, a memory file and a skill of ``alice``; runs stay queued."""
+    """An agent, a session, a memory file and a skill of ``alice``, a webhook and a schedule of
+    hers, and an MCP server of the tenant; runs stay queued."""
     hango_settings(run_inline=False, broker_url="")
     agent = make_agent(alice)
     session = make_session(alice, agent_id=agent["id"])
@@ -23,5 +24,8 @@ def world(owner, alice, make_agent, make_session, hango_settings):
     schedule = alice.client.post("/v1/schedules", {"name": "n", "agent": agent["id"],
                                                    "cron": "0 9 * * *", "content": "hi"},
                                  format="json").json()
+    server = owner.client.post("/v1/mcp-servers", {"name": "docs", "transport": "streamable_http",
+                                                   "url": "https://docs.example.com/mcp"},
+                               format="json").json()
     return {"agent": agent["id"], "session": session["id"], "memory": memory, "skill": skill["id"],
-            "webhook": webhook["id"], "schedule": schedule["id"]}
+            "webhook": webhook["id"], "schedule": schedule["id"], "mcp_server": server["id"]}

@@ -19,6 +19,8 @@ from accounts.models import AuditAction, AuditEntry, TenantPrice
 from agents.models import MemoryFile
 from harness.approval_values import PendingBatch, PendingCall
 from harness.serde import batch_to_json
+from integrations.credentials import credential_set
+from integrations.models import Credential
 from runs.models import Run, SessionFile
 from tests.support.api import AGENT_BODY, HITL, WRITE_METHODS, post_message
 
@@ -104,6 +106,18 @@ def _from_body(response) -> str:
     return response.json()["id"]
 
 
+def _a_credential(caller, scope: str) -> str:
+    """A credential named "old-token" (the tenant's, or the caller's own): its id."""
+    credential, _ = credential_set(tenant_id=caller.member.tenant_id,
+                                   owner=None if scope == "tenant" else caller.member,
+                                   name="old-token", value="v", actor=None)
+    return str(credential.pk)
+
+
+def _new_credential_id(response) -> str:
+    return str(Credential.objects.get(name="new-token").pk)
+
+
 WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
     ("agents", "post"): (AuditAction.AGENT_CREATE, "agent", lambda c, w: (
         "/v1/agents", AGENT_BODY, _from_body)),
@@ -169,6 +183,12 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
         f"/v1/schedules/{w['schedule']}", {"cron": "0 10 * * *"}, lambda r: w["schedule"])),
     ("schedule", "delete"): (AuditAction.SCHEDULE_DELETE, "schedule", lambda c, w: (
         f"/v1/schedules/{w['schedule']}", None, lambda r: w["schedule"])),
+    # A member's own credential (the tenant's: ADMIN_WRITE_ROUTES).
+    ("credential", "put"): (AuditAction.CREDENTIAL_SET, "credential", lambda c, w: (
+        "/v1/credentials/new-token?scope=member", {"value": "v"}, _new_credential_id)),
+    ("credential", "delete"): (AuditAction.CREDENTIAL_DELETE, "credential", lambda c, w: (
+        (pk := _a_credential(c, "member")) and "/v1/credentials/old-token?scope=member", None,
+        lambda r: pk)),
 }
 
 
@@ -203,6 +223,20 @@ ADMIN_WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
         lambda r: str(TenantPrice.objects.get(tenant_id=c.member.tenant_id).pk))),
     ("price", "delete"): (AuditAction.PRICE_DELETE, "price", lambda c, w: (
         _a_price(c), None, _price_id)),
+    ("mcp-servers", "post"): (AuditAction.MCP_SERVER_CREATE, "mcp_server", lambda c, w: (
+        "/v1/mcp-servers", {"name": "crm", "transport": "sse",
+                            "url": "https://crm.example.com/sse"}, _from_body)),
+    ("mcp-server", "patch"): (AuditAction.MCP_SERVER_UPDATE, "mcp_server", lambda c, w: (
+        f"/v1/mcp-servers/{w['mcp_server']}", {"timeout_seconds": 5},
+        lambda r: w["mcp_server"])),
+    ("mcp-server", "delete"): (AuditAction.MCP_SERVER_DELETE, "mcp_server", lambda c, w: (
+        f"/v1/mcp-servers/{w['mcp_server']}", None, lambda r: w["mcp_server"])),
+    # The tenant's credentials (a member's own: WRITE_ROUTES).
+    ("credential", "put"): (AuditAction.CREDENTIAL_SET, "credential", lambda c, w: (
+        "/v1/credentials/new-token?scope=tenant", {"value": "v"}, _new_credential_id)),
+    ("credential", "delete"): (AuditAction.CREDENTIAL_DELETE, "credential", lambda c, w: (
+        (pk := _a_credential(c, "tenant")) and "/v1/credentials/old-token?scope=tenant", None,
+        lambda r: pk)),
 }
 
 
@@ -295,7 +329,8 @@ def test_no_read_route_records_a_row(owner, alice, world):
     ping = alice.client.post(f"/v1/webhooks/{world['webhook']}/ping").json()
     ids = {"agent_id": world["agent"], "session_id": world["session"], "run_id": run_id,
            "skill_id": world["skill"], "webhook_id": world["webhook"], "delivery_id": ping["id"],
-           "schedule_id": world["schedule"], "model": _a_price(owner).rsplit("/", 1)[1]}
+           "schedule_id": world["schedule"], "model": _a_price(owner).rsplit("/", 1)[1],
+           "mcp_server_id": world["mcp_server"]}
     paths = {"agent-memory-file": "memories/old.md", "session-file": "notes/plan.md"}
     before = row_ids()
     called = []

@@ -153,4 +153,6 @@ def test_the_admin_shows_rows_read_only(owner, admin_client):
 
 def test_the_action_set_is_closed_and_reserves_the_inspector():
     assert {"context.override", "context.try"} <= set(AuditAction.values)
-    assert len(AuditAction.values) == 30
+    assert {"mcp_server.create", "mcp_server.update", "mcp_server.delete", "credential.set",
+            "credential.delete"} <= set(AuditAction.values)
+    assert len(AuditAction.values) == 35

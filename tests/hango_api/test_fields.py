@@ -19,6 +19,7 @@ CASES = [
     (fields.ChoiceField(choices=["1", "b"]), ("1", "1"), [1, True, ["b"]]),
     (fields.UUIDField(), (str(ID), ID), [ID.int, 5.0, [str(ID)]]),
     (fields.IntegerField(), (5, 5), ["5", 5.0, 5.5, True, False, [5]]),
+    (fields.FloatField(), (5, 5.0), ["5", "5.5", True, False, [5.5], {"a": 1}]),
     (fields.BooleanField(), (True, True), ["true", 1, 0, "yes", [True]]),
     (fields.ListField(child=fields.CharField()), (["x"], ["x"]), ["x", {"a": "x"}, 5]),
     (fields.DictField(child=fields.IntegerField()), ({"a": 1}, {"a": 1}), ["x", [1], 5]),

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from pydantic import AliasChoices, ValidationError
 
-from hango_project.config import HangoSettings, hango
+from hango_project.config import HangoSettings, from_environment, hango
 from hango_project.variables import BASE_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +79,25 @@ def test_paths_and_lists(environ, tmp_path):
 def test_flags(environ, raw, expected):
     environ.setenv("HANGO_RUN_INLINE", raw)
     assert HangoSettings().run_inline is expected
+
+
+def test_the_operators_stdio_mcp_servers_are_a_json_object_checked_at_start_up(environ):
+    environ.setenv("HANGO_MCP_STDIO_SERVERS", json.dumps(
+        {"time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},
+         "docs.v2": {"command": "/opt/docs", "env": {"DOCS_ROOT": "/srv/docs"}}}))
+    servers = HangoSettings().mcp_stdio_servers
+    assert servers["time"].command == "mcp-server-time"
+    assert servers["time"].args == ["--local-timezone", "UTC"] and servers["time"].env == {}
+    assert servers["docs.v2"].env == {"DOCS_ROOT": "/srv/docs"}
+    for bad, where in [("not json", "HANGO_MCP_STDIO_SERVERS"), ("[]", "HANGO_MCP_STDIO_SERVERS"),
+                       ('{"t": {"cmd": "x"}}', "HANGO_MCP_STDIO_SERVERS.t"),
+                       ('{"t": {"command": ""}}', "HANGO_MCP_STDIO_SERVERS.t.command"),
+                       ('{"t": {"command": "x", "args": "-v"}}', "HANGO_MCP_STDIO_SERVERS.t.args"),
+                       ('{"a b": {"command": "x"}}', "HANGO_MCP_STDIO_SERVERS.a b")]:
+        environ.setenv("HANGO_MCP_STDIO_SERVERS", bad)
+        with pytest.raises(ImproperlyConfigured) as refused:
+            from_environment()
+        assert where in str(refused.value), bad
 
 
 def test_names_are_case_sensitive_as_the_environment_is(environ):

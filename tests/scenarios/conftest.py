@@ -22,9 +22,10 @@ from tests.support.workers import create_database, drop_database
 
 
 @pytest.fixture
-def route_ids(alice, queued_run: Run) -> dict[str, str]:
+def route_ids(alice, admin, queued_run: Run) -> dict[str, str]:
     """Real objects of ``alice``'s for every path parameter of the API: an agent (with a memory
-    file), a session with a queued run, and a skill."""
+    file), a session with a queued run, and a skill; an MCP server of her tenant (an admin's)
+    and a credential of her own."""
     agent_id = str(queued_run.agent_id)
     memory = alice.client.post(f"/v1/agents/{agent_id}/memory",
                                {"path": "/memories/notes.md", "content": "x"}, format="json")
@@ -39,11 +40,19 @@ def route_ids(alice, queued_run: Run) -> dict[str, str]:
                                                    "cron": "0 9 * * *", "content": "hi"},
                                  format="json")
     assert schedule.status_code == 201, schedule.content
+    server = admin.client.post("/v1/mcp-servers", {"name": "walker", "transport": "sse",
+                                                   "url": "https://mcp.example.invalid/sse"},
+                               format="json")
+    assert server.status_code == 201, server.content
+    credential = alice.client.put("/v1/credentials/walker-token?scope=member", {"value": "x"},
+                                  format="json")
+    assert credential.status_code == 201, credential.content
     return {"agent_id": agent_id, "session_id": str(queued_run.session_id),
             "run_id": str(queued_run.pk), "skill_id": skill.json()["id"],
             "path": "memories/notes.md", "webhook_id": webhook.json()["id"],
             "delivery_id": str(uuid.uuid4()), "schedule_id": schedule.json()["id"],
-            "model": "scripted:demo"}
+            "model": "scripted:demo", "mcp_server_id": server.json()["id"],
+            "name": "walker-token"}
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,7 @@
 """Who sees what: members only their own; owners and admins their whole tenant; everyone else
-gets the very 404 a missing id gets, on every route, and never sees the object in a list."""
+gets the very 404 a missing id gets, on every route, and never sees the object in a list.
+Tenant-wide objects (MCP servers) every member of the tenant sees, and only owners and admins
+change; a member's own credential nobody else sees, whatever their role."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import uuid
 import pytest
 
 from agents.models import Agent
+from integrations.models import Credential, McpServer
 from runs.models import Session
 from schedules.models import Schedule
 from tests.support.api import error_of
@@ -184,3 +187,67 @@ def test_forbidden_patch_with_invalid_body_is_still_404(request, objects, who):
     client = request.getfixturevalue(who).client
     response = client.patch(f"/v1/agents/{objects['agent']}", {"model": "gpt4"}, format="json")
     error_of(response, 404, "not_found")
+
+
+# -- tenant-wide objects: an MCP server (an admin's) -------------------------------------------
+# Every member of the tenant reads it; owners and admins change it, a member's write is refused
+# by role (403: they see it); another tenant's caller gets the very 404 of a missing id.
+
+TENANT_ROUTES = [
+    ("get", "/v1/mcp-servers/{server}", None),
+    ("get", "/v1/mcp-servers/{server}/tools", None),
+    ("patch", "/v1/mcp-servers/{server}", {"description": "changed"}),
+    ("delete", "/v1/mcp-servers/{server}", None),
+]
+TENANT_ROUTE_IDS = [f"{method.upper()} {url}" for method, url, _ in TENANT_ROUTES]
+
+
+@pytest.fixture
+def tenant_server(admin) -> str:
+    response = admin.client.post("/v1/mcp-servers", {
+        "name": "docs", "transport": "streamable_http", "url": "https://docs.example.com/mcp"},
+        format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+@pytest.mark.parametrize("method, url, body", TENANT_ROUTES, ids=TENANT_ROUTE_IDS)
+def test_another_tenant_gets_the_missing_id_404_on_tenant_wide_objects(outsider, tenant_server,
+                                                                       method, url, body):
+    response = call(outsider.client, method, url.format(server=tenant_server), body)
+    error_of(response, 404, "not_found")
+    for missing in (str(uuid.uuid4()), "not-a-uuid"):
+        assert response.content == call(outsider.client, method, url.format(server=missing),
+                                        body).content
+    assert McpServer.objects.get(pk=tenant_server).description == ""
+    assert outsider.client.get("/v1/mcp-servers").json()["results"] == []
+
+
+@pytest.mark.parametrize("who", ["alice", "bob", "admin", "owner"])
+@pytest.mark.parametrize("method, url, body", TENANT_ROUTES, ids=TENANT_ROUTE_IDS)
+def test_members_read_tenant_wide_objects_and_only_owners_and_admins_write(
+        request, tenant_server, who, method, url, body):
+    caller = request.getfixturevalue(who)
+    response = call(caller.client, method, url.format(server=tenant_server), body)
+    if method == "get":
+        assert response.status_code == 200, response.content
+    elif not caller.member.sees_whole_tenant:
+        error_of(response, 403, "permission_denied")
+        assert McpServer.objects.get(pk=tenant_server).description == ""
+    elif method == "patch":
+        assert response.status_code == 200, response.content
+        assert McpServer.objects.get(pk=tenant_server).description == "changed"
+    else:
+        assert response.status_code == 204
+        assert not McpServer.objects.filter(pk=tenant_server).exists()
+
+
+@pytest.mark.parametrize("who", ["bob", "admin", "owner", "outsider"])
+def test_a_members_own_credential_is_theirs_alone(request, alice, who):
+    mine = alice.client.put("/v1/credentials/docs-token?scope=member", {"value": "alice's"},
+                            format="json")
+    assert mine.status_code == 201, mine.content
+    caller = request.getfixturevalue(who)
+    assert caller.client.get("/v1/credentials").json()["results"] == []
+    error_of(caller.client.delete("/v1/credentials/docs-token?scope=member"), 404, "not_found")
+    assert Credential.objects.get(name="docs-token").member_id == alice.member.pk

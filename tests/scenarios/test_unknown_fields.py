@@ -14,6 +14,7 @@ import pytest
 from accounts.models import TenantPrice
 from agents.models import Agent, MemoryFile, Skill
 from context.models import ContextOverride
+from integrations.models import Credential, McpServer
 from runs.models import Message, Run, Session
 from schedules.models import Schedule
 from tests.support.api import error_of, errors_at
@@ -28,6 +29,8 @@ MAPS: set[tuple[str, Path]] = {
     ("agents_create", ("config", "interrupt_on")),  # tool name -> decisions
     ("runs_approve", ("decisions", 0, "input")),  # an edited call's arguments
     ("sessions_context_try", ("replace",)),  # part id -> replacement text
+    ("mcp_servers_create", ("headers",)),  # header name -> template
+    ("mcp_servers_update", ("headers",)),
 }
 
 
@@ -71,7 +74,7 @@ def with_unknown(body: Any, path: Path) -> Any:
 
 def stored() -> tuple[int, ...]:
     models = (Agent, MemoryFile, Skill, Session, Message, Run, ContextOverride, Endpoint,
-              Schedule, TenantPrice)
+              Schedule, TenantPrice, McpServer, Credential)
     return tuple(model.objects.count() for model in models)
 
 

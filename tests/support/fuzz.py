@@ -54,9 +54,9 @@ class FuzzReport:
 
 
 def seed_objects(base_url: str, key: str) -> dict[str, str]:
-    """Through the API: an agent with a memory file, a session with a run, a skill; their ids
-    for every path parameter of the API (the server runs the posted message when it runs work
-    inline)."""
+    """Through the API: an agent with a memory file, a session with a run, a skill, a webhook,
+    a schedule, an MCP server and a credential; their ids for every path parameter of the API
+    (the server runs the posted message when it runs work inline)."""
     http = requests.Session()
     http.headers["Authorization"] = f"Bearer {key}"
 
@@ -74,9 +74,15 @@ def seed_objects(base_url: str, key: str) -> dict[str, str]:
     webhook = post("/v1/webhooks", {"url": "https://hooks.example.com/fuzz"})
     schedule = post("/v1/schedules", {"name": "fuzz", "agent": agent["id"], "cron": "0 9 * * *",
                                       "content": "hi"})
+    server = post("/v1/mcp-servers", {"name": "fuzz", "transport": "streamable_http",
+                                      "url": "https://mcp.example.invalid/mcp"})
+    credential = http.put(f"{base_url}/v1/credentials/fuzz-token", json={"value": "x"},
+                          timeout=60)
+    assert credential.status_code == 201, credential.text
     return {"agent_id": agent["id"], "session_id": session["id"], "run_id": run["id"],
             "skill_id": skill["id"], "path": "memories/notes.md", "webhook_id": webhook["id"],
-            "delivery_id": webhook["id"], "schedule_id": schedule["id"]}
+            "delivery_id": webhook["id"], "schedule_id": schedule["id"],
+            "mcp_server_id": server["id"], "name": "fuzz-token"}
 
 
 # hango under gunicorn for a fuzzer: its pace is not a client's (no rate limit), posted messages
