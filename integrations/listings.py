@@ -1,6 +1,6 @@
 """The tools an MCP server lists, cached per server and credential scope: read without calling
-the server (the API, the inspector), and listed anew on demand (``?refresh=true``, a run's
-first claim, an agent naming tools of a server never listed).
+the server (the API, the inspector), and listed anew on demand (``?refresh=true``, an agent
+naming tools of a server never listed) or kept from what a run's first claim listed.
 
 A listing that fails keeps the tools of the last one that worked and records why and when
 (``error``, ``attempted_at``): the server is shown as unreachable with what it offered last.
@@ -89,6 +89,12 @@ def listing_refresh(server: McpServer, member: Member | None) -> Listing:
     except McpUnavailable as exc:
         tools, error = None, str(exc)
     return _stored(server, scope, tools, error)
+
+
+def listing_keep(server: McpServer, member: Member | None, tools: tuple[McpTool, ...]) -> None:
+    """Keep the tools a run listed with the member's credentials: what the API and the
+    inspector show next (a run's first claim lists its servers anyway)."""
+    _stored(server, credential_scope(server, member), tools, "")
 
 
 def _stored(server: McpServer, scope: uuid.UUID | None, tools: tuple[McpTool, ...] | None,

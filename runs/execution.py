@@ -38,9 +38,10 @@ from harness.tools import ToolRegistry, builtin_registry
 from runs import live
 from runs.fence import Claim
 from runs.history import preloaded_history
+from runs.mcp_access import DbMcpAccess
 from runs.models import Run, Session
 from runs.preload import NOTHING_PRELOADED, Preloaded, preload
-from runs.stores import DbFileStore, DbSummaryStore
+from runs.stores import DbCallJournal, DbFileStore, DbSummaryStore
 
 
 @cache
@@ -141,6 +142,8 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
     guard = claim.hold if claim is not None else None
     reads = preloaded or NOTHING_PRELOADED
     knobs = hango()
+    mcp = (DbMcpAccess(tenant_id=session.tenant_id, member_id=session.member_id,
+                       uses=spec.config.mcp_servers) if spec.config.mcp_servers else None)
     deps = RunDeps(
         memory=DbMemoryStore(agent, guard=guard, preloaded=reads.memory),
         skills=DbSkillStore(agent, spec.config.skills),
@@ -154,6 +157,7 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         large_tool_result_chars=knobs.large_tool_result_chars,
         subagent_max_depth=knobs.subagent_max_depth,
         subagent_max_turns=knobs.subagent_max_turns,
+        mcp=mcp, mcp_journal=DbCallJournal(claim) if claim is not None and mcp else None,
     )
     stack = default_stack(StackConfig(
         agent=spec, repeat_call_threshold=knobs.repeat_call_threshold, deps=deps,

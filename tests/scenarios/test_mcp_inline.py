@@ -1,0 +1,54 @@
+"""An agent's MCP tools in runs executed inline (no worker): the in-repo MCP server on loopback,
+the tenant's server and credential made through the API."""
+
+from __future__ import annotations
+
+import pytest
+
+from runs.models import Run
+from tests.support.mcp_servers import TOKEN
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def shop(admin, mcp_server, hango_settings):
+    """The tenant's server `shop` (the test server, its token a tenant credential)."""
+    hango_settings(mcp_allow_private=True)
+    response = admin.client.post("/v1/mcp-servers", {
+        "name": "shop", "transport": "streamable_http", "url": mcp_server.url,
+        "headers": {"Authorization": "Bearer {{credential:shop-token}}"}}, format="json")
+    assert response.status_code == 201, response.content
+    put = admin.client.put("/v1/credentials/shop-token?scope=tenant", {"value": TOKEN},
+                           format="json")
+    assert put.status_code == 201, put.content
+    return response.json()
+
+
+def send(caller, make_agent, make_session, server, text, **config):
+    agent = make_agent(caller, model="scripted:calls",
+                       config={"mcp_servers": [{"server": server["id"]}], **config})
+    session = make_session(caller, agent["id"])
+    response = caller.client.post(f"/v1/sessions/{session['id']}/messages", {"content": text},
+                                  format="json")
+    assert response.status_code == 202, response.content
+    return Run.objects.get(pk=response.json()["run"]["id"])
+
+
+def test_a_run_calls_an_mcp_tool_once_with_its_idempotency_key(alice, make_agent, make_session,
+                                                               shop, mcp_server, inline_runs):
+    run = send(alice, make_agent, make_session, shop,
+               'call shop__lookup_order {"order_id": "42"}')
+    assert run.status == "completed", run.error
+    [call] = mcp_server.calls("lookup_order")
+    assert call["arguments"] == {"order_id": "42"}
+    assert call["meta"]["io.hango/idempotency-key"] == f"{run.pk}:1:{run_call_id(run)}"
+    events = [e.type for e in run.events.order_by("seq")]
+    assert "mcp.tools_listed" in events
+    answer = run.session.messages.order_by("-seq").first()
+    assert "shop__lookup_order" in answer.content[0]["text"]
+
+
+def run_call_id(run: Run) -> str:
+    message = run.session.messages.filter(role="assistant").order_by("seq").first()
+    return next(b["id"] for b in message.content if b["type"] == "tool_use")
