@@ -88,8 +88,8 @@ class McpMiddleware:
     # -- listing ---------------------------------------------------------------------------
 
     def before_run(self, state: State) -> None:
-        listings, found = load_private(state, NAME, Listings)
-        if found:  # the run's own listing, from its checkpoint
+        if NAME in state.private:  # the run's own listing, from its checkpoint
+            listings, _ = load_private(state, NAME, Listings)
             if self.capture_only:
                 self.report = tuple(_of_run(s, listings) for s in self.access.servers)
                 return
@@ -97,6 +97,7 @@ class McpMiddleware:
                 if server.required and server.id in listings.servers:
                     self.access.ready(server)  # a credential removed meanwhile stops it
             return
+        listings = Listings()  # kept once every server is listed: a run that stops lists anew
         if self.capture_only:
             self._from_cache(listings)
         else:

@@ -63,10 +63,11 @@ def test_an_idempotent_server_s_calls_run_in_the_model_s_turn():
 def test_a_required_server_out_of_reach_fails_the_run_before_any_model_call():
     reach = access(ServerUse(id="s-down", name="down", required=True))
     model = ScriptedModel([text("never")])
-    step, _, recorder = run(loop_with(model, reach))
+    step, state, recorder = run(loop_with(model, reach))
     assert isinstance(step, Failed) and step.code == "mcp_server_unavailable"
     assert "'down' is required" in step.message and model.calls == []
     assert len(recorder.results) == 1
+    assert "mcp" not in state.private  # nothing listed is kept: a resumed run lists anew
 
 
 def test_an_optional_server_out_of_reach_is_left_out_saying_so():
