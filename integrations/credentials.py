@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import re
 import uuid
+from functools import partial
 from typing import Literal
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.dispatch import Signal
 from rest_framework import status
 
 from accounts.audit import audit_record
@@ -82,6 +84,11 @@ def check_writer(member: Member, scope: Scope) -> None:
         raise CredentialsNotWritable()
 
 
+# Sent once a credential is set (committed): the runs that stopped for want of it go on
+# (runs/resumption.py; this app cannot import the runs above it).
+credential_was_set = Signal()
+
+
 def credential_set(*, tenant_id: uuid.UUID, owner: Member | None, name: str, value: str,
                    actor: Member | None) -> tuple[Credential, bool]:
     """Set the tenant's credential (``owner`` None) or ``owner``'s own; returns it and whether
@@ -101,6 +108,8 @@ def credential_set(*, tenant_id: uuid.UUID, owner: Member | None, name: str, val
         audit_record(actor=actor, tenant=tenant_id, action=AuditAction.CREDENTIAL_SET,
                      obj_type="credential", obj_id=credential.pk,
                      detail={"name": name, "scope": credential.scope, "created": created})
+        transaction.on_commit(partial(credential_was_set.send, sender=Credential,
+                                      tenant_id=tenant_id, member=owner, name=name, actor=actor))
     return credential, created
 
 

@@ -52,3 +52,26 @@ def test_a_run_calls_an_mcp_tool_once_with_its_idempotency_key(alice, make_agent
 def run_call_id(run: Run) -> str:
     message = run.session.messages.filter(role="assistant").order_by("seq").first()
     return next(b["id"] for b in message.content if b["type"] == "tool_use")
+
+
+def test_a_run_stopped_for_a_credential_goes_on_once_it_is_set(admin, alice, make_agent,
+                                                               make_session, mcp_server,
+                                                               hango_settings, inline_runs):
+    hango_settings(mcp_allow_private=True)
+    server = admin.client.post("/v1/mcp-servers", {
+        "name": "shop", "transport": "streamable_http", "url": mcp_server.url, "required": True,
+        "headers": {"Authorization": "Bearer {{credential:shop-token}}"}}, format="json").json()
+    run = send(alice, make_agent, make_session, server,
+               'call shop__lookup_order {"order_id": "7"}')
+    assert (run.status, run.error["code"]) == ("failed", "credential_missing")
+    assert "'shop'" in run.error["message"] and "'shop-token'" in run.error["message"]
+    assert mcp_server.calls() == []  # stopped before any call (and any model call)
+
+    put = alice.client.put("/v1/credentials/shop-token?scope=member", {"value": TOKEN},
+                           format="json")
+    assert put.status_code == 201, put.content
+    run.refresh_from_db()
+    assert run.status == "completed", run.error
+    assert [c["arguments"] for c in mcp_server.calls("lookup_order")] == [{"order_id": "7"}]
+    another = send(alice, make_agent, make_session, server, "call shop__lookup_order {}")
+    assert another.status == "completed"  # a later run lists with the credential at once
