@@ -2,13 +2,15 @@
 write (the services' own checks, asked before anything is saved), so a row saved in the admin
 behaves like one saved through the API."""
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django import forms
 from django.forms.models import BaseInlineFormSet
 
 from accounts.models import Member, Tenant
-from agents import services
+from agents import mcp_servers, services
 from agents.config import allowed_tools_problems, config_problems
 from agents.models import SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
 from hango_project.config import hango
@@ -17,14 +19,16 @@ from harness.middleware.memory import content_problem, path_problem
 
 
 def refuse_unknown_tools(form: forms.ModelForm, cleaned: dict[str, Any],
-                         names: tuple[str, ...]) -> None:
+                         names: tuple[str, ...],
+                         mcp: Callable[[], frozenset[str]] = frozenset) -> None:
     """The services' check of tool names (:func:`agents.services.checked_tools`) on the fields
     ``names`` the form writes — every one on an add, the changed ones on a change, as the
-    services are given them — as the form's errors."""
+    services are given them — as the form's errors; ``mcp``: the MCP tools' names it may
+    use."""
     adding = form.instance._state.adding
     data = {k: cleaned[k] for k in names if k in cleaned and (adding or k in form.changed_data)}
     try:
-        services.checked_tools(data)
+        services.checked_tools(data, mcp=mcp)
     except ApplicationError as exc:
         for field, problems in exc.detail.items():
             form.add_error(field, problems)
@@ -125,7 +129,9 @@ class AgentForm(TenantOwnedForm):
                 cleaned["config"] = services.checked_config(tenant.pk, config)
             except ApplicationError as exc:
                 self.add_error("config", [str(p) for p in exc.detail.get("config", [exc])])
-        refuse_unknown_tools(self, cleaned, ("allowed_tools", "config"))
+        refuse_unknown_tools(self, cleaned, ("allowed_tools", "config"), frozenset
+                             if tenant is None else partial(mcp_servers.run_tool_names,
+                                                            tenant.pk, cleaned.get("config"), None))
         return cleaned
 
 
@@ -154,5 +160,7 @@ class SkillForm(TenantOwnedForm):
         if "tenant" not in self.fields and name and Skill.objects.filter(
                 tenant_id=self.instance.tenant_id, name=name).exclude(pk=self.instance.pk).exists():
             self.add_error("name", "A skill with this name already exists in the tenant.")
-        refuse_unknown_tools(self, cleaned, ("allowed_tools",))
+        tenant = self.tenant()
+        refuse_unknown_tools(self, cleaned, ("allowed_tools",), frozenset if tenant is None
+                             else partial(mcp_servers.tenant_tool_names, tenant.pk))
         return cleaned

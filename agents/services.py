@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from django.db import IntegrityError, transaction
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
+from agents import mcp_servers
 from agents.config import tool_problems
 from agents.models import Agent, MemoryFile, Skill
 from hango_project.config import hango
@@ -19,9 +22,13 @@ WRITABLE_FIELDS = ("name", "description", "system_prompt", "model", "allowed_too
 SKILL_FIELDS = ("name", "description", "instructions", "allowed_tools")
 
 
-def checked_config(tenant_id: uuid.UUID, config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with its skill ids in canonical form, each one a skill of the tenant; an id
-    that is not (missing, or another tenant's) is a 422, the same for both."""
+def checked_config(tenant_id: uuid.UUID, config: dict[str, Any],
+                   member: Member | None = None) -> dict[str, Any]:
+    """``config`` with its skill and MCP server ids in canonical form, each one the tenant's,
+    and the MCP tools it names listed by their servers (:func:`mcp_servers.checked_servers`,
+    listed with ``member``'s credentials); an id that is not (missing, or another tenant's) is
+    a 422, the same for both."""
+    config = mcp_servers.checked_servers(tenant_id, config, member)
     ids = list(dict.fromkeys(str(uuid.UUID(i)) for i in config.get("skills") or ()))
     if not ids:
         return config
@@ -34,12 +41,14 @@ def checked_config(tenant_id: uuid.UUID, config: dict[str, Any]) -> dict[str, An
     return {**config, "skills": ids}
 
 
-def checked_tools(data: dict[str, Any], *, extra: frozenset[str] = frozenset()) -> None:
+def checked_tools(data: dict[str, Any], *,
+                  mcp: Callable[[], frozenset[str]] = frozenset) -> None:
     """A 422 naming every tool name in ``data`` — the fields an agent or a skill is given, of
-    their types — that no run can offer: neither hango's own nor one of ``extra`` (the tools
-    of the agent's MCP servers, as their listings name them). Only what is written is checked:
-    a stored agent keeps the names it has until they are written again."""
-    if problems := tool_problems(data, extra=extra):
+    their types — that no run can offer: neither hango's own nor one of the tools of MCP
+    servers (``mcp()``, the names their latest listings give them: asked only when a name is
+    not hango's own). Only what is written is checked: a stored agent keeps the names it has
+    until they are written again."""
+    if tool_problems(data) and (problems := tool_problems(data, extra=mcp())):
         raise Unprocessable("A tool name is not one a run can offer.", detail=problems)
 
 
@@ -57,8 +66,9 @@ def agent_create(*, member: Member, data: dict[str, Any], actor: Maker = "member
     """A new agent owned by ``member``."""
     fields = {k: v for k, v in data.items() if k in WRITABLE_FIELDS}
     if "config" in fields:
-        fields["config"] = checked_config(member.tenant_id, fields["config"])
-    checked_tools(fields)
+        fields["config"] = checked_config(member.tenant_id, fields["config"], member)
+    checked_tools(fields, mcp=partial(mcp_servers.run_tool_names, member.tenant_id,
+                                      fields.get("config"), member))
     agent = Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
     audit_record(actor=_maker(member, actor), tenant=agent.tenant_id,
                  action=AuditAction.AGENT_CREATE, obj_type="agent", obj_id=agent.pk,
@@ -68,10 +78,12 @@ def agent_create(*, member: Member, data: dict[str, Any], actor: Maker = "member
 
 @transaction.atomic
 def agent_update(*, agent: Agent, data: dict[str, Any], actor: Member | None = None) -> Agent:
+    writer = actor or agent.owner
     if "config" in data:
-        data = {**data, "config": checked_config(agent.tenant_id, data["config"])}
+        data = {**data, "config": checked_config(agent.tenant_id, data["config"], writer)}
     changed = [k for k in WRITABLE_FIELDS if k in data]
-    checked_tools({k: data[k] for k in changed})
+    checked_tools({k: data[k] for k in changed}, mcp=partial(
+        mcp_servers.run_tool_names, agent.tenant_id, data.get("config", agent.config), writer))
     for name in changed:
         setattr(agent, name, data[name])
     if changed:
@@ -165,7 +177,7 @@ def _name_taken(name: str) -> Conflict:
 def skill_create(*, member: Member, data: dict[str, Any], actor: Maker = "member") -> Skill:
     """A new skill of ``member``'s tenant, owned by them."""
     fields = {k: v for k, v in data.items() if k in SKILL_FIELDS}
-    checked_tools(fields)
+    checked_tools(fields, mcp=partial(mcp_servers.tenant_tool_names, member.tenant_id))
     try:
         with transaction.atomic():
             skill = Skill.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
@@ -181,7 +193,8 @@ def skill_create(*, member: Member, data: dict[str, Any], actor: Maker = "member
 def skill_update(*, skill: Skill, data: dict[str, Any], actor: Member | None = None) -> Skill:
     """The caller's right to change ``skill`` is checked by the selector that fetched it."""
     changed = [k for k in SKILL_FIELDS if k in data]
-    checked_tools({k: data[k] for k in changed})
+    checked_tools({k: data[k] for k in changed},
+                  mcp=partial(mcp_servers.tenant_tool_names, skill.tenant_id))
     for name in changed:
         setattr(skill, name, data[name])
     if changed:
