@@ -75,3 +75,32 @@ def test_a_run_stopped_for_a_credential_goes_on_once_it_is_set(admin, alice, mak
     assert [c["arguments"] for c in mcp_server.calls("lookup_order")] == [{"order_id": "7"}]
     another = send(alice, make_agent, make_session, server, "call shop__lookup_order {}")
     assert another.status == "completed"  # a later run lists with the credential at once
+
+
+def test_the_inspector_shows_the_cached_tools_never_calling_the_server(
+        admin, alice, make_agent, make_session, shop, mcp_server, inline_runs):
+    agent = make_agent(alice, model="scripted:calls",
+                       config={"mcp_servers": [{"server": shop["id"]}]})
+    session = make_session(alice, agent["id"])
+    url = f"/v1/sessions/{session['id']}/context"
+    never = alice.client.get(url).json()
+    assert [(s["server"], s["listing"], s["status"]) for s in never["mcp_servers"]] == [
+        ("shop", "cache", "never_listed")]
+    assert not [p for p in never["tools"] if p["id"].startswith("tool:shop__")]
+
+    assert admin.client.get(f"/v1/mcp-servers/{shop['id']}/tools?refresh=true").status_code == 200
+    listed = alice.client.get(url).json()
+    [server] = listed["mcp_servers"]
+    assert (server["status"], server["error"]) == ("listed", "")
+    assert server["age_seconds"] is not None and server["tools"] > 0
+    refund = next(p for p in listed["tools"] if p["id"] == "tool:shop__refund")
+    assert refund["included"] and refund["tokens"] > 0
+    assert mcp_server.calls() == []  # listed, never called
+
+    # An override leaves the tool out of the request, like any tool.
+    put = alice.client.put(f"/v1/agents/{agent['id']}/context-overrides",
+                           [{"part": "tool:shop__refund", "action": "exclude"}], format="json")
+    assert put.status_code == 200, put.content
+    after = alice.client.get(url).json()
+    refund = next(p for p in after["tools"] if p["id"] == "tool:shop__refund")
+    assert not refund["included"] and refund["override"] == "exclude"
