@@ -47,8 +47,11 @@ def tool_problems(data: Mapping[str, Any], *,
     its type; the others are left to their own checks), by field: ``allowed_tools`` as
     ``<index>: …`` lines, ``config``'s ``interrupt_on`` keys and subagents' ``tools`` as
     ``<path>: …`` lines, as the config's other problems read."""
+    config = data.get("config")
     found = {"allowed_tools": _placed(enumerate(data.get("allowed_tools") or ()), extra),
-             "config": _placed(_config_names(data.get("config")), extra)}
+             "config": [*_placed(_config_names(config), extra),
+                        # A subagent's loop has hango's own tools only (no MCP session).
+                        *_placed(_subagent_names(config), frozenset())]}
     return {field: lines for field, lines in found.items() if lines}
 
 
@@ -58,18 +61,28 @@ def _placed(names: Iterable[tuple[Any, str]], extra: frozenset[str]) -> list[str
 
 
 def _config_names(config: Any) -> Iterator[tuple[str, str]]:
-    """Where ``config`` names a tool, and the name; nothing for a config that does not parse
-    (:func:`config_problems` says why)."""
-    if not isinstance(config, dict):
-        return
-    try:
-        parsed = AgentConfig.from_json(json.dumps(config))
-    except ConfigurationError:
-        return
-    yield from ((f"interrupt_on/{name}", name) for name in parsed.interrupt_on)
-    for i, subagent in enumerate(parsed.subagents):
+    """Where ``config``'s ``interrupt_on`` names a tool, and the name; nothing for a config
+    that does not parse (:func:`config_problems` says why)."""
+    parsed = _parsed(config)
+    yield from ((f"interrupt_on/{name}", name)
+                for name in (parsed.interrupt_on if parsed is not None else ()))
+
+
+def _subagent_names(config: Any) -> Iterator[tuple[str, str]]:
+    """Where ``config``'s subagents name a tool, and the name."""
+    parsed = _parsed(config)
+    for i, subagent in enumerate(parsed.subagents if parsed is not None else ()):
         yield from ((f"subagents/{i}/tools/{j}", name)
                     for j, name in enumerate(subagent.tools or ()))
+
+
+def _parsed(config: Any) -> AgentConfig | None:
+    if not isinstance(config, dict):
+        return None
+    try:
+        return AgentConfig.from_json(json.dumps(config))
+    except ConfigurationError:
+        return None
 
 
 def _unknown(name: str, known: frozenset[str]) -> str:

@@ -97,3 +97,12 @@ def test_a_skill_may_name_the_tools_the_tenant_s_servers_listed(alice, admin, sh
                                              "allowed_tools": ["shop__refun"]}, format="json")
     assert wrong.status_code == 422
     assert "did you mean 'shop__refund'?" in wrong.json()["error"]["detail"]["allowed_tools"][0]
+
+
+def test_a_subagent_cannot_be_given_an_mcp_tool(alice, shop):
+    response = create(alice, config={
+        "mcp_servers": [{"server": shop["id"]}],
+        "subagents": [{"name": "helper", "description": "d", "system_prompt": "p",
+                       "tools": ["shop__refund"]}]})
+    [problem] = config_errors(response)
+    assert problem.startswith("subagents/0/tools/0: Unknown tool 'shop__refund'")
