@@ -9,6 +9,10 @@ loop sets when the coroutine ends.
   and the loop's selector is gevent's (``selectors`` is patched before asyncio makes the loop),
   so the loop waits for its sockets through the same hub as the runs, and a run waiting for its
   MCP call waits on a gevent event: it holds no OS thread, and the process's other runs go on.
+  asyncio records its running loop per OS thread, so every greenlet would see the loop greenlet's
+  loop as running, and Django refuses the ORM where a loop runs (``SynchronousOnlyOperation``):
+  a greenlet switch hook (:func:`_home_only`) marks the loop running only while its own greenlet
+  is on the CPU.
 * Without gevent (the quickstart's thread pool, inline runs in tests) it is an OS thread, and
   the caller waits on a plain :class:`threading.Event`.
 
@@ -57,12 +61,45 @@ def _start() -> asyncio.AbstractEventLoop:
 
     def serve() -> None:
         asyncio.set_event_loop(new)
+        if _greenlets_are_threads():
+            _home_only(new)
         new.call_soon(ready.set)
         new.run_forever()
 
     threading.Thread(target=serve, name="hango-mcp-loop", daemon=True).start()
     ready.wait()
     return new
+
+
+def _greenlets_are_threads() -> bool:
+    """Whether ``threading`` is gevent's (the worker's and the web tier's processes)."""
+    try:
+        from gevent import monkey
+    except ImportError:  # gevent is a dependency of the server, not of the harness
+        return False
+    return bool(monkey.is_module_patched("threading"))
+
+
+def _home_only(home_loop: asyncio.AbstractEventLoop) -> None:
+    """From now on, ``home_loop`` is the running loop only in the calling greenlet (the loop's
+    own): greenlet's switch hook sets it on a switch into that greenlet and clears it on a switch
+    out of it. A hook already set (a profiler's, say) is called after this one."""
+    import greenlet
+
+    home = greenlet.getcurrent()
+    previous = None
+
+    def switched(event: str, args: tuple[Any, Any]) -> None:
+        if event in ("switch", "throw"):
+            origin, target = args
+            if target is home:
+                asyncio._set_running_loop(home_loop)
+            elif origin is home:
+                asyncio._set_running_loop(None)
+        if previous is not None:
+            previous(event, args)
+
+    previous = greenlet.settrace(switched)
 
 
 def run(coro: Coroutine[Any, Any, T], *, timeout: float,

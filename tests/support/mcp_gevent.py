@@ -2,12 +2,14 @@
 ``python -m tests.support.mcp_gevent URL TOKEN CALLS SECONDS`` opens one session, lists the
 tools, makes CALLS calls of ``slow(SECONDS)`` at once from as many greenlets while another
 greenlet ticks every 50 ms, and prints one JSON line: the tools, the answers, the wall time of
-the calls and the ticks (a hub blocked by a call would not tick)."""
+the calls, the ticks (a hub blocked by a call would not tick) and how many ticks saw an asyncio
+loop running (Django would refuse the ORM there)."""
 
 from gevent import monkey
 
 monkey.patch_all()  # first, as the worker's gevent pool does
 
+import asyncio  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -25,13 +27,18 @@ def main() -> None:
                                 headers={"Authorization": f"Bearer {token}"},
                                 timeout_seconds=seconds + 10))
     tools = [t.name for t in connection.list_tools()]
-    ticks = 0
+    ticks = loop_seen = 0
 
     def tick() -> None:
-        nonlocal ticks
+        nonlocal ticks, loop_seen
         while True:
             gevent.sleep(TICK_SECONDS)
             ticks += 1
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                continue
+            loop_seen += 1
 
     ticker = gevent.spawn(tick)
     started = time.monotonic()
@@ -43,7 +50,8 @@ def main() -> None:
     connection.close()
     print(json.dumps({"patched": monkey.is_module_patched("threading"), "tools": tools,
                       "answers": [job.value.content[0].text for job in jobs],
-                      "elapsed": elapsed, "ticks": ticks}))
+                      "elapsed": elapsed, "ticks": ticks,
+                      "loop_seen": loop_seen}))
 
 
 if __name__ == "__main__":
