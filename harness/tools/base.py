@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource, Unresolvable
 
 from harness.errors import ConfigurationError, Superseded
 from harness.messages import ImageBlock, ToolDef, ToolUseBlock
@@ -56,12 +58,14 @@ class ToolContext:
 ToolFn = Callable[[dict[str, Any], ToolContext], ToolResult | str]
 
 
-_valid_schemas: set[str] = set()
+VALID_SCHEMAS_KEPT = 4096
+_valid_schemas: dict[str, None] = {}  # insertion-ordered: the oldest goes first
 
 
 def _check_schema(tool: str, schema: dict[str, Any]) -> None:
     """Refuse an invalid JSON schema. Checking one takes milliseconds and every run builds its
-    tools anew, so each distinct schema is checked once per process."""
+    tools anew, so each distinct schema is checked once per process. The schemas of MCP tools
+    come from tenants' servers, so the memo is bounded (:data:`VALID_SCHEMAS_KEPT`)."""
     key = json.dumps(schema, sort_keys=True, default=str)
     if key in _valid_schemas:
         return
@@ -69,7 +73,18 @@ def _check_schema(tool: str, schema: dict[str, Any]) -> None:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise ConfigurationError(f"tool {tool!r} has an invalid schema: {exc.message}") from exc
-    _valid_schemas.add(key)
+    if len(_valid_schemas) >= VALID_SCHEMAS_KEPT:
+        del _valid_schemas[next(iter(_valid_schemas))]
+    _valid_schemas[key] = None
+
+
+def _never_retrieve(uri: str) -> Resource[Any]:
+    """A ``$ref`` outside the schema is never fetched: an MCP server's schema would otherwise
+    make the worker request any address it names, past the outbound rule."""
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class
+
+
+_LOCAL_ONLY: Registry[Any] = Registry(retrieve=_never_retrieve)  # type: ignore[call-arg]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -88,15 +103,19 @@ class Tool:
 
     @cached_property
     def _validator(self) -> Draft202012Validator:
-        return Draft202012Validator(self.input_schema)
+        return Draft202012Validator(self.input_schema, registry=_LOCAL_ONLY)
 
     def argument_problems(self, args: Any) -> list[str]:
         if not isinstance(args, dict):
             return ["arguments must be a JSON object"]
         problems = []
-        for error in self._validator.iter_errors(args):
-            where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-            problems.append(f"{where}: {error.message}")
+        try:
+            for error in self._validator.iter_errors(args):
+                where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+                problems.append(f"{where}: {error.message}")
+        except Unresolvable as exc:
+            problems.append(f"the tool's schema refers to {exc.ref!r}, which is not in the "
+                            "schema (hango fetches no schema from elsewhere)")
         return problems
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

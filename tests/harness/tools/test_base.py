@@ -1,13 +1,18 @@
-"""harness.tools.base: schemas checked at construction, failures become results, arguments
-validated before the call, the definition the model sees."""
+"""harness.tools.base: schemas checked at construction (once, in a bounded memo), failures become
+results, arguments validated before the call with no schema fetched, the definition the model
+sees."""
 
 from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from harness.errors import ConfigurationError
 from harness.messages import ToolDef
-from harness.tools import ToolResult
+from harness.tools import ToolResult, base
 from tests.support.harness import TEXT_SCHEMA, CountingTool, make_tool, tool_context
 
 
@@ -50,3 +55,43 @@ def test_definition_is_what_the_model_sees():
     tool = make_tool("echo", schema=TEXT_SCHEMA)
     assert tool.definition == ToolDef(name="echo", description="echo tool",
                                       input_schema=TEXT_SCHEMA)
+
+
+def test_a_schema_reference_elsewhere_is_never_fetched():
+    """An MCP server's schema could name any address: hango asks none of them."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            asked.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(json.dumps({"type": "string"}).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        elsewhere = f"http://127.0.0.1:{server.server_port}/name.json"
+        tool = make_tool(schema={"type": "object", "properties": {
+            "name": {"$ref": elsewhere}, "kind": {"$ref": "#/$defs/kind"}},
+            "$defs": {"kind": {"enum": ["a", "b"]}}})
+        result = tool.run({"name": "x"}, tool_context())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert asked == []
+    assert result.is_error and f"refers to {elsewhere!r}" in result.content
+    assert tool.argument_problems({"kind": "c"}) == ["kind: 'c' is not one of ['a', 'b']"]
+
+
+def test_the_memo_of_checked_schemas_is_bounded(monkeypatch):
+    monkeypatch.setattr(base, "VALID_SCHEMAS_KEPT", 3)
+    monkeypatch.setattr(base, "_valid_schemas", {})
+    for i in range(5):
+        make_tool(schema={"type": "object", "description": f"schema {i}"})
+    assert len(base._valid_schemas) == 3
+    assert '"schema 4"' in next(reversed(base._valid_schemas))
