@@ -232,6 +232,13 @@ class Connection:
             log.debug("an MCP session did not close cleanly", exc_info=True)
         self._held = None
 
+    def _abandon(self) -> None:
+        """A session that did not open in time: its task is cancelled, so that it neither opens
+        later, held by no one, nor keeps its connection waiting for an answer."""
+        held, self._held = self._held, None
+        if held is not None:
+            bridge.loop().call_soon_threadsafe(held.cancel)
+
     def _run(self, coro: Any, *, what: str) -> Any:
         try:
             return bridge.run(coro, timeout=self.target.timeout_seconds + 1)
@@ -247,7 +254,11 @@ class Connection:
 def connect(target: Target) -> Connection:
     """An open session to ``target``; :class:`McpUnavailable` saying why there is none."""
     connection = Connection(target)
-    connection._run(connection._enter(), what="could not connect")
+    try:
+        connection._run(connection._enter(), what="could not connect")
+    except BaseException:
+        connection._abandon()
+        raise
     return connection
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import socket
 import threading
 import time
 
@@ -15,7 +16,7 @@ from mcp_types import CONNECTION_CLOSED
 from opentelemetry import trace
 
 from harness.mcp import bridge
-from harness.mcp.client import McpUnavailable, connect, list_tools_once
+from harness.mcp.client import McpUnavailable, Target, connect, list_tools_once
 from tests.support.mcp_server import IDEMPOTENCY_KEY, big_text
 from tests.support.mcp_servers import McpServerProcess
 
@@ -213,3 +214,27 @@ def test_a_session_its_server_ended_leaves_no_error_unretrieved(mcp_server: McpS
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == []
     assert "an MCP session ended: " in caplog.text  # why, said once, at INFO
+
+
+def test_a_server_that_never_answers_the_opening_is_left_at_the_timeout():
+    """Its session is abandoned: it does not open later, held by no one, nor keep the
+    connection waiting for an answer."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    closed = threading.Event()
+
+    def accept() -> None:
+        peer, _ = listener.accept()
+        with peer:
+            while peer.recv(65536):  # the request, then nothing: until hango hangs up
+                pass
+        closed.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    target = Target(transport="streamable_http", timeout_seconds=1.0,
+                    url=f"http://127.0.0.1:{listener.getsockname()[1]}/mcp")
+    try:
+        with pytest.raises(McpUnavailable, match="could not connect: no answer within 1 s"):
+            connect(target)
+        assert closed.wait(5)  # at once; the SDK alone would wait for its own timeouts
+    finally:
+        listener.close()
