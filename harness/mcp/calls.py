@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
-from mcp_types import REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from harness.mcp import bridge, convert
 from harness.mcp.client import Connection, McpUnavailable, describe
@@ -36,6 +36,9 @@ def send(connection: Connection, mcp_name: str, arguments: Mapping[str, Any], *,
     except MCPError as exc:
         if exc.code == REQUEST_TIMEOUT:
             return _unanswered(server, timeout)
+        if exc.code == CONNECTION_CLOSED:  # the SDK's code, not the server's answer
+            return tool_error(f"The connection to the MCP server {server!r} was lost before it "
+                              "answered; whether the call ran is not known.")
         return tool_error(f"The MCP server {server!r} answered an error ({exc.code}): "
                           f"{exc.error.message}")
     except TimeoutError:
