@@ -31,7 +31,7 @@ reads the database or the clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, assert_never
 
@@ -53,6 +53,8 @@ REJECTED = "The user rejected this tool call."
 NO_EDIT = "The user chose to edit this call but gave no arguments."
 CANCELLED_BEFORE_RUN = "The run was cancelled before this tool call ran."
 CANCELLED_BEFORE_DECISION = "The run was cancelled before this tool call was approved."
+CANCELLED_AFTER_SEND = ("The run was cancelled after this tool call was sent, before its result "
+                        "was saved: whether it ran is not known.")
 
 
 class InvalidDecisions(HarnessError):
@@ -255,15 +257,20 @@ def foresee(batch: PendingBatch, calls: Sequence[ToolUseBlock], *,
 
 # -- close ------------------------------------------------------------------------------------
 
-def close(calls: Sequence[ToolUseBlock], batch: PendingBatch) -> Message:
+def close(calls: Sequence[ToolUseBlock], batch: PendingBatch,
+          sent: Collection[str] = ()) -> Message:
     """The message that answers every call of a batch its run was cancelled in, in call order:
     the ones that already ran keep their result; a call still waiting answers that the run was
-    cancelled — before a decision, or after one (or needing none) but before it ran."""
+    cancelled — before a decision, or after one (or needing none) but before it ran — unless
+    it was sent without its result saved (``sent``, or held for that): then it is not known."""
     held = {p.tool_use_id for p in batch.held}
+    unknown = set(sent) | {p.tool_use_id for p in batch.held if p.reason == "outcome_unknown"}
     results = {}
     for call in calls:
         if call.id in batch.done:
             results[call.id] = batch.done[call.id]
+        elif call.id in unknown:
+            results[call.id] = Result(content=CANCELLED_AFTER_SEND, is_error=True)
         elif call.id in batch.decisions or call.id not in held:
             results[call.id] = Result(content=CANCELLED_BEFORE_RUN, is_error=True)
         else:

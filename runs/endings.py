@@ -11,12 +11,14 @@ from django.utils import timezone
 
 from accounts.usage import quota_release
 from harness import approvals, serde
+from harness.approval_values import PendingBatch
+from harness.mcp.values import idempotency_key
 from harness.messages import ToolUseBlock
 from harness.serde import content_from_json, content_to_json
 from runs import webhooked
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.fence import take_over
-from runs.models import Message, Run, RunStatus
+from runs.models import Message, Run, RunStatus, ToolCallStart
 
 INTERNAL_ERROR = "internal_error"  # a run's error code when its worker crashed: resumable
 
@@ -55,7 +57,8 @@ def close_paused_batch(run: Run) -> None:
     A run paused for approval (or approved but not yet resumed) has stored an assistant message
     whose calls have no results yet. This appends the message :func:`harness.approvals.close`
     makes for them, so the history stays valid for a resume or the session's next run, and takes
-    the batch out of the checkpoint. The caller saves ``run``."""
+    the batch out of the checkpoint. A call a dead worker sent (journaled) and whose result it
+    did not save is answered as not known. The caller saves ``run``."""
     data = run.state_json or {}
     if data.get("pending_batch") is None:
         return
@@ -67,7 +70,16 @@ def close_paused_batch(run: Run) -> None:
     uses = [b for b in content_from_json(last.content) if isinstance(b, ToolUseBlock)]
     if not uses:
         return
-    closing = approvals.close(uses, batch)
+    closing = approvals.close(uses, batch, sent=sent_calls(run, batch))
     message = Message.objects.create(session_id=run.session_id, seq=last.seq + 1, role="user",
                                      content=content_to_json(closing.content), run=run)
     append_events(run, [(EVENT_MESSAGE, {"seq": message.seq, "role": message.role})])
+
+
+def sent_calls(run: Run, batch: PendingBatch) -> frozenset[str]:
+    """The ids of the batch's calls its run's journal shows sent (MCP calls not marked
+    idempotent, :class:`~runs.stores.DbCallJournal`)."""
+    ids = {p.tool_use_id for p in batch.pending}
+    keys = {idempotency_key(str(run.pk), batch.turn, i): i for i in ids}
+    return frozenset(keys[k] for k in ToolCallStart.objects.filter(
+        run=run, key__in=keys).values_list("key", flat=True))

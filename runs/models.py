@@ -287,7 +287,8 @@ class Trigger(models.Model):
 class ToolCallStart(models.Model):
     """A call to an MCP server not marked idempotent, recorded under its run's claim before it
     was sent: a worker that takes the run over finds a call sent but unanswered here and does
-    not send it again blindly (:mod:`harness.middleware.mcp`)."""
+    not send it again blindly (:mod:`harness.middleware.mcp`). One row per idempotency key: a
+    model may reuse a call id in a later turn, never a key."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_call_starts",
                             db_index=False)
@@ -299,8 +300,8 @@ class ToolCallStart(models.Model):
 
     class Meta:
         db_table = "tool_call_starts"
-        constraints = [models.UniqueConstraint(fields=["run", "tool_use_id"],
-                                               name="tool_call_start_once")]
+        constraints = [models.UniqueConstraint(fields=["run", "key"],
+                                               name="tool_call_start_once_per_key")]
 
     def __str__(self) -> str:
         return f"{self.tool} {self.tool_use_id}"

@@ -24,7 +24,7 @@ from runs.content import user_content
 from runs.endings import INTERNAL_ERROR, cancel_unheld
 from runs.events import append_events, status_event
 from runs.fence import take_over
-from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
+from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session, ToolCallStart
 from runs.queue import Multitask
 
 # Failures a resume may retry: the provider was unavailable (a retryable provider error), the
@@ -221,6 +221,8 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
                 actor: Member | None = None) -> Run:
     """Record one decision per pending tool call and queue the paused run to finish its batch;
     an edited call's stored arguments become the edited ones (:func:`_rewrite_edited_calls`).
+    A call held because its outcome was unknown leaves the run's journal of sent MCP calls: the
+    human decided knowing, so it is sent once more (and journaled anew) if approved.
 
     Under the run's row lock: a second approve (or one racing it) finds the run no longer
     awaiting approval and answers 409, so a batch is resumed exactly once."""
@@ -238,6 +240,8 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
                                                   "pending": exc.pending}) from None
         run.state_json = {**run.state_json, "pending_batch": serde.batch_to_json(batch)}
         _rewrite_edited_calls(run, batch)
+        ToolCallStart.objects.filter(run=run, tool_use_id__in=[
+            p.tool_use_id for p in batch.pending if p.reason == "outcome_unknown"]).delete()
         take_over(run)
         run.status = RunStatus.QUEUED
         append_events(run, [approvals.decided_event(batch), status_event(run)])

@@ -98,10 +98,11 @@ class DbCallJournal:
     def sent_before(self) -> frozenset[str]:
         return frozenset(ToolCallStart.objects.filter(run_id=self.claim.run_id,
                                                       epoch__lt=self.claim.epoch)
-                         .values_list("tool_use_id", flat=True))
+                         .values_list("key", flat=True))
 
-    def record(self, tool_use_id: str, *, tool: str, key: str) -> None:
+    def record(self, key: str, *, tool_use_id: str, tool: str) -> None:
         with guarded(self.claim.hold):
             ToolCallStart.objects.get_or_create(
-                run_id=self.claim.run_id, tool_use_id=tool_use_id,
-                defaults={"tool": tool[:200], "key": key[:300], "epoch": self.claim.epoch})
+                run_id=self.claim.run_id, key=key,
+                defaults={"tool": tool[:200], "tool_use_id": tool_use_id[:200],
+                          "epoch": self.claim.epoch})

@@ -106,10 +106,10 @@ class CallJournal(Protocol):
     """The run's record of the MCP calls it sent, kept apart from its turns' commits."""
 
     def sent_before(self) -> frozenset[str]:
-        """The ids of the calls recorded by the run's earlier claims."""
+        """The idempotency keys of the calls recorded by the run's earlier claims."""
         ...
 
-    def record(self, tool_use_id: str, *, tool: str, key: str) -> None:
+    def record(self, key: str, *, tool_use_id: str, tool: str) -> None:
         """Record the call as sent, before it is; :class:`~harness.errors.Superseded` when
         the run is no longer this claim's (then it is not sent)."""
         ...

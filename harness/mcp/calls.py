@@ -11,15 +11,8 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from harness.mcp import bridge, convert
 from harness.mcp.client import Connection, McpUnavailable, describe
+from harness.mcp.values import IDEMPOTENCY_KEY
 from harness.tools.base import ToolResult, tool_error
-
-# The request's _meta key carrying the call's idempotency key, ``<run>:<turn>:<tool call id>``:
-# a server that honours it runs a repeated call once.
-IDEMPOTENCY_KEY = "io.hango/idempotency-key"
-
-
-def idempotency_key(run_id: str, turn: int, tool_use_id: str) -> str:
-    return f"{run_id}:{turn}:{tool_use_id}"
 
 
 def send(connection: Connection, mcp_name: str, arguments: Mapping[str, Any], *, server: str,

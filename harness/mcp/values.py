@@ -14,6 +14,16 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.mcp import SERVER_UNAVAILABLE
 
+# The request's _meta key carrying the call's idempotency key, ``<run>:<turn>:<tool call id>``:
+# a server that honours it runs a repeated call once.
+IDEMPOTENCY_KEY = "io.hango/idempotency-key"
+
+
+def idempotency_key(run_id: str, turn: int, tool_use_id: str) -> str:
+    """A call's key, unique in its run even where a model reuses its call ids from one turn to
+    the next (some OpenAI-compatible servers number them from 0 in every answer)."""
+    return f"{run_id}:{turn}:{tool_use_id}"
+
 
 class McpUnavailable(HarnessError):
     """The server could not be reached or did not answer as an MCP server (why, in the

@@ -12,9 +12,12 @@ own listing, else the tenant's cached one.
 *Calls.* Each goes through the whole chain like a built-in tool's: the allowlist, interrupt_on,
 the repeat guard, offloading, the cancel checks. A batch calling a server not marked
 idempotent is checkpointed before it runs (it is a :class:`~harness.chain.BatchGate`), and each
-such call is journaled before it is sent; a worker that takes over after a crash finds a call
-sent but unanswered and answers "outcome unknown" — or, under interrupt_on, holds it for a
-human — instead of sending it again.
+such call is journaled (by its idempotency key) before it is sent; a worker that takes over
+after a crash finds a call sent but unanswered and answers "outcome unknown" — or, under
+interrupt_on, holds it for a human — instead of sending it again. A human's decision on such a
+call clears its journal entry (``runs.services.run_approve``): an approved call is sent again,
+journaled anew, and a crash after that send asks again. Editing is not offered there: the edited
+call would carry the key of the one that may have run.
 
 It sits after the filesystem slot (a long result is offloaded like any tool's) and before
 human_in_the_loop (a call whose outcome is unknown is held there, before an earlier decision
@@ -38,7 +41,7 @@ from harness.deps import StackConfig
 from harness.errors import ConfigurationError, HarnessError
 from harness.mcp import names
 from harness.mcp.access import CallJournal, CredentialMissing, McpAccess, ServerUse
-from harness.mcp.values import McpUnavailable
+from harness.mcp.values import McpUnavailable, idempotency_key
 from harness.messages import ToolUseBlock
 from harness.middleware._mcp_listing import (
     ListedServer,
@@ -177,33 +180,29 @@ class McpMiddleware:
 
     def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolOutcome:
         route = self._routes.get(req.call.name)
-        if route is None or req.tool is None or route[0].idempotent or not self._sent(req.call):
+        if (route is None or req.tool is None or route[0].idempotent
+                or not self._sent(req.call, _key(req.state, req.call))):
             return next(req)
-        batch = req.state.pending_batch
-        if batch is not None and req.call.id in batch.decisions and any(
-                p.tool_use_id == req.call.id and p.reason == "outcome_unknown"
-                for p in batch.pending):
-            return next(req)  # a human decided, knowing: their decision applies (inner)
-        if (allowed := self.interrupt_on.get(req.call.name)) is not None:
-            return AwaitingApproval(allowed_decisions=tuple(allowed), reason="outcome_unknown")
+        allowed = tuple(d for d in self.interrupt_on.get(req.call.name, ()) if d != "edit")
+        if allowed:
+            return AwaitingApproval(allowed_decisions=allowed, reason="outcome_unknown")
         return tool_error(OUTCOME_UNKNOWN.format(server=route[0].name))
 
-    def _sent(self, call: ToolUseBlock) -> bool:
-        """Whether an earlier claim of the run sent ``call``."""
+    def _sent(self, call: ToolUseBlock, key: str) -> bool:
+        """Whether an earlier claim of the run sent ``call`` (and no human has decided on it
+        since)."""
         if self.journal is None or call.id in self._fresh:
             return False
         if self._sent_before is None:
             self._sent_before = self.journal.sent_before()
-        return call.id in self._sent_before
+        return key in self._sent_before
 
     def _call(self, server: ServerUse, mcp_name: str, args: dict[str, Any],
               ctx: ToolContext) -> ToolResult:
         from harness.mcp import calls  # the SDK, once a run calls a server
 
         state = ctx.state
-        batch = state.pending_batch
-        turn = batch.turn if batch is not None and batch.turn else state.turn + 1
-        key = calls.idempotency_key(state.run_id, turn, ctx.call.id)
+        key = _key(state, ctx.call)
         trace.get_current_span().set_attributes({telemetry.ATTR_MCP_SERVER: server.name,
                                                  telemetry.ATTR_MCP_TOOL: mcp_name})
         for attempt in (1, 2):  # again only when the session ended before the call was sent
@@ -211,7 +210,8 @@ class McpMiddleware:
             if isinstance(connection, ToolResult):
                 return connection
             if attempt == 1 and self.journal is not None and not server.idempotent:
-                self.journal.record(ctx.call.id, tool=f"{server.name}/{mcp_name}", key=key)
+                self.journal.record(key, tool_use_id=ctx.call.id,
+                                    tool=f"{server.name}/{mcp_name}")
             self.access.idle()
             try:
                 return calls.send(connection, mcp_name, args, server=server.name, key=key,
@@ -253,6 +253,13 @@ class McpMiddleware:
         sessions, self._sessions = self._sessions, {}
         for connection in sessions.values():
             connection.close()
+
+
+def _key(state: State, call: ToolUseBlock) -> str:
+    """The call's idempotency key: its run, the turn whose model call made it, its id."""
+    batch = state.pending_batch
+    turn = batch.turn if batch is not None and batch.turn else state.turn + 1
+    return idempotency_key(state.run_id, turn, call.id)
 
 
 def _of_run(server: ServerUse, listings: Listings) -> ServerReport:

@@ -15,6 +15,7 @@ from harness.approval_values import (
     RunCall,
 )
 from harness.approvals import (
+    CANCELLED_AFTER_SEND,
     CANCELLED_BEFORE_DECISION,
     CANCELLED_BEFORE_RUN,
     NO_EDIT,
@@ -123,6 +124,16 @@ def test_close_answers_every_call_in_call_order():
     assert [(b.tool_use_id, b.content, b.is_error) for b in message.content] == [
         ("a", "x", False), ("b", CANCELLED_BEFORE_RUN, True),
         ("c", CANCELLED_BEFORE_DECISION, True)]
+
+
+def test_close_says_a_call_sent_without_its_result_saved_is_not_known():
+    unknown = PendingCall(tool_use_id="c", name="delete", input={}, reason="outcome_unknown",
+                          allowed_decisions=("approve", "reject"))
+    in_flight = PendingCall(tool_use_id="b", name="delete", input={}, allowed_decisions=())
+    batch = PendingBatch(done={"a": X}, pending=(in_flight, unknown))
+    message = approvals.close(CALLS, batch, sent={"b"})
+    assert [(b.tool_use_id, b.content, b.is_error) for b in message.content] == [
+        ("a", "x", False), ("b", CANCELLED_AFTER_SEND, True), ("c", CANCELLED_AFTER_SEND, True)]
 
 
 def test_foresee_gives_the_results_known_before_the_batch_runs():

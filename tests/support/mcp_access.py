@@ -78,7 +78,7 @@ class LocalAccess:
 
 @dataclass
 class MemoryJournal:
-    """``CallJournal`` in memory: ``before`` are the ids an earlier claim recorded."""
+    """``CallJournal`` in memory: ``before`` are the keys an earlier claim recorded."""
 
     before: frozenset[str] = frozenset()
     records: list[tuple[str, str, str]] = field(default_factory=list)
@@ -86,5 +86,5 @@ class MemoryJournal:
     def sent_before(self) -> frozenset[str]:
         return self.before
 
-    def record(self, tool_use_id: str, *, tool: str, key: str) -> None:
+    def record(self, key: str, *, tool_use_id: str, tool: str) -> None:
         self.records.append((tool_use_id, tool, key))

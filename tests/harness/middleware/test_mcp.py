@@ -3,12 +3,15 @@ port nobody listens on, for a server out of reach)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from harness.approval_values import ApprovalDecision
 from harness.deps import RunDeps, StackConfig
 from harness.mcp.access import CachedListing, ServerUse
 from harness.mcp.client import McpTool
+from harness.mcp.values import idempotency_key
 from harness.middleware import mcp
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stack import default_stack
@@ -20,6 +23,7 @@ from tests.support.mcp_access import NOWHERE, TIME_SERVER, LocalAccess, MemoryJo
 TIME = ServerUse(id="s-time", name="time")
 NOW = "time__get_current_time"
 ASK = {"timezone": "UTC"}
+SENT_C1 = frozenset({idempotency_key("", 1, "c1")})  # c1 of turn 1, sent by an earlier claim
 
 
 def access(*uses: ServerUse, **kwargs) -> LocalAccess:
@@ -98,7 +102,7 @@ def test_a_call_sent_before_a_crash_is_not_sent_again():
     first.close()
     assert checkpointed.next == RunAgain() and state.pending_batch is not None
     # Another worker takes over: the journal says c1 was sent.
-    retaken = loop_with(model, access(), journal=MemoryJournal(before=frozenset({"c1"})))
+    retaken = loop_with(model, access(), journal=MemoryJournal(before=SENT_C1))
     step, state, recorder = run(retaken, state)
     answer = recorder.results[0].messages[0].tool_results[0]
     assert answer.is_error and "whether the call ran is not known" in answer.content
@@ -106,24 +110,46 @@ def test_a_call_sent_before_a_crash_is_not_sent_again():
 
 
 def test_under_interrupt_on_a_call_of_unknown_outcome_waits_for_a_human():
+    config = {"interrupt_on": {NOW: ["approve", "edit", "reject"]}}
+    model = ScriptedModel([text("done"), text("done")])
+    reach = access()
+    step, state = held_for_a_human(model, reach, config)
+    # The human approves knowing (the service clears the call's journal entry): it is sent
+    # again, once.
+    step, state, recorder = run(loop_with(model, reach, journal=MemoryJournal(), config=config),
+                                approved(state))
+    assert reach.sent == ["get_current_time"] and step == FinalOutput("end_turn")
+
+
+def test_a_call_sent_again_after_approval_and_lost_again_asks_again():
     config = {"interrupt_on": {NOW: ["approve", "reject"]}}
     model = ScriptedModel([text("done")])
+    reach = access()
+    _, state = held_for_a_human(model, reach, config)
+    # The approved call was journaled and sent anew, then that worker died too: the decision
+    # in the checkpoint does not send it a third time.
+    step, state, _ = run(loop_with(model, reach, journal=MemoryJournal(before=SENT_C1),
+                                   config=config), approved(state))
+    assert step == Interrupted("paused") and reach.sent == []
+    assert state.pending_batch.held[0].reason == "outcome_unknown"
+
+
+def held_for_a_human(model, reach, config):
     state = State(messages=[first_message(), tool_call(NOW, ASK, call_id="c1").message], turn=1)
     state.pending_batch = in_flight_of(NOW, "c1")
-    reach = access()
-    retaken = loop_with(model, reach, journal=MemoryJournal(before=frozenset({"c1"})),
-                        config=config)
+    retaken = loop_with(model, reach, journal=MemoryJournal(before=SENT_C1), config=config)
     step, state, _ = run(retaken, state)
     assert step == Interrupted("paused")
     [held] = state.pending_batch.held
     assert held.reason == "outcome_unknown" and reach.sent == []
-    # The human approves knowing: the call is sent again, once.
-    state.pending_batch = state.pending_batch.__class__(
-        done=state.pending_batch.done, pending=state.pending_batch.pending,
-        decisions={"c1": ApprovalDecision(type="approve")}, turn=state.pending_batch.turn)
-    step, state, recorder = run(loop_with(model, reach, journal=MemoryJournal(
-        before=frozenset({"c1"})), config=config), state)
-    assert reach.sent == ["get_current_time"] and step == FinalOutput("end_turn")
+    assert "edit" not in held.allowed_decisions  # an edited call would carry the first's key
+    return step, state
+
+
+def approved(state):
+    state.pending_batch = dataclasses.replace(
+        state.pending_batch, decisions={"c1": ApprovalDecision(type="approve")})
+    return state
 
 
 def test_the_inspector_uses_the_cached_listing_and_never_connects():
