@@ -32,8 +32,9 @@ from integrations.models import CREDENTIAL_NAME_PATTERN, Credential
 Scope = Literal["tenant", "member"]
 SCOPES: tuple[Scope, ...] = ("tenant", "member")
 MAX_VALUE = 8192
-# A value goes into request headers: no line break or other control character (a tab may).
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# A value goes into request headers, which the HTTP client sends as ASCII: visible characters,
+# spaces and tabs only (a line break would end the header; anything else fails the connect).
+_NOT_IN_A_HEADER = re.compile(r"[^\t\x20-\x7e]")
 UNREADABLE = "sealed under another DJANGO_SECRET_KEY: set it again"
 
 
@@ -56,9 +57,9 @@ def name_problem(name: str) -> str | None:
 def value_problem(value: str) -> str | None:
     if not 1 <= len(value) <= MAX_VALUE:
         return f"1 to {MAX_VALUE} characters."
-    if _CONTROL.search(value):
-        return ("A credential goes into request headers: no line breaks or other control "
-                "characters.")
+    if _NOT_IN_A_HEADER.search(value):
+        return ("A credential goes into request headers: visible ASCII characters, spaces and "
+                "tabs only (no line breaks, control characters or non-ASCII characters).")
     return None
 
 

@@ -3,7 +3,8 @@ credential's value, checked when given and filled in when a session opens.
 
 What is checked when a header is given: its name is an HTTP token and not one hango or the MCP
 transport sets itself (``Host``, ``Content-Type``, ``Mcp-Session-Id``…); its template is at most
-4,096 characters, holds no control character, and between double braces holds only credential
+4,096 characters, holds only visible ASCII, spaces and tabs (what a request header carries:
+no line break, control or non-ASCII character), and between double braces holds only credential
 references. A header that carries credentials by its name (``Authorization``,
 ``Proxy-Authorization``, ``Cookie``, or any name containing "token", "key", "secret" or "auth")
 must take its secret from a credential: a literal value there would be a secret kept in plain
@@ -22,7 +23,7 @@ MAX_HEADERS = 32
 # RFC 9110's token: the characters a field name may have.
 TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 REFERENCE = re.compile(r"\{\{credential:([^{}]*)\}\}")
-CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab may be in a header, no other
+NOT_IN_A_HEADER = re.compile(r"[^\t\x20-\x7e]")  # the HTTP client sends headers as ASCII
 # Set by hango or the transport: a template would break the request or the SSRF rule.
 RESERVED = frozenset({
     "host", "content-length", "content-type", "transfer-encoding", "connection", "upgrade",
@@ -52,8 +53,9 @@ def header_problems(name: str, template: str) -> list[str]:
         return [f"hango sets {name} itself."]
     if len(template) > MAX_TEMPLATE:
         return [f"At most {MAX_TEMPLATE} characters."]
-    if CONTROL.search(template):
-        return ["A header cannot hold line breaks or other control characters."]
+    if NOT_IN_A_HEADER.search(template):
+        return ["A header holds visible ASCII characters, spaces and tabs only (no line breaks, "
+                "control characters or non-ASCII characters)."]
     problems = [f"{{{{credential:{ref}}}}}: a credential's name is lowercase letters, digits "
                 "and . _ - (at most 64)." for ref in references(template)
                 if not re.match(CREDENTIAL_NAME_PATTERN, ref)]

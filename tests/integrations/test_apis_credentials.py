@@ -64,6 +64,7 @@ def test_removing_one(admin, alice):
     ("docs-token", {"value": ""}, "value", "may not be blank"),
     ("docs-token", {"value": "x" * 8193}, "value", "no more than 8192"),
     ("docs-token", {"value": "line\nbreak"}, "value", "control characters"),
+    ("docs-token", {"value": "tökén"}, "value", "non-ASCII"),
     ("docs-token", {"value": 5}, "value", "a string"),
     ("docs-token", {}, "value", "required"),
     ("docs-token", {"value": "x", "scope": "tenant"}, "scope", "Unknown field"),

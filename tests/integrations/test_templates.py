@@ -56,6 +56,7 @@ def test_headers_that_may_be_kept(name, template):
     ("mcp-session-id", "1", "itself"),
     ("X-A", "a\nb", "control characters"),
     ("X-A", "a\x00", "control characters"),
+    ("X-A", "café", "non-ASCII"),
     ("X-A", "{{credential:}}", "a credential's name"),
     ("X-A", "{{credential:UPPER}}", "a credential's name"),
     ("X-A", "{{ credential:a }}", "double braces"),
