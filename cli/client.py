@@ -94,14 +94,14 @@ class Client:
         extra: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
         return _json(self._send("POST", path, json=body, **extra))
 
-    def put(self, path: str, body: Any) -> Any:
-        return _json(self._send("PUT", path, json=body))
+    def put(self, path: str, body: Any, *, params: dict[str, Any] | None = None) -> Any:
+        return _json(self._send("PUT", path, json=body, params=params))
 
     def patch(self, path: str, body: dict[str, Any]) -> Any:
         return _json(self._send("PATCH", path, json=body))
 
-    def delete(self, path: str) -> None:
-        self._send("DELETE", path)
+    def delete(self, path: str, *, params: dict[str, Any] | None = None) -> None:
+        self._send("DELETE", path, params=params)
 
     def health(self) -> tuple[int, dict[str, Any]]:
         """``GET /healthz`` (no key needed): its status (200 up, 503 down) and body."""

@@ -16,6 +16,8 @@ import click
 from cli.chat import chat
 from cli.client import DEFAULT_URL, path_id
 from cli.context import context
+from cli.credentials import credentials
+from cli.mcp_servers import mcp
 from cli.options import (
     CliGroup,
     JsonFile,
@@ -192,6 +194,8 @@ cli.add_command(context)
 cli.add_command(schedules)
 cli.add_command(usage)
 cli.add_command(prices)
+cli.add_command(mcp)
+cli.add_command(credentials)
 
 
 def main() -> None:

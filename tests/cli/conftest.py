@@ -9,7 +9,8 @@ import httpx
 import pytest
 from click.testing import CliRunner, Result
 
-from accounts.services import tenant_bootstrap
+from accounts.models import Role, Tenant
+from accounts.services import api_key_issue, member_ensure, tenant_bootstrap
 from cli.main import cli
 from tests.support.replay import ReplayServer
 
@@ -18,6 +19,15 @@ from tests.support.replay import ReplayServer
 def key(transactional_db) -> str:
     # The live server answers from another thread, so the rows must be committed: transactional_db.
     return tenant_bootstrap(tenant_name="cli", email="owner@cli.test").plaintext
+
+
+@pytest.fixture
+def member_key(key) -> str:
+    """A key of a plain member (role ``member``) of ``key``'s tenant: reads, writes nothing
+    of the tenant's."""
+    member, _ = member_ensure(tenant=Tenant.objects.get(name="cli"), email="member@cli.test",
+                              role=Role.MEMBER)
+    return api_key_issue(member=member, name="member").plaintext
 
 
 @pytest.fixture
