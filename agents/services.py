@@ -61,35 +61,38 @@ def _maker(member: Member, actor: Maker) -> Member | None:
     return member if isinstance(actor, str) else actor
 
 
-@transaction.atomic
 def agent_create(*, member: Member, data: dict[str, Any], actor: Maker = "member") -> Agent:
-    """A new agent owned by ``member``."""
+    """A new agent owned by ``member``. Checked before the transaction: checking the MCP tools
+    it names may list a server, which holds no row lock or connection of a transaction."""
     fields = {k: v for k, v in data.items() if k in WRITABLE_FIELDS}
     if "config" in fields:
         fields["config"] = checked_config(member.tenant_id, fields["config"], member)
     checked_tools(fields, mcp=partial(mcp_servers.run_tool_names, member.tenant_id,
                                       fields.get("config"), member))
-    agent = Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
-    audit_record(actor=_maker(member, actor), tenant=agent.tenant_id,
-                 action=AuditAction.AGENT_CREATE, obj_type="agent", obj_id=agent.pk,
-                 detail={"name": agent.name})
+    with transaction.atomic():
+        agent = Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
+        audit_record(actor=_maker(member, actor), tenant=agent.tenant_id,
+                     action=AuditAction.AGENT_CREATE, obj_type="agent", obj_id=agent.pk,
+                     detail={"name": agent.name})
     return agent
 
 
-@transaction.atomic
 def agent_update(*, agent: Agent, data: dict[str, Any], actor: Member | None = None) -> Agent:
+    """The fields given changed, checked first (outside the transaction, as in
+    :func:`agent_create`)."""
     writer = actor or agent.owner
     if "config" in data:
         data = {**data, "config": checked_config(agent.tenant_id, data["config"], writer)}
     changed = [k for k in WRITABLE_FIELDS if k in data]
     checked_tools({k: data[k] for k in changed}, mcp=partial(
         mcp_servers.run_tool_names, agent.tenant_id, data.get("config", agent.config), writer))
-    for name in changed:
-        setattr(agent, name, data[name])
-    if changed:
-        agent.save(update_fields=[*changed, "updated_at"])
-    audit_record(actor=actor, tenant=agent.tenant_id, action=AuditAction.AGENT_UPDATE,
-                 obj_type="agent", obj_id=agent.pk, detail={"changed": changed})
+    with transaction.atomic():
+        for name in changed:
+            setattr(agent, name, data[name])
+        if changed:
+            agent.save(update_fields=[*changed, "updated_at"])
+        audit_record(actor=actor, tenant=agent.tenant_id, action=AuditAction.AGENT_UPDATE,
+                     obj_type="agent", obj_id=agent.pk, detail={"changed": changed})
     return agent
 
 
