@@ -4,7 +4,9 @@ change and delete them, each write audited in its transaction.
 A server's name starts its tools' names in runs (``<server>__<tool>``), so a server that an
 agent uses keeps its name (409 naming the agents); deleting one takes it out of every agent of
 the tenant first (:mod:`integrations.references`). Changing where or how a server is reached
-drops its cached listings: they may not be its tools any more.
+drops its cached listings: they may not be its tools any more. The tool names a change of its
+filter gives are checked against its latest listings (:func:`_unlisted`); a server never listed
+has nothing to check them against, and its filter is taken as given.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ def server_update(*, server: McpServer, data: dict[str, Any],
     the admin's form has set its values on ``server`` already."""
     fields = {k: data.get(k, getattr(server, k)) for k in SERVER_FIELDS}
     _checked(fields)
+    if not any(k in data for k in REACHED_BY) and (problems := _unlisted(server, data)):
+        raise Unprocessable(detail=problems)
     try:
         with transaction.atomic():
             stored = McpServer.objects.select_for_update().get(pk=server.pk)
@@ -114,6 +118,22 @@ def server_update(*, server: McpServer, data: dict[str, Any],
             raise _name_taken(fields["name"]) from None
         raise
     return server
+
+
+def _unlisted(server: McpServer, data: dict[str, Any]) -> dict[str, list[str]]:
+    """The names in the filter ``data`` gives that the server's latest listings (any credential
+    scope's) do not hold, by field; none when it was never listed."""
+    listed = McpListing.objects.filter(server=server, listed_at__isnull=False)
+    known = {t.get("name") for tools in listed.values_list("tools", flat=True) for t in tools}
+    if not listed.exists():
+        return {}
+    problems = {}
+    for field in ("tools_allow", "tools_deny"):
+        unknown = [n for n in data.get(field) or () if n not in known]
+        if unknown:
+            problems[field] = [f"The server lists no tool named {', '.join(map(repr, unknown))} "
+                               f"(its tools: {', '.join(sorted(known)) or 'none'})."]
+    return problems
 
 
 def server_delete(*, server: McpServer, actor: Member | None) -> None:

@@ -149,3 +149,21 @@ def test_neither_the_credential_nor_the_url_is_logged(admin, running, orders, ca
     assert tools_of(admin, orders["id"], refresh=True)["status"] == "ok"
     assert caplog.records  # something was logged at DEBUG
     assert TOKEN not in caplog.text and "hunter2" not in caplog.text
+
+
+def test_a_filter_naming_a_tool_the_server_does_not_list_is_refused(admin, orders):
+    admin.client.put("/v1/credentials/orders-token", {"value": TOKEN}, format="json")
+    listed = {t["mcp_name"] for t in tools_of(admin, orders["id"], refresh=True)["tools"]}
+    assert {"echo", "refund"} <= listed
+    route = f"/v1/mcp-servers/{orders['id']}"
+    refused = admin.client.patch(route, {"tools_allow": ["echo", "ecko"]}, format="json")
+    detail = error_of(refused, 422, "validation_error")["detail"]
+    assert list(detail) == ["tools_allow"] and "'ecko'" in detail["tools_allow"][0]
+    assert "echo" in detail["tools_allow"][0]  # the tools it does list, to choose from
+    kept = admin.client.patch(route, {"tools_allow": ["echo"], "tools_deny": ["refund"]},
+                              format="json")
+    assert kept.status_code == 200, kept.content
+    # Where it is reached changes with the filter: nothing listed there yet to check against.
+    moved = admin.client.patch(route, {"url": orders["url"] + "/", "tools_deny": ["later"]},
+                               format="json")
+    assert moved.status_code == 200, moved.content
