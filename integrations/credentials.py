@@ -110,7 +110,8 @@ def credential_set(*, tenant_id: uuid.UUID, owner: Member | None, name: str, val
                      obj_type="credential", obj_id=credential.pk,
                      detail={"name": name, "scope": credential.scope, "created": created})
         transaction.on_commit(partial(credential_was_set.send, sender=Credential,
-                                      tenant_id=tenant_id, member=owner, name=name, actor=actor))
+                                      tenant_id=tenant_id, member=owner, name=name, actor=actor),
+                              robust=True)  # set is set: what follows cannot make it a 500
     return credential, created
 
 
