@@ -3,11 +3,12 @@
 *Listing.* A run's first claim lists each server's tools (one session a server, kept open for
 the claim's calls) into the run's checkpoint, so a resumed run offers the same tools whatever
 the server lists by then; a server listing other tools on a later claim is reported
-(``mcp.tools_changed``) and the run keeps its own list. A required server out of reach, or one
-whose credential is not set, ends the run before its first model call (``mcp_server_unavailable``
-or ``credential_missing``, both resumable); another is left out, saying so
-(``mcp.server_unavailable``). In the inspector (``capture_only``) it never connects: the run's
-own listing, else the tenant's cached one.
+(``mcp.tools_changed``) and the run keeps its own list — less any tool the server's or the
+agent's filter has taken out since, which no later claim offers. A required server out of
+reach, or one whose credential is not set, ends the run before its first model call
+(``mcp_server_unavailable`` or ``credential_missing``, both resumable); another is left out,
+saying so (``mcp.server_unavailable``). In the inspector (``capture_only``) it never connects:
+the run's own listing, else the tenant's cached one.
 
 *Calls.* Each goes through the whole chain like a built-in tool's: the allowlist, interrupt_on,
 the repeat guard, offloading, the cancel checks. A batch calling a server not marked
@@ -154,6 +155,8 @@ class McpMiddleware:
         for server in self.access.servers:  # a server the agent no longer uses offers nothing
             listed = listings.servers.get(server.id)
             for mcp_tool in listed.tools if listed is not None else ():
+                if not server.keeps(mcp_tool.name):  # filtered out since the run listed it
+                    continue
                 name = names.tool_name(listed.name if listed else server.name, mcp_tool.name)
                 try:
                     tool = Tool(name=name, input_schema=mcp_tool.input_schema,

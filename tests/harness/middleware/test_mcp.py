@@ -209,3 +209,18 @@ def in_flight_of(name, call_id):
 class NeverCancel:
     def cancel_requested(self) -> bool:
         return False
+
+
+def test_a_tool_filtered_out_after_the_run_listed_it_is_offered_no_more():
+    model = ScriptedModel([text("x"), text("y")])
+    first = loop_with(model, access())
+    state = State(messages=[first_message()])
+    first.chain.before_run(state)
+    assert NOW in [t.name for t in first.chain.tools(state, ())]
+    first.close()
+    denied = ServerUse(id="s-time", name="time", deny=frozenset({"get_current_time"}))
+    later = loop_with(model, access(denied))  # the next claim, the server's deny list changed
+    later.chain.before_run(state)
+    offered = [t.name for t in later.chain.tools(state, ()) if t.name.startswith("time__")]
+    assert NOW not in offered and offered  # its other tools stay
+    later.close()
