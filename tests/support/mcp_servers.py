@@ -79,7 +79,8 @@ class McpServerProcess:
             return json.loads(response.read())
 
     def journal(self) -> dict[str, Any]:
-        """``{"calls": [...], "counts": {tool: n}, "keys": {key: n}, "refused": n}``."""
+        """``{"calls": [...], "sessions": [{"opened", "at"}], "counts": {tool: n},
+        "keys": {key: n}, "refused": n}``."""
         answer: dict[str, Any] = self._control("calls")
         return answer
 
