@@ -5,6 +5,8 @@ server ``mcp-server-time`` (stdio) found beside the interpreter."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -97,6 +99,12 @@ class McpServerProcess:
     def stop(self) -> None:
         if self.proc is not None:
             stop_group(self.proc, timeout=5)
+
+    def kill(self) -> None:
+        """SIGKILL, as a server crashes: a call under way gets no answer."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
 
     def restart(self) -> None:
         """Stopped and started again on the same port and state."""
