@@ -17,9 +17,10 @@ from harness.tools.base import ToolResult, tool_error
 
 def send(connection: Connection, mcp_name: str, arguments: Mapping[str, Any], *, server: str,
          key: str, max_chars: int, cancel_requested: Callable[[], bool]) -> ToolResult:
-    """The call's result as the model reads it. A protocol error, a timeout and a cancel come
-    back as error results saying what is known; :class:`McpUnavailable` (the session ended
-    before the call was sent) is left to the caller, which may send it on a new session."""
+    """The call's result as the model reads it. A protocol error, a timeout, a lost connection
+    and a cancel come back as error results saying what is known; :class:`McpUnavailable` (the
+    session ended before the call was sent) is left to the caller, which may send it on a new
+    session."""
     timeout = connection.target.timeout_seconds
     try:
         result = connection.call_tool(mcp_name, arguments, meta={IDEMPOTENCY_KEY: key},
@@ -29,9 +30,8 @@ def send(connection: Connection, mcp_name: str, arguments: Mapping[str, Any], *,
     except MCPError as exc:
         if exc.code == REQUEST_TIMEOUT:
             return _unanswered(server, timeout)
-        if exc.code == CONNECTION_CLOSED:  # the SDK's code, not the server's answer
-            return tool_error(f"The connection to the MCP server {server!r} was lost before it "
-                              "answered; whether the call ran is not known.")
+        if exc.code == CONNECTION_CLOSED:  # the SDK's, not the server's: the connection went
+            return _lost(server)
         return tool_error(f"The MCP server {server!r} answered an error ({exc.code}): "
                           f"{exc.error.message}")
     except TimeoutError:
@@ -43,6 +43,11 @@ def send(connection: Connection, mcp_name: str, arguments: Mapping[str, Any], *,
         return tool_error(f"The call to the MCP server {server!r} failed: {describe(exc)}. "
                           "Whether it ran is not known.")
     return convert.to_result(result, max_chars=max_chars)
+
+
+def _lost(server: str) -> ToolResult:
+    return tool_error(f"The connection to the MCP server {server!r} closed before the call's "
+                      "answer came; whether it ran is not known.")
 
 
 def _unanswered(server: str, timeout: float) -> ToolResult:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import sys
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import cache, partial
-from typing import Any, Literal, cast
+from typing import Any, Literal, TextIO, cast
 
 import httpx2
 from mcp import Client
@@ -121,6 +122,13 @@ def _http_client(target: Target, headers: Mapping[str, str] | None = None,
         follow_redirects=False)
 
 
+def _server_stderr() -> TextIO:
+    """Where a stdio server's stderr goes: this process's own (file descriptor 2), as the
+    operator reads it. Not ``sys.stderr``, the SDK's default: a Celery worker replaces it with a
+    logging proxy that has no file descriptor, and no program could start."""
+    return sys.__stderr__ or sys.stderr
+
+
 class Connection:
     """One MCP client session, open from :func:`connect` until :meth:`close`."""
 
@@ -171,7 +179,8 @@ class Connection:
                                   httpx_client_factory=partial(_http_client, target))
             case "stdio":
                 return stdio_client(StdioServerParameters(
-                    command=target.command, args=list(target.args), env=dict(target.env) or None))
+                    command=target.command, args=list(target.args), env=dict(target.env) or None),
+                    errlog=_server_stderr())
         raise McpUnavailable(f"unknown transport {target.transport!r}")
 
     async def _leave(self) -> None:

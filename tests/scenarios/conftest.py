@@ -1,5 +1,5 @@
-"""Fixtures of the scenario tests: real objects for every route, a real browser, and the
-Context panel's server and pages."""
+"""Fixtures of the scenario tests: real objects for every route, a real browser, the Context
+panel's server and pages, and a worker shared by a module's MCP runs."""
 
 from __future__ import annotations
 
@@ -7,14 +7,18 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+import redis
 from django.db import connection
 from playwright.sync_api import Page
 
+from hango_project.celery import app as celery_app
 from harness.providers.scripted import ScriptedModel
 from runs.models import Run
 from tests.support import workers
 from tests.support.approvals import ALL
+from tests.support.broker import broker_url, celery_broker
 from tests.support.browser import chromium
+from tests.support.mcp_runs import STDIO_SERVERS, SharedWorker, add_server, set_credential
 from tests.support.panel import HEIGHT
 from tests.support.replay import ReplayServer
 from tests.support.servers import GunicornProcess
@@ -117,3 +121,34 @@ def page(request, browser, web) -> Page:
     context = browser.new_context(viewport={"width": width, "height": HEIGHT})
     yield context.new_page()
     context.close()
+
+
+# -- MCP runs on a real worker --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shared_mcp_worker(tmp_path_factory, django_db_setup) -> Iterator[SharedWorker]:
+    """One gevent worker for the module's tests, on the suite's Redis (emptied first) and the
+    test database, configured for MCP servers (tests/support/mcp_runs.py)."""
+    url = broker_url()
+    redis.Redis.from_url(url).flushdb()
+    shared = SharedWorker(tmp_path_factory.mktemp("mcp-worker"), url)
+    yield shared
+    shared.stop()
+
+
+@pytest.fixture
+def mcp_worker(shared_mcp_worker, transactional_db, hango_settings) -> Iterator[SharedWorker]:
+    """The module's worker executes the test's runs; the API checks servers against the
+    worker's MCP settings."""
+    hango_settings(run_inline=False, broker_url=shared_mcp_worker.broker,
+                   mcp_allow_private=True, mcp_stdio_servers=STDIO_SERVERS)
+    with celery_broker(celery_app, shared_mcp_worker.broker):
+        yield shared_mcp_worker
+
+
+@pytest.fixture
+def shop(mcp_worker, admin, mcp_server) -> dict:
+    """The tenant's MCP server `shop` for runs on the module's worker: the test server, its
+    token the tenant's credential."""
+    set_credential(admin, "shop-token")
+    return add_server(admin, "shop", mcp_server)

@@ -13,7 +13,9 @@ It serves Streamable HTTP at ``/mcp`` and the older SSE transport at ``/sse``. W
 ``--token``, an MCP request without ``Authorization: Bearer <token>`` is answered 401 (and
 counted as refused). Every call is journaled when it arrives: its tool, arguments,
 ``_meta`` (the idempotency key, any ``traceparent``) and whether an Authorization header came
-and matched (never its value). ``GET /control/calls`` answers the journal and its counts; with
+and matched (never its value); so is every client session's opening (its ``server/discover``, or
+``initialize`` for an older protocol), so a test sees how many sessions carried the calls.
+``GET /control/calls`` answers the journal and its counts; with
 ``--state`` it is also appended to ``calls.jsonl`` there (read again at start), so the counts
 outlive whatever happens to the process that made the calls, and a restart on the same state.
 The server prints :data:`READY` once it accepts connections.
@@ -73,18 +75,26 @@ def order(order_id: str) -> dict[str, Any]:
     return {"order_id": order_id, "status": "delivered", "amount": cents / 100, "currency": "EUR"}
 
 
+# The request each client session opens with: 2026-07-28's, and the handshake before it.
+SESSION_OPENINGS = ("server/discover", "initialize")
+
+
 class Journal:
-    """Every call received, in order, and the requests refused for their token."""
+    """Every call received, in order, the sessions opened, and the requests refused for their
+    token."""
 
     def __init__(self, state: Path | None) -> None:
         self.path = state / "calls.jsonl" if state else None
         self.calls: list[dict[str, Any]] = []
+        self.sessions: list[dict[str, Any]] = []
         self.refused = 0
         if self.path is not None and self.path.exists():
             for line in self.path.read_text().splitlines():
                 entry = json.loads(line)
                 if entry.get("refused"):
                     self.refused += 1
+                elif entry.get("opened"):
+                    self.sessions.append(entry)
                 else:
                     self.calls.append(entry)
 
@@ -97,6 +107,11 @@ class Journal:
         self.calls.append(entry)
         self._append(entry)
 
+    def open(self, method: str) -> None:
+        entry = {"opened": method, "at": time.time()}
+        self.sessions.append(entry)
+        self._append(entry)
+
     def refuse(self, *, present: bool) -> None:
         self.refused += 1
         self._append({"refused": True, "authorization": present, "at": time.time()})
@@ -104,7 +119,7 @@ class Journal:
     def answer(self) -> dict[str, Any]:
         keys = Counter(c["meta"].get(IDEMPOTENCY_KEY) for c in self.calls)
         keys.pop(None, None)
-        return {"calls": self.calls, "refused": self.refused,
+        return {"calls": self.calls, "sessions": self.sessions, "refused": self.refused,
                 "counts": dict(Counter(c["tool"] for c in self.calls)), "keys": dict(keys)}
 
 
@@ -113,6 +128,8 @@ def build(token: str | None, journal: Journal) -> tuple[MCPServer, InMemorySubsc
     bus = InMemorySubscriptionBus()
 
     async def record(ctx: Any, call_next: Any) -> Any:
+        if ctx.method in SESSION_OPENINGS:
+            journal.open(ctx.method)
         if ctx.method == "tools/call" and ctx.request_id is not None:
             params = dict(ctx.params or {})
             headers = getattr(ctx.request, "headers", None) or {}

@@ -5,6 +5,8 @@ server ``mcp-server-time`` (stdio) found beside the interpreter."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -79,7 +81,8 @@ class McpServerProcess:
             return json.loads(response.read())
 
     def journal(self) -> dict[str, Any]:
-        """``{"calls": [...], "counts": {tool: n}, "keys": {key: n}, "refused": n}``."""
+        """``{"calls": [...], "sessions": [{"opened", "at"}], "counts": {tool: n},
+        "keys": {key: n}, "refused": n}``."""
         answer: dict[str, Any] = self._control("calls")
         return answer
 
@@ -96,6 +99,12 @@ class McpServerProcess:
     def stop(self) -> None:
         if self.proc is not None:
             stop_group(self.proc, timeout=5)
+
+    def kill(self) -> None:
+        """SIGKILL, as a server crashes: a call under way gets no answer."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
 
     def restart(self) -> None:
         """Stopped and started again on the same port and state."""

@@ -32,6 +32,26 @@ def test_the_reference_time_server_over_stdio_lists_and_answers():
     assert "Mars/Olympus" in unknown.content[0].text
 
 
+# A Celery worker's sys.stderr: a logging proxy (celery.utils.log.LoggingProxy), whose lines
+# reach the real stderr through logging, and which has no file descriptor.
+WORKER_STDERR = """
+import io, json, sys
+class Proxy(io.TextIOBase):
+    def write(self, text): return sys.__stderr__.write(text)
+sys.stderr = Proxy()
+from harness.mcp.client import Target, list_tools_once
+print(json.dumps(sorted(t.name for t in list_tools_once(Target(transport="stdio",
+                                                                command=sys.argv[1])))))
+"""
+
+
+def test_a_stdio_server_starts_where_stderr_is_a_proxy_as_in_a_celery_worker():
+    done = subprocess.run([sys.executable, "-c", WORKER_STDERR, time_server().command],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "get_current_time" in json.loads(done.stdout.splitlines()[-1])
+
+
 def test_fifty_calls_from_fifty_greenlets_take_one_second_not_fifty(
         mcp_server: McpServerProcess):
     done = subprocess.run(

@@ -1,6 +1,7 @@
 """The in-repo MCP test server (tests/support/mcp_server.py) keeps its promises: ready quickly, a
 change of its tools announced to ``subscriptions/listen``, its journal and tools kept across a
-restart on the same state, a refused request counted without its token."""
+restart on the same state, a refused request counted without its token, each session counted
+once."""
 
 from __future__ import annotations
 
@@ -78,3 +79,19 @@ def test_a_refused_request_is_counted_without_its_token(mcp_server: McpServerPro
     state = (mcp_server.state / "calls.jsonl").read_text()
     assert "not-the-token" not in state and mcp_server.token not in state
     assert '"authorization": true' in state
+
+
+def test_each_session_is_journaled_once_however_many_calls_it_carries(
+        mcp_server: McpServerProcess):
+    for _ in range(2):
+        connection = connect(mcp_server.target())
+        try:
+            for text in ("a", "b"):
+                connection.call_tool("echo", {"text": text})
+        finally:
+            connection.close()
+    journal = mcp_server.journal()
+    opened = [s["at"] for s in journal["sessions"]]
+    called = [c["at"] for c in journal["calls"]]
+    assert len(opened) == 2 and len(called) == 4
+    assert opened[0] < called[0] < called[1] < opened[1] < called[2] < called[3]
