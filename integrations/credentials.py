@@ -60,6 +60,8 @@ def value_problem(value: str) -> str | None:
     if _NOT_IN_A_HEADER.search(value):
         return ("A credential goes into request headers: visible ASCII characters, spaces and "
                 "tabs only (no line breaks, control characters or non-ASCII characters).")
+    if value != value.strip(" \t"):  # the HTTP client refuses it, quoting it in its error
+        return "A credential goes into request headers: no space or tab at either end."
     return None
 
 
@@ -71,6 +73,8 @@ def credential_list(*, member: Member) -> QuerySet[Credential]:
 
 
 def credential_get(*, member: Member, name: str, scope: Scope) -> Credential:
+    if name_problem(name):  # no such name is stored (and PostgreSQL takes no NUL)
+        raise NotFound(f"No {scope} credential named {name!r}.")
     found = credential_list(member=member).filter(
         name=name, member__isnull=scope == "tenant").first()
     if found is None:

@@ -56,6 +56,8 @@ def header_problems(name: str, template: str) -> list[str]:
     if NOT_IN_A_HEADER.search(template):
         return ["A header holds visible ASCII characters, spaces and tabs only (no line breaks, "
                 "control characters or non-ASCII characters)."]
+    if template != template.strip(" \t"):  # the HTTP client refuses it, quoting the value
+        return ["A header's value has no space or tab at either end."]
     problems = [f"{{{{credential:{ref}}}}}: a credential's name is lowercase letters, digits "
                 "and . _ - (at most 64)." for ref in references(template)
                 if not re.match(CREDENTIAL_NAME_PATTERN, ref)]

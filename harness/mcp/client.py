@@ -287,5 +287,7 @@ def describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
         return f"the server answered error {exc.code}: {exc.error.message}"
+    if isinstance(exc, httpx2.LocalProtocolError):  # h11's text quotes a header's value
+        return f"{type(exc).__name__}: the request's headers could not be sent as they are"
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:500]

@@ -73,6 +73,9 @@ def _check_schema(tool: str, schema: dict[str, Any]) -> None:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise ConfigurationError(f"tool {tool!r} has an invalid schema: {exc.message}") from exc
+    except RecursionError:  # an MCP server's schema nested past what the checker can walk
+        raise ConfigurationError(f"tool {tool!r} has an invalid schema: nested too deeply") \
+            from None
     if len(_valid_schemas) >= VALID_SCHEMAS_KEPT:
         del _valid_schemas[next(iter(_valid_schemas))]
     _valid_schemas[key] = None

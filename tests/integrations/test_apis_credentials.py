@@ -57,6 +57,7 @@ def test_removing_one(admin, alice):
     error_of(alice.client.delete("/v1/credentials/docs-token?scope=member"), 404, "not_found")
     assert admin.client.delete("/v1/credentials/docs-token").status_code == 204
     error_of(admin.client.delete("/v1/credentials/nothing"), 404, "not_found")
+    error_of(admin.client.delete("/v1/credentials/a%00b"), 404, "not_found")
     assert not Credential.objects.exists()
 
 
@@ -65,6 +66,8 @@ def test_removing_one(admin, alice):
     ("docs-token", {"value": "x" * 8193}, "value", "no more than 8192"),
     ("docs-token", {"value": "line\nbreak"}, "value", "control characters"),
     ("docs-token", {"value": "tökén"}, "value", "non-ASCII"),
+    ("docs-token", {"value": "tok "}, "value", "either end"),
+    ("docs-token", {"value": "\ttok"}, "value", "either end"),
     ("docs-token", {"value": 5}, "value", "a string"),
     ("docs-token", {}, "value", "required"),
     ("docs-token", {"value": "x", "scope": "tenant"}, "scope", "Unknown field"),

@@ -57,6 +57,8 @@ def test_headers_that_may_be_kept(name, template):
     ("X-A", "a\nb", "control characters"),
     ("X-A", "a\x00", "control characters"),
     ("X-A", "café", "non-ASCII"),
+    ("Authorization", "Bearer {{credential:a}} ", "either end"),
+    ("X-A", " a", "either end"),
     ("X-A", "{{credential:}}", "a credential's name"),
     ("X-A", "{{credential:UPPER}}", "a credential's name"),
     ("X-A", "{{ credential:a }}", "double braces"),

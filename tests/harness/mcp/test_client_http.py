@@ -55,6 +55,14 @@ def test_a_wrong_or_missing_token_is_refused_and_nothing_runs(mcp_server: McpSer
     assert journal["calls"] == []
 
 
+def test_a_header_the_http_client_refuses_is_not_quoted(mcp_server: McpServerProcess):
+    # h11 refuses a value with a space at an end, quoting it: a secret must not be shown.
+    with pytest.raises(McpUnavailable) as caught:
+        connect(mcp_server.target(headers={"Authorization": "Bearer s3cret-value "}))
+    assert "s3cret-value" not in str(caught.value)
+    assert "could not be sent" in str(caught.value)
+
+
 def test_results_come_through_whole(mcp_server: McpServerProcess):
     connection = connect(mcp_server.target())
     try:

@@ -26,6 +26,15 @@ def test_an_invalid_schema_is_a_configuration_error(schema):
         make_tool(schema=schema)
 
 
+def test_a_schema_nested_too_deeply_is_a_configuration_error():
+    # An MCP server's schema: the checker would exhaust the stack (a run's and the inspector's).
+    schema: dict = {"type": "object"}
+    for _ in range(150):
+        schema = {"type": "object", "properties": {"a": schema}}
+    with pytest.raises(ConfigurationError, match="nested too deeply"):
+        make_tool(schema=schema)
+
+
 def test_a_tool_that_raises_becomes_an_error_result():
     def broken(args, ctx):
         raise KeyError("missing")
