@@ -11,7 +11,10 @@ call of the session). An image is sent when:
   ``image/jpg`` still has it sent, as ``image/png``;
 * its base64 text is at most :data:`MAX_IMAGE_CHARS` (5 MiB, about 3.75 MiB decoded): Anthropic's
   per-image limit, which its API checks on the base64 text;
-* it is at most :data:`MAX_IMAGE_EDGE` pixels wide and tall (8,000: Anthropic's limit).
+* it is at most :data:`MAX_IMAGE_EDGE` pixels wide and tall (8,000: Anthropic's limit);
+* it is one of the result's first :data:`MAX_RESULT_IMAGES` images and, with those kept before
+  it, within :data:`MAX_RESULT_IMAGE_CHARS` of base64: a tool (a tenant's MCP server) cannot
+  fill the history with images that every later request of the session would carry.
 
 The size in pixels is read from the image's header — PNG's IHDR chunk, GIF's logical screen,
 WebP's VP8/VP8L/VP8X chunk, JPEG's start-of-frame segment — with the standard library only.
@@ -42,6 +45,8 @@ MAX_IMAGE_CHARS = 5 * 1024 * 1024
 MAX_IMAGE_EDGE = 8_000
 MAX_LONG_EDGE = 1_568
 MAX_IMAGE_TOKENS = 1_600
+MAX_RESULT_IMAGES = 8
+MAX_RESULT_IMAGE_CHARS = 8 * 1024 * 1024
 PIXELS_PER_TOKEN = 750
 _TYPE_NAMES = "PNG, JPEG, GIF or WebP"
 
@@ -232,12 +237,19 @@ def admit(result: ToolResult) -> ToolResult:
         return result
     kept: list[ImageBlock] = []
     lines: list[str] = []
+    chars = 0
     for image in result.images:
         sent = sendable(replace(image, data="".join(image.data.split())))  # MIME line breaks
+        if not isinstance(sent, Refused) and (len(kept) == MAX_RESULT_IMAGES
+                                              or chars + len(sent.data) > MAX_RESULT_IMAGE_CHARS):
+            sent = Refused(f"{sent.media_type} image, {decoded_bytes(sent)} bytes",
+                           f"a tool result keeps at most {MAX_RESULT_IMAGES} images and "
+                           f"{MAX_RESULT_IMAGE_CHARS} characters of base64 in all")
         if isinstance(sent, Refused):
             lines.append(sent.line)
         else:
             kept.append(sent)
+            chars += len(sent.data)
     if not lines:
         return replace(result, images=tuple(kept))
     content = "\n".join(([result.content] if result.content else []) + lines)

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from harness import images
-from harness.images import MAX_IMAGE_CHARS, MAX_IMAGE_TOKENS, Pixels
+from harness.images import MAX_IMAGE_CHARS, MAX_IMAGE_TOKENS, MAX_RESULT_IMAGE_CHARS, Pixels
 from harness.messages import ImageBlock
 from harness.tools import ToolResult
 from tests.support.images import gif, image, jpeg, png, png_image, webp
@@ -78,6 +78,19 @@ def test_admit_keeps_what_can_be_sent_and_says_what_it_left_out():
         "[image/png image, 9000×2 pixels not shown: wider or taller than 8000 pixels]",
     ]
     assert not admitted.is_error
+
+
+def test_a_result_keeps_at_most_eight_images_and_8_mib_of_them():
+    many = ToolResult(content="", images=tuple(image(png(10 + i, 10)) for i in range(10)))
+    admitted = images.admit(many)
+    assert admitted.images == many.images[:8]
+    over = f"a tool result keeps at most 8 images and {MAX_RESULT_IMAGE_CHARS} characters"
+    assert len(admitted.content.splitlines()) == 2 and over in admitted.content
+    # Three images of 3.5 MiB of base64 each: two fit in 8 MiB, the third does not.
+    large = image(png(20, 20) + os.urandom(int(3.5 * 1024 * 1024) // 4 * 3))
+    heavy = images.admit(ToolResult(content="pages", images=(large, large, large)))
+    assert heavy.images == (large, large)
+    assert heavy.content.splitlines()[0] == "pages" and over in heavy.content
 
 
 def test_admit_leaves_a_result_without_images_alone_and_takes_mime_line_breaks():
