@@ -31,7 +31,7 @@ def send(connection: Connection, mcp_name: str, arguments: Mapping[str, Any], *,
         if exc.code == REQUEST_TIMEOUT:
             return _unanswered(server, timeout)
         if exc.code == CONNECTION_CLOSED:  # the SDK's, not the server's: the connection went
-            return _lost(server)
+            return _lost(server, connection.refused)
         return tool_error(f"The MCP server {server!r} answered an error ({exc.code}): "
                           f"{exc.error.message}")
     except TimeoutError:
@@ -45,7 +45,10 @@ def send(connection: Connection, mcp_name: str, arguments: Mapping[str, Any], *,
     return convert.to_result(result, max_chars=max_chars)
 
 
-def _lost(server: str) -> ToolResult:
+def _lost(server: str, refused: list[str]) -> ToolResult:
+    if refused:  # hango hung up, not the server
+        return tool_error(f"The MCP server {server!r} answered, but {refused[-1]}: the answer "
+                          "was dropped (the call ran).")
     return tool_error(f"The connection to the MCP server {server!r} closed before the call's "
                       "answer came; whether it ran is not known.")
 

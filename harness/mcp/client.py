@@ -9,8 +9,11 @@ older SSE, and stdio (a program the operator names; never one a tenant supplies)
 *Where an HTTP session may go.* Each request passes :attr:`Target.check_address` (the server's
 SSRF rule: the host is resolved, every address must be allowed, and the request goes to the
 address checked, the name kept in ``Host`` and TLS's SNI), and a redirect answer is refused —
-the SDK would follow one within the same origin; hango follows none. The request headers carry
-the server's resolved credentials: nothing here logs them or puts them on a span.
+the SDK would follow one within the same origin; hango follows none. A response's body is read
+up to :data:`MAX_RESPONSE_BYTES`: past it the response fails, so a server cannot fill a worker's
+memory shared by every run it holds (the result's text is cut far below that anyway). The
+request headers carry the server's resolved credentials: nothing here logs them or puts them on
+a span.
 """
 
 from __future__ import annotations
@@ -51,10 +54,38 @@ CLIENT_INFO = Implementation(name="hango", version="1")
 MAX_LIST_PAGES = 100  # a server whose listing never ends cannot hold a run
 CLOSE_SECONDS = 5.0
 KEEPALIVE_SECONDS = 2.0
+# A body past this fails: the largest result kept is 1,000,000 characters of text (the
+# operator's limit at most) and 8 images of 8 MiB of base64 in all (harness.images).
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 class RedirectRefused(httpx2.TransportError):
     """A redirect answer: hango follows none to an MCP server."""
+
+
+class ResponseTooLarge(httpx2.TransportError):
+    """A response body past :data:`MAX_RESPONSE_BYTES`."""
+
+
+class _Capped(httpx2.AsyncByteStream):
+    """A response body that fails once it passes ``limit`` bytes, saying so in ``refused`` (the
+    SDK reports only that the connection closed)."""
+
+    def __init__(self, body: httpx2.AsyncByteStream, limit: int, refused: list[str]) -> None:
+        self._body, self._limit, self._refused = body, limit, refused
+
+    async def __aiter__(self) -> Any:
+        seen = 0
+        async for chunk in self._body:
+            seen += len(chunk)
+            if seen > self._limit:
+                why = f"its answer passed the {self._limit:,} bytes hango reads"
+                self._refused.append(why)
+                raise ResponseTooLarge(why)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._body.aclose()
 
 
 class CredentialsRefused(httpx2.TransportError):
@@ -87,11 +118,11 @@ class _Guarded(httpx2.AsyncHTTPTransport):
     """httpx's transport, each request sent to the address its policy allows, and no redirect
     or refusal of the credentials passed on (raised, they end the session, saying why)."""
 
-    def __init__(self, policy: AddressPolicy | None) -> None:
+    def __init__(self, policy: AddressPolicy | None, refused: list[str]) -> None:
         # An idle connection is dropped before a server would drop it (uvicorn: 5 s): one the
         # server closes as a request reuses it fails that request, and the SDK its session.
         super().__init__(verify=_tls(), limits=httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
-        self._policy = policy
+        self._policy, self._refused = policy, refused
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._policy is not None:
@@ -109,15 +140,18 @@ class _Guarded(httpx2.AsyncHTTPTransport):
                                       "redirects are not followed")
             raise CredentialsRefused(f"the server answered {response.status_code}: it refused "
                                      "the credentials in the request's headers")
+        assert isinstance(response.stream, httpx2.AsyncByteStream)  # an async transport's
+        response.stream = _Capped(response.stream, MAX_RESPONSE_BYTES, self._refused)
         return response
 
 
 def _http_client(target: Target, headers: Mapping[str, str] | None = None,
-                 timeout: httpx2.Timeout | None = None, auth: Any = None) -> httpx2.AsyncClient:
+                 timeout: httpx2.Timeout | None = None, auth: Any = None, *,
+                 refused: list[str]) -> httpx2.AsyncClient:
     """The HTTP client of one session (also the SSE transport's factory, whose arguments it
     takes and overrides with the target's own)."""
     return httpx2.AsyncClient(
-        headers=dict(target.headers), transport=_Guarded(target.check_address),
+        headers=dict(target.headers), transport=_Guarded(target.check_address, refused),
         timeout=httpx2.Timeout(target.timeout_seconds, read=max(target.timeout_seconds, 300.0)),
         follow_redirects=False)
 
@@ -134,6 +168,7 @@ class Connection:
 
     def __init__(self, target: Target) -> None:
         self.target = target
+        self.refused: list[str] = []  # why the transport refused a response, if it did
         self._client: Client | None = None
         self._closing: asyncio.Event | None = None
         self._held: asyncio.Task[None] | None = None
@@ -172,11 +207,13 @@ class Connection:
         target = self.target
         match target.transport:
             case "streamable_http":
-                http = await stack.enter_async_context(_http_client(target))
+                http = await stack.enter_async_context(_http_client(target,
+                                                                    refused=self.refused))
                 return streamable_http_client(target.url, http_client=http)
             case "sse":
                 return sse_client(target.url, timeout=target.timeout_seconds,
-                                  httpx_client_factory=partial(_http_client, target))
+                                  httpx_client_factory=partial(_http_client, target,
+                                                               refused=self.refused))
             case "stdio":
                 return stdio_client(StdioServerParameters(
                     command=target.command, args=list(target.args), env=dict(target.env) or None),
