@@ -9,6 +9,14 @@ class HarnessError(Exception):
     code = "harness_error"
 
 
+class RunCannotGoOn(HarnessError):
+    """Raised by a tool, before it sends anything, when the run must stop rather than answer
+    the model (its ``code`` says why, and whether a resume may fix it): a tool's other
+    failures are results the model reads."""
+
+    code = "run_cannot_go_on"
+
+
 class Superseded(Exception):
     """The run was taken from this worker — cancelled, resumed, or claimed by another worker —
     so a store refused its write. Not a :class:`HarnessError`: no turn turns it into a result;

@@ -31,7 +31,7 @@ from harness.agent import AgentSpec
 from harness.approval_values import Result
 from harness.chain import Chain, ModelHandler, ModelRequest
 from harness.deltas import DeltaSink, collect
-from harness.errors import HarnessError
+from harness.errors import HarnessError, RunCannotGoOn
 from harness.messages import Message, ModelUsage, Request, Response, ToolUseBlock
 from harness.providers.base import Provider, StreamEvent, Streaming
 from harness.serde import message_to_json
@@ -146,8 +146,12 @@ class Loop:
             state.pending_batch = approvals.in_flight(calls, turn=number)
             return self._end_turn(state, number, new, RunAgain())
         if calls:
-            next_step, tool_message = self.run_batch(calls, calls, state, control, offered,
-                                                     turn=number)
+            try:
+                next_step, tool_message = self.run_batch(calls, calls, state, control, offered,
+                                                         turn=number)
+            except RunCannotGoOn as exc:  # the batch is kept whole, for the resume to run
+                state.pending_batch = approvals.in_flight(calls, turn=number)
+                return self._end_turn(state, number, new, Failed(exc.code, str(exc)))
             if tool_message is not None:
                 state.messages.append(tool_message)
                 new.append(tool_message)
@@ -176,8 +180,11 @@ class Loop:
             return TurnResult(turn=state.turn + 1, next=Failed(
                 "invalid_state", approvals.MISMATCHED_BATCH))
         offered = {t.name: t for t in self.chain.tools(state, self.base_tools)}
-        next_step, tool_message = self.run_batch(batch_calls, waiting, state, control, offered,
-                                                 done=batch.done, turn=batch.turn)
+        try:
+            next_step, tool_message = self.run_batch(batch_calls, waiting, state, control,
+                                                     offered, done=batch.done, turn=batch.turn)
+        except RunCannotGoOn as exc:  # the batch stays as it was, for the resume to run
+            return self._end_turn(state, state.turn + 1, [], Failed(exc.code, str(exc)))
         new = []
         if tool_message is not None:
             state.messages.append(tool_message)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from harness.errors import HarnessError
+from harness.errors import RunCannotGoOn
 from harness.mcp import CREDENTIAL_MISSING
 from harness.mcp.values import McpTool
 
@@ -51,7 +51,7 @@ class CachedListing:
     attempted_at: float | None = field(default=None, compare=False)
 
 
-class CredentialMissing(HarnessError):
+class CredentialMissing(RunCannotGoOn):
     """A server's headers reference a credential that is set neither for the run's member nor
     for the tenant: the message names both; setting it lets the run go on."""
 

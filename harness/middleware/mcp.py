@@ -87,6 +87,7 @@ class McpMiddleware:
         self._routes: dict[str, tuple[ServerUse, str]] = {}  # run tool name -> server, MCP name
         self._sent_before: frozenset[str] | None = None
         self._fresh: set[str] = set()  # calls batched in this claim: none was sent before
+        self._ready: set[tuple[int, str]] = set()  # (turn, server id) whose credentials were set
         self.report: tuple[ServerReport, ...] = ()  # capture_only: what the inspector shows
 
     # -- listing ---------------------------------------------------------------------------
@@ -205,6 +206,7 @@ class McpMiddleware:
         from harness.mcp import calls  # the SDK, once a run calls a server
 
         state = ctx.state
+        self._check_ready(state, server)
         key = _key(state, ctx.call)
         trace.get_current_span().set_attributes({telemetry.ATTR_MCP_SERVER: server.name,
                                                  telemetry.ATTR_MCP_TOOL: mcp_name})
@@ -224,6 +226,23 @@ class McpMiddleware:
                 self._sessions.pop(server.id, None)
         return tool_error(f"The session to the MCP server {server.name!r} ended twice before "
                           "the call could be sent; it was not sent.")
+
+    def _check_ready(self, state: State, server: ServerUse) -> None:
+        """Raise :class:`CredentialMissing` (the run stops, resumably, and goes on once it is
+        set) when a credential is missing for ``server`` — or, in a kept batch, for any server
+        its calls still to run use: checked before the batch's first call of this claim is
+        sent, so no call of it is sent and then lost with the claim."""
+        batch = state.pending_batch
+        if batch is None:
+            servers = [server]
+        else:
+            servers = [route[0] for p in batch.pending if p.tool_use_id not in batch.done
+                       and (route := self._routes.get(p.name)) is not None]
+        turn = batch.turn if batch is not None else state.turn + 1
+        for use in servers:
+            if (turn, use.id) not in self._ready:
+                self.access.ready(use)
+                self._ready.add((turn, use.id))
 
     def _session(self, server: ServerUse, state: State) -> Connection | ToolResult:
         connection = self._sessions.get(server.id)

@@ -18,7 +18,7 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
-from harness.errors import ConfigurationError, Superseded
+from harness.errors import ConfigurationError, RunCannotGoOn, Superseded
 from harness.messages import ImageBlock, ToolDef, ToolUseBlock
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class Tool:
             )
         try:
             result = self.fn(args, ctx)
-        except Superseded:  # the run is no longer this worker's: stop, do not tell the model
+        except (Superseded, RunCannotGoOn):  # stop the run; do not tell the model
             raise
         except Exception as exc:  # a tool's bug must not kill the run; the model reads it
             log.warning("tool %s raised", self.name, exc_info=True)

@@ -224,3 +224,36 @@ def test_a_tool_filtered_out_after_the_run_listed_it_is_offered_no_more():
     offered = [t.name for t in later.chain.tools(state, ()) if t.name.startswith("time__")]
     assert NOW not in offered and offered  # its other tools stay
     later.close()
+
+
+def test_a_credential_removed_mid_run_stops_it_before_the_batch_sends_anything():
+    model = ScriptedModel([text("done")])
+    listed = loop_with(model, access(), journal=MemoryJournal())
+    state = State(messages=[first_message()])
+    listed.chain.before_run(state)  # the run listed the server while its credential was set
+    listed.close()
+    state.messages.append(tool_call(NOW, ASK, call_id="c1").message)
+    state.turn = 1
+    state.pending_batch = in_flight_of(NOW, "c1")
+    reach = access(missing={"s-time"})  # then it was removed
+    step, state, _ = run(loop_with(model, reach, journal=MemoryJournal()), state)
+    assert isinstance(step, Failed) and step.code == "credential_missing"
+    assert "'token'" in step.message and "'time'" in step.message
+    assert reach.sent == [] and state.pending_batch is not None  # kept for the resume
+
+
+def test_a_credential_missing_in_the_model_s_turn_keeps_its_calls_for_the_resume():
+    idempotent = ServerUse(id="s-time", name="time", idempotent=True)  # no early checkpoint
+    model = ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")])
+    state = State(messages=[first_message()])
+    listed = loop_with(model, access(idempotent))
+    listed.chain.before_run(state)
+    listed.close()
+    reach = access(idempotent, missing={"s-time"})
+    step, state, recorder = run(loop_with(model, reach), state)
+    assert isinstance(step, Failed) and step.code == "credential_missing" and reach.sent == []
+    assert [p.tool_use_id for p in state.pending_batch.pending] == ["c1"]
+    assert recorder.results[-1].messages[-1].tool_uses[0].id == "c1"  # the call, committed
+    # Set again: the resume runs the kept call, and the model answers.
+    step, state, _ = run(loop_with(model, access(idempotent)), state)
+    assert step == FinalOutput("end_turn") and state.pending_batch is None
