@@ -6,7 +6,8 @@ transport sets itself (``Host``, ``Content-Type``, ``Mcp-Session-Id``…); its t
 4,096 characters, holds only visible ASCII, spaces and tabs (what a request header carries:
 no line break, control or non-ASCII character), and between double braces holds only credential
 references. A header that carries credentials by its name (``Authorization``,
-``Proxy-Authorization``, ``Cookie``, or any name containing "token", "key", "secret" or "auth")
+``Proxy-Authorization``, ``Cookie``, or any name containing "token", "key", "secret", "auth",
+"passw", "passphrase", "session", "signature", "credential" or "cookie")
 must take its secret from a credential: a literal value there would be a secret kept in plain
 text and answered back to every member.
 """
@@ -31,7 +32,8 @@ RESERVED = frozenset({
     "mcp-protocol-version", "last-event-id",
 })
 SENSITIVE = frozenset({"authorization", "proxy-authorization", "cookie"})
-SENSITIVE_PARTS = ("token", "key", "secret", "auth")
+SENSITIVE_PARTS = ("token", "key", "secret", "auth", "passw", "passphrase", "session",
+                   "signature", "credential", "cookie")
 
 
 def carries_credentials(name: str) -> bool:

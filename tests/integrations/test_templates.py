@@ -50,6 +50,8 @@ def test_headers_that_may_be_kept(name, template):
 @pytest.mark.parametrize(("name", "template", "words"), [
     ("Authorization", "Bearer abc", "put it in a credential"),
     ("X-Token", "", "put it in a credential"),
+    ("X-Password", "hunter2", "put it in a credential"),
+    ("X-Request-Signature", "abc", "put it in a credential"),
     ("X Team", "a", "HTTP token"),
     ("", "a", "HTTP token"),
     ("Content-Type", "text/plain", "hango sets Content-Type itself"),
