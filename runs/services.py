@@ -16,6 +16,7 @@ from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
 from harness import approvals, mcp, serde
 from harness.approval_values import PendingBatch
 from harness.errors import retryable_codes
+from harness.mcp.values import idempotency_key
 from harness.messages import Message as HMessage
 from harness.serde import content_from_json, content_to_json
 from runs import queue, tasks
@@ -240,8 +241,9 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
                                                   "pending": exc.pending}) from None
         run.state_json = {**run.state_json, "pending_batch": serde.batch_to_json(batch)}
         _rewrite_edited_calls(run, batch)
-        ToolCallStart.objects.filter(run=run, tool_use_id__in=[
-            p.tool_use_id for p in batch.pending if p.reason == "outcome_unknown"]).delete()
+        ToolCallStart.objects.filter(run=run, key__in=[
+            idempotency_key(str(run.pk), batch.turn, p.tool_use_id)
+            for p in batch.pending if p.reason == "outcome_unknown"]).delete()
         take_over(run)
         run.status = RunStatus.QUEUED
         append_events(run, [approvals.decided_event(batch), status_event(run)])

@@ -50,19 +50,20 @@ def test_a_claim_taken_over_records_nothing(queued_run):
 def test_a_decision_on_a_call_of_unknown_outcome_clears_its_entry(queued_run):
     claim = claim_run(queued_run.pk, "worker-a")
     journal = DbCallJournal(Claim(claim.pk, claim.epoch))
-    journal.record(f"{claim.pk}:1:c1", tool_use_id="c1", tool="shop/refund")
-    journal.record(f"{claim.pk}:1:c2", tool_use_id="c2", tool="shop/lookup")
+    journal.record(f"{claim.pk}:1:c1", tool_use_id="c1", tool="shop/lookup")  # an id reused
+    journal.record(f"{claim.pk}:2:c1", tool_use_id="c1", tool="shop/refund")
+    journal.record(f"{claim.pk}:2:c2", tool_use_id="c2", tool="shop/lookup")
     held = PendingCall(tool_use_id="c1", name="shop__refund", input={},
                        allowed_decisions=("approve", "reject"), reason="outcome_unknown")
-    batch = PendingBatch(pending=(held,), turn=1)
+    batch = PendingBatch(pending=(held,), turn=2)
     Run.objects.filter(pk=claim.pk).update(
         status=RunStatus.AWAITING_APPROVAL, lease_expires_at=None,
         state_json={**claim.state_json, "pending_batch": serde.batch_to_json(batch)})
     run_approve(run=Run.objects.get(pk=claim.pk),
                 decisions=[{"tool_use_id": "c1", "type": "approve"}])
-    # c1 is sent again under the human's decision, journaled anew; c2 is as it was.
-    assert list(ToolCallStart.objects.filter(run=claim).values_list("tool_use_id", flat=True)) == [
-        "c2"]
+    # c1 of turn 2 is sent again under the human's decision, journaled anew; the rest stay.
+    assert sorted(ToolCallStart.objects.filter(run=claim).values_list("key", flat=True)) == [
+        f"{claim.pk}:1:c1", f"{claim.pk}:2:c2"]
 
 
 def test_a_cancelled_batch_knows_which_calls_were_sent(queued_run):
