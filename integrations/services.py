@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from rest_framework import status
 
 from accounts.audit import audit_record
@@ -93,7 +93,7 @@ def server_update(*, server: McpServer, data: dict[str, Any],
     the admin's form has set its values on ``server`` already."""
     fields = {k: data.get(k, getattr(server, k)) for k in SERVER_FIELDS}
     _checked(fields)
-    if not any(k in data for k in REACHED_BY) and (problems := _unlisted(server, data)):
+    if not any(k in data for k in REACHED_BY) and (problems := _unlisted(server, data, actor)):
         raise Unprocessable(detail=problems)
     try:
         with transaction.atomic():
@@ -120,10 +120,13 @@ def server_update(*, server: McpServer, data: dict[str, Any],
     return server
 
 
-def _unlisted(server: McpServer, data: dict[str, Any]) -> dict[str, list[str]]:
-    """The names in the filter ``data`` gives that the server's latest listings (any credential
-    scope's) do not hold, by field; none when it was never listed."""
-    listed = McpListing.objects.filter(server=server, listed_at__isnull=False)
+def _unlisted(server: McpServer, data: dict[str, Any],
+              actor: Member | None) -> dict[str, list[str]]:
+    """The names in the filter ``data`` gives that the server's latest listings (the tenant's
+    credentials', and the writer's own: another member's listing is theirs to see) do not hold,
+    by field; none when it was never listed."""
+    listed = McpListing.objects.filter(Q(scope__isnull=True) | Q(scope=actor), server=server,
+                                       listed_at__isnull=False)
     known = {t.get("name") for tools in listed.values_list("tools", flat=True) for t in tools}
     if not listed.exists():
         return {}

@@ -167,3 +167,20 @@ def test_a_filter_naming_a_tool_the_server_does_not_list_is_refused(admin, order
     moved = admin.client.patch(route, {"url": orders["url"] + "/", "tools_deny": ["later"]},
                                format="json")
     assert moved.status_code == 200, moved.content
+
+
+def test_a_filter_is_checked_against_the_tenant_s_listing_and_the_writer_s_own(
+        admin, alice, orders):
+    """A member's own listing (made with their credential) is theirs: an admin's 422 does
+    not tell its tools."""
+    alice.client.put("/v1/credentials/orders-token?scope=member", {"value": TOKEN},
+                     format="json")
+    tools_of(alice, orders["id"], refresh=True)  # listed for alice only
+    McpListing.objects.filter(server_id=orders["id"], scope__isnull=False).update(
+        tools=[{"name": "alice_only", "description": "", "input_schema": {"type": "object"}}])
+    admin.client.put("/v1/credentials/orders-token", {"value": TOKEN}, format="json")
+    tools_of(admin, orders["id"], refresh=True)
+    refused = admin.client.patch(f"/v1/mcp-servers/{orders['id']}",
+                                 {"tools_deny": ["alice_only"]}, format="json")
+    detail = error_of(refused, 422, "validation_error")["detail"]["tools_deny"][0]
+    assert "'alice_only'" in detail and detail.count("alice_only") == 1
