@@ -8,18 +8,15 @@ import pytest
 
 from integrations.models import McpListing
 from tests.support.api import AGENT_BODY
-from tests.support.mcp_servers import TOKEN
+from tests.support.mcp_runs import add_server, set_credential
 
 
 @pytest.fixture
 def shop(admin, mcp_server, hango_settings):
+    """The tenant's server `shop` (the test server, its token a tenant credential)."""
     hango_settings(mcp_allow_private=True)
-    response = admin.client.post("/v1/mcp-servers", {
-        "name": "shop", "transport": "streamable_http", "url": mcp_server.url,
-        "headers": {"Authorization": "Bearer {{credential:shop-token}}"}}, format="json")
-    assert response.status_code == 201, response.content
-    admin.client.put("/v1/credentials/shop-token?scope=tenant", {"value": TOKEN}, format="json")
-    return response.json()
+    set_credential(admin, "shop-token")
+    return add_server(admin, "shop", mcp_server)
 
 
 def create(caller, **fields):

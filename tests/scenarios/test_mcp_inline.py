@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from runs.models import Run
+from tests.support.mcp_runs import add_server, set_credential
 from tests.support.mcp_servers import TOKEN
 
 pytestmark = pytest.mark.slow
@@ -15,14 +16,8 @@ pytestmark = pytest.mark.slow
 def shop(admin, mcp_server, hango_settings):
     """The tenant's server `shop` (the test server, its token a tenant credential)."""
     hango_settings(mcp_allow_private=True)
-    response = admin.client.post("/v1/mcp-servers", {
-        "name": "shop", "transport": "streamable_http", "url": mcp_server.url,
-        "headers": {"Authorization": "Bearer {{credential:shop-token}}"}}, format="json")
-    assert response.status_code == 201, response.content
-    put = admin.client.put("/v1/credentials/shop-token?scope=tenant", {"value": TOKEN},
-                           format="json")
-    assert put.status_code == 201, put.content
-    return response.json()
+    set_credential(admin, "shop-token")
+    return add_server(admin, "shop", mcp_server)
 
 
 def send(caller, make_agent, make_session, server, text, **config):
