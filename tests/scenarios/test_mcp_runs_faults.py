@@ -1,7 +1,7 @@
 """Runs using MCP servers when something goes wrong, executed by a real Celery worker process on
-the gevent pool: the worker killed (``kill -9``) while a call is in flight, a credential refused
-or missing, the server down when the run lists its tools or when it calls one. The runs that go
-well are in test_mcp_runs.py."""
+the gevent pool: the worker killed (``kill -9``) while a call is in flight, a credential refused,
+missing or removed while a run waits, the server down when the run lists its tools or when it
+calls one. The runs that go well are in test_mcp_runs.py."""
 
 from __future__ import annotations
 
@@ -139,6 +139,28 @@ def test_a_server_down_at_listing_is_left_out_when_not_required(
     found = results(run_id)
     assert found["shop__echo"]["is_error"]  # not offered: the model is told so
     assert not found["clock__get_current_time"]["is_error"]
+
+
+def test_a_credential_removed_while_a_run_waits_stops_it_until_it_is_set_again(
+        mcp_worker, admin, alice, make_agent, make_session, shop, mcp_server):
+    session = mcp_session(alice, make_agent, make_session, [shop],
+                          interrupt_on={"shop__refund": HELD})
+    run_id = send(alice, session, 'call shop__refund {"order_id": "5", "amount": 3}')
+    assert settled(run_id).status == "awaiting_approval"
+    removed = admin.client.delete("/v1/credentials/shop-token?scope=tenant")
+    assert removed.status_code == 204, removed.content
+    decide(alice, run_id, "approve")
+
+    run = wait_for_run(run_id)
+    assert (run.status, run.error["code"]) == ("failed", "credential_missing")
+    assert "'shop'" in run.error["message"] and "'shop-token'" in run.error["message"]
+    assert calls_of(mcp_server, run_id) == []  # stopped before the approved call was sent
+
+    set_credential(admin, "shop-token")  # the run goes on by itself, its batch as approved
+    run = wait_for_run(run_id)
+    assert run.status == "completed", run.error
+    assert list(keys_of(mcp_server, run_id).values()) == [1]
+    assert not results(run_id)["shop__refund"]["is_error"]
 
 
 @pytest.mark.parametrize("meanwhile", ["server stopped", "credential replaced"])
