@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.mcp.access import ServerUse
+from harness.mcp.access import McpAccess, ServerUse
 from harness.mcp.values import McpTool, digest
 
 
@@ -50,6 +50,15 @@ class Listings:
                    for i, s in (data.get("servers") or {}).items()}
         return cls(servers=servers, skipped=dict(data.get("skipped") or {}))
 
+    def report(self, server: ServerUse) -> ServerReport:
+        """``server`` as the inspector of a started run shows it: as the run listed it."""
+        listed = self.servers.get(server.id)
+        if listed is None:
+            return ServerReport(name=server.name, source="run", status="unreachable",
+                                listed_at=None, error=self.skipped.get(server.id, ""), tools=0)
+        return ServerReport(name=listed.name, source="run", status="listed",
+                            listed_at=listed.listed_at, error="", tools=len(listed.tools))
+
 
 def changes(before: ListedServer, after: ListedServer) -> dict[str, list[str]]:
     """The tools added, removed and changed (description or schema) from ``before`` to
@@ -76,3 +85,19 @@ class ServerReport:
     listed_at: float | None
     error: str
     tools: int
+
+
+def from_cache(access: McpAccess, listings: Listings) -> tuple[ServerReport, ...]:
+    """The inspector of a run not started: each server into ``listings`` as the tenant last
+    listed it, and the report of each."""
+    reports = []
+    for server in access.servers:
+        cached = access.cached(server)
+        listed = ListedServer.of(server, cached.tools, cached.listed_at)
+        listings.servers[server.id] = listed
+        status: Status = ("unreachable" if cached.error
+                          else "never_listed" if cached.listed_at is None else "listed")
+        reports.append(ServerReport(name=server.name, source="cache", status=status,
+                                    listed_at=cached.listed_at, error=cached.error,
+                                    tools=len(listed.tools)))
+    return tuple(reports)

@@ -48,8 +48,8 @@ from harness.middleware._mcp_listing import (
     ListedServer,
     Listings,
     ServerReport,
-    Status,
     changes,
+    from_cache,
 )
 from harness.state import State, load_private, store_private
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
@@ -96,7 +96,7 @@ class McpMiddleware:
         if NAME in state.private:  # the run's own listing, from its checkpoint
             listings, _ = load_private(state, NAME, Listings)
             if self.capture_only:
-                self.report = tuple(_of_run(s, listings) for s in self.access.servers)
+                self.report = tuple(listings.report(s) for s in self.access.servers)
                 return
             for server in self.access.servers:
                 if server.required and server.id in listings.servers:
@@ -104,24 +104,10 @@ class McpMiddleware:
             return
         listings = Listings()  # kept once every server is listed: a run that stops lists anew
         if self.capture_only:
-            self._from_cache(listings)
+            self.report = from_cache(self.access, listings)
         else:
             self._list_all(state, listings)
         store_private(state, NAME, listings)
-
-    def _from_cache(self, listings: Listings) -> None:
-        """The inspector of a run not started: each server as the tenant last listed it."""
-        reports = []
-        for server in self.access.servers:
-            cached = self.access.cached(server)
-            listed = ListedServer.of(server, cached.tools, cached.listed_at)
-            listings.servers[server.id] = listed
-            status: Status = ("unreachable" if cached.error
-                              else "never_listed" if cached.listed_at is None else "listed")
-            reports.append(ServerReport(name=server.name, source="cache", status=status,
-                                        listed_at=cached.listed_at, error=cached.error,
-                                        tools=len(listed.tools)))
-        self.report = tuple(reports)
 
     def _list_all(self, state: State, listings: Listings) -> None:
         for server in self.access.servers:
@@ -282,15 +268,6 @@ def _key(state: State, call: ToolUseBlock) -> str:
     batch = state.pending_batch
     turn = batch.turn if batch is not None and batch.turn else state.turn + 1
     return idempotency_key(state.run_id, turn, call.id)
-
-
-def _of_run(server: ServerUse, listings: Listings) -> ServerReport:
-    listed = listings.servers.get(server.id)
-    if listed is None:
-        return ServerReport(name=server.name, source="run", status="unreachable",
-                            listed_at=None, error=listings.skipped.get(server.id, ""), tools=0)
-    return ServerReport(name=listed.name, source="run", status="listed",
-                        listed_at=listed.listed_at, error="", tools=len(listed.tools))
 
 
 def report_of(middlewares: Sequence[object]) -> tuple[ServerReport, ...]:

@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from opentelemetry import trace
 
-from harness.mcp import bridge, calls, client
+from harness.mcp import bridge, calls, transport
 from harness.mcp.client import McpUnavailable, Target, connect, list_tools_once
 from harness.tools.base import never
 from tests.support.mcp_server import IDEMPOTENCY_KEY, big_text
@@ -253,7 +253,7 @@ def test_a_server_that_never_answers_the_opening_is_left_at_the_timeout():
 
 def test_an_answer_past_the_byte_limit_is_dropped_saying_so(mcp_server: McpServerProcess,
                                                             monkeypatch):
-    monkeypatch.setattr(client, "MAX_RESPONSE_BYTES", 50_000)
+    monkeypatch.setattr(transport, "MAX_RESPONSE_BYTES", 50_000)
     connection = connect(mcp_server.target(timeout_seconds=30.0))
     try:
         result = calls.send(connection, "big", {"chars": 100_000}, server="docs", key="k",
