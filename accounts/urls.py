@@ -3,10 +3,12 @@
 from django.urls import path
 
 from accounts.audit_apis import AuditListApi
+from accounts.me_apis import MeApi
 from accounts.price_apis import PriceDetailApi, PriceListApi
 from accounts.usage_apis import UsageApi
 
 urlpatterns = [
+    path("me", MeApi.as_view(), name="me"),
     path("usage", UsageApi.as_view(), name="usage"),
     path("audit", AuditListApi.as_view(), name="audit"),
     path("prices", PriceListApi.as_view(), name="prices"),

@@ -28,7 +28,13 @@ from cli.options import (
     list_rows,
     show_record,
 )
-from cli.output import AGENT_COLUMNS, MESSAGE_COLUMNS, SESSION_COLUMNS, print_json
+from cli.output import (
+    AGENT_COLUMNS,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    print_json,
+    print_record,
+)
 from cli.runs import follow_command, runs, send
 from cli.schedules import schedules
 from cli.usage import prices, usage
@@ -73,6 +79,23 @@ def health(state: State) -> None:
             click.echo(f"{part:<9} {state_text}")
     if status != 200:
         raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def whoami(state: State) -> None:
+    """Your tenant (its id is what a broker trigger's message names), member, role and key."""
+    me = state.client().get("/v1/me")
+    if as_json():
+        print_json(me)
+        return
+    key = me.get("key")
+    print_record({
+        "tenant": me["tenant"]["name"], "tenant id": me["tenant"]["id"],
+        "member": me["member"]["email"], "member id": me["member"]["id"], "role": me["role"],
+        "key": f"{key['prefix']} ({key['name'] or 'unnamed'})" if key else None,
+    })
 
 
 @cli.group()

@@ -177,12 +177,15 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/v1/",
     # Two fields are called "action": the audit log's and a context override's. The
     # snapshot's `counted` and `framing_counted` share one choice set, and a credential's scope
-    # and a listing's credential scope another.
+    # and a listing's credential scope another. A message's role keeps its name beside a
+    # member's (GET /v1/me).
     "ENUM_NAME_OVERRIDES": {"OverrideActionEnum": "context.models.OverrideAction",
                             "AuditActionEnum": "accounts.models.AuditAction",
                             "CountedEnum": "inspector.serializers.COUNTED",
                             "DiffStatusEnum": "inspector.serializers.DIFF_STATUSES",
-                            "CredentialScopeEnum": "integrations.credentials.SCOPES"},
+                            "CredentialScopeEnum": "integrations.credentials.SCOPES",
+                            "RoleEnum": "runs.models.Role",
+                            "MemberRoleEnum": "accounts.models.Role"},
     "GET_LIB_DOC_EXCLUDES": "hango_api.schema.doc_excludes",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

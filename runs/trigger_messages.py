@@ -16,7 +16,7 @@ from typing import Any
 from rest_framework import serializers
 
 from accounts import keys
-from accounts.models import ApiKey, Member
+from accounts.models import ApiKey, Member, Tenant
 from hango_api import fields as strict
 from hango_api.inputs import Input
 from hango_api.parsers import unstorable_path
@@ -120,37 +120,74 @@ def validated(data: dict[str, Any]) -> dict[str, Any]:
 
 def signer(document: dict[str, Any], payload: str, signature: Any) -> tuple[Member, ApiKey]:
     """The key's member, once the signature checks and the key may act in the tenant (the
-    message is read no further before)."""
+    message is read no further before).
+
+    The key is found by its prefix alone, so a message naming another tenant than the key's
+    is still checked against the key's signature: one that checks but names no tenant at all
+    (the tenant's name, a mistyped id) is ``unknown_tenant`` — what a newcomer signing with a
+    good key needs to hear — rather than an ``invalid_signature`` that sends them after the HMAC.
+
+    What that tells, and whom. Only a message whose signature checks with a valid key gets
+    ``unknown_tenant``: an unsigned or mis-signed one is ``invalid_signature`` whether its
+    tenant exists or not, and no tenant is looked up for it, so writing to the broker without
+    a key tells nothing about tenants. A key's holder (revoked or not) can tell whether a UUID
+    is some tenant's id; tenant ids are random UUIDs that grant nothing (a key signs only in
+    its own tenant, and a tenant that exists but is not the key's stays ``invalid_signature``,
+    saying nothing of whose the key is), so learning that a UUID is not a tenant's is harmless.
+    """
     refused = Refused("invalid_signature",
                       "The message is not signed by a valid API key of the tenant.")
     prefix, tenant = document.get("key"), document.get("tenant")
-    if not isinstance(prefix, str) or not isinstance(tenant, str) or not isinstance(
-            signature, str):
+    if not isinstance(prefix, str) or not isinstance(signature, str):
         raise refused
-    try:
-        tenant_id = uuid.UUID(tenant)
-    except ValueError:
-        raise refused from None
-    api_key = (ApiKey.objects.select_related("member__user")
-               .filter(prefix=prefix[:64], member__tenant_id=tenant_id).first())
+    api_key = ApiKey.objects.select_related("member__user").filter(prefix=prefix[:64]).first()
     if api_key is None:
         raise refused
-    try:
-        signing_key = sealing.unseal(api_key.trigger_key) if api_key.trigger_key else ""
-    except sealing.Unreadable:
-        signing_key = ""
+    signing_key = _signing_key(api_key)
+    if _uuid(tenant) != api_key.member.tenant_id:
+        if signing_key and _signed(payload, signing_key, signature) and not _is_tenant(tenant):
+            raise Refused("unknown_tenant", "The message's tenant is not the id of a tenant: "
+                          "name the tenant by its id (a UUID, not its name), which `hango "
+                          "whoami` or GET /v1/me answers with the signing key.",
+                          {"tenant": ["Not the id of a tenant."]})
+        raise refused
     if not signing_key:
         raise Refused("key_cannot_sign", "The API key cannot sign trigger messages (issued "
                       "before they existed, or under another DJANGO_SECRET_KEY): issue a new "
                       "key.")
-    expected = utf8(_signature(payload, signing_key))
-    if not any(hmac.compare_digest(expected, utf8(given)) for given in signature.split()):
+    if not _signed(payload, signing_key, signature):
         raise refused
     if api_key.revoked_at is not None:
         raise Refused("key_revoked", "The API key that signed the message has been revoked.")
     if not api_key.member.user.is_active:
         raise Refused("user_inactive", "The signing key's user is inactive.")
     return api_key.member, api_key
+
+
+def _signing_key(api_key: ApiKey) -> str:
+    """The key's trigger key unsealed; empty when it has none or it cannot be read."""
+    try:
+        return sealing.unseal(api_key.trigger_key) if api_key.trigger_key else ""
+    except sealing.Unreadable:
+        return ""
+
+
+def _signed(payload: str, signing_key: str, signature: str) -> bool:
+    """Whether one of the signatures (space-separated) is the payload's with ``signing_key``."""
+    expected = utf8(_signature(payload, signing_key))
+    return any(hmac.compare_digest(expected, utf8(given)) for given in signature.split())
+
+
+def _uuid(value: Any) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _is_tenant(value: Any) -> bool:
+    tenant_id = _uuid(value)
+    return tenant_id is not None and Tenant.objects.filter(pk=tenant_id).exists()
 
 
 def fingerprint(data: dict[str, Any], member: Member) -> str:

@@ -1,5 +1,5 @@
 """``hango_bootstrap`` and ``hango_create_key``: the new key alone on stdout's last line, and it
-works, with the member's role."""
+works, with the member's role; the tenant's id on stderr."""
 
 from __future__ import annotations
 
@@ -13,12 +13,18 @@ from rest_framework.test import APIClient
 from accounts.models import ApiKey, Member, Role, Tenant
 
 
-def run(command: str, **options) -> str:
-    """Run ``command``; returns the key printed on the last line of stdout."""
+def printed(command: str, **options) -> tuple[str, str]:
+    """Run ``command``; its stdout and stderr."""
     out, err = StringIO(), StringIO()
     call_command(command, stdout=out, stderr=err, **options)
-    key = out.getvalue().strip().splitlines()[-1]
-    assert key not in err.getvalue()  # the key goes to stdout only
+    return out.getvalue(), err.getvalue()
+
+
+def run(command: str, **options) -> str:
+    """Run ``command``; returns the key printed on the last line of stdout."""
+    out, err = printed(command, **options)
+    key = out.strip().splitlines()[-1]
+    assert key not in err  # the key goes to stdout only
     return key
 
 
@@ -48,6 +54,16 @@ def test_bootstrap_prints_a_working_owner_key(db):
     member = member_of(key)
     assert member.role == Role.OWNER
     assert (member.tenant.name, member.user.email) == ("t1", "a@b.test")
+
+
+@pytest.mark.parametrize("command, options", [
+    ("hango_bootstrap", {}), ("hango_create_key", {"email": "m@b.test", "role": Role.MEMBER})])
+def test_the_tenant_s_id_is_printed_and_stdout_stays_the_key_alone(db, command, options):
+    bootstrap()
+    out, err = printed(command, **{"tenant": "t1", "email": "a@b.test", **options})
+    [key] = out.split()  # what ``KEY=$(manage.py …)`` keeps
+    tenant = Tenant.objects.get(name="t1")
+    assert f"Tenant id: {tenant.pk} " in err and member_of(key).tenant_id == tenant.pk
 
 
 def test_bootstrap_key_sees_the_whole_tenant(db):

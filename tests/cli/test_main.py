@@ -129,6 +129,23 @@ def test_missing_key_says_how_to_get_one(hango):
     assert "python manage.py hango_bootstrap --tenant NAME --email EMAIL" in result.stderr
 
 
+def test_whoami_names_the_tenant_s_id_the_member_the_role_and_the_key(hango, member_key):
+    from accounts.models import Tenant
+
+    tenant = Tenant.objects.get(name="cli")
+    shown = hango("whoami", env={"HANGO_API_KEY": member_key})
+    assert shown.exit_code == 0, shown.output
+    lines = [line.split() for line in shown.stdout.splitlines()]
+    assert ["tenant", "cli"] in lines and ["tenant", "id", str(tenant.pk)] in lines
+    assert ["member", "member@cli.test"] in lines and ["role", "member"] in lines
+    assert ["key", member_key.split("_")[1], "(member)"] in lines
+    me = ok_json(hango("whoami", "--json", env={"HANGO_API_KEY": member_key}))
+    assert me["tenant"] == {"id": str(tenant.pk), "name": "cli"} and me["role"] == "member"
+    assert ok_json(hango("--json", "whoami"))["role"] == "owner"  # the other key's member
+    refused = hango("whoami", env={"HANGO_API_KEY": "hk_not_a_real_key"})
+    assert refused.exit_code == 1 and refused.stderr.startswith("error 401 ")
+
+
 def test_wrong_key_is_401(hango):
     result = hango("--key", "hk_not_a_real_key", "agents", "list")
     assert result.exit_code == 1

@@ -1,4 +1,5 @@
-"""``hango_quickstart``: run again, it reuses the demo and keeps the admin's password."""
+"""``hango_quickstart``: run again, it reuses the demo and keeps the admin's password; it names
+the demo tenant's id."""
 
 from __future__ import annotations
 
@@ -51,3 +52,10 @@ def test_a_demo_member_who_is_no_admin_yet_is_made_one_with_a_password(inline_ru
     assert password is not None
     admin = get_user_model().objects.get(username=DEMO_EMAIL)
     assert admin.is_superuser and admin.check_password(password.group(1))
+
+
+def test_it_prints_the_demo_tenant_s_id_a_broker_trigger_names(inline_runs):
+    from accounts.models import Tenant
+
+    printed = quickstart()
+    assert f"tenant: {DEMO_TENANT} ({Tenant.objects.get(name=DEMO_TENANT).pk})" in printed

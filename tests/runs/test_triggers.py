@@ -80,7 +80,8 @@ def test_two_workers_taking_the_same_message_at_once_start_one_run(alice, make_s
     ({"signature": "v1,AAAA"}, "invalid_signature"),
     ({"signed_with": "hk_000000000000_not-the-key"}, "invalid_signature"),
     ({"key": "ffffffffffff"}, "invalid_signature"),
-    ({"tenant": str(uuid.uuid4())}, "invalid_signature"),
+    ({"tenant": str(uuid.uuid4())}, "unknown_tenant"),  # signed with a valid key
+    ({"tenant": "acme"}, "unknown_tenant"),  # the tenant's name, not its id
     ({"content": 5}, "validation_error"),
     ({"content": ""}, "validation_error"),
     ({"multitask": "now"}, "validation_error"),
@@ -109,11 +110,47 @@ def test_a_bad_message_is_refused_with_its_reason_and_leaves_nothing(alice, make
     assert code in caplog.text and signed not in caplog.text
     content = fields.get("content", "hello")
     assert not isinstance(content, str) or not content or content[:20] not in caplog.text
-    if code not in ("invalid_signature", "too_large"):  # signed: audited in the tenant
+    if code not in ("invalid_signature", "too_large", "unknown_tenant"):  # audited in the tenant
         entry = AuditEntry.objects.get(action=AuditAction.TRIGGER_REJECT)
         assert entry.detail["code"] == code and "hello" not in json.dumps(entry.detail)
-    else:  # refused before its signature was read: anyone's, only logged
+    else:  # refused before its signature was read (anyone's), or naming no tenant: only logged
         assert not AuditEntry.objects.filter(action=AuditAction.TRIGGER_REJECT).exists()
+
+
+def test_a_signed_message_naming_no_tenant_says_so_and_where_to_find_its_id(alice, make_agent):
+    agent = make_agent(alice)["id"]
+    for tenant in ("acme", str(uuid.uuid4()), str(alice.member.tenant_id)[:-1], None):
+        fields = {"agent": agent, "tenant": tenant} if tenant else {"agent": agent}
+        payload, signature = message(alice, **fields)
+        if tenant is None:  # no tenant at all
+            payload = json.dumps({k: v for k, v in json.loads(payload).items() if k != "tenant"})
+            signature = sign(payload, alice.key)
+        error = send_message(payload, signature)["error"]
+        assert error["code"] == "unknown_tenant", (tenant, error)
+        assert "hango whoami" in error["message"] and "GET /v1/me" in error["message"]
+        assert error["detail"] == {"tenant": ["Not the id of a tenant."]}
+    assert not Session.objects.exists() and not Trigger.objects.exists()
+
+
+def test_whether_a_tenant_exists_is_told_only_to_a_valid_signature(alice, outsider, make_agent):
+    from django.test.utils import CaptureQueriesContext
+
+    agent = make_agent(alice)["id"]
+    # Unsigned (or signed with another key): the same answer for an unknown tenant and a real
+    # one, and no tenant looked up to tell them apart.
+    for tenant in (str(uuid.uuid4()), "acme", str(outsider.member.tenant_id)):
+        for signed_with in ("hk_000000000000_not-the-key", outsider.key):
+            payload, signature = message(alice, agent=agent, tenant=tenant,
+                                         signed_with=signed_with)
+            with CaptureQueriesContext(connection) as queries:
+                answer = send_message(payload, signature)
+            assert answer["error"]["code"] == "invalid_signature", (tenant, answer)
+            assert not [q for q in queries if 'FROM "tenants"' in q["sql"]], tenant
+    # A valid signature naming a tenant that exists but is not the key's: still no more than
+    # invalid_signature, so nothing says whose the key is.
+    payload, signature = message(alice, agent=agent, tenant=str(outsider.member.tenant_id))
+    assert send_message(payload, signature)["error"]["code"] == "invalid_signature"
+    assert not Trigger.objects.exists()
 
 
 def test_what_is_not_a_signed_json_object_is_refused(alice):

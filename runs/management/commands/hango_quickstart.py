@@ -56,7 +56,7 @@ class Command(BaseCommand):
         lines = [
             "",
             "hango quickstart: embedded SQLite database, no broker, offline scripted model.",
-            f"  tenant: {DEMO_TENANT}   agent: {agent.name} ({agent.id})",
+            f"  tenant: {DEMO_TENANT} ({member.tenant_id})   agent: {agent.name} ({agent.id})",
             f"  admin:  {url}/admin/  user {DEMO_EMAIL}  password "
             + (password or f"unchanged ({_venv('python')} manage.py changepassword "
                            f"{DEMO_EMAIL} sets another)"),
