@@ -24,7 +24,8 @@ While the runs go, every 100 ms, it samples the runs running, the web and worker
 PostgreSQL connections (``pg_stat_activity``, by ``PGAPPNAME``) and the workers' RSS; it meters
 the CPU (``/proc/<pid>/schedstat``: user and system time) of the worker processes, the web
 processes, the MCP server, hango's database backends and this process. The runs' times are
-read back from the API (``GET /v1/runs/{id}``).
+read back from the API (``GET /v1/runs/{id}``). Then, hango stopped, the MCP client's own CPU a
+step, one session at a time (``mcp_client_cpu.py``).
 """
 
 from __future__ import annotations
@@ -317,6 +318,20 @@ class Bench:
              str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for pid in workers]
 
+    def client_cpu(self) -> dict[str, float] | None:
+        """The MCP client's CPU a step, one session at a time (``mcp_client_cpu.py``)."""
+        if not self.a.client_sessions or self.mcp is None:
+            return None
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "mcp_client_cpu.py"), self.mcp.url, TOKEN,
+             "--sessions", str(self.a.client_sessions)], cwd=ROOT, capture_output=True,
+            text=True, env={**os.environ}, timeout=600)
+        if done.returncode != 0:
+            print(f"mcp_client_cpu.py failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+            return None
+        answer: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+        return answer
+
     def read_runs(self, runs: list[str]) -> list[dict[str, Any]]:
         with ThreadPoolExecutor(self.a.posters) as pool:
             return list(pool.map(lambda r: self.api.send("GET", f"/v1/runs/{r}"), runs))
@@ -353,7 +368,8 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
-def report(bench: Bench, results: list[dict[str, Any]]) -> None:
+def report(bench: Bench, results: list[dict[str, Any]],
+           client: dict[str, float] | None) -> None:
     a, ideal = bench.a, bench.ideal()
     print(f"hango MCP benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  cpus {os.cpu_count()}  "
           f"make worker: {bench.processes} processes, make serve: 2")
@@ -395,6 +411,13 @@ def report(bench: Bench, results: list[dict[str, Any]]) -> None:
                   f"{pair['builtin']['cpu_ms']['worker'] / a.calls:.2f}); PostgreSQL "
                   f"{added['postgres']:.2f}, MCP server {added['mcp_server']:.2f}, web "
                   f"{added['web']:.2f}")
+    if client is not None:
+        session = client["connect"] + client["list"] + a.calls * client["call"] + client["close"]
+        print(f"\nthe MCP client alone, one session at a time in a gevent process "
+              f"({a.client_sessions} x 3 sessions, bench/mcp_client_cpu.py), CPU ms: connect "
+              f"{client['connect']:.2f}, list the tools {client['list']:.2f}, a call "
+              f"{client['call']:.2f}, close {client['close']:.2f}: a run's session with "
+              f"{a.calls} calls {session:.2f}")
     print("\ntargets (the MCP phases):")
     for row in (r for r in results if r["tool"] == "mcp"):
         start = "first post" if row["mode"] == "posted" else "first hand-over"
@@ -431,6 +454,8 @@ def main() -> None:
     ap.add_argument("--profile", nargs="?", const=shutil.which("py-spy") or "py-spy",
                     metavar="PY_SPY", help="record each worker with py-spy during the MCP "
                     "phases (raw collapsed stacks in the log directory)")
+    ap.add_argument("--client-sessions", type=int, default=100,
+                    help="sessions a round of the client's own CPU measure (0: none)")
     ap.add_argument("--db", default=os.environ.get("BENCH_MCP_DATABASE_URL", DEFAULT_DB))
     ap.add_argument("--broker", default=os.environ.get("BENCH_BROKER_URL", DEFAULT_BROKER),
                     help="a Redis database of the benchmark's own (emptied)")
@@ -451,11 +476,13 @@ def main() -> None:
             for tool in ("mcp", "builtin"):
                 results.append(bench.run(bench.phase(mode, tool)))
                 print(f"{mode}/{tool} done", file=sys.stderr, flush=True)
+        bench.hango.stop()  # the machine to the client alone
+        client = bench.client_cpu()
     finally:
         bench.stop()
-    report(bench, results)
+    report(bench, results, client)
     if a.json:
-        Path(a.json).write_text(json.dumps(results, indent=1))
+        Path(a.json).write_text(json.dumps({"phases": results, "client": client}, indent=1))
 
 
 if __name__ == "__main__":
