@@ -16,6 +16,7 @@ the server's resolved credentials: nothing here logs them or puts them on a span
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import ssl
 from collections.abc import Callable, Mapping
@@ -43,7 +44,8 @@ log = logging.getLogger(__name__)
 Transport = Literal["streamable_http", "sse", "stdio"]
 TRANSPORTS: tuple[Transport, ...] = ("streamable_http", "sse", "stdio")
 # Raises to refuse ``host:port``; else the address to connect to (the host itself, or one of
-# its addresses, so a name that resolves elsewhere a moment later gains nothing).
+# its addresses, so a name that resolves elsewhere a moment later gains nothing). It may wait
+# for a resolver on a name, so it is called off the loop; a literal address it answers at once.
 AddressPolicy = Callable[[str, int], str]
 
 CLIENT_INFO = Implementation(name="hango", version="1")
@@ -96,7 +98,10 @@ class _Guarded(httpx2.AsyncHTTPTransport):
         if self._policy is not None:
             host = request.url.host
             port = request.url.port or (443 if request.url.scheme == "https" else 80)
-            address = await asyncio.to_thread(self._policy, host, port)
+            # A literal address has nothing to resolve: checked here, without a thread's hop
+            # (~0.6 ms of CPU a request under gevent).
+            address = (self._policy(host, port) if _is_address(host)
+                       else await asyncio.to_thread(self._policy, host, port))
             if address != host:  # the Host header keeps the name; TLS checks it too
                 request.extensions = {**request.extensions, "sni_hostname": host}
                 request.url = request.url.copy_with(host=address)
@@ -109,6 +114,14 @@ class _Guarded(httpx2.AsyncHTTPTransport):
             raise CredentialsRefused(f"the server answered {response.status_code}: it refused "
                                      "the credentials in the request's headers")
         return response
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return False
+    return True
 
 
 def _http_client(target: Target, headers: Mapping[str, str] | None = None,
