@@ -22,9 +22,7 @@ import statistics as st
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from bench.concurrency_report import report  # noqa: E402
 from bench.databases import ensure_database  # noqa: E402
 from bench.faults_stack import wait_until  # noqa: E402
+from bench.handover import hand_over, queue_runs  # noqa: E402
 from bench.sampling import CpuMeter, Sampler, connections_named, pids_named  # noqa: E402
 from tests.support.servers import stop_group  # noqa: E402
 
@@ -147,30 +146,11 @@ class Hango:
     def queue(self, n: int, *, other_tenant: bool = False) -> list[str]:
         """n runs as message_post leaves them (its rows, in bulk; no task sent), of the
         benchmark's tenant or of another one."""
-        from django.db import transaction
-
-        from runs.content import user_content
-        from runs.events import status_event
-        from runs.models import Message, Run, RunEvent, RunStatus, Session
-
         member, agent = self.other() if other_tenant else (self.member, self.agent)
         tag = time.time_ns()
-        sessions = [Session(tenant_id=member.tenant_id, agent_id=agent.pk, member=member)
-                    for _ in range(n)]
-        runs = [Run(session=s, agent_id=agent.pk, status=RunStatus.QUEUED, event_seq=1)
-                for s in sessions]
-        with transaction.atomic():
-            Session.objects.bulk_create(sessions, batch_size=1000)
-            Run.objects.bulk_create(runs, batch_size=1000)
-            Message.objects.bulk_create([
-                Message(session=s, seq=1, role="user", run=r,
-                        content=user_content(f"{PROMPT}{tag}-{k}"))
-                for k, (s, r) in enumerate(zip(sessions, runs, strict=True))], batch_size=1000)
-            RunEvent.objects.bulk_create([
-                RunEvent(run=r, seq=1, type=status_event(r)[0], data=status_event(r)[1])
-                for r in runs], batch_size=1000)
-        self.tags.update({f"{tag}-{k}": str(r.pk) for k, r in enumerate(runs)})
-        return [str(r.pk) for r in runs]
+        run_ids = queue_runs(member, agent.pk, [f"{PROMPT}{tag}-{k}" for k in range(n)])
+        self.tags.update({f"{tag}-{k}": run_id for k, run_id in enumerate(run_ids)})
+        return run_ids
 
     def other(self):
         """A second tenant's member and agent (the newcomer of the fairness round)."""
@@ -206,32 +186,9 @@ class Hango:
                 "backlog_first_max": waited[-1]}
 
     def hand_over(self, run_ids: list[str]) -> dict[str, float]:
-        """Each run's task sent at its fair priority, as a post sends it once its transaction
-        commits; when each was sent. The posts of ``--senders`` web processes at once (``make
-        serve`` runs two), each sending its share in the order given: run k by sender k mod
-        the senders."""
-        from django.db import connection
-
-        from runs import tasks
-
-        sent: dict[str, float] = {}
-
-        def send(share: list[str]) -> None:
-            try:
-                for run_id in share:
-                    sent[run_id] = time.time()
-                    tasks.send_run(run_id, priority=tasks.fair_priority(run_id))
-            finally:
-                if threading.current_thread() is not threading.main_thread():
-                    connection.close()
-
-        shares = [run_ids[k::self.senders] for k in range(self.senders)]
-        if self.senders == 1:
-            send(shares[0])
-            return sent
-        with ThreadPoolExecutor(self.senders) as pool:
-            list(pool.map(send, shares))
-        return sent
+        """Each run's task sent as a post sends it, from ``--senders`` threads
+        (:func:`bench.handover.hand_over`); when each was sent."""
+        return hand_over(run_ids, senders=self.senders)
 
     def execute(self, run_ids: list[str], *, sample: bool = True) -> dict:
         from runs.models import Run, RunStatus

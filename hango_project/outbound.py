@@ -56,12 +56,16 @@ def check_url(url: str, *, allow_private: bool, switch: str) -> str:
 
 def resolved(name: str, port: int, *, allow_private: bool, switch: str) -> list[Address]:
     """Every address ``name`` resolves to, the first one to use; :class:`Refused` when one is
-    not public and ``allow_private`` is off, :class:`Unresolved` when there is none."""
+    not public and ``allow_private`` is off, :class:`Unresolved` when there is none. A literal
+    address is its own answer: no resolver is asked (the caller need not wait for one)."""
     try:
-        found = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise Unresolved(f"the host {name!r} does not resolve ({exc})") from None
-    addresses = [ipaddress.ip_address(str(entry[4][0]).split("%")[0]) for entry in found]
+        addresses = [ipaddress.ip_address(name.split("%")[0])]
+    except ValueError:
+        try:
+            found = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise Unresolved(f"the host {name!r} does not resolve ({exc})") from None
+        addresses = [ipaddress.ip_address(str(entry[4][0]).split("%")[0]) for entry in found]
     if not allow_private:
         private = [a for a in addresses if not is_public(a)]
         if private:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import ssl
 from collections.abc import Callable
 from functools import cache
@@ -22,7 +23,8 @@ from typing import Any
 import httpx2
 
 # Raises to refuse ``host:port``; else the address to connect to (the host itself, or one of
-# its addresses, so a name that resolves elsewhere a moment later gains nothing).
+# its addresses, so a name that resolves elsewhere a moment later gains nothing). It may wait
+# for a resolver on a name, so it is called off the loop; a literal address it answers at once.
 AddressPolicy = Callable[[str, int], str]
 
 KEEPALIVE_SECONDS = 2.0
@@ -85,7 +87,10 @@ class Guarded(httpx2.AsyncHTTPTransport):
         if self._policy is not None:
             host = request.url.host
             port = request.url.port or (443 if request.url.scheme == "https" else 80)
-            address = await asyncio.to_thread(self._policy, host, port)
+            # A literal address has nothing to resolve: checked here, without a thread's hop
+            # (~0.6 ms of CPU a request under gevent).
+            address = (self._policy(host, port) if _is_address(host)
+                       else await asyncio.to_thread(self._policy, host, port))
             if address != host:  # the Host header keeps the name; TLS checks it too
                 request.extensions = {**request.extensions, "sni_hostname": host}
                 request.url = request.url.copy_with(host=address)
@@ -100,3 +105,11 @@ class Guarded(httpx2.AsyncHTTPTransport):
         assert isinstance(response.stream, httpx2.AsyncByteStream)  # an async transport's
         response.stream = _Capped(response.stream, MAX_RESPONSE_BYTES, self._refused)
         return response
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return False
+    return True

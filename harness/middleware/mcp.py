@@ -259,6 +259,8 @@ class McpMiddleware:
 
     def close(self) -> None:
         sessions, self._sessions = self._sessions, {}
+        if sessions:  # closing waits on each server: no database connection held meanwhile
+            self.access.idle()
         for connection in sessions.values():
             connection.close()
 

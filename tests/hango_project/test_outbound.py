@@ -72,6 +72,11 @@ def test_the_address_policy_resolves_and_refuses_what_is_not_public():
     allowed = outbound.address_policy(True, switch=SWITCH)
     assert ipaddress.ip_address(allowed("localhost", 80)).is_loopback
     assert allowed("127.0.0.1", 8000) == "127.0.0.1"
+    # A literal is answered without a resolver, as a resolver would: a zone left out.
+    assert (allowed("::1", 80), allowed("fe80::1%lo", 80)) == ("::1", "fe80::1")
+    with pytest.raises(outbound.Refused, match=r"'fe80::1%lo' resolves to a non-public address"
+                                               r" \(fe80::1\)"):
+        policy("fe80::1%lo", 80)
 
 
 def test_a_name_that_does_not_resolve_is_unresolved_not_refused():

@@ -18,10 +18,11 @@ NOWHERE = Target(transport="streamable_http", url="http://127.0.0.1:9/mcp", time
 
 
 class Counted:
-    """A real session that counts the calls it sends (so a test can prove one was not)."""
+    """A real session that counts the calls it sends (so a test can prove one was not), and
+    says in ``log`` when it closes."""
 
-    def __init__(self, connection: Connection, sent: list[str]) -> None:
-        self.connection, self._sent = connection, sent
+    def __init__(self, connection: Connection, sent: list[str], log: list[str]) -> None:
+        self.connection, self._sent, self._log = connection, sent, log
         self.target = connection.target
 
     @property
@@ -36,13 +37,15 @@ class Counted:
         return self.connection.call_tool(name, arguments, **kwargs)
 
     def close(self) -> None:
+        self._log.append("close")
         self.connection.close()
 
 
 @dataclass
 class LocalAccess:
     """``McpAccess`` over ``targets`` (by server id); ``missing`` names servers whose
-    credential is not set; ``cache`` is the tenant's cached listing by server id."""
+    credential is not set; ``cache`` is the tenant's cached listing by server id; ``log`` says
+    in order when the run gave back what it holds (``idle``) and when a session closed."""
 
     targets: dict[str, Target]
     uses: tuple[ServerUse, ...]
@@ -51,7 +54,7 @@ class LocalAccess:
     max_result_chars: int = 1_000_000
     connects: list[str] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
-    idles: int = 0
+    log: list[str] = field(default_factory=list)
 
     @property
     def servers(self) -> tuple[ServerUse, ...]:
@@ -64,7 +67,8 @@ class LocalAccess:
     def connect(self, server: ServerUse) -> Connection:
         self.ready(server)
         self.connects.append(server.id)
-        return Counted(connect(self.targets[server.id]), self.sent)  # type: ignore[return-value]
+        return Counted(connect(self.targets[server.id]), self.sent,  # type: ignore[return-value]
+                       self.log)
 
     def cached(self, server: ServerUse) -> CachedListing:
         return self.cache.get(server.id, CachedListing())
@@ -73,7 +77,7 @@ class LocalAccess:
         self.cache[server.id] = CachedListing(tools=tools, listed_at=1.0)
 
     def idle(self) -> None:
-        self.idles += 1
+        self.log.append("idle")
 
 
 @dataclass

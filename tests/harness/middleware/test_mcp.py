@@ -57,6 +57,19 @@ def test_a_run_lists_its_servers_once_and_calls_a_tool_like_any_other():
     assert "mcp" in state.private and reach.cache["s-time"].tools
 
 
+def test_a_run_s_sessions_close_with_what_it_holds_given_back_first():
+    # Closing waits on each server, as a call does: a worker's run holds no database
+    # connection meanwhile (hundreds of runs ending at once would hold the whole pool).
+    reach = access()
+    loop = loop_with(ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")]), reach,
+                     journal=MemoryJournal())
+    run(loop)
+    loop.close()
+    # Given back before the call is sent; the turns after it take a connection again (their
+    # commits), so closing gives it back once more before it waits.
+    assert reach.log == ["idle", "idle", "close"]
+
+
 def test_an_idempotent_server_s_calls_run_in_the_model_s_turn():
     reach = access(ServerUse(id="s-time", name="time", idempotent=True))
     model = ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")])
