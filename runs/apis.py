@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
@@ -13,6 +15,7 @@ from hango_api.pagination import SeqPage
 from hango_api.views import ListApi, paginated, validated
 from hango_project.errors import BadQuery, NotFound, Unprocessable
 from runs import selectors, services
+from runs.models import MOVING_RUN_STATUSES
 from runs.serializers import (
     ApproveInput,
     MessageInput,
@@ -25,6 +28,7 @@ from runs.serializers import (
     SessionOutput,
 )
 from runs.streaming import EventStreamRenderer, event_stream_response
+from runs.waiting import MAX_WAIT_SECONDS, run_settled
 
 
 class SessionListApi(ListApi):
@@ -91,10 +95,34 @@ class SessionRunsApi(ListApi):
 
 
 class RunDetailApi(APIView):
-    @extend_schema(operation_id="runs_retrieve", responses=RunOutput)
+    @extend_schema(operation_id="runs_retrieve", responses=RunOutput, parameters=[
+        OpenApiParameter("wait", float, description=(
+            f"Seconds (0 to {MAX_WAIT_SECONDS}) to wait for the run to end or park: the answer "
+            "comes as soon as it is no longer `pending`, `queued` or `running` (so "
+            "`completed`, with its `output`, `failed`, `cancelled` or `awaiting_approval`), "
+            "else when the wait is up, with the run as it is then. Without it, at once."))])
     def get(self, request, run_id):
-        run = selectors.run_get(member=caller(request), run_id=run_id)
+        member = caller(request)
+        run = selectors.run_get(member=member, run_id=run_id)
+        wait = _wait(request)
+        if wait and run.status in MOVING_RUN_STATUSES:
+            run_settled(run.pk, wait)
+            run = selectors.run_get(member=member, run_id=run_id)
         return Response(RunOutput(run).data)
+
+
+def _wait(request) -> float:
+    raw = request.query_params.get("wait")
+    if raw is None:
+        return 0.0
+    try:
+        wait = float(raw)
+    except ValueError:
+        wait = math.nan
+    if not 0 <= wait <= MAX_WAIT_SECONDS:  # a NaN or an infinity too
+        raise BadQuery(f"'wait' must be a number of seconds from 0 to {MAX_WAIT_SECONDS}.",
+                       detail={"wait": raw})
+    return wait
 
 
 class RunCancelApi(APIView):

@@ -25,7 +25,7 @@ from runs.checkpoint import commit_turn
 from runs.events import EVENT_MESSAGE
 from runs.fence import Claim, poll
 from runs.leases import lease_length
-from runs.models import Run, RunStatus
+from runs.models import ANSWER, Run, RunStatus
 from runs.turn_write import NewMessage, TurnWrite, reads_back_as_written
 
 
@@ -128,9 +128,12 @@ class DbCheckpointer:
         notices = [(EVENT_MESSAGE, {"seq": m.seq, "role": m.role} if m.role != "assistant"
                     else {"seq": m.seq, "role": m.role, "turn": state.turn}) for m in messages]
         terminal = _terminal_status(result.next)
+        state_json = state_to_json(state)
+        if isinstance(result.next, FinalOutput):
+            state_json[ANSWER] = _answer(state, messages, result.next)
         write = TurnWrite(
             run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,
-            expected_turn=self.committed_turn, turn=state.turn, state_json=state_to_json(state),
+            expected_turn=self.committed_turn, turn=state.turn, state_json=state_json,
             lease_expires_at=timezone.now() + lease_length(), messages=messages,
             # The assistant message, what its tools did, then the message holding the results.
             events=[*notices[:1], *result.events, *notices[1:]],
@@ -165,6 +168,17 @@ class DbCheckpointer:
         if isinstance(result.next, RunAgain) and time.monotonic() > self.deadline:
             return SliceUsed()
         return None
+
+
+def _answer(state: State, added: Sequence[NewMessage], final: FinalOutput) -> dict:
+    """Where a completed run's answer is: the seq of its last assistant message (this turn's,
+    or, when the turn ended without a model call, the last one stored before) and why the model
+    stopped, which no message keeps. The run's JSON reads the text from that message
+    (:func:`runs.selectors.run_answers`) instead of a second copy in the checkpoint."""
+    seq = next((m.seq for m in reversed(added) if m.role == "assistant"), None)
+    if seq is None:
+        seq = next((m.seq for m in reversed(state.messages) if m.role == "assistant"), None)
+    return {"seq": seq, "stop_reason": final.stop_reason}
 
 
 def _terminal_status(step: NextStep) -> tuple[str, dict | None] | None:

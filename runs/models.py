@@ -62,6 +62,11 @@ ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_A
 BUSY_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
 # Not finished yet: active, or pending behind the active one.
 UNFINISHED_RUN_STATUSES = (RunStatus.PENDING, *ACTIVE_RUN_STATUSES)
+# Not ended and not parked: what ``GET /v1/runs/{id}?wait=`` waits out.
+MOVING_RUN_STATUSES = (RunStatus.PENDING, *BUSY_RUN_STATUSES)
+# The key of a completed run's ``state_json`` that says where its answer is:
+# ``{"seq": <its last assistant message>, "stop_reason"}`` (runs.checkpointer).
+ANSWER = "answer"
 
 
 class Run(TokenCounts):

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from accounts.models import Member, UsagePurpose, UsageRecord
 from accounts.scoping import get_visible, visible_to
@@ -20,7 +20,16 @@ from harness import fingerprint
 from harness.errors import InvalidContent
 from harness.messages import RequestPrint, Usage
 from runs.events import EVENT_MESSAGE
-from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunEvent, Session, SessionFile
+from runs.models import (
+    ACTIVE_RUN_STATUSES,
+    ANSWER,
+    Message,
+    Run,
+    RunEvent,
+    RunStatus,
+    Session,
+    SessionFile,
+)
 from runs.prepared import Prepared
 from runs.stores import OctetLength
 
@@ -71,6 +80,30 @@ def run_costs(runs: Sequence[Run]) -> dict[uuid.UUID, dict[str, Any]]:
     groups = cost_groups(rows, "run_id")
     return {run.pk: groups.get((run.pk,), {"by_currency": [], "unpriced_calls": 0})
             for run in runs}
+
+
+def run_answers(runs: Sequence[Run]) -> dict[uuid.UUID, dict[str, Any] | None]:
+    """Each run's ``output``: for a completed run, ``{"text", "stop_reason"}``, the text blocks
+    of its last assistant message joined (as :attr:`harness.messages.Message.text` joins them);
+    None for any other. One query for any number of runs, on the (session, seq) index, and none
+    when no run is completed (a run just posted costs nothing). A run completed before its
+    answer was noted (``state_json`` without it) answers None."""
+    noted = {run.pk: (run.session_id, answer) for run in runs
+             if run.status == RunStatus.COMPLETED
+             and isinstance(answer := (run.state_json or {}).get(ANSWER), dict)}
+    wanted = Q()
+    for session_id, answer in noted.values():
+        wanted |= Q(session_id=session_id, seq=answer.get("seq"))
+    contents: dict[tuple[uuid.UUID, Any], Any] = {} if not wanted else {
+        (session_id, seq): content for session_id, seq, content in
+        Message.objects.filter(wanted).values_list("session_id", "seq", "content")}
+    answers: dict[uuid.UUID, dict[str, Any] | None] = {run.pk: None for run in runs}
+    for run_id, (session_id, answer) in noted.items():
+        content = contents.get((session_id, answer.get("seq"))) or []
+        answers[run_id] = {"text": "".join(b.get("text", "") for b in content
+                                           if isinstance(b, dict) and b.get("type") == "text"),
+                           "stop_reason": answer.get("stop_reason")}
+    return answers
 
 
 def run_events_after(*, run_id: uuid.UUID, after: int, limit: int) -> list[RunEvent]:

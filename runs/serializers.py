@@ -146,14 +146,28 @@ class RunErrorField(serializers.JSONField):
     pass
 
 
+@extend_schema_field({"type": ["object", "null"], "required": ["text", "stop_reason"],
+                      "description": "The run's answer once it is `completed` (null before, and "
+                      "for a run that failed or was cancelled): the text of its last assistant "
+                      "message (its text blocks joined; tool calls left out) and why the model "
+                      "stopped (`end_turn`; `max_tokens`: the text was cut off at the agent's "
+                      "output limit; `refusal`; …).",
+                      "properties": {"text": {"type": "string"},
+                                     "stop_reason": {"type": ["string", "null"]}}})
+class RunAnswerField(serializers.JSONField):
+    pass
+
+
 class RunListOutput(serializers.ListSerializer):
-    """Runs, their costs read for the whole page at once."""
+    """Runs, their costs and answers read for the whole page at once."""
 
     costs: dict[uuid.UUID, dict[str, Any]]
+    answers: dict[uuid.UUID, dict[str, Any] | None]
 
     def to_representation(self, data: Any) -> list[Any]:
         runs = list(data.all() if isinstance(data, QuerySet) else data)
         self.costs = selectors.run_costs(runs)
+        self.answers = selectors.run_answers(runs)
         return super().to_representation(runs)
 
 
@@ -165,12 +179,13 @@ class RunOutput(serializers.ModelSerializer):
     error = RunErrorField(read_only=True)
     usage = UsageOutput(source="*", read_only=True)
     cost = serializers.SerializerMethodField()
+    output = serializers.SerializerMethodField()
 
     class Meta:
         model = Run
         fields = ["id", "session", "agent", "status", "turn", "todos", "pending_approvals",
-                  "error", "usage", "cost", "cancel_requested", "created_at", "started_at",
-                  "finished_at"]
+                  "error", "output", "usage", "cost", "cancel_requested", "created_at",
+                  "started_at", "finished_at"]
         read_only_fields = fields
         list_serializer_class = RunListOutput
 
@@ -179,6 +194,11 @@ class RunOutput(serializers.ModelSerializer):
     def get_cost(self, run: Run) -> dict[str, Any]:
         costs = getattr(self.parent, "costs", None)
         return (costs if costs is not None else selectors.run_costs([run]))[run.pk]
+
+    @extend_schema_field(RunAnswerField)
+    def get_output(self, run: Run) -> dict[str, Any] | None:
+        answers = getattr(self.parent, "answers", None)
+        return (answers if answers is not None else selectors.run_answers([run]))[run.pk]
 
     @extend_schema_field(TodosField)
     def get_todos(self, run: Run) -> list:
