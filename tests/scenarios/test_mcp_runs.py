@@ -7,6 +7,7 @@ test_mcp_inline.py."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -105,3 +106,27 @@ def test_a_run_keeps_its_tool_list_when_the_server_changes_it_meanwhile(
     # ...and never the tool added after it listed: that is for the next run.
     assert found["shop__search_docs"]["is_error"]
     assert "There is no tool named 'shop__search_docs'" in found["shop__search_docs"]["content"]
+
+
+def test_a_caller_waiting_on_the_run_hears_it_park_and_end(
+        mcp_worker, alice, make_agent, make_session, shop, mcp_server):
+    """``GET /v1/runs/{id}?wait=`` while a worker runs it: back when the run parks for a
+    human, and again when it ends, with its output (not at the wait's end)."""
+    session = mcp_session(alice, make_agent, make_session, [shop],
+                          interrupt_on={"shop__refund": HELD})
+    run_id = send(alice, session, 'call shop__refund {"order_id": "7", "amount": 1}')
+
+    def waited() -> tuple[dict, float]:
+        started = time.monotonic()
+        response = alice.client.get(f"/v1/runs/{run_id}?wait=45")
+        assert response.status_code == 200, response.content
+        return response.json(), time.monotonic() - started
+
+    parked, took = waited()
+    assert parked["status"] == "awaiting_approval" and parked["output"] is None
+    assert took < 40, took  # woken by the park, not by the wait's end
+    decide(alice, run_id, "approve")
+    ended, took = waited()
+    assert ended["status"] == "completed" and took < 40, (ended["status"], took)
+    assert ended["output"]["stop_reason"] == "end_turn"
+    assert "- shop__refund: " in ended["output"]["text"]
