@@ -5,6 +5,7 @@ CPU, their RSS), and stopped as Ctrl-C would stop them.
 The environment is the caller's plus what a deployment beside an MCP server on loopback needs:
 the database, the broker and ``HANGO_MCP_ALLOW_PRIVATE=1``. ``PGAPPNAME`` (read by libpq, not
 by hango) names each tier's PostgreSQL connections, so the benchmark can count them apart.
+:class:`Api` is the tenant owner's HTTP client of it, a keep-alive connection per thread.
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from bench.faults_stack import alive, children
 
 ROOT = Path(__file__).resolve().parent.parent
+SERVER = "bench"  # the MCP server's name: its tool is bench__slow in a run
+SENDERS = 2  # make serve's web processes, which hand runs over
 WEB_APP = "hango-bench-mcp-web"
 WORKER_APP = "hango-bench-mcp-worker"
 
@@ -150,3 +155,28 @@ class Hango:
         for make in (self.worker, self.serve):
             if make is not None:
                 make.stop()
+
+
+class Api:
+    """The tenant owner's HTTP client: one keep-alive connection per thread."""
+
+    def __init__(self, base: str, key: str) -> None:
+        self.base, self.key = base, key
+        self._local = threading.local()
+
+    @property
+    def http(self) -> Any:
+        import httpx
+
+        if not hasattr(self._local, "client"):
+            self._local.client = httpx.Client(
+                base_url=self.base, timeout=120,
+                headers={"Authorization": f"Bearer {self.key}"})
+        return self._local.client
+
+    def send(self, method: str, path: str, body: Any = None, *,
+             expect: tuple[int, ...] = (200, 201, 202)) -> Any:
+        response = self.http.request(method, path, json=body)
+        if response.status_code not in expect:
+            raise SystemExit(f"{method} {path}: {response.status_code} {response.text[:500]}")
+        return response.json() if response.content else None
