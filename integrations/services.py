@@ -125,11 +125,14 @@ def _unlisted(server: McpServer, data: dict[str, Any],
     """The names in the filter ``data`` gives that the server's latest listings (the tenant's
     credentials', and the writer's own: another member's listing is theirs to see) do not hold,
     by field; none when it was never listed."""
-    listed = McpListing.objects.filter(Q(scope__isnull=True) | Q(scope=actor), server=server,
-                                       listed_at__isnull=False)
-    known = {t.get("name") for tools in listed.values_list("tools", flat=True) for t in tools}
-    if not listed.exists():
+    if not data.get("tools_allow") and not data.get("tools_deny"):
         return {}
+    listings = list(McpListing.objects.filter(
+        Q(scope__isnull=True) | Q(scope=actor), server=server, listed_at__isnull=False,
+    ).values_list("tools", flat=True))
+    if not listings:
+        return {}
+    known = {t.get("name") for tools in listings for t in tools}
     problems = {}
     for field in ("tools_allow", "tools_deny"):
         unknown = [n for n in data.get(field) or () if n not in known]
