@@ -42,6 +42,16 @@ class CursorPage(CursorPagination):
                                             f"(default {hango().page_size}).")
         return parameters
 
+    def get_page_size(self, request: Request) -> int:
+        """``?limit=``: absent, the default; above the cap, the cap; anything but a positive
+        integer is a 400 (DRF would quietly answer a page of the default size)."""
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return hango().page_size
+        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+            raise BadQuery("'limit' must be a positive integer.", detail={"limit": raw})
+        return min(int(raw), hango().max_page_size)
+
     def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)

@@ -92,15 +92,10 @@ def test_list_limit_is_capped_and_next_walks_every_page(alice, make_agent, hango
     assert pages == 3
 
 
-@pytest.mark.parametrize("limit", ["0", "-1", "abc", ""])
-def test_list_unusable_limit_falls_back_to_default_page_size(alice, make_agent, hango_settings,
-                                                              limit):
-    hango_settings(page_size=2, max_page_size=3)
-    for i in range(3):
-        make_agent(alice, name=f"a{i}")
-    response = alice.client.get("/v1/agents", {"limit": limit})
-    assert response.status_code == 200
-    assert len(response.json()["results"]) == 2
+@pytest.mark.parametrize("limit", ["0", "-1", "abc", "1.5", "+2", " 2", "\u0662"])
+def test_a_limit_that_is_not_a_positive_integer_is_400(alice, limit):
+    error = error_of(alice.client.get("/v1/agents", {"limit": limit}), 400, "invalid_query")
+    assert error["detail"] == {"limit": limit}
 
 
 def test_patch_is_partial_and_moves_updated_at(alice, make_agent):

@@ -190,20 +190,23 @@ def test_a_cursor_from_the_api_still_works(alice, make_agent, hango_settings):
 
 
 @pytest.mark.parametrize("who", ["alice", "anon"])
+@pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete", "options"])
 @pytest.mark.parametrize("url", ["/v1/nope", "/v1/agents/", "/v1/agents/x/y", "/nope"])
-def test_unknown_route_is_a_json_404(request, who, url):
+def test_unknown_route_is_a_json_404(request, who, method, url):
     fixture = request.getfixturevalue(who)
     client = fixture if who == "anon" else fixture.client
-    error_of(client.get(url), 404, "not_found")
+    error_of(getattr(client, method)(url), 404, "not_found")
 
 
-@pytest.mark.parametrize("method, url", [("put", "/v1/agents/{agent}"),
-                                         ("put", "/v1/agents"),
-                                         ("delete", "/v1/agents"),
-                                         ("patch", "/v1/sessions/{session}"),
-                                         ("delete", "/v1/sessions/{session}")])
-def test_unsupported_method_is_405(alice, make_session, method, url):
-    session = make_session(alice)
-    url = url.format(agent=session["agent"], session=session["id"])
-    response = getattr(alice.client, method)(url, {"name": "x"}, format="json")
-    error_of(response, 405, "method_not_allowed")
+@pytest.mark.parametrize("url", ["/v1/sessions/{session}/context?counted=",
+                                 "/v1/sessions/{session}/messages?cursor=",
+                                 "/v1/usage?since=", "/v1/audit?action=", "/v1/agents?limit=",
+                                 "/v1/agents?limit=2&x="])
+def test_an_empty_query_value_is_400_naming_it(owner, make_session, url):
+    session = make_session(owner)
+    error = error_of(owner.client.get(url.format(session=session["id"])), 400, "invalid_query")
+    assert error["detail"] == {"parameter": url.rsplit("&", 1)[-1].split("?")[-1][:-1]}
+
+
+def test_the_admin_still_takes_an_empty_search(staff_client):
+    assert staff_client.get("/admin/agents/agent/?q=").status_code == 200
