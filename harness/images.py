@@ -214,7 +214,7 @@ def _is_base64(data: str) -> bool:
     """Strict base64: padded, nothing outside the alphabet (whitespace neither)."""
     try:
         binascii.a2b_base64(data, strict_mode=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error, or a character outside ASCII
         return False
     return bool(data)
 

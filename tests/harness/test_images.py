@@ -113,3 +113,9 @@ def test_a_posted_image_is_refused_rather_than_changed():
         "image/png image: its data is image/gif")
     assert images.problem(ImageBlock(media_type="image/png", data="x")) == (
         "image/png image: its data is not base64")
+
+
+def test_data_outside_ascii_is_not_base64_rather_than_an_error():
+    # binascii raises ValueError, not binascii.Error, for it: a posted message answered 500.
+    assert images.problem(ImageBlock(media_type="image/webp", data="r|\u00b4y")) == (
+        "image/webp image: its data is not base64")
