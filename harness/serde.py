@@ -33,6 +33,7 @@ BLOCK_FIELDS: dict[str, frozenset[str]] = {
     "tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
     "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "images",
                               "cache_control"}),
+    "image": frozenset({"type", "media_type", "data"}),
 }
 
 # A JSON value as text the way a model reads it (tool inputs and schemas; previews): non-ASCII

@@ -31,6 +31,9 @@ def user_content(content: Any) -> list[dict[str, Any]]:
     # Read, a block has no place for another key: say so rather than drop it.
     unknown = [f"{i}/{key}: Unknown field." for i, block in enumerate(content)
                for key in block if key not in BLOCK_FIELDS[block["type"]]]
+    unknown += [f"{i}/images/{k}/{key}: Unknown field." for i, block in enumerate(content)
+                for k, image in enumerate(block.get("images", ()))
+                for key in image if key not in BLOCK_FIELDS["image"]]
     if unknown:
         raise Unprocessable("A content block has a field blocks do not take.",
                             detail={"content": unknown})

@@ -69,7 +69,7 @@ _TOOL_RESULT_BLOCK = {"type": "object", "required": ["type", "tool_use_id", "con
                           "content": {"type": "string"}, "is_error": {"type": "boolean"},
                           "images": {"type": "array", "items": {
                               "type": "object", "required": ["type", "media_type", "data"],
-                              "properties": {
+                              "additionalProperties": False, "properties": {
                                   "type": {"type": "string", "enum": ["image"]},
                                   "media_type": {"type": "string", "enum": list(IMAGE_TYPES)},
                                   "data": {"type": "string", "description": "base64"}}}},

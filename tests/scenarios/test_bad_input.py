@@ -210,3 +210,15 @@ def test_an_empty_query_value_is_400_naming_it(owner, make_session, url):
 
 def test_the_admin_still_takes_an_empty_search(staff_client):
     assert staff_client.get("/admin/agents/agent/?q=").status_code == 200
+
+
+def test_an_unknown_key_of_a_posted_image_is_422_naming_it(alice, make_session):
+    # Only the blocks' own keys were checked: an image's were dropped without a word.
+    session = make_session(alice)
+    content = [{"type": "tool_result", "tool_use_id": "t", "content": "",
+                "images": [{"type": "image", "media_type": "image/png", "data": "eA==",
+                            "detail": "high"}]}]
+    response = alice.client.post(f"/v1/sessions/{session['id']}/messages",
+                                 {"content": content}, format="json")
+    error = error_of(response, 422, "validation_error")
+    assert error["detail"] == {"content": ["0/images/0/detail: Unknown field."]}
