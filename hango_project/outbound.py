@@ -12,9 +12,10 @@ nothing. Each caller passes its switch's value and its name (``HANGO_WEBHOOK_ALL
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Callable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -32,19 +33,22 @@ class BadUrl(ValueError):
 
 
 def check_url(url: str, *, allow_private: bool, switch: str) -> str:
-    """``url`` if hango may be given it: http(s), a host, no userinfo, and a literal address
-    only a public one unless ``allow_private``; :class:`BadUrl` otherwise. A name passes: its
-    addresses are checked at every request."""
+    """``url`` as a URI (ASCII: a host in IDNA form, other text percent-encoded) if hango may
+    be given it: http(s), a host, no userinfo, and a literal address only a public one unless
+    ``allow_private``; :class:`BadUrl` otherwise. A name passes: its addresses are checked at
+    every request."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 (read for the ValueError of a bad port)
-        (parts.hostname or "").encode("idna")
+        host = (parts.hostname or "").encode("idna").decode("ascii")
     except (ValueError, UnicodeError):
         raise BadUrl("Not a URL hango can call.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadUrl("An http:// or https:// URL with a host.")
     if parts.username or parts.password:
         raise BadUrl("Credentials do not belong in the URL.")
+    if _NOT_IN_A_URI.search(url):
+        url = _as_uri(parts, host)
     try:
         address = ipaddress.ip_address(parts.hostname)
     except ValueError:  # a name: its addresses are checked at every request
@@ -52,6 +56,24 @@ def check_url(url: str, *, allow_private: bool, switch: str) -> str:
     if not is_public(address) and not allow_private:
         raise BadUrl(f"A non-public address ({switch} allows it).")
     return url
+
+
+def _as_uri(parts: SplitResult, host: str) -> str:
+    """The URL in ASCII, as it is sent and as the API shows it (a ``uri``, not an IRI)."""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, quote(parts.path, safe=_URI_SAFE),
+                       quote(parts.query, safe=_URI_SAFE), quote(parts.fragment,
+                                                                  safe=_URI_SAFE)))
+
+
+# A character a URI never holds as it is (RFC 3986): a space, a control or non-ASCII one, and
+# the delimiters it left out.
+_NOT_IN_A_URI = re.compile(r'[^!-~]|["<>\\^`{|}]')
+# What a URI's path, query and fragment keep as they are (RFC 3986), "%" included: an escape
+# already made stays one.
+_URI_SAFE = "/?:@!$&'()*+,;=-._~%"
 
 
 def resolved(name: str, port: int, *, allow_private: bool, switch: str) -> list[Address]:

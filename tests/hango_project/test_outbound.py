@@ -51,6 +51,16 @@ def test_a_private_literal_passes_when_allowed_and_a_name_always_passes():
                               switch=SWITCH) == "https://93.184.216.34/"
 
 
+@pytest.mark.parametrize("url, kept", [
+    ("https://bücher.example/päth?q=ü#f", "https://xn--bcher-kva.example/p%C3%A4th?q=%C3%BC#f"),
+    ("http://example.com:8080/a b/{c}", "http://example.com:8080/a%20b/%7Bc%7D"),
+    ("HTTPS://Example.com/A%20b", "HTTPS://Example.com/A%20b"),  # a URI already: as given
+])
+def test_a_url_is_kept_as_a_uri(url, kept):
+    # The API says a URL is a `uri`; an IRI kept as given broke that (the schema fuzz).
+    assert outbound.check_url(url, allow_private=False, switch=SWITCH) == kept
+
+
 def test_a_request_goes_to_the_checked_address_with_the_name_kept():
     target, host, sni = outbound.public_target("https://93.184.216.34:8443/hook?a=1",
                                                allow_private=False, switch=SWITCH)
