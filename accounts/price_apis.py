@@ -18,6 +18,7 @@ from accounts.usage import money
 from hango_api import fields
 from hango_api.inputs import Input
 from hango_api.views import ListApi, paginated, validated
+from harness.providers.registry import PROVIDERS
 
 
 def _rate(help_text: str) -> fields.DecimalField:
@@ -27,6 +28,10 @@ def _rate(help_text: str) -> fields.DecimalField:
 
 
 class TenantPriceInput(Input):
+    # drf-spectacular's decimal pattern takes "", "." and "-1": a rate is 0 or more.
+    schema_extra = {"properties": {name: {"pattern": r"^(?:\d{1,11}(?:\.\d{0,9})?|\.\d{1,9})$"}
+                                   for name in ("input", "cache_write", "cache_read", "output")}}
+
     currency = fields.RegexField(r"^[A-Z]{3}\Z", default="USD",
                                       help_text="ISO 4217 code, e.g. USD (the default), EUR.")
     input = _rate("Per million input tokens (not read from or written to the cache).")
@@ -65,7 +70,8 @@ class TenantPriceOutput(serializers.ModelSerializer):
 
 
 MODEL = OpenApiParameter(
-    "model", str, OpenApiParameter.PATH,
+    "model", {"type": "string", "pattern": rf"^(?:{'|'.join(PROVIDERS)}):."},
+    OpenApiParameter.PATH,
     description="`<provider>:<model>` exactly as a usage row names it, e.g. "
                 "`anthropic:claude-sonnet-4-5` or `scripted:demo`.")
 NOT_WRITABLE = OpenApiResponse(description="Only owners and admins set or remove prices.")

@@ -145,7 +145,8 @@ TIME_PARAMETERS = [
     OpenApiParameter("purpose", str, enum=list(PURPOSES), description="Only rows of this "
                      "purpose."),
     OpenApiParameter("cursor", str, description="The pagination cursor."),
-    OpenApiParameter("limit", int, description="Rows per page (capped)."),
+    OpenApiParameter("limit", {"type": "integer", "minimum": 1},
+                     description="Rows per page (capped)."),
 ]
 
 

@@ -15,7 +15,7 @@ from hango_api.inputs import Input
 from hango_api.schema import published
 from hango_project.config import hango
 from harness.agent import CONFIG_SCHEMA, TOOL_LIST_SCHEMA
-from harness.middleware.memory import content_problem, path_problem
+from harness.middleware.memory import MAX_PATH_CHARS, content_problem, path_problem
 
 _MODEL_RE = re.compile(MODEL_PATTERN)
 
@@ -48,6 +48,8 @@ class SkillToolsField(serializers.JSONField):
 
 
 class AgentInput(Input):
+    schema_extra = {"properties": {"model": {"pattern": MODEL_PATTERN}}}
+
     name = strict.CharField(max_length=100)
     description = strict.CharField(allow_blank=True, required=False, max_length=10_000)
     system_prompt = strict.CharField(
@@ -109,6 +111,10 @@ class MemoryContentField(strict.CharField):
 
 
 class MemoryFileInput(Input):
+    # What harness.middleware.memory.path_problem checks, but the control characters.
+    schema_extra = {"properties": {"path": {
+        "maxLength": MAX_PATH_CHARS, "pattern": r"^(?:/(?!\.\.?(?:/|$))[^/]+)+$"}}}
+
     path = strict.CharField(
         trim_whitespace=False,
         help_text='Absolute and normalized, at most 255 characters, e.g. "/memories/AGENTS.md".')

@@ -7,12 +7,16 @@ were right. :class:`Input` refuses them instead: each unknown key is a 422 ``{"<
 nested serializer, or the items of a list of them). The schema says so too: every ``Input``
 publishes ``additionalProperties: false`` (:class:`ClosedInputSchema`), and a test walks every
 body of the API with an unknown field at each such place.
+
+What a field's own schema cannot say (a pattern a validator checks, a rule between fields) an
+``Input`` declares in :attr:`Input.schema_extra`, published with its schema, so the schema
+refuses what the server refuses (a fuzzer checks both ways: ``bench/fuzz_api.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
@@ -23,6 +27,11 @@ UNKNOWN_FIELD = "Unknown field."
 
 class Input(serializers.Serializer):
     """A request body (or an object inside one) whose keys must all be its fields."""
+
+    # Published with the schema: ``{"properties": {field: {keyword: value}}, keyword: value}``.
+    # A PATCH body takes the per-field keywords and those under ``"patch"``, not the others: a
+    # rule between fields holds for the object as saved, which a partial body does not show.
+    schema_extra: ClassVar[Mapping[str, Any]] = {}
 
     def unknown_fields(self, data: Any) -> list[str]:
         """The keys of ``data`` this serializer has no writable field for, in their order."""
@@ -54,4 +63,9 @@ class ClosedInputSchema(OpenApiSerializerExtension):
     def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
         schema: dict[str, Any] = auto_schema._map_serializer(self.target, direction,
                                                              bypass_extensions=True)
+        extra = dict(self.target.schema_extra)
+        for name, keywords in extra.pop("properties", {}).items():
+            schema["properties"][name].update(keywords)
+        patch = extra.pop("patch", {})
+        schema.update(patch if getattr(self.target, "partial", False) else extra)
         return {**schema, "additionalProperties": False}

@@ -92,6 +92,29 @@ def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[str]
     return codes
 
 
+# A time PostgreSQL can store: its UTC offset under 16 hours (hango_api.query.storable_offset).
+_STORABLE_OFFSET = r"(?:Z|z|[+-](?:0\d|1[0-5]):[0-5]\d)$"
+
+
+def constrain_query_parameters(result: dict[str, Any], generator, request, public,
+                               ) -> dict[str, Any]:
+    """drf-spectacular POSTPROCESSING_HOOK: what the server enforces on every query parameter,
+    said in the schema: none may be empty or hold a NUL (``QueryParametersMiddleware``), and a
+    time must have an offset PostgreSQL stores."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                schema = parameter.get("schema", {})
+                if (parameter.get("in") != "query" or schema.get("type") != "string"
+                        or "enum" in schema):
+                    continue
+                schema.setdefault("minLength", 1)
+                if schema.get("format") == "date-time":
+                    schema.setdefault("pattern", _STORABLE_OFFSET)
+                schema.setdefault("pattern", r"^[^\x00]*$")
+    return result
+
+
 def add_error_responses(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
     """drf-spectacular POSTPROCESSING_HOOK: the Error shape on every error an authenticated
     operation can answer, including those a view declares with a description only."""

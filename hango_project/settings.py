@@ -190,6 +190,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "hango_api.schema.add_error_responses",
+        "hango_api.schema.constrain_query_parameters",
     ],
 }
 

@@ -45,7 +45,8 @@ from runs.selectors import session_get
 FULL = OpenApiParameter("full", str, description="A part id: answer that part's whole content "
                         "instead of the snapshot.")
 AGAINST = OpenApiParameter(
-    "against", str, description="Compare the next call with one the session sent before: "
+    "against", {"type": "string", "pattern": diffs.AGAINST_PATTERN},
+    description="Compare the next call with one the session sent before: "
     "`last` (its last call) or `<run id>:<turn>` (the call that run made in that turn). The "
     "answer adds `diff`: each part `added`, `removed`, `changed` or `same` with its token "
     "delta, and `cache_break`, the first part that breaks the earlier call's cached prefix. "

@@ -11,6 +11,7 @@ it was.
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,9 @@ from runs.models import Run, Session
 from runs.selectors import SentCall, run_calls
 
 LAST = "last"
+# `last`, or a run id (hyphenated, any case) and a turn from 1.
+AGAINST_PATTERN = (r"^(?:last|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                   r"[0-9a-fA-F]{12}:0*[1-9][0-9]*)$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,15 +46,11 @@ def parse_against(value: str) -> tuple[uuid.UUID, int] | None:
     """``against`` read: None for ``last``, else (run id, turn); 400 for anything else."""
     if value == LAST:
         return None
-    run, _, turn = value.rpartition(":")
-    try:
-        parsed = uuid.UUID(run), int(turn)
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed[1] < 1 or not turn.isdigit():
+    if not re.match(AGAINST_PATTERN, value):
         raise BadQuery("against is 'last' or '<run id>:<turn>' (a run of the session and one "
                        "of its turns, from 1).", detail={"against": value})
-    return parsed
+    run, _, turn = value.rpartition(":")
+    return uuid.UUID(run), int(turn)
 
 
 def earlier_call(*, session: Session, against: str) -> Earlier:

@@ -17,6 +17,13 @@ MAX_OVERRIDES = 1_000
 
 
 class OverrideInput(Input):
+    # validate(): a replacement with replace, and only with it.
+    schema_extra = {
+        "if": {"properties": {"action": {"const": OverrideAction.REPLACE.value}}},
+        "then": {"required": ["replacement"], "properties": {"replacement": {"type": "string"}}},
+        "else": {"properties": {"replacement": {"type": "null"}}},
+    }
+
     part = strict.CharField(max_length=1_100, trim_whitespace=False,
                             help_text="A part id: `system:<contributor>`, `tool:<name>`, "
                                       "`message:<seq>` or `summary`.")

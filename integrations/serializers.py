@@ -15,9 +15,26 @@ from rest_framework import serializers
 from hango_api import fields as strict
 from hango_api.inputs import Input
 from integrations.credentials import MAX_VALUE, SCOPES, problem_of
-from integrations.models import MAX_TIMEOUT, MIN_TIMEOUT, Credential, McpServer, Transport
+from integrations.models import (
+    MAX_TIMEOUT,
+    MIN_TIMEOUT,
+    SERVER_NAME_PATTERN,
+    Credential,
+    McpServer,
+    Transport,
+)
 from integrations.rules import MAX_TOOL_NAME
-from integrations.templates import MAX_TEMPLATE
+from integrations.templates import MAX_TEMPLATE, RESERVED, TOKEN
+
+
+def _any_case(name: str) -> str:
+    """A pattern matching the header name in any case (its other characters are ``-``)."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in name)
+
+
+# An HTTP token, not one hango sets itself (templates.header_problems), in any case.
+_HEADER_NAME = (f"^(?!(?:{'|'.join(_any_case(n) for n in sorted(RESERVED))})$)"
+                f"{TOKEN.pattern.lstrip('^')}")
 
 
 def _tool_names(help_text: str, **kwargs: Any) -> strict.ListField:
@@ -26,6 +43,34 @@ def _tool_names(help_text: str, **kwargs: Any) -> strict.ListField:
 
 
 class McpServerInput(Input):
+    # integrations.rules.server_problems, but whether a URL's host is public and a command is
+    # one the operator configured (which depend on the deployment).
+    schema_extra = {
+        "properties": {"name": {"pattern": SERVER_NAME_PATTERN},
+                       "url": {"pattern": r"^(?:$|[hH][tT][tT][pP][sS]?://[^/?#\s]+)"},
+                       "timeout_seconds": {"minimum": MIN_TIMEOUT, "maximum": MAX_TIMEOUT},
+                       "headers": {"propertyNames": {"pattern": _HEADER_NAME},
+                                   "additionalProperties": {
+                                       "type": "string", "maxLength": MAX_TEMPLATE,
+                                       "pattern": r"^[!-~](?:[ \t!-~]*[!-~])?$"}}},
+        "if": {"properties": {"transport": {"const": Transport.STDIO.value}}},
+        "then": {"required": ["command"], "properties": {
+            "command": {"minLength": 1}, "url": {"maxLength": 0},
+            "headers": {"maxProperties": 0}}},
+        "else": {"required": ["url"], "properties": {
+            "url": {"minLength": 1}, "command": {"maxLength": 0}}},
+        # A PATCH naming the transport: what the body alone shows.
+        "patch": {"allOf": [
+            {"if": {"required": ["transport"],
+                    "properties": {"transport": {"const": Transport.STDIO.value}}},
+             "then": {"properties": {"command": {"minLength": 1}, "url": {"maxLength": 0},
+                                     "headers": {"maxProperties": 0}}}},
+            {"if": {"required": ["transport"],
+                    "properties": {"transport": {"not": {"const": Transport.STDIO.value}}}},
+             "then": {"properties": {"url": {"minLength": 1}, "command": {"maxLength": 0}}}},
+        ]},
+    }
+
     name = strict.CharField(max_length=30, help_text=(
         "`[a-z][a-z0-9-]{0,29}`, unique in the tenant; its tools are `<name>__<tool>` in runs."))
     description = strict.CharField(max_length=1024, required=False, allow_blank=True)
@@ -96,6 +141,9 @@ class McpListingOutput(serializers.Serializer):
 
 
 class CredentialInput(Input):
+    # integrations.credentials.value_problem: what a request header carries.
+    schema_extra = {"properties": {"value": {"pattern": r"^(?:[!-~]|[!-~][ \t!-~]*[!-~])$"}}}
+
     value = strict.CharField(max_length=MAX_VALUE, trim_whitespace=False, help_text=(
         "The secret (write-only: never answered back)."))
 

@@ -96,7 +96,8 @@ class SessionRunsApi(ListApi):
 
 class RunDetailApi(APIView):
     @extend_schema(operation_id="runs_retrieve", responses=RunOutput, parameters=[
-        OpenApiParameter("wait", float, description=(
+        OpenApiParameter("wait", {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECONDS},
+                         description=(
             f"Seconds (0 to {MAX_WAIT_SECONDS}) to wait for the run to end or park: the answer "
             "comes as soon as it is no longer `pending`, `queued` or `running` (so "
             "`completed`, with its `output`, `failed`, `cancelled` or `awaiting_approval`), "
@@ -238,7 +239,8 @@ class RunEventsApi(APIView):
 
     @extend_schema(
         operation_id="runs_events",
-        parameters=[OpenApiParameter("after", int, description="Return events after this seq "
+        parameters=[OpenApiParameter("after", {"type": "integer", "minimum": 0},
+                                     description="Return events after this seq "
                                      "(0 or more; `Last-Event-ID` wins when both are sent).")],
         responses={(200, "application/json"): OpenApiResponse(
                        response=RunEventPage, description=EVENT_STREAM.description),

@@ -72,13 +72,16 @@ _TOOL_RESULT_BLOCK = {"type": "object", "required": ["type", "tool_use_id", "con
                               "additionalProperties": False, "properties": {
                                   "type": {"type": "string", "enum": ["image"]},
                                   "media_type": {"type": "string", "enum": list(IMAGE_TYPES)},
-                                  "data": {"type": "string", "description": "base64"}}}},
+                                  "data": {"type": "string", "minLength": 1,
+                                           "contentEncoding": "base64",
+                                           "description": "base64 of an image of that type"}}}},
                           "cache_control": _CACHE_CONTROL}}
 
 
 @extend_schema_field({"oneOf": [
-    {"type": "string", "description": "The user's text."},
-    {"type": "array", "minItems": 1, "description": "text and tool_result blocks.",
+    {"type": "string", "pattern": r"\S", "description": "The user's text (not blank)."},
+    {"type": "array", "minItems": 1, "description": "text and tool_result blocks (not all "
+     "blank text).",
      "items": {"oneOf": [_TEXT_BLOCK, _TOOL_RESULT_BLOCK]}},
 ]})
 class UserContentField(serializers.JSONField):
@@ -101,8 +104,21 @@ class MessageInput(Input):
                   "history, in order).")
 
 
+def _when(kinds: list[str], then: dict[str, Any]) -> dict[str, Any]:
+    return {"if": {"properties": {"type": {"enum": kinds}}}, "then": then}
+
+
 class DecisionInput(Input):
     """A human's decision on one pending tool call."""
+
+    # validate(): which decision takes which field.
+    schema_extra = {"allOf": [
+        _when(["edit"], {"required": ["input"]}),
+        _when(["approve", "reject", "respond"], {"not": {"required": ["input"]}}),
+        _when(["approve", "edit"], {"not": {"required": ["message"]}}),
+        _when(["respond"], {"required": ["message"],
+                            "properties": {"message": {"pattern": "\\S"}}}),
+    ]}
 
     tool_use_id = strict.CharField(max_length=200)
     type = strict.ChoiceField(choices=DECISIONS)
@@ -129,6 +145,8 @@ class DecisionInput(Input):
 
 
 class ApproveInput(Input):
+    schema_extra = {"properties": {"decisions": {"minItems": 1}}}
+
     decisions = DecisionInput(many=True, allow_empty=False,
                               help_text="Exactly one decision per pending tool call.")
 

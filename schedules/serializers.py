@@ -13,6 +13,12 @@ from schedules.models import Fire, Schedule
 
 
 class ScheduleInput(Input):
+    # validate(): exactly one of agent and session; neither changes once made.
+    schema_extra = {"oneOf": [{"required": ["agent"]}, {"required": ["session"]}],
+                    "patch": {"not": {"anyOf": [{"required": ["agent"]},
+                                                {"required": ["session"]}]}},
+                    "properties": {"cron": {"pattern": r"^\s*\S+(?:\s+\S+){4}\s*$"}}}
+
     name = strict.CharField(max_length=200)
     agent = strict.UUIDField(required=False, help_text="Each fire starts a new session of it.")
     session = strict.UUIDField(required=False, help_text="Each fire posts to this session.")

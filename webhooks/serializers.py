@@ -13,6 +13,9 @@ from webhooks.models import RUN_EVENTS, Delivery, Endpoint
 
 
 class EndpointInput(Input):
+    schema_extra = {"properties": {"url": {"pattern": r"^[hH][tT][tT][pP][sS]?://[^/?#\s]+"},
+                                   "events": {"minItems": 1}}}
+
     url = strict.CharField(max_length=2000, help_text="Where deliveries are POSTed: http(s).")
     description = strict.CharField(max_length=200, required=False, allow_blank=True)
     agent = strict.UUIDField(required=False, allow_null=True,
