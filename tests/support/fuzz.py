@@ -6,10 +6,12 @@ Used by ``tests/scenarios/test_schema_fuzz.py`` (bounded, in ``make test``) and
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import requests
 import schemathesis
@@ -19,6 +21,48 @@ from schemathesis.engine import Status, events
 # and a body the documented schema accepts.
 CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance",
           "response_schema_conformance")
+# Every check schemathesis has but the response-time one (a time on this noisy machine judges
+# nothing): the above, and a request the schema refuses is refused, one it accepts is accepted,
+# a required header or an allowed method is enforced, a deleted object is gone, auth is not
+# ignored, the documented headers are sent.
+ALL_CHECKS = (*CHECKS, "response_headers_conformance", "negative_data_rejection",
+              "positive_data_acceptance", "missing_required_header", "unsupported_method",
+              "use_after_free", "ensure_resource_availability", "ignored_auth",
+              "allow_header_conformance")
+# A body over HANGO_MAX_BODY_BYTES is refused (413) before it is read, whatever the schema
+# says of it: a refusal the schema cannot state, so either check takes it.
+_CHECK_SETTINGS = {
+    "positive_data_acceptance": {"expected-statuses": [
+        "2xx", "3xx", "401", "403", "404", "409", "413", "429", "5xx"]},
+    "negative_data_rejection": {"expected-statuses": [
+        "400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429",
+        "5xx"]},
+}
+
+
+# A schema-valid request the server refuses for a reason no schema can state: it names an
+# object that is not there (a random id, cursor, tool or part), or a value this deployment
+# decides (the SSRF rule, the operator's stdio entries). bench/README.md lists each, with why.
+# Told apart by the refusal's own message; any other refusal is a failure.
+ARTEFACTS = {
+    "random id": re.compile(r'"(?:Agent|Session|Webhook|Schedule|Skill) not found\.'
+                            r"|there is no MCP server with id"),
+    "random cursor": re.compile(r'"The cursor is invalid\."'),
+    "unknown tool": re.compile(r"A tool name is not one a run can offer"),
+    "unknown part": re.compile(r"names no part\.|These overrides would leave an invalid request"),
+    "not an image": re.compile(r"image: its data is"),
+    "SSRF rule": re.compile(r"Not a URL hango can call"),
+    "stdio entries": re.compile(r"configured no stdio server|Not a stdio server the operator"),
+    # OpenAPI cannot say that two query parameters exclude each other.
+    "exclusive parameters": re.compile(r"do not go together"),
+}
+
+
+def artefact_of(check: str, answer: str) -> str | None:
+    """The artefact a refused schema-valid request is (None: a failure)."""
+    if check != "positive_data_acceptance" or not answer.startswith(("400 ", "422 ")):
+        return None
+    return next((name for name, pattern in ARTEFACTS.items() if pattern.search(answer)), None)
 
 
 @dataclass(frozen=True)
@@ -28,6 +72,11 @@ class Failed:
     title: str
     message: str
     curl: str
+    answer: str = ""
+
+    @property
+    def artefact(self) -> str | None:
+        return artefact_of(self.check, self.answer)
 
 
 @dataclass
@@ -40,15 +89,23 @@ class FuzzReport:
     errors: list[str] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)  # "GET /v1/agents 200": requests
 
+    @property
+    def real(self) -> list[Failed]:
+        """The failures that are not artefacts."""
+        return [f for f in self.failures if f.artefact is None]
+
     def by_check(self) -> Counter[str]:
-        return Counter(f.check for f in self.failures)
+        return Counter(f.check for f in self.real)
 
     def summary(self) -> str:
+        artefacts = Counter(f.artefact for f in self.failures if f.artefact is not None)
         lines = [f"{self.operations} operations, {self.examples} examples, "
-                 f"{len(self.failures)} failures, {len(self.errors)} errors, {self.seconds:.1f} s"]
+                 f"{len(self.real)} failures, {len(self.errors)} errors, {self.seconds:.1f} s; "
+                 f"artefacts: {sum(artefacts.values())}"]
         lines += [f"  {check}: {count}" for check, count in sorted(self.by_check().items())]
-        lines += [f"  {f.check} {f.operation}: {f.title}: {f.message}\n    {f.curl}"
-                  for f in self.failures]
+        lines += [f"  artefact, {name}: {count}" for name, count in sorted(artefacts.items())]
+        lines += [f"  {f.check} {f.operation}: {f.title}: {f.message}\n    answered "
+                  f"{f.answer}\n    {f.curl[:2000]}" for f in self.real]
         lines += [f"  error: {e}" for e in self.errors]
         return "\n".join(lines)
 
@@ -95,7 +152,8 @@ PHASES = ("examples", "coverage", "fuzzing", "stateful")
 
 
 def fuzz_config(*, key: str, ids: Mapping[str, str], max_examples: int, seed: int,
-                mode: str = "all", phases: tuple[str, ...] = ("fuzzing",)) -> schemathesis.Config:
+                mode: str = "all", phases: tuple[str, ...] = ("fuzzing",),
+                checks: tuple[str, ...] = CHECKS) -> schemathesis.Config:
     """Schemathesis's ``phases`` (the fuzzing phase alone by default: random data, positive and
     negative), derandomized from ``seed``, no example database; path parameters fixed to ``ids``
     (real objects), so requests reach past the 404 of a random id."""
@@ -110,7 +168,8 @@ def fuzz_config(*, key: str, ids: Mapping[str, str], max_examples: int, seed: in
         "generation": {"mode": mode, "max-examples": max_examples, "deterministic": True,
                        "database": "none", "no-shrink": True},
         "phases": {phase: {"enabled": phase in phases} for phase in PHASES},
-        "checks": {"enabled": False, **{name: {"enabled": True} for name in CHECKS}},
+        "checks": {"enabled": False, **{name: {"enabled": True, **_CHECK_SETTINGS.get(name, {})}
+                                        for name in checks}},
         "parameters": {f"path.{name}": value for name, value in ids.items()},
     })
 
@@ -138,7 +197,9 @@ def _record(report: FuzzReport, event: events.ScenarioFinished) -> None:
         status = interaction.response.status_code if interaction.response else "no answer"
         report.statuses[f"{recorder.label} {status}"] += 1
     seen = set()
-    for checks in recorder.checks.values():
+    for case_id, checks in recorder.checks.items():
+        interaction = recorder.interactions.get(case_id)
+        answer = _answer(interaction.response if interaction else None)
         for check in checks:
             if check.status != Status.FAILURE or check.failure_info is None:
                 continue
@@ -152,4 +213,12 @@ def _record(report: FuzzReport, event: events.ScenarioFinished) -> None:
                 continue
             seen.add(signature)
             report.failures.append(Failed(check.name, recorder.label, failure.title,
-                                          failure.message, check.failure_info.code_sample))
+                                          failure.message, check.failure_info.code_sample,
+                                          answer))
+
+
+def _answer(response: Any) -> str:
+    """The status and the start of the body the failing request got: what the server said."""
+    if response is None:
+        return "no answer"
+    return f"{response.status_code} {response.content[:300].decode('utf-8', 'replace')}"
