@@ -1,0 +1,59 @@
+"""The event iterator (hango_client/_sync.py, _core.py): frames unwrapped into events, a broken
+stream reopened with ``Last-Event-ID`` and no event repeated. The real stream, cut for real,
+is tests/scenarios/test_sdk.py's; here a MockTransport breaks it on cue."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+from hango_client import Client, RetryPolicy
+
+
+def frame(seq: int | None, type_: str, data: dict) -> str:
+    if seq is None:
+        return f"event: {type_}\ndata: {json.dumps(data)}\n\n"
+    event = {"seq": seq, "type": type_, "data": data, "created_at": "2026-12-07T00:00:00Z"}
+    return f"id: {seq}\nevent: {type_}\ndata: {json.dumps(event)}\n\n"
+
+
+class BrokenStream(httpx.SyncByteStream):
+    """Some frames, then a dropped connection."""
+
+    def __init__(self, frames: list[str]) -> None:
+        self.frames = frames
+
+    def __iter__(self):
+        for text in self.frames:
+            yield text.encode()
+        raise httpx.ReadError("connection reset")
+
+
+def test_events_are_unwrapped_and_resumed_after_the_last_seq():
+    asked: list[str | None] = []
+
+    def api(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/runs/r1":
+            return httpx.Response(200, json={"id": "r1", "status": "completed"})
+        asked.append(request.headers.get("Last-Event-ID"))
+        headers = {"content-type": "text/event-stream"}
+        if len(asked) == 1:
+            return httpx.Response(200, headers=headers, stream=BrokenStream([
+                ": keep-alive\n\n", frame(1, "run.status", {"status": "running"}),
+                frame(None, "message.delta", {"run": "r1", "turn": 1, "index": 0,
+                                              "text": "Hel"}),
+                frame(2, "message.created", {"role": "assistant"})]))
+        # A server replays from Last-Event-ID; seq 2 again is dropped all the same.
+        return httpx.Response(200, headers=headers, text=(
+            frame(2, "message.created", {"role": "assistant"})
+            + frame(3, "run.status", {"status": "completed"})))
+
+    client = Client("http://api.test", "k", retry=RetryPolicy(backoff=0),
+                    transport=httpx.MockTransport(api))
+    events = list(client.runs.events("r1"))
+    assert [(e.type, e.seq) for e in events] == [
+        ("run.status", 1), ("message.delta", None), ("message.created", 2),
+        ("run.status", 3)]
+    assert events[0].data == {"status": "running"} and events[0].id == "1"
+    assert events[1].data["text"] == "Hel" and events[1].id is None
+    assert asked == ["0", "2"]
