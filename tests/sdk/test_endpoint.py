@@ -36,8 +36,10 @@ def test_path_query_and_body_come_from_the_arguments():
                                                           "action": "exclude"}])
     client.agents.memory_get("a1", "/memories/AGENTS.md")
     assert client.agents.delete("a1") is None
+    client.sessions.create(agent={"id": "a1", "name": "as answered"})
 
-    create, update, wait, inspect, credential, overrides, memory, delete = seen
+    create, update, wait, inspect, credential, overrides, memory, delete, session = seen
+    assert json.loads(session.content) == {"agent": "a1"}  # an object given for an id
     assert (create.method, create.url.path) == ("POST", "/v1/agents")
     assert json.loads(create.content) == {"name": "a", "model": "scripted:demo",
                                           "config": {"interrupt_on": {}}}  # OMIT left out

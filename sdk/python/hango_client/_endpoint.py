@@ -99,9 +99,13 @@ class Route:
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Call:
-        bound = inspect.signature(fn).bind(None, *args, **kwargs)
+        signature = inspect.signature(fn)
+        bound = signature.bind(None, *args, **kwargs)
         bound.apply_defaults()
         values = dict(list(bound.arguments.items())[1:])
+        for name, value in values.items():  # an object given for an id: its id
+            if _is_ref(signature.parameters[name]) and isinstance(value, Mapping):
+                values[name] = ref_id(value)
         path = self.template.format(**{n: _segment(n, values[n]) for n in self.path_params})
         params = {n: _query_value(values[n]) for n in self.query
                   if values[n] is not OMIT and values[n] is not None}
@@ -115,6 +119,11 @@ class Route:
                 body = {}
         timeout = self.timeout(values) if self.timeout else None
         return Call(self.method, path, params, body, timeout)
+
+
+def _is_ref(parameter: inspect.Parameter) -> bool:
+    """Whether the parameter is declared an id (``Ref``); annotations are read as written."""
+    return "Ref" in str(parameter.annotation)
 
 
 def _segment(name: str, value: Any) -> str:
