@@ -36,6 +36,7 @@ def test_events_are_unwrapped_and_resumed_after_the_last_seq():
         if request.url.path == "/v1/runs/r1":
             return httpx.Response(200, json={"id": "r1", "status": "completed"})
         asked.append(request.headers.get("Last-Event-ID"))
+        assert request.url.params["after"] == asked[-1]  # the cursor in the query too
         headers = {"content-type": "text/event-stream"}
         if len(asked) == 1:
             return httpx.Response(200, headers=headers, stream=BrokenStream([
@@ -50,7 +51,9 @@ def test_events_are_unwrapped_and_resumed_after_the_last_seq():
 
     client = Client("http://api.test", "k", retry=RetryPolicy(backoff=0),
                     transport=httpx.MockTransport(api))
-    events = list(client.runs.events("r1"))
+    stream = client.runs.events("r1")
+    events = list(stream)
+    assert stream.after == 3 and stream.run == {"id": "r1", "status": "completed"}
     assert [(e.type, e.seq) for e in events] == [
         ("run.status", 1), ("message.delta", None), ("message.created", 2),
         ("run.status", 3)]

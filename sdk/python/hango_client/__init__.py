@@ -5,13 +5,18 @@
     print(client.run(session_id, "Where is order 42?", tools={"lookup_order": lookup}).text)
 """
 
+from hango_client._async import AsyncEventStream
+from hango_client._core import parse_event
 from hango_client._endpoint import OMIT, Omit, Ref
+from hango_client._sync import EventStream
 from hango_client.client import AsyncClient, Client
 from hango_client.errors import (
     ApiError,
     ApprovalRequired,
+    ConfigurationError,
     ConnectionLost,
     HangoError,
+    NoKey,
     NotAnApi,
     RunCancelled,
     RunError,
@@ -38,8 +43,9 @@ from hango_client.types import (
 
 __all__ = [
     "NO_RETRIES", "OMIT", "Agent", "Answer", "ApiError", "ApprovalRequired", "AsyncClient",
-    "Client", "ConnectionLost", "Decision", "Event", "HangoError", "Message", "NotAnApi", "Omit",
-    "Page", "PostedMessage", "Ref", "RequiredAction", "RetryPolicy", "Run", "RunCancelled",
-    "RunError", "RunFailed", "RunTimedOut", "Session", "ToolCall", "ToolResult",
-    "TransportError", "Unreachable",
+    "AsyncEventStream", "Client", "ConfigurationError", "ConnectionLost", "Decision", "Event",
+    "EventStream", "HangoError", "Message", "NoKey", "NotAnApi", "Omit", "Page",
+    "PostedMessage", "Ref", "RequiredAction", "RetryPolicy", "Run", "RunCancelled", "RunError",
+    "RunFailed", "RunTimedOut", "Session", "ToolCall", "ToolResult", "TransportError",
+    "Unreachable", "parse_event",
 ]

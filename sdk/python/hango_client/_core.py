@@ -18,8 +18,9 @@ from httpx_sse import ServerSentEvent
 
 from hango_client._endpoint import OMIT, Call
 from hango_client.errors import (
+    ConfigurationError,
     ConnectionLost,
-    HangoError,
+    NoKey,
     NotAnApi,
     TransportError,
     Unreachable,
@@ -48,13 +49,9 @@ class Settings:
              retry: RetryPolicy | None) -> Settings:
         url = (url or os.environ.get("HANGO_API_URL") or DEFAULT_URL).strip().rstrip("/")
         if not url.startswith(("http://", "https://")):
-            raise HangoError(f"the API URL {url!r} must start with http:// or https://")
+            raise ConfigurationError(f"the API URL {url!r} must start with http:// or https://")
         key = (key if key is not None else os.environ.get("HANGO_API_KEY", "")).strip() or None
         return cls(url=url, key=key, timeout=timeout, retry=retry or RetryPolicy())
-
-
-class NoKey(HangoError):
-    """A route that needs a key was called by a client that has none."""
 
 
 class CoreBase:
@@ -120,6 +117,12 @@ def stream_call(call: Call) -> tuple[Call, int]:
     params = dict(call.params)
     after = int(params.pop("after", 0) or 0)
     return Call(call.method, call.path, params), after
+
+
+def stream_params(call: Call, after: int) -> dict[str, Any]:
+    """The query of a stream's connection: its cursor sent as ``after`` too (what a proxy that
+    drops unknown headers still passes on)."""
+    return {**call.params, "after": after}
 
 
 def run_call(call: Call) -> Call:

@@ -21,10 +21,23 @@ import inspect
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Concatenate, Generic, ParamSpec, TypeAlias, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    TypeAlias,
+    TypeVar,
+    overload,
+)
 from urllib.parse import quote
 
-from hango_client.types import Event, Page
+from hango_client.types import Page
+
+if TYPE_CHECKING:  # the cores import this module
+    from hango_client._async import AsyncEventStream
+    from hango_client._sync import EventStream
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -213,8 +226,9 @@ class Items(Generic[P, T]):
 
 
 class Events(Generic[P]):
-    """A run's events as they happen, across reconnections: an iterator of :class:`Event` on a
-    sync resource, an async iterator on an async one."""
+    """A run's events as they happen, across reconnections: an :class:`EventStream` (an
+    iterator of :class:`Event`) on a sync resource, an :class:`AsyncEventStream` on an async
+    one."""
 
     def __init__(self, route: Route, fn: Callable[..., Any]) -> None:
         self.route, self.fn = route, fn
@@ -224,10 +238,10 @@ class Events(Generic[P]):
     def __get__(self, obj: None, owner: type) -> Events[P]: ...
     @overload
     def __get__(self, obj: Resource[_SyncMarker], owner: type
-                ) -> Callable[P, Iterator[Event]]: ...
+                ) -> Callable[P, EventStream]: ...
     @overload
     def __get__(self, obj: Resource[_AsyncMarker], owner: type
-                ) -> Callable[P, AsyncIterator[Event]]: ...
+                ) -> Callable[P, AsyncEventStream]: ...
     def __get__(self, obj: Any, owner: type) -> Any:
         if obj is None:
             return self

@@ -4,7 +4,7 @@ follows a run's event stream across reconnections (``Last-Event-ID``)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import httpx
@@ -19,6 +19,7 @@ from hango_client._core import (
     run_call,
     stream_call,
     stream_headers,
+    stream_params,
 )
 from hango_client._endpoint import Call, _SyncMarker
 from hango_client.errors import NotAnApi, api_error
@@ -57,28 +58,64 @@ class SyncCore(CoreBase, _SyncMarker):
                 continue
             raise api_error(response)
 
-    def items(self, call: Call) -> Iterator[Any]:
+    def pages(self, call: Call) -> Iterator[Any]:
         page: Call | None = call
         while page is not None:
             document = self.json(page)
-            yield from document["results"]
+            yield document
             page = self.next_page(document)
 
-    def events(self, call: Call) -> Iterator[Event]:
-        """Every event after the call's ``after``, until the run has finished: a stream that
-        breaks is opened again after the last seq seen, so none is missed or repeated."""
-        call, after = stream_call(call)
-        policy, failures = self.settings.retry, 0
+    def items(self, call: Call) -> Iterator[Any]:
+        for page in self.pages(call):
+            yield from page["results"]
+
+    def events(self, call: Call) -> EventStream:
+        return EventStream(self, call)
+
+
+class EventStream:
+    """A run's events after the call's ``after``, until the run has finished: a stream that
+    breaks, or that the server ends while the run goes on, is opened again after the last seq
+    seen (``Last-Event-ID``), so no stored event is missed or repeated. ``after`` is the last
+    seq seen; ``run``, the run as read when the stream ended. Iterate it once; ``close()`` (or
+    ``with``) leaves the stream at once."""
+
+    def __init__(self, core: SyncCore, call: Call) -> None:
+        self._core = core
+        self._call, self.after = stream_call(call)
+        self.run: Any = None
+        self._events = self._follow()
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._events
+
+    def __next__(self) -> Event:
+        return next(self._events)
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._events.close()
+
+    def _follow(self) -> Generator[Event, None, None]:
+        core, call = self._core, self._call
+        policy, failures = core.settings.retry, 0
         while True:
-            headers = {**self.headers(call, None), **stream_headers(after)}
+            received = False
             try:
-                with connect_sse(self.http, "GET", call.path, params=call.params or None,
-                                 headers=headers, timeout=STREAM_TIMEOUT) as source:
+                headers = {**core.headers(call, None), **stream_headers(self.after)}
+                with connect_sse(core.http, "GET", call.path, headers=headers,
+                                 params=stream_params(call, self.after),
+                                 timeout=STREAM_TIMEOUT) as source:
                     if not source.response.is_success:
                         source.response.read()
                         failures += 1
                         if (source.response.status_code not in policy.statuses
-                                or failures >= policy.attempts):
+                                or failures >= policy.stream_reconnects):
                             raise api_error(source.response)
                         time.sleep(policy.delay(failures, source.response))
                         continue
@@ -86,21 +123,24 @@ class SyncCore(CoreBase, _SyncMarker):
                         event = parse_event(frame)
                         if event is None:
                             continue
-                        failures = 0
+                        failures, received = 0, True
                         if event.seq is not None:
-                            if event.seq <= after:  # seen before a reconnection
+                            if event.seq <= self.after:  # seen before a reconnection
                                 continue
-                            after = event.seq
+                            self.after = event.seq
                         yield event
             except SSEError as exc:
-                raise NotAnApi(f"{self.settings.url}{call.path} did not answer an event "
+                raise NotAnApi(f"{core.settings.url}{call.path} did not answer an event "
                                f"stream ({exc})") from exc
             except httpx.TransportError as exc:
                 failures += 1
-                if failures >= policy.attempts:
-                    raise self.transport_error(exc) from exc
+                if failures >= policy.stream_reconnects:
+                    raise core.transport_error(exc) from exc
                 time.sleep(policy.delay(failures))
                 continue
             # The server ended the stream: the run finished, or its longest stream passed.
-            if self.json(run_call(call))["status"] in FINISHED:
+            self.run = core.json(run_call(call))
+            if self.run["status"] in FINISHED:
                 return
+            if not received:  # an active run's stream that ended at once: do not spin
+                time.sleep(policy.delay(1))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -92,6 +92,17 @@ class Client:
         call = Call(method.upper(), path, dict(params or {}), json, timeout)
         response: httpx.Response = self._core.send(call, auth=auth, also_ok=also_ok)
         return response
+
+    def request_json(self, method: str, path: str, *, json: Any = OMIT,
+                     params: Mapping[str, Any] | None = None,
+                     timeout: float | None = None) -> Any:
+        """:meth:`request`, answering the JSON (None for 204 No Content)."""
+        return answer(self.request(method, path, json=json, params=params, timeout=timeout))
+
+    def pages(self, path: str, *, params: Mapping[str, Any] | None = None,
+              ) -> Iterator[dict[str, Any]]:
+        """Every page of any list route, following ``next`` (on the same server only)."""
+        return self._core.pages(Call("GET", path, dict(params or {})))
 
     def health(self) -> tuple[int, Any]:
         """``GET /healthz`` (no key needed): its status (200 up, 503 down) and body."""
@@ -185,6 +196,16 @@ class AsyncClient:
         call = Call(method.upper(), path, dict(params or {}), json, timeout)
         response: httpx.Response = await self._core.send(call, auth=auth, also_ok=also_ok)
         return response
+
+    async def request_json(self, method: str, path: str, *, json: Any = OMIT,
+                           params: Mapping[str, Any] | None = None,
+                           timeout: float | None = None) -> Any:
+        return answer(await self.request(method, path, json=json, params=params,
+                                         timeout=timeout))
+
+    def pages(self, path: str, *, params: Mapping[str, Any] | None = None,
+              ) -> AsyncIterator[dict[str, Any]]:
+        return self._core.pages(Call("GET", path, dict(params or {})))
 
     async def health(self) -> tuple[int, Any]:
         response = await self.request("GET", "/healthz", auth=False, also_ok=(503,))

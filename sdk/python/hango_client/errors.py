@@ -19,6 +19,14 @@ class HangoError(Exception):
     """Anything the client raises."""
 
 
+class ConfigurationError(HangoError):
+    """The client cannot be used as made: an API URL that is no http(s) URL."""
+
+
+class NoKey(ConfigurationError):
+    """A route that needs a key was called by a client that has none."""
+
+
 class ApiError(HangoError):
     """The API answered an error: ``status`` (HTTP), ``code`` (``not_found``, ``conflict``,
     ``validation_error``, …), ``message`` (for people) and ``detail`` (for programs: the fields

@@ -20,17 +20,20 @@ import httpx
 class RetryPolicy:
     """``attempts``: tries in all (1: never retry). ``backoff``: the first wait in seconds,
     doubled each retry up to ``max_delay``. ``statuses``: answers worth another try.
-    ``retry_posts``: False retries GETs only (for a server without idempotency keys)."""
+    ``retry_posts``: False retries GETs only (for a server without idempotency keys).
+    ``stream_reconnects``: how many times in a row an event stream that breaks is opened
+    again (each after the same backoff) before the iterator gives up."""
 
     attempts: int = 4
     backoff: float = 0.5
     max_delay: float = 8.0
     statuses: frozenset[int] = frozenset({429, 502, 503, 504})
     retry_posts: bool = True
+    stream_reconnects: int = 5
 
     def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError("attempts must be at least 1")
+        if self.attempts < 1 or self.stream_reconnects < 1:
+            raise ValueError("attempts and stream_reconnects must be at least 1")
         if self.backoff < 0 or self.max_delay < 0:
             raise ValueError("backoff and max_delay must not be negative")
 
