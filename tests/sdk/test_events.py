@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import httpx
-from hango_client import Client, RetryPolicy
+import pytest
+from hango_client import Client, NotAnApi, RetryPolicy
 
 
 def frame(seq: int | None, type_: str, data: dict) -> str:
@@ -60,3 +61,37 @@ def test_events_are_unwrapped_and_resumed_after_the_last_seq():
     assert events[0].data == {"status": "running"} and events[0].id == "1"
     assert events[1].data["text"] == "Hel" and events[1].id is None
     assert asked == ["0", "2"]
+
+
+def test_a_stream_refused_with_503_is_opened_again_and_a_non_stream_is_not_hango():
+    answers = [httpx.Response(503, json={"error": {"code": "database_unavailable",
+                                                   "message": "Try again.", "detail": None}}),
+               httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              text=frame(1, "run.status", {"status": "completed"})),
+               httpx.Response(200, json={"id": "r1", "status": "completed"})]
+    client = Client("http://api.test", "k", retry=RetryPolicy(backoff=0),
+                    transport=httpx.MockTransport(lambda request: answers.pop(0)))
+    assert [e.seq for e in client.runs.events("r1")] == [1]
+
+    html = httpx.MockTransport(lambda request: httpx.Response(200, text="<html>"))
+    with pytest.raises(NotAnApi):
+        list(Client("http://api.test", "k", transport=html).runs.events("r1"))
+
+
+def test_leaving_a_stream_closes_it():
+    closed = []
+
+    class Endless(httpx.SyncByteStream):
+        def __iter__(self):
+            for seq in range(1, 1000):
+                yield frame(seq, "run.status", {"status": "running"}).encode()
+
+        def close(self) -> None:
+            closed.append(True)
+
+    client = Client("http://api.test", "k", transport=httpx.MockTransport(
+        lambda request: httpx.Response(200, headers={"content-type": "text/event-stream"},
+                                       stream=Endless())))
+    with client.runs.events("r1", after=5) as stream:
+        assert next(iter(stream)).seq == 6
+    assert closed and stream.after == 6

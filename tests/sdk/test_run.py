@@ -21,6 +21,7 @@ from hango_client import (
     RetryPolicy,
     RunCancelled,
     RunFailed,
+    RunTimedOut,
 )
 
 CALLS = [{"tool_use_id": "t1", "name": "lookup_order", "input": {"order_id": 42}},
@@ -126,3 +127,40 @@ def test_an_approval_raises_unless_a_handler_decides_it():
         {"tool_use_id": p["tool_use_id"], "type": "approve"} for p in run["pending_approvals"]])
     assert answer.text == "done"
     assert approved == [{"decisions": [{"tool_use_id": "t9", "type": "approve"}]}]
+
+
+def test_a_run_that_does_not_end_in_time_raises_and_goes_on(monkeypatch):
+    def api(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/messages"):
+            return httpx.Response(202, json={"message": {}, "run": run_json("queued")})
+        return httpx.Response(200, json=run_json("running"))
+
+    client = Client("http://api.test", "k", transport=httpx.MockTransport(api))
+    with pytest.raises(RunTimedOut) as raised:
+        client.run("s1", "slow", timeout=0)
+    assert raised.value.run["status"] == "queued"
+
+
+def test_calls_already_answered_are_not_answered_again(monkeypatch):
+    """The results' POST may answer the run still parked (the server resuming it): run() waits
+    on it, a pause between reads, and submits nothing twice."""
+    api = FakeApi()
+    parked = run_json("requires_action", required_action={
+        "type": "submit_tool_results", "tool_calls": CALLS[:1], "expires_at": None})
+    reads = []
+
+    def transport(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/runs/r1/tool-results":
+            api.submitted.append(json.loads(request.content)["results"])
+            return httpx.Response(200, json=parked)
+        if request.url.path == "/v1/runs/r1" and api.submitted:
+            reads.append(request)
+            if len(reads) == 1:
+                return httpx.Response(200, json=parked)
+        return api(request)
+
+    pauses: list[float] = []
+    monkeypatch.setattr("hango_client.client.time.sleep", pauses.append)
+    client = Client("http://api.test", "k", transport=httpx.MockTransport(transport))
+    assert client.run("s1", "Where?", tools={"lookup_order": lookup_order}).text
+    assert len(api.submitted) == 1 and len(reads) == 2 and pauses == [0.0, 0.5, 0.5]

@@ -15,6 +15,7 @@ from typing import Any
 from hango_client.errors import ApprovalRequired, RunCancelled, RunFailed
 from hango_client.types import Answer, Decision, Run, ToolCall, ToolResult
 
+PARKED_PAUSE = 0.5  # seconds between reads of a run parked on calls already answered
 # A client tool's function: called with the call's input as keyword arguments; it answers text,
 # content blocks (a list of dicts), or anything else JSON can write (sent as its JSON text).
 ToolFunction = Callable[..., Any]
@@ -25,7 +26,11 @@ ApprovalHandler = Callable[[Run], list[Decision]]
 
 @dataclass(frozen=True)
 class Wait:
-    """The run is moving (or queued): wait on it."""
+    """The run is moving (or queued): wait on it, after ``pause`` seconds. A run still parked
+    on calls already answered (the server resuming it) would answer a wait at once: the pause
+    keeps that from becoming a busy loop."""
+
+    pause: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ def next_step(run: Run, *, answered: set[str], can_approve: bool) -> Step:
         action = run.get("required_action")
         pending = action["tool_calls"] if action else []
         calls = [call for call in pending if call["tool_use_id"] not in answered]
-        return CallTools(calls) if calls else Wait()
+        return CallTools(calls) if calls else Wait(pause=PARKED_PAUSE)
     if status == "awaiting_approval":
         if not can_approve:
             raise ApprovalRequired(f"run {run['id']} waits for an approval (pass on_approval= "

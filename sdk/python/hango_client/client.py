@@ -135,7 +135,8 @@ class Client:
                 case _run.Approve():
                     assert on_approval is not None
                     run = self.runs.approve(run, decisions=on_approval(run))
-                case _run.Wait():
+                case _run.Wait(pause):
+                    time.sleep(pause)
                     run = self.runs.get(run, wait=_wait(run, deadline))
 
     @staticmethod
@@ -236,7 +237,8 @@ class AsyncClient:
                     if inspect.isawaitable(decisions):
                         decisions = await decisions
                     run = await self.runs.approve(run, decisions=decisions)
-                case _run.Wait():
+                case _run.Wait(pause):
+                    await asyncio.sleep(pause)
                     run = await self.runs.get(run, wait=_wait(run, deadline))
 
     @staticmethod
