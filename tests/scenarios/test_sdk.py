@@ -52,9 +52,8 @@ def test_a_message_runs_to_its_answer(alice, server):
         assert answer.text == ANSWER and answer.run["status"] == "completed"
 
         posted = client.sessions.send(session, MESSAGE)
-        run = client.runs.get(posted["run"], wait=60)
-        while run["status"] not in ("completed", "failed", "cancelled"):
-            run = client.runs.get(run, wait=60)
+        assert posted["run"]["status"] == "queued"
+        run = client.wait(posted["run"], timeout=120)  # GET /v1/runs/{id}?wait=, repeated
         assert run["output"] == {"text": ANSWER, "stop_reason": answer.stop_reason}
         texts = [m["content"] for m in client.sessions.iter_messages(session, limit=3)]
         assert len(texts) == 20 and texts[-1] == [{"type": "text", "text": ANSWER}]

@@ -164,3 +164,16 @@ def test_calls_already_answered_are_not_answered_again(monkeypatch):
     client = Client("http://api.test", "k", transport=httpx.MockTransport(transport))
     assert client.run("s1", "Where?", tools={"lookup_order": lookup_order}).text
     assert len(api.submitted) == 1 and len(reads) == 2 and pauses == [0.0, 0.5, 0.5]
+
+
+def test_wait_reads_the_run_until_it_ends_or_parks():
+    statuses = ["queued", "running", "awaiting_approval"]
+    waits: list[str] = []
+
+    def api(request: httpx.Request) -> httpx.Response:
+        waits.append(request.url.params["wait"])
+        return httpx.Response(200, json=run_json(statuses.pop(0)))
+
+    client = Client("http://api.test", "k", transport=httpx.MockTransport(api))
+    assert client.wait({"id": "r1"})["status"] == "awaiting_approval"
+    assert waits == ["30", "30", "30"]

@@ -14,7 +14,7 @@ import httpx
 from hango_client import _run
 from hango_client._async import AsyncCore
 from hango_client._core import Settings, answer
-from hango_client._endpoint import OMIT, Call, Ref
+from hango_client._endpoint import OMIT, Call, Ref, ref_id
 from hango_client._sync import SyncCore
 from hango_client.errors import RunTimedOut
 from hango_client.resources import (
@@ -32,7 +32,7 @@ from hango_client.resources import (
     Webhooks,
 )
 from hango_client.retry import RetryPolicy
-from hango_client.types import Answer, Run, ToolCall, ToolResult
+from hango_client.types import FINISHED, PARKED, Answer, Run, ToolCall, ToolResult
 
 WAIT_SECONDS = 30  # each wait of run(): the server answers at once when the run ends or parks
 
@@ -108,6 +108,16 @@ class Client:
         """``GET /healthz`` (no key needed): its status (200 up, 503 down) and body."""
         response = self.request("GET", "/healthz", auth=False, also_ok=(503,))
         return response.status_code, answer(response)
+
+    def wait(self, run: Ref, *, timeout: float | None = None) -> Run:
+        """The run once it has ended or parks for its caller (``awaiting_approval``,
+        ``requires_action``), waiting on the server (``?wait=``) as long as it takes, or up to
+        ``timeout`` seconds (then :class:`RunTimedOut`)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        current = self.runs.get(run, wait=_wait(run, deadline))
+        while current["status"] not in FINISHED | PARKED:
+            current = self.runs.get(current, wait=_wait(current, deadline))
+        return current
 
     def run(self, session: Ref, content: str | list[Mapping[str, Any]], *,
             tools: Mapping[str, _run.ToolFunction] | None = None,
@@ -212,6 +222,14 @@ class AsyncClient:
         response = await self.request("GET", "/healthz", auth=False, also_ok=(503,))
         return response.status_code, answer(response)
 
+    async def wait(self, run: Ref, *, timeout: float | None = None) -> Run:
+        """:meth:`Client.wait`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        current = await self.runs.get(run, wait=_wait(run, deadline))
+        while current["status"] not in FINISHED | PARKED:
+            current = await self.runs.get(current, wait=_wait(current, deadline))
+        return current
+
     async def run(self, session: Ref, content: str | list[Mapping[str, Any]], *,
                   tools: Mapping[str, _run.ToolFunction] | None = None,
                   on_approval: _run.ApprovalHandler | None = None,
@@ -256,14 +274,15 @@ class AsyncClient:
         return _run.result_of(call, value)
 
 
-def _wait(run: Run, deadline: float | None) -> int:
+def _wait(run: Ref, deadline: float | None) -> int:
     """Seconds for the next wait: the default, or what is left of ``timeout`` (which, spent,
     raises :class:`RunTimedOut`)."""
     if deadline is None:
         return WAIT_SECONDS
     left = deadline - time.monotonic()
     if left <= 0:
-        raise RunTimedOut(f"run {run['id']} did not end in time ({run['status']})", run=run)
+        status = run.get("status") if isinstance(run, Mapping) else None
+        raise RunTimedOut(f"run {ref_id(run)} did not end in time ({status})", run=run)
     return max(1, min(WAIT_SECONDS, int(left)))
 
 
