@@ -20,7 +20,7 @@ RUN pip install -r requirements.txt \
     && pip install --no-deps --ignore-requires-python -r requirements-nodeps.txt
 
 COPY . .
-RUN pip install --no-deps -e .
+RUN pip install --no-deps -e sdk/python && pip install --no-deps -e .
 
 # The code stays root-owned and read-only to the process; only local state and the collected
 # static files belong to the unprivileged user.

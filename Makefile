@@ -40,13 +40,16 @@ PIP    := $(PY) -m pip --quiet --disable-pip-version-check
 INSTALL_LOG := $(VENV)/install.log
 
 # requirements-nodeps.txt holds packages that declare a newer Python than 3.11 but run on it (ctok):
-# pip would refuse them in the resolver, so they go in a step of their own.
-$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
+# pip would refuse them in the resolver, so they go in a step of their own. The Python SDK
+# (sdk/python, package hango_client) is its own package, installed editable in a step of its own:
+# the CLI is built on it.
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml sdk/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "Installing the pinned requirements into $(VENV) (pip's output: $(INSTALL_LOG))..."
 	@{ $(PIP) install --upgrade pip \
 	   && $(PIP) install -r requirements.txt \
 	   && $(PIP) install --no-deps --ignore-requires-python -r requirements-nodeps.txt \
+	   && $(PIP) install --no-deps -e sdk/python \
 	   && $(PIP) install --no-deps -e . ; } > $(INSTALL_LOG) 2>&1 \
 	 || { tail -n 25 $(INSTALL_LOG); echo "Installing failed: pip's whole output is in $(INSTALL_LOG)." >&2; exit 1; }
 	@touch $(STAMP)

@@ -102,13 +102,13 @@ def test_send_follow_that_connects_after_the_first_word_prints_it(hango, quickst
             first_word.set()
 
     monkeypatch.setattr(live.LOCAL, "publish", spied)
-    connect = Client.sse
+    connect = Client.events
 
-    def late(self, path, **options):
+    def late(self, run_id, **options):
         assert first_word.wait(10)
-        return connect(self, path, **options)
+        return connect(self, run_id, **options)
 
-    monkeypatch.setattr(Client, "sse", late)
+    monkeypatch.setattr(Client, "events", late)
     result = hango("send", "--session", quickstart_session, MESSAGE, "--follow")
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()

@@ -1,0 +1,152 @@
+"""The API's main objects as typed dictionaries: what the JSON holds, for the reader and the
+type checker. They are the server's JSON as is (a field the server adds later is there too);
+only :class:`Event` and :class:`Answer`, which the client builds itself, are dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, NotRequired, TypeAlias, TypedDict, TypeVar
+
+T = TypeVar("T")
+
+RunStatus: TypeAlias = Literal["pending", "queued", "running", "awaiting_approval",
+                               "requires_action", "completed", "failed", "cancelled"]
+# A run in one of these will not change again (unless resumed).
+FINISHED: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+# A run in one of these waits for its caller.
+PARKED: frozenset[str] = frozenset({"awaiting_approval", "requires_action"})
+
+
+class Page(TypedDict, Generic[T]):
+    """One page of a list; ``next`` is the next page's URL (None on the last)."""
+
+    results: list[T]
+    next: str | None
+    previous: str | None
+
+
+class Agent(TypedDict):
+    id: str
+    name: str
+    description: str
+    system_prompt: str
+    model: str
+    allowed_tools: list[str] | None
+    config: dict[str, Any]
+    owner: str
+    created_at: str
+    updated_at: str
+
+
+class Session(TypedDict):
+    id: str
+    agent: str
+    title: str
+    active_run: str | None
+    created_at: str
+    updated_at: str
+
+
+class Message(TypedDict):
+    id: str
+    seq: int | None  # None while it waits in the session's queue
+    role: Literal["user", "assistant"]
+    content: list[dict[str, Any]]
+    run: str | None
+    created_at: str
+
+
+class RunOutput(TypedDict):
+    text: str
+    stop_reason: str
+
+
+class ToolCall(TypedDict):
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+class RequiredAction(TypedDict):
+    type: Literal["submit_tool_results"]
+    tool_calls: list[ToolCall]
+    expires_at: str | None
+
+
+class Run(TypedDict):
+    id: str
+    session: str
+    agent: str
+    status: RunStatus
+    turn: int
+    todos: list[dict[str, Any]]
+    pending_approvals: list[dict[str, Any]]
+    error: dict[str, Any] | None
+    output: RunOutput | None  # set once completed
+    required_action: NotRequired[RequiredAction | None]  # set while requires_action
+    usage: dict[str, Any]
+    cost: dict[str, Any]
+    cancel_requested: bool
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
+class PostedMessage(TypedDict):
+    """What posting a message answers: the message and the run it started (or queued)."""
+
+    message: Message
+    run: Run
+
+
+class ToolResult(TypedDict):
+    """One answer to a client tool's call: ``output`` is text or content blocks."""
+
+    tool_use_id: str
+    output: str | list[dict[str, Any]]
+    is_error: NotRequired[bool]
+
+
+class Decision(TypedDict):
+    """One decision on a call waiting for approval."""
+
+    tool_use_id: str
+    type: Literal["approve", "edit", "reject", "respond"]
+    input: NotRequired[dict[str, Any]]
+    message: NotRequired[str]
+
+
+class Override(TypedDict):
+    part: str
+    action: Literal["exclude", "replace"]
+    replacement: NotRequired[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """One event of a run, as the event stream carries it (the stream's frame unwrapped).
+
+    ``type``: ``run.status``, ``message.created``, ``tool.result``, ``todos.updated``,
+    ``approval.requested``, … or ``message.delta``, a piece of text as the model writes it.
+    ``seq``: the event's place in its run (its SSE id); None for a delta, which is never stored.
+    ``data``: the event's own fields (a delta's ``{run, turn, index, text}``)."""
+
+    type: str
+    seq: int | None
+    data: dict[str, Any] = field(default_factory=dict)
+    created_at: str | None = None
+
+    @property
+    def id(self) -> str | None:
+        """The SSE id (what ``Last-Event-ID`` repeats): the seq as text."""
+        return None if self.seq is None else str(self.seq)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """What :meth:`Client.run` ends with: the run's final text and why the model stopped
+    (``max_tokens``: cut off), and the completed run's JSON."""
+
+    text: str
+    stop_reason: str
+    run: Run
