@@ -82,9 +82,10 @@ def slice_span(run: Run, owner: str) -> Iterator[Span]:
         parent = trace.set_span_in_context(NonRecordingSpan(stored))
         if handed.is_valid:
             links.append(Link(handed, {telemetry.ATTR_LINK_REASON: "handover"}))
-    attrs: dict[str, str | int] = {**run_attributes(run), telemetry.ATTR_TENANT_ID: str(run.session.tenant_id),
-             telemetry.ATTR_TURN: run.turn, telemetry.ATTR_EPOCH: run.epoch,
-             telemetry.ATTR_WORKER: owner}
+    attrs: dict[str, str | int] = {
+        **run_attributes(run), telemetry.ATTR_TENANT_ID: str(run.session.tenant_id),
+        telemetry.ATTR_TURN: run.turn, telemetry.ATTR_EPOCH: run.epoch,
+        telemetry.ATTR_WORKER: owner}
     with telemetry.tracer.start_as_current_span(
             telemetry.SPAN_RUN_SLICE, context=parent, links=links, attributes=attrs,
             record_exception=False, set_status_on_exception=False) as span:
