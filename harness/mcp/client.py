@@ -182,10 +182,10 @@ class Connection:
         if not self.open or self._client is None:
             raise McpUnavailable("the session to the server has ended")
         client = self._client
+        # The HTTP requests carry the call's trace context (the SDK puts its own span's, a
+        # child of the call's, in the request's _meta: bridge.run hands it the caller's context).
         self.trace.clear()
         self.trace.update(telemetry.trace_headers())
-        # Also in the request's _meta, where MCP carries a trace context on any transport.
-        meta = {**(meta or {}), **self.trace}
         sent = cast(RequestParamsMeta, dict(meta)) if meta else None
         try:
             return bridge.run(
