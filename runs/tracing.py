@@ -26,15 +26,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from opentelemetry import trace
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, TraceFlags
 
 from harness import telemetry
 
-if TYPE_CHECKING:
-    from runs.models import Run
+
+class Run(Protocol):
+    """What this module reads of a run (``runs.models.Run``, which imports this module for its
+    column's default: named by shape, not imported)."""
+
+    pk: Any
+    session_id: Any
+    trace_context: str
+    turn: int
+    epoch: int
+
+    @property
+    def session(self) -> Any: ...
 
 # The length of a version-00 traceparent: 00-<32 hex>-<16 hex>-<2 hex>.
 TRACEPARENT_LENGTH = 55
