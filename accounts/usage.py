@@ -47,6 +47,7 @@ from accounts.models import (
     UsageRecord,
 )
 from accounts.scoping import visible_to
+from hango_project import metrics
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
 from hango_project.ids import made_at
@@ -143,6 +144,7 @@ def quota_hold(tenant_id: uuid.UUID, tokens: int, *, run_id: uuid.UUID | None = 
         state = quota_state(tenant)
         if state.used + tokens > state.quota:
             left = max(0, state.quota - state.used)
+            metrics.quota_refused("model_call")
             raise QuotaExceeded(
                 f"The tenant's token quota ({state.quota} tokens per {state.period}) cannot "
                 f"cover the next model call: it may use up to {tokens} tokens and {left} are "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 
 from opentelemetry import metrics, trace
@@ -31,7 +32,9 @@ def _exporter_names(kind: str) -> list[str]:
 def _configure_sdk() -> None:
     from opentelemetry.sdk.resources import Resource
 
-    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "hango")})
+    # One instance per process: the metrics of each worker (its runs in flight) stay apart.
+    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "hango"),
+                                "service.instance.id": f"{socket.gethostname()}:{os.getpid()}"})
     span_exporters = _exporter_names("TRACES")
     if span_exporters:
         from opentelemetry.sdk.trace import TracerProvider
@@ -72,6 +75,11 @@ def configure() -> None:
 
         # Request headers (Authorization) are never captured: no header capture is configured.
         DjangoInstrumentor().instrument()
+    # The sending side of Celery too (the web's posts, the worker's hand-overs): a task carries
+    # its sender's trace context to the worker's span of it (runs/tracing.py). Only when spans
+    # go somewhere: untraced, the instrumentation's no-op spans would still cost every post.
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        instrument_celery()
 
 
 def instrument_celery(**_: object) -> None:

@@ -32,7 +32,7 @@ from harness.approval_values import Result
 from harness.chain import Chain, ModelHandler, ModelRequest
 from harness.deltas import DeltaSink, collect
 from harness.errors import HarnessError, RunCannotGoOn
-from harness.messages import Message, ModelUsage, Request, Response, ToolUseBlock
+from harness.messages import Message, ModelUsage, Request, Response, ToolUseBlock, Usage
 from harness.providers.base import Provider, StreamEvent, Streaming
 from harness.serde import message_to_json
 from harness.state import State
@@ -78,14 +78,11 @@ class Loop:
     def run(self, state: State, *, control: Control,
             checkpointer: Checkpointer[HaltT]) -> NextStep | HaltT:
         """Turns until a terminal step, or until the checkpointer stops the loop (its reason)."""
-        attrs = {
-            telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_INVOKE_AGENT,
-            telemetry.ATTR_GEN_AI_AGENT_ID: self.agent.id,
-            telemetry.ATTR_GEN_AI_AGENT_NAME: self.agent.name,
-            telemetry.ATTR_RUN_ID: state.run_id,
-            telemetry.ATTR_SESSION_ID: state.session_id,
-            telemetry.ATTR_TENANT_ID: state.tenant_id,
-        }
+        attrs = {telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_INVOKE_AGENT,
+                 telemetry.ATTR_GEN_AI_AGENT_ID: self.agent.id,
+                 telemetry.ATTR_GEN_AI_AGENT_NAME: self.agent.name,
+                 telemetry.ATTR_RUN_ID: state.run_id, telemetry.ATTR_SESSION_ID: state.session_id,
+                 telemetry.ATTR_TENANT_ID: state.tenant_id}
         with telemetry.span(telemetry.SPAN_INVOKE_AGENT, attrs) as span:
             span.add_event(telemetry.EVENT_MIDDLEWARE_STACK,
                            {telemetry.ATTR_MIDDLEWARE_STACK: self.chain.names})
@@ -213,12 +210,10 @@ class Loop:
 
     def call_model(self, state: State) -> tuple[Response, dict[str, Tool]]:
         """The model's response, and the tools it was offered by name (what its calls find)."""
-        attrs = {
-            telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_CHAT,
-            telemetry.ATTR_GEN_AI_PROVIDER: self.provider.name,
-            telemetry.ATTR_GEN_AI_REQUEST_MODEL: self.model,
-            telemetry.ATTR_TURN: state.turn + 1,
-        }
+        attrs = {telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_CHAT,
+                 telemetry.ATTR_GEN_AI_PROVIDER: self.provider.name,
+                 telemetry.ATTR_GEN_AI_REQUEST_MODEL: self.model,
+                 telemetry.ATTR_TURN: state.turn + 1}
         prepared = self.prepare(state)
         sent: list[ModelRequest] = []  # the request as the innermost handler received it
         with telemetry.span(telemetry.SPAN_CHAT, attrs, kind=SpanKind.CLIENT) as span:
@@ -244,13 +239,24 @@ class Loop:
                 trace.get_current_span().set_attributes(telemetry.content_attributes(
                     True, telemetry.ATTR_GEN_AI_INPUT_MESSAGES,
                     [message_to_json(m) for m in request.messages]))
-            response = self._complete(request, turn=req.state.turn + 1)
+            started = time.perf_counter()
+            try:
+                response = self._complete(request, turn=req.state.turn + 1)
+            except HarnessError as exc:
+                self._record_call(started, None, exc.code)
+                raise
+            self._record_call(started, response.usage)
             printed = None if self.prints is None else fingerprint.of_request(req, self.prints)
             req.state.record_usage(ModelUsage(purpose=self.purpose, provider=self.provider.name,
                                               model=self.model, usage=response.usage, sent=printed))
             return response
 
         return call
+
+    def _record_call(self, started: float, usage: Usage | None, error: str | None = None) -> None:
+        telemetry.record_model_call(provider=self.provider.name, model=self.model, error=error,
+                                    purpose=self.purpose, seconds=time.perf_counter() - started,
+                                    usage=usage)
 
     def _complete(self, request: Request, *, turn: int) -> Response:
         """The provider's response: its stream's last event when the loop streams (each text

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 from opentelemetry import metrics, trace
-from opentelemetry.trace import NonRecordingSpan, Span, SpanKind
+from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from harness.messages import Usage
 
@@ -24,6 +25,9 @@ SPAN_EXECUTE_TOOL: Final = "execute_tool"
 SPAN_BEFORE_RUN: Final = "agent.before_run"
 SPAN_CONTEXT_INSPECT: Final = "agent.context_inspect"
 SPAN_CONTEXT_TRY: Final = "context_try"
+# One trace per run (issue 35): each time slice a worker gives a run, and each webhook attempt.
+SPAN_RUN_SLICE: Final = "hango.run.slice"
+SPAN_WEBHOOK_DELIVER: Final = "hango.webhook.deliver"
 
 # Span events
 EVENT_MIDDLEWARE_STACK: Final = "agent.middleware_stack"
@@ -112,6 +116,20 @@ ATTR_CONTEXT_EXCLUDED_TOKENS: Final = "hango.context.excluded_tokens"
 ATTR_CONTEXT_TRY: Final = "hango.context.try"
 ATTR_CONTEXT_PART: Final = "hango.context.part"
 ATTR_CONTEXT_OUTCOME: Final = "outcome"
+# One trace per run, and the operator's metrics (issue 35). Metric attributes are few-valued:
+# never a run, session or tenant id.
+ATTR_WORKER: Final = "hango.worker.id"
+ATTR_EPOCH: Final = "hango.run.epoch"
+ATTR_SLICE_OUTCOME: Final = "hango.run.slice.outcome"
+ATTR_RUN_OUTCOME: Final = "hango.run.outcome"
+ATTR_LINK_REASON: Final = "hango.link.reason"
+ATTR_ERROR_TYPE: Final = "error.type"
+ATTR_GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+ATTR_WEBHOOK_EVENT: Final = "hango.webhook.event"
+ATTR_WEBHOOK_OUTCOME: Final = "hango.webhook.outcome"
+ATTR_WEBHOOK_ATTEMPT: Final = "hango.webhook.attempt"
+ATTR_HTTP_STATUS: Final = "http.response.status_code"
+ATTR_QUOTA_WHERE: Final = "hango.quota.where"
 
 # Metrics
 METRIC_BEFORE_RUN_DURATION: Final = "hango.middleware.before_run.duration"
@@ -122,6 +140,25 @@ METRIC_SUMMARIZE_CALLS: Final = "hango.summarization.calls"
 METRIC_CACHE_READ_RATIO: Final = "hango.cache.read_ratio"
 METRIC_CONTEXT_INSPECT_DURATION: Final = "hango.context.inspect.duration"
 METRIC_CONTEXT_OVERRIDES_ACTIVE: Final = "hango.context.overrides.active"
+# Issue 35: what an operator alerts on.
+METRIC_RUNS_STARTED: Final = "hango.runs.started"
+METRIC_RUNS_ENDED: Final = "hango.runs.ended"
+METRIC_RUN_DURATION: Final = "hango.run.duration"
+METRIC_QUEUE_WAIT: Final = "hango.run.queue_wait"
+METRIC_SLICES: Final = "hango.run.slices"
+METRIC_RUNS_IN_FLIGHT: Final = "hango.worker.runs_in_flight"
+METRIC_LEASE_TAKEOVERS: Final = "hango.run.lease_takeovers"
+METRIC_FENCED: Final = "hango.run.fenced"
+METRIC_MODEL_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_MODEL_TOKENS: Final = "gen_ai.client.token.usage"
+METRIC_TOOL_DURATION: Final = "hango.tool.duration"
+METRIC_TOOL_ERRORS: Final = "hango.tool.errors"
+METRIC_WEBHOOK_DELIVERIES: Final = "hango.webhook.deliveries"
+METRIC_QUOTA_REFUSALS: Final = "hango.quota.refusals"
+
+# A tool name the run was not offered (a model's invention) is counted under this one, so a
+# model cannot grow the metrics' series without bound.
+UNKNOWN_TOOL: Final = "_unknown"
 
 ALL_NAMES: Final = tuple(
     value for key, value in dict(globals()).items()
@@ -156,19 +193,82 @@ cache_read_ratio = _meter.create_histogram(
     description="Per model call: cache_read / (input + cache_read + cache_write) tokens.",
 )
 
+# Model calls as the GenAI semantic conventions count them (by provider, model, and hango's
+# purpose: "run", "summary", …), and tool calls by tool.
+model_duration = _meter.create_histogram(METRIC_MODEL_DURATION, unit="s")
+model_tokens = _meter.create_histogram(METRIC_MODEL_TOKENS, unit="{token}")
+tool_duration = _meter.create_histogram(METRIC_TOOL_DURATION, unit="s")
+tool_errors = _meter.create_counter(METRIC_TOOL_ERRORS)
+
+_propagator = TraceContextTextMapPropagator()
+
+
+def tracing() -> bool:
+    """Whether a tracer provider is installed (else every span is the API's no-op)."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
 
 @contextmanager
 def span(name: str, attributes: Mapping[str, Any] | None = None,
          kind: SpanKind = SpanKind.INTERNAL) -> Iterator[Span]:
+    """A span, current while the block runs. An exception out of the block marks it ERROR with
+    the error's code or type only (an exception's message may quote a tool's input or a
+    provider's answer), and is raised on."""
     current = trace.get_current_span()
-    if isinstance(current, NonRecordingSpan) and isinstance(trace.get_tracer_provider(),
-                                                            trace.ProxyTracerProvider):
+    if isinstance(current, NonRecordingSpan) and not tracing():
         # No tracer provider is set: the API's no-op tracer would hand back the current span and
         # make it current again. The same span, without that context switch (a few per turn).
         yield current
         return
-    with tracer.start_as_current_span(name, kind=kind, attributes=dict(attributes or {})) as s:
-        yield s
+    with tracer.start_as_current_span(name, kind=kind, attributes=dict(attributes or {}),
+                                      record_exception=False,
+                                      set_status_on_exception=False) as s:
+        try:
+            yield s
+        except BaseException as exc:
+            failed(s, error_type(exc))
+            raise
+
+
+def error_type(exc: BaseException) -> str:
+    """A short, secret-free name of a failure: a harness error's code, else its class name."""
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) and code else type(exc).__name__
+
+
+def failed(target: Span, kind: str) -> None:
+    """Mark ``target`` failed: status ERROR described by ``kind``, and ``error.type``."""
+    if target.is_recording():  # (a no-op span when nothing records)
+        target.set_status(Status(StatusCode.ERROR, kind))
+        target.set_attribute(ATTR_ERROR_TYPE, kind)
+
+
+def trace_headers() -> dict[str, str]:
+    """The W3C ``traceparent`` (and ``tracestate``) of the current span, for an outgoing request;
+    empty when nothing is traced. Never baggage: a caller's baggage is not passed on to model
+    providers, MCP servers or webhook receivers."""
+    carrier: dict[str, str] = {}
+    if tracing():
+        _propagator.inject(carrier)
+    return carrier
+
+
+def record_model_call(*, provider: str, model: str, purpose: str, seconds: float,
+                      usage: Usage | None, error: str | None = None) -> None:
+    """One model call's duration and, when it answered, its input and output tokens."""
+    attrs: dict[str, str] = {ATTR_GEN_AI_OPERATION: SPAN_CHAT, ATTR_GEN_AI_PROVIDER: provider,
+                             ATTR_GEN_AI_REQUEST_MODEL: model, ATTR_USAGE_PURPOSE: purpose}
+    model_duration.record(seconds, attrs if error is None else {**attrs, ATTR_ERROR_TYPE: error})
+    if usage is not None and error is None:
+        model_tokens.record(usage.input_tokens, {**attrs, ATTR_GEN_AI_TOKEN_TYPE: "input"})
+        model_tokens.record(usage.output_tokens, {**attrs, ATTR_GEN_AI_TOKEN_TYPE: "output"})
+
+
+def record_tool_call(name: str, seconds: float, is_error: bool) -> None:
+    """One tool call's duration (``hango.tool.is_error`` says how it went), and its error."""
+    tool_duration.record(seconds, {ATTR_GEN_AI_TOOL_NAME: name, ATTR_TOOL_IS_ERROR: is_error})
+    if is_error:
+        tool_errors.add(1, {ATTR_GEN_AI_TOOL_NAME: name})
 
 
 def record_event(name: str, attributes: Mapping[str, Any] | None = None) -> None:

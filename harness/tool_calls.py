@@ -8,6 +8,7 @@ cancel); this module only runs the calls and reports, for each, its result or th
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from harness import approvals, images, telemetry
@@ -42,9 +43,15 @@ def run_tools(chain: Chain, calls: Sequence[ToolUseBlock], state: State,
         with telemetry.span(telemetry.SPAN_EXECUTE_TOOL, attrs) as span:
             request = ToolCallRequest(call=call, state=state, tool=offered.get(call.name),
                                       offered=names, cancel_requested=cancel_requested)
+            started = time.perf_counter()
             outcome = chain.tool_call(request, run_tool)
-            span.set_attribute(telemetry.ATTR_TOOL_IS_ERROR,
-                               isinstance(outcome, ToolResult) and outcome.is_error)
+            failed = isinstance(outcome, ToolResult) and outcome.is_error
+            span.set_attribute(telemetry.ATTR_TOOL_IS_ERROR, failed)
+            if failed:  # the model is told in the result; the trace says it as a failed span
+                telemetry.failed(span, "tool_error")
+            if isinstance(outcome, ToolResult):  # not a call set aside for a human's decision
+                name = call.name if call.name in offered else telemetry.UNKNOWN_TOOL
+                telemetry.record_tool_call(name, time.perf_counter() - started, failed)
         if isinstance(outcome, AwaitingApproval):
             pending.append(PendingCall(tool_use_id=call.id, name=call.name, input=call.input,
                                        allowed_decisions=outcome.allowed_decisions,

@@ -9,6 +9,7 @@ usage row and audited as ``context.try`` (part ids and the model, never text).
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -28,7 +29,7 @@ from harness.errors import ProviderError, QuotaReached
 from harness.inspect import assemble, left_out
 from harness.loop import Loop
 from harness.messages import Message as HMessage
-from harness.messages import Response
+from harness.messages import Response, Usage
 from harness.middleware import summarization
 from harness.state import State
 from inspector.selectors import with_agent_and_tenant
@@ -107,6 +108,13 @@ def _record_usage(chat: Span, response: Response) -> None:
         telemetry.cache_read_ratio.record(usage.cache_read_tokens / total)
 
 
+def _record_call(loop: Loop, started: float, usage: Usage | None, error: str | None = None) -> None:
+    """A try's model call in the model metrics, its purpose ``context_try``."""
+    telemetry.record_model_call(provider=loop.provider.name, model=loop.model,
+                                purpose=UsagePurpose.CONTEXT_TRY.value, usage=usage,
+                                seconds=time.perf_counter() - started, error=error)
+
+
 def _call(loop: Loop, state: State, extra: Sequence[Override],
           budget: DbBudget | None) -> tuple[Response, list[str], OverrideSet]:
     """The call under its ``context_try`` and ``chat`` spans: the answer, the parts left out
@@ -120,14 +128,17 @@ def _call(loop: Loop, state: State, extra: Sequence[Override],
         # events land on it.
         before, after, overrides, *_ = assemble(loop, state, extra)
         _check_no_summary_pending(summarization.report(state))
+        started = time.perf_counter()
         try:
             response = loop.provider.complete(after.to_provider_request())
         except QuotaReached as exc:  # its worst case does not fit: it was not sent
             raise QuotaExceeded(str(exc)) from None
-        except ProviderError:
+        except ProviderError as exc:
+            _record_call(loop, started, None, exc.code)
             telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "failed"})
             _release(budget)
             raise
+        _record_call(loop, started, response.usage)
         _record_usage(chat, response)
     telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "ok"})
     return response, left_out(before, after), overrides

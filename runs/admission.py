@@ -27,6 +27,7 @@ from django.db import transaction
 
 from accounts.models import Tenant
 from accounts.usage import locked_tenant, quota_state
+from hango_project import metrics
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
 from runs.models import BUSY_RUN_STATUSES, Run
@@ -52,11 +53,13 @@ def quota_admit(tenant_id: uuid.UUID) -> None:
         return
     state = quota_state(tenant)
     if state.used >= state.quota:
+        metrics.quota_refused("admission")
         raise QuotaExceeded("The tenant's token quota for this period is spent.",
                             detail=state.detail())
     active = Run.objects.filter(session__tenant_id=tenant_id,
                                 status__in=BUSY_RUN_STATUSES).count()
     if state.used + (active + 1) * run_reservation() > state.quota:
+        metrics.quota_refused("admission")
         raise QuotaExceeded(
             "The tenant's token quota for this period is nearly spent and reserved by its "
             f"{active} active run(s); try again when they finish.", detail=state.detail())

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.usage import quota_release
+from hango_project import metrics
 from harness import approvals, serde
 from harness.approval_values import PendingBatch
 from harness.mcp.values import idempotency_key
@@ -48,6 +50,14 @@ def cancel_unheld(run: Run) -> None:
     close_paused_batch(run)
     take_over(run)
     finish_run(run, RunStatus.CANCELLED)
+    count_cancelled(run)
+
+
+def count_cancelled(run: Run) -> None:
+    """A run cancelled outside a worker (whose slices count their own ends) counts as ended
+    once the caller's transaction commits."""
+    created = run.created_at
+    transaction.on_commit(lambda: metrics.run_ended(RunStatus.CANCELLED.value, created))
 
 
 def close_paused_batch(run: Run) -> None:

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from hango_project import metrics
 from hango_project.config import hango
 from runs.endings import cancel_unheld
 from runs.models import BUSY_RUN_STATUSES, Run, RunStatus
@@ -79,9 +80,14 @@ def reconcile_runs(*, since: datetime | None = None) -> list[uuid.UUID]:
                  .filter(status__in=BUSY_RUN_STATUSES)
                  .filter(Q(lease_expires_at__lt=now)
                          | Q(lease_expires_at__isnull=True, updated_at__lt=untouched)))
-        ids = list(stale.values_list("id", flat=True)[:RECONCILE_BATCH])
+        found = list(stale.values_list("id", "lease_expires_at")[:RECONCILE_BATCH])
+        ids = [run_id for run_id, _ in found]
         # A stranded run's holder may only be stalled: fence it out (take_over's update).
         Run.objects.filter(pk__in=ids).update(lease_owner="", lease_expires_at=None,
                                               epoch=F("epoch") + 1, updated_at=now)
+        if expired := sum(1 for _, lease in found if lease is not None):
+            # Counted as the pass takes them: a take-over rolled back (a send that failed) is
+            # taken, and counted, again on the next pass.
+            metrics.lease_takeovers.add(expired)
         ids += start_stalled()
     return ids

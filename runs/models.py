@@ -13,6 +13,7 @@ from accounts.scoping import Tenancy
 from agents.models import Agent, PathFile
 from hango_project.ids import time_ordered_uuid
 from hango_project.models import TextJSONField
+from runs.tracing import current_traceparent
 from webhooks.models import Endpoint
 
 
@@ -99,6 +100,10 @@ class Run(TokenCounts):
     # message or the schedule that started it (runs/webhooked.py).
     webhook = models.ForeignKey(Endpoint, null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="+", db_index=False)
+    # The traceparent of the request that created the run: its slices continue that trace
+    # (runs/tracing.py). Never in the API.
+    trace_context = models.CharField(max_length=55, blank=True, default=current_traceparent,
+                                     db_default="", editable=False)
 
     class Meta:
         db_table = "runs"

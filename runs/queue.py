@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from hango_project.database import database
 from hango_project.sql import uuid_param
-from runs.endings import finish_run
+from runs.endings import count_cancelled, finish_run
 from runs.events import append_events, status_event
 from runs.models import (
     ACTIVE_RUN_STATUSES,
@@ -152,6 +152,7 @@ def start_next(session_id: uuid.UUID) -> Started | None:
         pending.delete()
         if run.cancel_requested:
             finish_run(run, RunStatus.CANCELLED)
+            count_cancelled(run)
             run.save()
             continue
         run.status = RunStatus.QUEUED

@@ -19,7 +19,7 @@ from harness.errors import retryable_codes
 from harness.mcp.values import idempotency_key
 from harness.messages import Message as HMessage
 from harness.serde import content_from_json, content_to_json
-from runs import queue, tasks
+from runs import queue, tasks, tracing
 from runs.admission import quota_admit
 from runs.content import user_content
 from runs.endings import INTERNAL_ERROR, cancel_unheld
@@ -106,6 +106,7 @@ def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
             _started(started)
     audit_record(actor=actor, tenant=session.tenant_id, action=AuditAction.RUN_CREATE,
                  obj_type="run", obj_id=run.pk, detail={**detail, "message_id": str(message.pk)})
+    tracing.mark_request(run)  # the run whose trace this request's span begins
     return message, run
 
 
@@ -152,6 +153,7 @@ def run_cancel(*, run: Run, actor: Member | None = None) -> Run:
     with transaction.atomic():
         queue.lock_session(run.session_id)  # before the run's row, as every such writer
         run = Run.objects.select_for_update().get(pk=run.pk)
+        tracing.mark_request(run)
         if run.status == RunStatus.PENDING:
             if not run.cancel_requested:
                 run.cancel_requested = True
@@ -212,6 +214,7 @@ def run_resume(*, run: Run, actor: Member | None = None) -> Run:
             append_events(run, [status_event(run)])
             run.save()
             _audit_run(actor, AuditAction.RUN_RESUME, run)
+            tracing.mark_request(run)
             tasks.enqueue_run(run.id)
     except IntegrityError:
         raise _conflict_active(run.session_id) from None
@@ -252,6 +255,7 @@ def run_approve(*, run: Run, decisions: list[dict[str, Any]],
         _audit_run(actor, AuditAction.RUN_APPROVE, run, decisions=[
             {"tool_use_id": p.tool_use_id, "tool": p.name,
              "type": batch.decisions[p.tool_use_id].type} for p in batch.pending])
+        tracing.mark_request(run)
         tasks.enqueue_run(run.id)
     return run
 

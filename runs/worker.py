@@ -26,11 +26,14 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from accounts.usage import quota_release
+from hango_project import metrics
 from hango_project.config import hango
 from hango_project.database import database
 from hango_project.errors import QuotaExceeded
+from harness import telemetry
 from harness.errors import HarnessError, Superseded
 from harness.steps import Failed, FinalOutput, Interrupted, NextStep, RunAgain
+from runs import tracing
 from runs.checkpointer import DbCheckpointer, DbControl, Fenced, Halt, QuotaSpent, SliceUsed
 from runs.claims import claim_unheld
 from runs.endings import INTERNAL_ERROR, cancel_unheld, finish_run
@@ -65,6 +68,8 @@ def claim_run(run_id: str, owner: str) -> Run | None:
     if database().one_statement:  # the common case in one statement
         now = timezone.now()
         if (run := claim_unheld(run_id, owner, now + lease_length(), now)) is not None:
+            if run.started_at == now:  # set by this claim: the run's first
+                metrics.run_started(run.created_at, now)
             return run
     with transaction.atomic():
         run = (Run.objects.select_for_update(of=("self",))
@@ -84,7 +89,9 @@ def claim_run(run_id: str, owner: str) -> Run | None:
         run.lease_owner, run.lease_expires_at = owner, now + lease_length()
         if run.status == RunStatus.QUEUED:
             run.status = RunStatus.RUNNING
-            run.started_at = run.started_at or now
+            if run.started_at is None:
+                run.started_at = now
+                metrics.run_started(run.created_at, now)
             append_events(run, [status_event(run)])
         run.save()
         return run
@@ -112,10 +119,28 @@ def _release(run: Run) -> None:
 
 def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
     """Advance the run for up to one time slice and say what happened. It never enqueues: a
-    :attr:`Outcome.YIELDED` run is for the caller (:mod:`runs.tasks`) to hand on."""
-    run = claim_run(run_id, owner or worker_identity())
+    :attr:`Outcome.YIELDED` run is for the caller (:mod:`runs.tasks`) to hand on.
+
+    The slice is a span of the run's trace (:func:`runs.tracing.slice_span`), and the run counts
+    as in flight in this process while it runs."""
+    owner = owner or worker_identity()
+    run = claim_run(run_id, owner)
     if run is None:
+        metrics.slices.add(1, {telemetry.ATTR_SLICE_OUTCOME: Outcome.SKIPPED.value})
         return Outcome.SKIPPED
+    with metrics.in_flight(), tracing.slice_span(run, owner) as span:
+        outcome = _advance(run, run_id)
+        span.set_attribute(telemetry.ATTR_SLICE_OUTCOME, outcome.value)
+    metrics.slices.add(1, {telemetry.ATTR_SLICE_OUTCOME: outcome.value})
+    if outcome in ENDED:
+        metrics.run_ended(outcome.value, run.created_at)
+    elif outcome is Outcome.FENCED:
+        metrics.fenced.add(1)
+    return outcome
+
+
+def _advance(run: Run, run_id: str) -> Outcome:
+    """:func:`execute_run` past the claim: the slice itself."""
     try:
         loop, state, next_seq = build_execution(run)
     except HarnessError as exc:
@@ -176,3 +201,4 @@ def _outcome(run: Run, end: NextStep | Halt) -> Outcome:
 # one started); the session's next waiting message then starts (:func:`runs.handoff.start_queued`).
 MAY_HAVE_ENDED = frozenset({Outcome.COMPLETED, Outcome.FAILED, Outcome.CANCELLED,
                             Outcome.SKIPPED})
+ENDED = frozenset({Outcome.COMPLETED, Outcome.FAILED, Outcome.CANCELLED})

@@ -28,12 +28,14 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from django.db.models import F, Q
 from django.utils import timezone
+from opentelemetry.trace import SpanKind
 from standardwebhooks.webhooks import Webhook
 
-from hango_project import outbound
+from hango_project import metrics, outbound
 from hango_project.config import hango
 from hango_project.outbound import Refused, Unresolved, is_public  # noqa: F401 (kept here)
 from hango_project.pgpool import release
+from harness import telemetry
 from webhooks import secrets
 from webhooks.models import Delivery, DeliveryStatus, Endpoint
 
@@ -70,7 +72,14 @@ def attempt(delivery_id: uuid.UUID | str) -> Delivery | None:
         return None
     delivery = Delivery.objects.select_related("endpoint").get(pk=delivery_id)
     release()  # no connection held while the receiver takes its time
-    outcome = _send(delivery, now)
+    attrs = {telemetry.ATTR_WEBHOOK_EVENT: delivery.event,
+             telemetry.ATTR_WEBHOOK_ATTEMPT: delivery.attempts}
+    with telemetry.span(telemetry.SPAN_WEBHOOK_DELIVER, attrs, kind=SpanKind.CLIENT) as span:
+        outcome = _send(delivery, now)
+        if outcome.status_code is not None:
+            span.set_attribute(telemetry.ATTR_HTTP_STATUS, outcome.status_code)
+        if outcome.error:  # never the error's text: it may quote the receiver's address
+            telemetry.failed(span, "webhook_failed")
     _record(delivery, outcome)
     return delivery
 
@@ -107,7 +116,7 @@ def _send(delivery: Delivery, now: datetime) -> Outcome:
     headers = {"content-type": "application/json", "user-agent": USER_AGENT, "host": host,
                "webhook-id": delivery.message_id,
                "webhook-timestamp": str(int(now.timestamp())),
-               "webhook-signature": signature}
+               "webhook-signature": signature, **telemetry.trace_headers()}
     return _post(target, payload, headers, sni)
 
 
@@ -162,6 +171,10 @@ def _record(delivery: Delivery, outcome: Outcome) -> None:
         delivery.next_attempt_at = now + retry_pause(delivery.attempts)
     else:
         delivery.status, delivery.next_attempt_at = DeliveryStatus.FAILED, None
+    outcome_name = ("succeeded" if not outcome.error else
+                    "failed" if delivery.status == DeliveryStatus.FAILED else "retrying")
+    metrics.webhook_deliveries.add(1, {telemetry.ATTR_WEBHOOK_OUTCOME: outcome_name,
+                                       telemetry.ATTR_WEBHOOK_EVENT: delivery.event})
     # Fenced by the attempt it records: a slower, older attempt writes nothing over it.
     Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING,
                             attempts=delivery.attempts).update(

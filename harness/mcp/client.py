@@ -33,6 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT, CallToolResult, Implementation, RequestParamsMeta
 
+from harness import telemetry
 from harness.mcp import bridge
 from harness.mcp.transport import AddressPolicy, Guarded
 from harness.mcp.values import McpTool, McpUnavailable
@@ -67,11 +68,11 @@ class Target:
 
 def _http_client(target: Target, headers: Mapping[str, str] | None = None,
                  timeout: httpx2.Timeout | None = None, auth: Any = None, *,
-                 refused: list[str]) -> httpx2.AsyncClient:
+                 refused: list[str], trace: Mapping[str, str]) -> httpx2.AsyncClient:
     """The HTTP client of one session (also the SSE transport's factory, whose arguments it
     takes and overrides with the target's own)."""
     return httpx2.AsyncClient(
-        headers=dict(target.headers), transport=Guarded(target.check_address, refused),
+        headers=dict(target.headers), transport=Guarded(target.check_address, refused, trace),
         timeout=httpx2.Timeout(target.timeout_seconds, read=max(target.timeout_seconds, 300.0)),
         follow_redirects=False)
 
@@ -89,6 +90,10 @@ class Connection:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.refused: list[str] = []  # why the transport refused a response, if it did
+        # The trace context of the call under way, which its HTTP requests carry: set by the
+        # caller's thread, read on the loop's (whose tasks hold the session's context, not the
+        # call's). A session serves one run's calls, one at a time.
+        self.trace: dict[str, str] = {}
         self._client: Client | None = None
         self._closing: asyncio.Event | None = None
         self._held: asyncio.Task[None] | None = None
@@ -127,13 +132,14 @@ class Connection:
         target = self.target
         match target.transport:
             case "streamable_http":
-                http = await stack.enter_async_context(_http_client(target,
-                                                                    refused=self.refused))
+                http = await stack.enter_async_context(_http_client(
+                    target, refused=self.refused, trace=self.trace))
                 return streamable_http_client(target.url, http_client=http)
             case "sse":
                 return sse_client(target.url, timeout=target.timeout_seconds,
-                                  httpx_client_factory=partial(_http_client, target,
-                                                               refused=self.refused))
+                                  httpx_client_factory=partial(
+                                      _http_client, target, refused=self.refused,
+                                      trace=self.trace))
             case "stdio":
                 return stdio_client(StdioServerParameters(
                     command=target.command, args=list(target.args), env=dict(target.env) or None),
@@ -176,6 +182,10 @@ class Connection:
         if not self.open or self._client is None:
             raise McpUnavailable("the session to the server has ended")
         client = self._client
+        # The HTTP requests carry the call's trace context (the SDK puts its own span's, a
+        # child of the call's, in the request's _meta: bridge.run hands it the caller's context).
+        self.trace.clear()
+        self.trace.update(telemetry.trace_headers())
         sent = cast(RequestParamsMeta, dict(meta)) if meta else None
         try:
             return bridge.run(
@@ -187,6 +197,8 @@ class Connection:
             # The SDK's own clock (the session's read timeout) ran out first: no answer, not
             # the server's error; whether the call ran is unknown.
             raise TimeoutError(f"no answer within {self.target.timeout_seconds:g} s") from None
+        finally:
+            self.trace.clear()
 
     def close(self) -> None:
         """Leave the session (a server that does not answer is left after a few seconds)."""

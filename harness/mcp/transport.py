@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
@@ -77,13 +77,17 @@ class Guarded(httpx2.AsyncHTTPTransport):
     """httpx's transport, each request sent to the address its policy allows, and no redirect
     or refusal of the credentials passed on (raised, they end the session, saying why)."""
 
-    def __init__(self, policy: AddressPolicy | None, refused: list[str]) -> None:
+    def __init__(self, policy: AddressPolicy | None, refused: list[str],
+                 trace: Mapping[str, str] | None = None) -> None:
         # An idle connection is dropped before a server would drop it (uvicorn: 5 s): one the
         # server closes as a request reuses it fails that request, and the SDK its session.
         super().__init__(verify=_tls(), limits=httpx2.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
         self._policy, self._refused = policy, refused
+        self._trace = trace if trace is not None else {}  # the caller's dict, changed per call
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._trace:  # the trace context of the call under way (harness.mcp.client)
+            request.headers.update(self._trace)
         if self._policy is not None:
             host = request.url.host
             port = request.url.port or (443 if request.url.scheme == "https" else 80)

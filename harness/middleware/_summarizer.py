@@ -11,13 +11,14 @@ answer it) and is recorded on the run state with usage purpose ``summarize``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import assert_never
 
 from opentelemetry.trace import SpanKind
 
 from harness import telemetry
-from harness.errors import ProviderError
+from harness.errors import HarnessError, ProviderError
 from harness.messages import (
     Message,
     ModelUsage,
@@ -116,8 +117,18 @@ class Summarizer:
                  telemetry.ATTR_GEN_AI_PROVIDER: self.provider.name,
                  telemetry.ATTR_GEN_AI_REQUEST_MODEL: self.model,
                  telemetry.ATTR_USAGE_PURPOSE: PURPOSE}
+        started = time.perf_counter()
         with telemetry.span(telemetry.SPAN_CHAT, attrs, kind=SpanKind.CLIENT):
-            response = self.provider.complete(request)
+            try:
+                response = self.provider.complete(request)
+            except HarnessError as exc:
+                telemetry.record_model_call(provider=self.provider.name, model=self.model,
+                                            purpose=PURPOSE, seconds=time.perf_counter() - started,
+                                            usage=None, error=exc.code)
+                raise
+        telemetry.record_model_call(provider=self.provider.name, model=self.model,
+                                    purpose=PURPOSE, seconds=time.perf_counter() - started,
+                                    usage=response.usage)
         state.record_usage(ModelUsage(purpose=PURPOSE, provider=self.provider.name,
                                       model=self.model, usage=response.usage))
         telemetry.summarize_calls.add(1, {telemetry.ATTR_SUMMARY_OUTCOME: "ok"})

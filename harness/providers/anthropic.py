@@ -21,6 +21,7 @@ from typing import Any
 import anthropic
 from anthropic.types import Message as WireMessage
 
+from harness import telemetry
 from harness.errors import (
     ProviderAuthError,
     ProviderBadRequest,
@@ -76,7 +77,8 @@ class AnthropicProvider:
     def complete(self, request: Request) -> Response:
         with self._errors_mapped():
             wire = self._client.messages.create(
-                **_map_request(request), max_tokens=request.max_tokens)
+                **_map_request(request), max_tokens=request.max_tokens,
+                extra_headers=telemetry.trace_headers() or None)
         return _map_response(wire)
 
     def count_tokens(self, request: Request) -> int:
@@ -86,7 +88,8 @@ class AnthropicProvider:
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         with self._errors_mapped():
             with self._client.messages.stream(
-                    **_map_request(request), max_tokens=request.max_tokens) as stream:
+                    **_map_request(request), max_tokens=request.max_tokens,
+                    extra_headers=telemetry.trace_headers() or None) as stream:
                 started = False
                 for event in stream:
                     started = started or event.type == "message_start"

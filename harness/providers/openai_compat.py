@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 import openai
 
+from harness import telemetry
 from harness.errors import (
     ProviderAuthError,
     ProviderBadRequest,
@@ -60,7 +61,8 @@ class OpenAICompatProvider:
 
     def complete(self, request: Request) -> Response:
         with self._errors_mapped():
-            completion = self._client.chat.completions.create(**map_request(request))
+            completion = self._client.chat.completions.create(
+                **map_request(request), extra_headers=telemetry.trace_headers() or None)
         return map_response(completion)
 
     def count_tokens(self, request: Request) -> int:
@@ -92,7 +94,8 @@ class OpenAICompatProvider:
         acc = StreamAccumulator(model=request.model)
         with self._errors_mapped():
             chunks = self._client.chat.completions.create(
-                **map_request(request), stream=True, stream_options={"include_usage": True})
+                **map_request(request), stream=True, stream_options={"include_usage": True},
+                extra_headers=telemetry.trace_headers() or None)
             with chunks:
                 for chunk in chunks:
                     if text := acc.add(chunk):

@@ -5,14 +5,29 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
-from opentelemetry import trace
+from opentelemetry import baggage, context, trace
+from opentelemetry.trace import StatusCode
 
 from harness import telemetry
+from harness.errors import ProviderError
+from harness.providers.scripted import ScriptedModel, tool_call
+from harness.steps import Failed
+from tests.support.harness import make_loop, run, spans_named
 from tests.support.otel import span_exporter
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def baggage_set(key: str, value: str):
+    token = context.attach(baggage.set_baggage(key, value))
+    try:
+        yield
+    finally:
+        context.detach(token)
 
 
 def test_the_harness_tracer_exports_to_the_test_provider(spans):
@@ -77,3 +92,29 @@ def test_with_no_provider_a_span_is_the_current_non_recording_one():
         "    raise AssertionError('swallowed')\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_a_failed_model_call_or_tool_call_is_an_error_span_without_its_message(spans):
+    secret = "sk-the-providers-answer-quoted-a-key"
+    model = ScriptedModel(steps=[tool_call("echo", {"txt": secret}),
+                                 ProviderError(f"upstream said {secret}", status=500)])
+    step, _, _ = run(make_loop(model))
+    assert isinstance(step, Failed) and step.code == "provider_error"
+    [tool] = spans_named(spans, telemetry.SPAN_EXECUTE_TOOL)
+    assert tool.status.status_code == StatusCode.ERROR
+    assert tool.attributes[telemetry.ATTR_TOOL_IS_ERROR] is True
+    failed = spans_named(spans, telemetry.SPAN_CHAT)[-1]
+    assert failed.status.status_code == StatusCode.ERROR
+    assert failed.status.description == "provider_error"
+    assert failed.attributes[telemetry.ATTR_ERROR_TYPE] == "provider_error"
+    assert not failed.events  # no exception event: its message may quote anything
+    assert secret not in str(failed.status.description)
+
+
+def test_trace_headers_are_the_current_span_s_and_never_baggage(spans):
+    assert telemetry.trace_headers() == {}  # nothing current
+    with baggage_set("tenant", "acme"), telemetry.span("call") as current:
+        headers = telemetry.trace_headers()
+    made = current.get_span_context()
+    assert headers == {"traceparent": f"00-{made.trace_id:032x}-{made.span_id:016x}-"
+                                      f"{int(made.trace_flags):02x}"}

@@ -139,7 +139,7 @@ def build(token: str | None, journal: Journal) -> tuple[MCPServer, InMemorySubsc
                 "meta": dict(ctx.meta or params.get("_meta") or {}),
                 "authorization": auth is not None,
                 "authorized": None if token is None else auth == f"Bearer {token}",
-                "at": time.time()})
+                "traceparent": headers.get("traceparent"), "at": time.time()})
         return await call_next(ctx)
 
     server = MCPServer("hango-test", subscriptions=bus, middleware=[record],

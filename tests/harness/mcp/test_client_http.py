@@ -147,6 +147,10 @@ def test_the_idempotency_key_and_the_trace_context_travel_in_meta(mcp_server: Mc
     trace_id = format(span.get_span_context().trace_id, "032x")
     assert first["meta"]["traceparent"].split("-")[1] == trace_id
     assert second["meta"]["traceparent"].split("-")[1] != trace_id
+    # The HTTP request carries the call's context too (the span current when it was made).
+    span_id = format(span.get_span_context().span_id, "016x")
+    assert first["traceparent"].split("-")[1:3] == [trace_id, span_id]
+    assert second["traceparent"] is None or trace_id not in second["traceparent"]
     assert mcp_server.journal()["keys"] == {"run-1:3:toolu_1": 2}  # the server counts per key
     assert mcp_server.journal()["counts"]["refund"] == 2
 
