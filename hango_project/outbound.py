@@ -20,6 +20,14 @@ from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
+# What the API's schema says a URL a tenant gives looks like (check_url's rule but what only
+# encoding the host can tell): http(s), a host (a name, any script, or an IPv6 literal), a port
+# from 0 to 65535.
+URL_PATTERN = (r"^[hH][tT][tT][pP][sS]?://(?:[A-Za-z0-9._~!$&'()*+,;=\u0080-\uffff-]+"
+               r"|\[[0-9A-Fa-f:.]+\])(?::(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}"
+               r"|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:[/?#].*)?$")
+
+
 class Refused(Exception):
     """The URL may not be called (its address, its scheme): no attempt is worth making."""
 
@@ -47,7 +55,9 @@ def check_url(url: str, *, allow_private: bool, switch: str) -> str:
         raise BadUrl("An http:// or https:// URL with a host.")
     if parts.username or parts.password:
         raise BadUrl("Credentials do not belong in the URL.")
-    if _NOT_IN_A_URI.search(url):
+    if not (_REG_NAME.match(host) or ":" in host):  # a name, or an IPv6 literal
+        raise BadUrl("Not a URL hango can call.")
+    if _NOT_IN_A_URI.search(url) or _BRACKET.search(urlunsplit(parts._replace(netloc=""))):
         url = _as_uri(parts, host)
     try:
         address = ipaddress.ip_address(parts.hostname)
@@ -63,14 +73,18 @@ def _as_uri(parts: SplitResult, host: str) -> str:
     netloc = f"[{host}]" if ":" in host else host
     if parts.port is not None:
         netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, quote(parts.path, safe=_URI_SAFE),
-                       quote(parts.query, safe=_URI_SAFE), quote(parts.fragment,
-                                                                  safe=_URI_SAFE)))
+    path, query, fragment = (quote(_LONE_PERCENT.sub("%25", text), safe=_URI_SAFE)
+                             for text in (parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, path, query, fragment))
 
 
-# A character a URI never holds as it is (RFC 3986): a space, a control or non-ASCII one, and
-# the delimiters it left out.
-_NOT_IN_A_URI = re.compile(r'[^!-~]|["<>\\^`{|}]')
+# What a URI never holds as it is (RFC 3986): a space, a control or non-ASCII character, the
+# delimiters it left out, a "%" that starts no escape; nor brackets but around an IPv6 host.
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_NOT_IN_A_URI = re.compile(r'[^!-~]|["<>\\^`{|}]|' + _LONE_PERCENT.pattern)
+_BRACKET = re.compile(r"[\[\]]")
+# A host's name, in IDNA form: RFC 3986's reg-name without escapes.
+_REG_NAME = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=-]+$")
 # What a URI's path, query and fragment keep as they are (RFC 3986), "%" included: an escape
 # already made stays one.
 _URI_SAFE = "/?:@!$&'()*+,;=-._~%"

@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from hango_api import fields as strict
 from hango_api.inputs import Input
+from hango_project.outbound import URL_PATTERN
 from integrations.credentials import MAX_VALUE, SCOPES, problem_of
 from integrations.models import (
     MAX_TIMEOUT,
@@ -47,7 +48,7 @@ class McpServerInput(Input):
     # one the operator configured (which depend on the deployment).
     schema_extra = {
         "properties": {"name": {"pattern": SERVER_NAME_PATTERN},
-                       "url": {"pattern": r"^(?:$|[hH][tT][tT][pP][sS]?://[^/?#\s]+)"},
+                       "url": {"pattern": f"(?:^$)|(?:{URL_PATTERN})"},
                        "timeout_seconds": {"minimum": MIN_TIMEOUT, "maximum": MAX_TIMEOUT},
                        "headers": {"propertyNames": {"pattern": _HEADER_NAME},
                                    "additionalProperties": {

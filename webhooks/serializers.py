@@ -13,7 +13,7 @@ from webhooks.models import RUN_EVENTS, Delivery, Endpoint
 
 
 class EndpointInput(Input):
-    schema_extra = {"properties": {"url": {"pattern": r"^[hH][tT][tT][pP][sS]?://[^/?#\s]+"},
+    schema_extra = {"properties": {"url": {"pattern": outbound.URL_PATTERN},
                                    "events": {"minItems": 1}}}
 
     url = strict.CharField(max_length=2000, help_text="Where deliveries are POSTed: http(s).")

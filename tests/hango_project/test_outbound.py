@@ -4,6 +4,7 @@ request may go to, and the address a connection is made to."""
 from __future__ import annotations
 
 import ipaddress
+import re
 
 import pytest
 
@@ -30,6 +31,7 @@ def test_an_address_is_public_only_if_whatever_it_carries_is(address, public):
     ("https:///path", "An http:// or https:// URL with a host."),
     ("http://user:pw@example.com/", "Credentials do not belong in the URL."),
     ("http://example.com:99999/", "Not a URL hango can call."),
+    ("http://a%62c/", "Not a URL hango can call."),  # no escapes in a host hango sends
     ("not a url", "An http:// or https:// URL with a host."),
     ("http://127.0.0.1:9/x", f"A non-public address ({SWITCH} allows it)."),
     ("http://[::1]/x", f"A non-public address ({SWITCH} allows it)."),
@@ -55,8 +57,10 @@ def test_a_private_literal_passes_when_allowed_and_a_name_always_passes():
     ("https://bücher.example/päth?q=ü#f", "https://xn--bcher-kva.example/p%C3%A4th?q=%C3%BC#f"),
     ("http://example.com:8080/a b/{c}", "http://example.com:8080/a%20b/%7Bc%7D"),
     ("HTTPS://Example.com/A%20b", "HTTPS://Example.com/A%20b"),  # a URI already: as given
+    ("http://a.example/%zz/[x]?q=|^", "http://a.example/%25zz/%5Bx%5D?q=%7C%5E"),
 ])
 def test_a_url_is_kept_as_a_uri(url, kept):
+    assert re.match(outbound.URL_PATTERN, url)
     # The API says a URL is a `uri`; an IRI kept as given broke that (the schema fuzz).
     assert outbound.check_url(url, allow_private=False, switch=SWITCH) == kept
 

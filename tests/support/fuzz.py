@@ -51,7 +51,8 @@ ARTEFACTS = {
     "unknown tool": re.compile(r"A tool name is not one a run can offer"),
     "unknown part": re.compile(r"names no part\.|These overrides would leave an invalid request"),
     "not an image": re.compile(r"image: its data is"),
-    "SSRF rule": re.compile(r"Not a URL hango can call"),
+    "IDNA host": re.compile(r"Not a URL hango can call"),
+    "SSRF rule": re.compile(r"A non-public address"),
     "stdio entries": re.compile(r"configured no stdio server|Not a stdio server the operator"),
     # OpenAPI cannot say that two query parameters exclude each other.
     "exclusive parameters": re.compile(r"do not go together"),
