@@ -171,6 +171,13 @@ class RunListOutput(serializers.ListSerializer):
         return super().to_representation(runs)
 
 
+def as_created(run: Run) -> dict[str, Any]:
+    """A :class:`RunOutput` context that reads nothing: what a run just created has, no calls
+    and no answer (the answer to its post when the database cannot be read after the commit)."""
+    return {"costs": {run.pk: {"by_currency": [], "unpriced_calls": 0}},
+            "answers": {run.pk: None}}
+
+
 class RunOutput(serializers.ModelSerializer):
     session = serializers.UUIDField(source="session_id", read_only=True)
     agent = serializers.UUIDField(source="agent_id", read_only=True)
@@ -192,12 +199,12 @@ class RunOutput(serializers.ModelSerializer):
     @extend_schema_field(CostOutput(help_text="What the run's model calls cost, per currency "
                                     "(`GET /v1/usage?run=` lists them)."))
     def get_cost(self, run: Run) -> dict[str, Any]:
-        costs = getattr(self.parent, "costs", None)
+        costs = getattr(self.parent, "costs", None) or self.context.get("costs")
         return (costs if costs is not None else selectors.run_costs([run]))[run.pk]
 
     @extend_schema_field(RunAnswerField)
     def get_output(self, run: Run) -> dict[str, Any] | None:
-        answers = getattr(self.parent, "answers", None)
+        answers = getattr(self.parent, "answers", None) or self.context.get("answers")
         return (answers if answers is not None else selectors.run_answers([run]))[run.pk]
 
     @extend_schema_field(TodosField)

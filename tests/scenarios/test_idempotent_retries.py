@@ -2,7 +2,8 @@
 takes a key (walked from the schema: a new route fails here until it says how to call it) does
 its write once for two requests with one key and answers the first answer twice; a commit whose
 reply is lost (a 503, yet stored) and a client gone before its answer (a real gunicorn) are
-answered on retry, and the run behind the message ran once, on a real worker."""
+answered on retry, and the run behind the message ran once, on a real worker. And the message
+post without a key answers what it stored when the database goes away after its commit."""
 
 from __future__ import annotations
 
@@ -175,6 +176,21 @@ def test_a_503_from_a_commit_whose_reply_was_lost_is_answered_on_retry(
     assert retry.status_code == 202 and retry["Idempotent-Replayed"] == "true"
     assert retry.json()["run"]["id"] == str(stored.pk)
     _ran_once(session["id"], str(stored.pk))  # sent by the reconciler: its send was dropped
+
+
+def test_a_post_without_a_key_answers_what_it_stored_when_the_database_goes_after_commit(
+        alice, make_session, pg_proxy):
+    session = make_session(alice)
+    pg_proxy.arm("cut_after")
+    posted = alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"},
+                               format="json")
+    assert posted.status_code == 202, posted.content
+    assert pg_proxy.faults_done == 1
+    body = posted.json()
+    assert body["run"]["status"] == "queued" and body["run"]["cost"] == {
+        "by_currency": [], "unpriced_calls": 0}
+    assert body["message"]["seq"] == 1
+    _ran_once(session["id"], body["run"]["id"])
 
 
 def _post_and_hang_up(port: int, path: str, key: str, api_key: str, body: bytes) -> None:
