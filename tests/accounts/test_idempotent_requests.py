@@ -158,6 +158,7 @@ def test_a_request_refused_before_its_view_keeps_nothing(alice, outsider):
     assert not IdempotencyKey.objects.exists()
 
 
+@pytest.mark.postgresql(reason="another connection holding the key's advisory lock")
 @pytest.mark.django_db(transaction=True)
 def test_a_key_in_use_by_a_request_under_way_is_409(alice):
     """Two requests with one key never both run: while one holds the key's lock (here another
