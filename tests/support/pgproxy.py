@@ -62,6 +62,8 @@ class PgProxy:
 
     def _serve(self, client: socket.socket) -> None:
         server = socket.create_connection(self.upstream)
+        for end in (client, server):  # a message a write: no Nagle wait on each
+            end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             self._startup(client, server)
             self._relay(client, server)
