@@ -13,11 +13,13 @@ the write, once).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
+from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -53,6 +55,10 @@ def parse_key(raw: str) -> str:
     return raw
 
 
+def _fingerprint_key() -> bytes:
+    return hashlib.sha256(b"hango idempotency\0" + settings.SECRET_KEY.encode()).digest()
+
+
 def fingerprint(request: HttpRequest) -> str:
     """What makes a request the same request: its method, its path and query, and its body
     (JSON compared as data: the order of an object's keys and the spacing do not count; any
@@ -63,7 +69,9 @@ def fingerprint(request: HttpRequest) -> str:
                                ensure_ascii=False).encode()
     except (ValueError, RecursionError):
         canonical = body
-    digest = hashlib.sha256()
+    # Keyed by the server's secret: a body may hold one of the caller's (a credential's value),
+    # which a plain hash kept for a day would let a reader of the table try guesses against.
+    digest = hmac.new(_fingerprint_key(), digestmod=hashlib.sha256)
     for part in (request.method or "").encode(), request.get_full_path_info().encode():
         digest.update(part + b"\0")
     digest.update(canonical)
@@ -119,14 +127,15 @@ def store(claim: Claim, response: HttpResponse) -> bool:
 
 
 def answer_again(claim: Claim, kept: IdempotencyKey) -> HttpResponse:
-    """The stored answer when the claim is the request it answered; else 422
-    ``idempotency_key_reused`` (the key was used for another request)."""
+    """The stored answer when the claim is the request it answered, from the same member
+    (any of its API keys); else 422 ``idempotency_key_reused``: the key was used for another
+    request, or by another member of the tenant, who is told nothing of that one."""
+    if kept.member_id != claim.member.pk:
+        return _reused(claim, "by another member of the tenant", {"key": claim.key})
     if kept.fingerprint != claim.fingerprint:
-        return error_json(
-            422, "idempotency_key_reused",
-            f"This {HEADER} was used for another request ({kept.method} {kept.path}, or the "
-            "same route with another body): use a new key for a new request.",
-            {"key": claim.key, "method": kept.method, "path": kept.path})
+        return _reused(claim, f"for another request ({kept.method} {kept.path}, or the same "
+                       "route with another body)",
+                       {"key": claim.key, "method": kept.method, "path": kept.path})
     try:
         body = unseal(kept.sealed_body)
     except Unreadable:  # DJANGO_SECRET_KEY changed since: the answer is gone, the write done
@@ -137,6 +146,12 @@ def answer_again(claim: Claim, kept: IdempotencyKey) -> HttpResponse:
     response = HttpResponse(body, status=kept.status, content_type=kept.content_type or None)
     response[REPLAYED_HEADER] = "true"
     return response
+
+
+def _reused(claim: Claim, how: str, detail: dict[str, str]) -> HttpResponse:
+    return error_json(422, "idempotency_key_reused",
+                      f"This {HEADER} was used {how}: use a new key for a new request.",
+                      detail)
 
 
 def in_progress(claim: Claim) -> HttpResponse:

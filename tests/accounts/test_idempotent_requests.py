@@ -20,7 +20,7 @@ from accounts.idempotency import Claim, purge_expired
 from accounts.idempotent_requests import covered_view
 from accounts.models import AuditEntry, IdempotencyKey
 from agents.models import Agent
-from tests.support.api import AGENT_BODY, error_of
+from tests.support.api import AGENT_BODY, error_of, make_caller
 
 # Every POST route, by its URL pattern: those whose writes take a key, and those exempt, with
 # the reason their view gives. A new POST route fails here until it is listed in one of them
@@ -125,14 +125,19 @@ def test_a_key_is_per_tenant(alice, outsider):
     assert mine.json()["id"] != theirs.json()["id"]
 
 
-def test_members_of_a_tenant_share_its_keys(alice, bob):
-    """Per tenant, as the issue asks: a retry from another of the tenant's keys replays (a
-    service that rotates its key mid-retry), and the answer names who sent it first."""
+def test_a_key_answers_its_member_only(alice, bob):
+    """Per tenant, one request a key; the answer is its sender's: another of the member's API
+    keys (a service that rotated its key mid-retry) is answered, another member is refused
+    and told nothing of the first request."""
     key = _key()
     first = _create(alice, key)
-    again = _create(bob, key)
+    rotated = make_caller(alice.member.tenant, alice.member.user.email, alice.member.role)
+    assert rotated.key != alice.key
+    again = _create(rotated, key)
     assert again.json() == first.json() and again["Idempotent-Replayed"] == "true"
-    assert IdempotencyKey.objects.get(key=key).member == alice.member
+    error = error_of(_create(bob, key), 422, "idempotency_key_reused")
+    assert error["detail"] == {"key": key}
+    assert Agent.objects.count() == 1
 
 
 @pytest.mark.parametrize("raw", ["", "a b", "é", "x" * 256, "tab\there"])
