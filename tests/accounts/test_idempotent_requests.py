@@ -207,3 +207,11 @@ def test_keys_older_than_the_setting_are_removed_and_no_longer_answer(alice, han
     assert purge_expired() == "removed 1 expired idempotency keys"
     assert not IdempotencyKey.objects.exists()
     assert purge_expired() == ""
+
+
+def test_every_worker_s_reconciler_removes_them():
+    from runs import reconciler
+
+    passes = {p.name: p for p in reconciler._passes}
+    assert passes["idempotency_keys"].run is purge_expired
+    assert passes["idempotency_keys"].every() == 600
