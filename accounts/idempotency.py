@@ -129,20 +129,24 @@ def store(claim: Claim, response: HttpResponse) -> bool:
 def answer_again(claim: Claim, kept: IdempotencyKey) -> HttpResponse:
     """The stored answer when the claim is the request it answered, from the same member
     (any of its API keys); else 422 ``idempotency_key_reused``: the key was used for another
-    request, or by another member of the tenant, who is told nothing of that one."""
+    request, or by another member of the tenant, who is told nothing of that one. 409
+    ``idempotency_key_unreadable`` when ``DJANGO_SECRET_KEY`` changed since it was kept (the
+    body was sealed, the fingerprint keyed, with the old one): done, and nothing to say how."""
     if kept.member_id != claim.member.pk:
         return _reused(claim, "by another member of the tenant", {"key": claim.key})
+    try:
+        body = unseal(kept.sealed_body)
+    except Unreadable:
+        return error_json(
+            409, "idempotency_key_unreadable",
+            "This key's request was done, but its answer cannot be read back since the "
+            "server's secret key changed: check what it did before sending it with a new key.",
+            {"key": claim.key, "status": kept.status, "method": kept.method,
+             "path": kept.path})
     if kept.fingerprint != claim.fingerprint:
         return _reused(claim, f"for another request ({kept.method} {kept.path}, or the same "
                        "route with another body)",
                        {"key": claim.key, "method": kept.method, "path": kept.path})
-    try:
-        body = unseal(kept.sealed_body)
-    except Unreadable:  # DJANGO_SECRET_KEY changed since: the answer is gone, the write done
-        return error_json(
-            409, "idempotency_key_unreadable",
-            "This key's request was done, but its answer cannot be read back any more.",
-            {"key": claim.key, "status": kept.status})
     response = HttpResponse(body, status=kept.status, content_type=kept.content_type or None)
     response[REPLAYED_HEADER] = "true"
     return response

@@ -215,3 +215,13 @@ def test_every_worker_s_reconciler_removes_them():
     passes = {p.name: p for p in reconciler._passes}
     assert passes["idempotency_keys"].run is purge_expired
     assert passes["idempotency_keys"].every() == 600
+
+
+def test_a_key_kept_under_another_secret_key_says_so(alice, settings):
+    key = _key()
+    assert _create(alice, key).status_code == 201
+    settings.SECRET_KEY = "another secret key, after a rotation"
+    error = error_of(_create(alice, key), 409, "idempotency_key_unreadable")
+    assert error["detail"] == {"key": key, "status": 201, "method": "POST",
+                               "path": "/v1/agents"}
+    assert Agent.objects.count() == 1
