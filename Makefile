@@ -23,7 +23,7 @@ SQLITE_TESTS      := tests/runs tests/hango_project/test_database.py \
 	tests/scenarios/test_files_and_subagents.py tests/scenarios/test_memory_and_skills.py \
 	tests/scenarios/test_summarization.py tests/scenarios/test_schedules.py \
 	tests/scenarios/test_context_fidelity.py tests/scenarios/test_context_overrides.py \
-	tests/scenarios/test_run_telemetry.py
+	tests/scenarios/test_run_telemetry.py tests/accounts/test_idempotent_requests.py
 SQLITE_PASS = mkdir -p $(TEST_SQLITE_DIR) \
 	&& DATABASE_URL=sqlite:///$(abspath $(TEST_SQLITE_DIR))/hango.sqlite3 \
 	   HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(SQLITE_TESTS)

@@ -15,6 +15,7 @@ from django.utils.text import Truncator
 from accounts.models import (
     ApiKey,
     AuditEntry,
+    IdempotencyKey,
     Member,
     QuotaHold,
     QuotaPeriod,
@@ -234,3 +235,14 @@ class AuditEntryAdmin(AppWrittenAdmin, admin.ModelAdmin):
         """One line a list can hold: each key with its value."""
         line = "; ".join(f"{k}: {_shown(v)}" for k, v in (entry.detail or {}).items())
         return Truncator(line).chars(120)
+
+
+@admin.register(IdempotencyKey)
+class IdempotencyKeyAdmin(AppWrittenAdmin, admin.ModelAdmin):
+    """Read-only: which requests a retry would be answered for, and by what status. Never the
+    answer itself (sealed: it may hold a webhook's secret). The reconciler removes them."""
+
+    list_display = ["created_at", "tenant", "member", "method", "path", "status"]
+    list_filter = ["tenant"]
+    search_fields = ["key"]
+    fields = ["created_at", "tenant", "member", "key", "method", "path", "status"]

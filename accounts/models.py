@@ -317,3 +317,34 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.object_type}:{self.object_id}"
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a write sent with an ``Idempotency-Key`` header
+    (:mod:`accounts.idempotency`), stored in the transaction of the write it answers for: a
+    retry with the same key finds it exactly when the write committed. Kept
+    ``HANGO_IDEMPOTENCY_KEY_HOURS``; never shown by the API. The body is sealed: an answer may
+    hold a secret shown once (a webhook's signing secret)."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    # What made the request: its method, its path and query, and a hash of them with the body.
+    method = models.CharField(max_length=8)
+    path = models.TextField()
+    fingerprint = models.CharField(max_length=64)
+    # Who sent it: the key's (or the login session's) member.
+    member = models.ForeignKey(Member, null=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.PositiveSmallIntegerField()
+    content_type = models.CharField(max_length=100)
+    sealed_body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "idempotency_keys"
+        constraints = [models.UniqueConstraint(fields=["tenant", "key"],
+                                               name="idempotency_key_once_per_tenant")]
+        indexes = [models.Index(fields=["created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} ({self.key})"

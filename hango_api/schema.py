@@ -52,11 +52,13 @@ _DESCRIPTIONS = {
            "not a staff user's, a failed CSRF check, or a tenant the user is not a member of.",
     "404": "Not found, or not visible to the caller.",
     "406": "The Accept header asks for a format this route cannot produce.",
-    "409": "The request conflicts with the current state.",
+    "409": "The request conflicts with the current state (or its Idempotency-Key is in use by "
+           "a request under way).",
     "411": "A chunked body the server in front of hango cannot de-chunk: send Content-Length.",
     "413": "The request body is too large.",
     "415": "The body is not application/json.",
-    "422": "The request was read but its content is invalid.",
+    "422": "The request was read but its content is invalid (or its Idempotency-Key was used "
+           "for another request).",
     "429": "Too many requests with this key (or login session) this minute.",
     "502": "The model provider failed.",
 }
@@ -115,15 +117,44 @@ def constrain_query_parameters(result: dict[str, Any], generator, request, publi
     return result
 
 
+# The header of accounts.idempotency (which sits above this layer): every write of an API view
+# takes it but those whose view names a reason not to (``idempotency_exempt``).
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+    "description": "A key of yours (1 to 255 visible ASCII characters: a UUID will do) that "
+                   "makes a retry safe: the first request with it is done and its answer kept "
+                   "for HANGO_IDEMPOTENCY_KEY_HOURS (24 h); the same request again answers that "
+                   "answer (`Idempotent-Replayed: true`) and does nothing more. Another request "
+                   "with it: 422 `idempotency_key_reused`; while the first is under way: 409 "
+                   "`idempotency_key_in_progress`. Only 2xx answers are kept, for the member "
+                   "who sent them.",
+}
+_WRITES = ("post", "put", "patch", "delete")
+
+
+def _keyed(generator: Any) -> set[tuple[str, str]]:
+    """(path, method) of the writes that take an ``Idempotency-Key``."""
+    return {(path, method.lower()) for path, _, method, view in getattr(generator, "endpoints", [])
+            if method.lower() in _WRITES
+            and not getattr(getattr(view, "cls", None), "idempotency_exempt", "")}
+
+
 def add_error_responses(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
     """drf-spectacular POSTPROCESSING_HOOK: the Error shape on every error an authenticated
-    operation can answer, including those a view declares with a description only."""
+    operation can answer, including those a view declares with a description only; the
+    ``Idempotency-Key`` header on every write that takes one."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    keyed = _keyed(generator)
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             if not operation.get("security", [{}]) or path == "/healthz":
                 continue
             responses = operation["responses"]
+            if (path, method) in keyed:
+                operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
+                for code in ("409", "422"):
+                    responses.setdefault(code, {"description": _DESCRIPTIONS[code]})
             for code in _error_codes(path, method, operation):
                 responses.setdefault(code, {"description": _DESCRIPTIONS[code]})
             streams = any("text/event-stream" in r.get("content", {})

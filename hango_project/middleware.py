@@ -114,9 +114,15 @@ class DatabaseUnavailableMiddleware:
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
         if not isinstance(exc, InterfaceError | OperationalError):
             return None
-        log.warning("database unavailable for %s %s: %s", request.method, request.path,
-                    type(exc).__name__)
-        response = error_json(503, "database_unavailable",
-                              "The database cannot be reached right now; try again shortly.")
-        response["Retry-After"] = str(self.RETRY_AFTER_SECONDS)
-        return response
+        return database_unavailable(request, exc)
+
+
+def database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """The 503 of a request that could not reach the database (``exc``, a connection-level
+    error): also what a write with an idempotency key answers when its commit fails."""
+    log.warning("database unavailable for %s %s: %s", request.method, request.path,
+                type(exc).__name__)
+    response = error_json(503, "database_unavailable",
+                          "The database cannot be reached right now; try again shortly.")
+    response["Retry-After"] = str(DatabaseUnavailableMiddleware.RETRY_AFTER_SECONDS)
+    return response

@@ -68,6 +68,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Outside the 503 below, which it sees as an answer (rolled back, nothing kept); inside the
+    # login session, which a staff caller's key is scoped by.
+    "accounts.idempotent_requests.IdempotencyMiddleware",
     "hango_project.middleware.DatabaseUnavailableMiddleware",
 ]
 

@@ -158,6 +158,9 @@ class ApiVariables(_Variables):
     quota_run_reservation_tokens: int = 1000
     """Tokens each queued or running run reserves against its tenant's quota when another run asks
     to start, so concurrent starts cannot overspend a nearly spent quota."""
+    idempotency_key_hours: int = Field(24, ge=24)
+    """Hours an ``Idempotency-Key`` and its first answer are kept (at least a day); each worker's
+    reconciler removes older ones."""
 
 
 class AgentVariables(_Variables):

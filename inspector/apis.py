@@ -142,6 +142,9 @@ def snapshot_response(session: Session, *, earlier: diffs.Earlier | None = None,
 
 
 class ContextApi(APIView):
+    # Its POST writes nothing (a preview): a retry is as safe as the first.
+    idempotency_exempt = "a preview: nothing is written"
+
     @extend_schema(operation_id="sessions_context_retrieve",
                    parameters=[FULL, COUNTED, AGAINST],
                    responses={200: SnapshotOutput, 409: OpenApiResponse(
@@ -199,6 +202,9 @@ class ContextApi(APIView):
 
 
 class ContextTryApi(APIView):
+    # One model call, which no transaction may be held across; what it writes is its usage row.
+    idempotency_exempt = "a model call, not a write: a retry asks the model again"
+
     @extend_schema(operation_id="sessions_context_try", request=TryInput,
                    responses={200: TryOutput, 502: OpenApiResponse(
                        description="The model provider failed (`detail.code` says how).")},

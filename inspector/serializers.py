@@ -14,8 +14,8 @@ from harness.approvals import CallOutlook
 from harness.tokens.base import Counted
 from inspector.cost import NextCallCostOutput
 from inspector.override_serializers import MAX_OVERRIDES, OverrideInput
+from runs.content_fields import UserContentField
 from runs.models import ACTIVE_RUN_STATUSES
-from runs.serializers import UserContentField
 
 COUNTED = list(get_args(Counted))
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import math
+from typing import Any
 
+from django.db import InterfaceError, OperationalError
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
@@ -15,7 +18,7 @@ from hango_api.pagination import SeqPage
 from hango_api.views import ListApi, paginated, validated
 from hango_project.errors import BadQuery, NotFound, Unprocessable
 from runs import selectors, services
-from runs.models import MOVING_RUN_STATUSES
+from runs.models import MOVING_RUN_STATUSES, Message, Run
 from runs.serializers import (
     ApproveInput,
     MessageInput,
@@ -26,9 +29,12 @@ from runs.serializers import (
     RunOutput,
     SessionInput,
     SessionOutput,
+    as_created,
 )
 from runs.streaming import EventStreamRenderer, event_stream_response
 from runs.waiting import MAX_WAIT_SECONDS, run_settled
+
+log = logging.getLogger(__name__)
 
 
 class SessionListApi(ListApi):
@@ -48,7 +54,10 @@ class SessionListApi(ListApi):
             reason = "Agent not found."
             raise Unprocessable(reason, detail={"agent": [reason]}) from None
         session = services.session_create(member=member, agent=agent, title=data.get("title", ""))
-        session = selectors.session_get(member=member, session_id=session.id)
+        try:
+            session = selectors.session_get(member=member, session_id=session.id)
+        except (InterfaceError, OperationalError):  # it is stored: answer it as created
+            session.active_run_id = None  # type: ignore[attr-defined]  # annotated on reads
         return Response(SessionOutput(session).data, status=status.HTTP_201_CREATED)
 
 
@@ -80,11 +89,24 @@ class SessionMessagesApi(ListApi):
         data = validated(MessageInput, request)
         message, run = services.message_post(session=session, content=data["content"],
                                              multitask=data["multitask"], actor=member)
+        return Response(_posted(message, run), status=status.HTTP_202_ACCEPTED)
+
+
+def _posted(message: Message, run: Run) -> dict[str, Any]:
+    """The answer to a post: its message and run as they are now (a worker may have moved the
+    run on, a queued message joined the history). When the database cannot be read once the
+    post has committed, as they were created instead of a 503: they are stored, and a 503 says
+    "try again", which would post the message twice."""
+    try:
         run.refresh_from_db()
         if message.seq is None:  # it waited: it may have joined the history meanwhile
             message = selectors.message_posted(message)
-        body = {"message": PostedMessageOutput(message).data, "run": RunOutput(run).data}
-        return Response(body, status=status.HTTP_202_ACCEPTED)
+        return {"message": PostedMessageOutput(message).data, "run": RunOutput(run).data}
+    except (InterfaceError, OperationalError) as exc:
+        log.warning("run %s answered as created: the database went away after its post "
+                    "committed (%s)", run.pk, type(exc).__name__)
+        return {"message": PostedMessageOutput(message).data,
+                "run": RunOutput(run, context=as_created(run)).data}
 
 
 class SessionRunsApi(ListApi):

@@ -13,8 +13,8 @@ from accounts.usage_apis import CostOutput, UsageOutput
 from hango_api import fields as strict
 from hango_api.inputs import Input
 from harness.approval_values import DECISIONS
-from harness.messages import IMAGE_TYPES
 from runs import selectors
+from runs.content_fields import UserContentField
 from runs.models import Message, Run, RunEvent, Session
 from runs.queue import Multitask
 
@@ -54,38 +54,6 @@ class MessageOutput(serializers.ModelSerializer):
         model = Message
         fields = ["id", "seq", "role", "content", "run", "created_at"]
         read_only_fields = fields
-
-
-# Closed objects, as runs.content.user_content reads them: another key is a 422.
-_CACHE_CONTROL = {"type": ["object", "null"], "required": ["type"], "additionalProperties": False,
-                  "properties": {"type": {"type": "string", "enum": ["ephemeral"]}}}
-_TEXT_BLOCK = {"type": "object", "required": ["type", "text"], "additionalProperties": False,
-               "properties": {"type": {"type": "string", "enum": ["text"]},
-                              "text": {"type": "string"}, "cache_control": _CACHE_CONTROL}}
-_TOOL_RESULT_BLOCK = {"type": "object", "required": ["type", "tool_use_id", "content"],
-                      "additionalProperties": False, "properties": {
-                          "type": {"type": "string", "enum": ["tool_result"]},
-                          "tool_use_id": {"type": "string", "minLength": 1},
-                          "content": {"type": "string"}, "is_error": {"type": "boolean"},
-                          "images": {"type": "array", "items": {
-                              "type": "object", "required": ["type", "media_type", "data"],
-                              "additionalProperties": False, "properties": {
-                                  "type": {"type": "string", "enum": ["image"]},
-                                  "media_type": {"type": "string", "enum": list(IMAGE_TYPES)},
-                                  "data": {"type": "string", "minLength": 1,
-                                           "contentEncoding": "base64",
-                                           "description": "base64 of an image of that type"}}}},
-                          "cache_control": _CACHE_CONTROL}}
-
-
-@extend_schema_field({"oneOf": [
-    {"type": "string", "pattern": r"\S", "description": "The user's text (not blank)."},
-    {"type": "array", "minItems": 1, "description": "text and tool_result blocks (not all "
-     "blank text).",
-     "items": {"oneOf": [_TEXT_BLOCK, _TOOL_RESULT_BLOCK]}},
-]})
-class UserContentField(serializers.JSONField):
-    """Checked by :func:`runs.content.user_content`: no blank message, no other block type."""
 
 
 class MessageInput(Input):
@@ -189,6 +157,13 @@ class RunListOutput(serializers.ListSerializer):
         return super().to_representation(runs)
 
 
+def as_created(run: Run) -> dict[str, Any]:
+    """A :class:`RunOutput` context that reads nothing: what a run just created has, no calls
+    and no answer (the answer to its post when the database cannot be read after the commit)."""
+    return {"costs": {run.pk: {"by_currency": [], "unpriced_calls": 0}},
+            "answers": {run.pk: None}}
+
+
 class RunOutput(serializers.ModelSerializer):
     session = serializers.UUIDField(source="session_id", read_only=True)
     agent = serializers.UUIDField(source="agent_id", read_only=True)
@@ -210,12 +185,12 @@ class RunOutput(serializers.ModelSerializer):
     @extend_schema_field(CostOutput(help_text="What the run's model calls cost, per currency "
                                     "(`GET /v1/usage?run=` lists them)."))
     def get_cost(self, run: Run) -> dict[str, Any]:
-        costs = getattr(self.parent, "costs", None)
+        costs = getattr(self.parent, "costs", None) or self.context.get("costs")
         return (costs if costs is not None else selectors.run_costs([run]))[run.pk]
 
     @extend_schema_field(RunAnswerField)
     def get_output(self, run: Run) -> dict[str, Any] | None:
-        answers = getattr(self.parent, "answers", None)
+        answers = getattr(self.parent, "answers", None) or self.context.get("answers")
         return (answers if answers is not None else selectors.run_answers([run]))[run.pk]
 
     @extend_schema_field(TodosField)

@@ -22,8 +22,8 @@ from hango_api.inputs import Input
 from hango_api.parsers import unstorable_path
 from hango_project import sealing
 from hango_project.config import hango
+from runs.content_fields import UserContentField
 from runs.queue import Multitask
-from runs.serializers import UserContentField
 
 SIGNATURE_VERSION = "v1"
 
