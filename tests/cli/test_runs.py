@@ -131,8 +131,15 @@ def test_send_follow_json_is_the_answer_then_one_event_a_line(hango, session):
     assert again.exit_code == 0 and json_lines(again.stdout) == events
 
 
+def sent_run(hango, api, session: str) -> dict:
+    """The run ``hango send`` started, read after it ran. (Its answer is the run as the post
+    committed it, queued: the server under test runs it inline once that commit is made.)"""
+    run = ok_json(hango("send", "--session", session, MESSAGE, "--json"))["run"]
+    return api.get(f"/v1/runs/{run['id']}").json()
+
+
 def test_a_paused_run_is_followed_to_its_pause_then_approved(hango, api, careful_session):
-    run = ok_json(hango("send", "--session", careful_session, MESSAGE, "--json"))["run"]
+    run = sent_run(hango, api, careful_session)
     assert run["status"] == "awaiting_approval"
     [call] = run["pending_approvals"]
     call_id = call["tool_use_id"]
@@ -166,9 +173,9 @@ def test_a_paused_run_is_followed_to_its_pause_then_approved(hango, api, careful
     assert "is completed, not waiting for an approval" in again.stderr
 
 
-def test_reject_and_respond_from_options(hango, careful_session):
+def test_reject_and_respond_from_options(hango, api, careful_session):
     for decision, answer in (("--reject", "=Not now."), ("--respond", "=seven")):
-        run = ok_json(hango("send", "--session", careful_session, MESSAGE, "--json"))["run"]
+        run = sent_run(hango, api, careful_session)
         call_id = run["pending_approvals"][0]["tool_use_id"]
         decided = hango("runs", "approve", run["id"], decision, call_id + answer, "--follow")
         assert decided.exit_code == 0, decided.stderr
