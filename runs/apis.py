@@ -18,9 +18,9 @@ from hango_api.pagination import SeqPage
 from hango_api.views import ListApi, paginated, validated
 from hango_project.errors import BadQuery, NotFound, Unprocessable
 from runs import selectors, services
+from runs.answer_inputs import ApproveInput
 from runs.models import MOVING_RUN_STATUSES, Message, Run
 from runs.serializers import (
-    ApproveInput,
     MessageInput,
     MessageOutput,
     PostedMessageOutput,
