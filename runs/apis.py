@@ -122,7 +122,8 @@ class RunDetailApi(APIView):
                          description=(
             f"Seconds (0 to {MAX_WAIT_SECONDS}) to wait for the run to end or park: the answer "
             "comes as soon as it is no longer `pending`, `queued` or `running` (so "
-            "`completed`, with its `output`, `failed`, `cancelled` or `awaiting_approval`), "
+            "`completed`, with its `output`, `failed`, `cancelled`, `awaiting_approval` or "
+            "`requires_action`, with its `required_action`), "
             "else when the wait is up, with the run as it is then. Without it, at once."))])
     def get(self, request, run_id):
         member = caller(request)

@@ -7,6 +7,7 @@ test_client_tools.py.)"""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -83,6 +84,10 @@ def test_a_client_call_parks_the_run_asking_the_caller(alice, client_session, in
     assert again.status_code == 409
     listed = alice.client.get(f"/v1/sessions/{client_session['id']}/runs").json()["results"]
     assert listed[0]["required_action"] == action
+    # Parked, the run is not waited out: ?wait= answers at once.
+    started = time.monotonic()
+    waited = alice.client.get(f"/v1/runs/{run['id']}?wait=30").json()
+    assert waited["status"] == "requires_action" and time.monotonic() - started < 5
 
 
 def test_the_answer_reaches_the_model_and_the_run_completes(alice, client_session, inline_runs):
