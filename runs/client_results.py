@@ -43,8 +43,10 @@ REQUIRED_ACTION_SCHEMA = {
                        "properties": {"tool_use_id": {"type": "string"},
                                       "name": {"type": "string"}, "input": {"type": "object"}}}},
                    "expires_at": {"type": ["string", "null"], "format": "date-time"}}}
-# The most parked runs one expiry pass takes (each in its own short transaction).
+# The most parked runs one expiry pass takes (each in its own short transaction), and how often
+# every worker's reconciler thread makes one: an expiry lands within a tick of its deadline.
 EXPIRE_BATCH = 200
+EXPIRY_TICK_SECONDS = 1.0
 
 
 def required_action(run: Run) -> dict[str, Any] | None:
@@ -134,6 +136,13 @@ def expire_due(limit: int = EXPIRE_BATCH) -> list[uuid.UUID]:
     due = list(Run.objects.filter(action_expires_at__lte=timezone.now())
                .order_by("action_expires_at").values_list("pk", flat=True)[:limit])
     return [run_id for run_id in due if _expire(run_id)]
+
+
+def expiry_pass() -> str:
+    """The reconciler thread's pass (every :data:`EXPIRY_TICK_SECONDS`, registered by
+    ``runs.apps``): the due runs' calls expired, what it did for the log."""
+    expired = expire_due()
+    return f"expired the client tool calls of {len(expired)} runs" if expired else ""
 
 
 def _expire(run_id: uuid.UUID) -> bool:

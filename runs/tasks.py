@@ -135,20 +135,6 @@ def _reconcile_batch(started: datetime) -> int | None:
     return len(stranded)
 
 
-# How often every worker's reconciler thread answers the client tool calls past their deadline
-# (runs.client_results.expire_due): an expiry lands within this of its deadline.
-EXPIRY_TICK_SECONDS = 1.0
-
-
-def expire_tool_results() -> str:
-    """One expiry pass: the parked runs whose client calls' deadline passed have them answered
-    as failed and go on (queued here, once the pass's transaction for each has committed)."""
-    from runs import client_results  # it enqueues through this module
-
-    expired = client_results.expire_due()
-    return f"expired the client tool calls of {len(expired)} runs" if expired else ""
-
-
 def advance_run(run_id: str) -> Outcome:
     """Advance the run for one time slice; a run whose slice ran out goes back in the queue, and
     one that ended hands its session on to the next message waiting there."""
