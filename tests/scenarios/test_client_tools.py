@@ -70,7 +70,15 @@ def answer_text(run: Run) -> str:
         .content[0]["text"]
 
 
-def test_answered_in_parts_the_run_waits_then_goes_on(alice, agent, start_worker):
+def fresh_client(caller) -> APIClient:
+    """A client of the caller's own for a thread (a test client is not shared across them)."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {caller.key}")
+    return client
+
+
+def test_answered_in_parts_the_last_answer_sent_at_once_is_stored_once(alice, agent,
+                                                                       start_worker):
     start_worker("w1")
     run_id = start(alice, agent["id"], TWO)
     parked(run_id)
@@ -78,66 +86,50 @@ def test_answered_in_parts_the_run_waits_then_goes_on(alice, agent, start_worker
     assert submit(alice, run_id, (second, "two ships")).json()["status"] == "requires_action"
     assert Run.objects.get(pk=run_id).status == "requires_action"  # no worker took it
     assert waiting_ids(alice, run_id) == [first]
-    assert submit(alice, run_id, (first, "one ships")).json()["status"] == "queued"
+
+    def send() -> int:
+        return submit(alice, run_id, (first, "one ships"), client=fresh_client(alice)).status_code
+
+    # The last answer sent four times at once (a client retrying): one is taken.
+    assert sorted(at_once(send, count=4)) == [200, 409, 409, 409]
     run = wait_for_run(run_id)
     assert run.status == "completed", run.error
     assert "lookup_order: one ships" in answer_text(run)
     assert "lookup_order: two ships" in answer_text(run)
+    assert len(results_for(run, first)) == len(results_for(run, second)) == 1
     assert statuses(run_id) == RESUMED_ONCE
+    assert RunEvent.objects.filter(run_id=run_id, type="tool_results.submitted").count() == 2
     assert_valid_history(run.session_id)
 
 
-def test_the_same_answer_sent_twice_at_once_is_stored_once(alice, agent, start_worker):
-    start_worker("w1")
-    run_id = start(alice, agent["id"])
-    parked(run_id)
-    [call] = waiting_ids(alice, run_id)
-
-    def send():
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {alice.key}")
-        return submit(alice, run_id, (call, "ships today"), client=client).status_code
-
-    assert sorted(at_once(send, count=4)) == [200, 409, 409, 409]
-    run = wait_for_run(run_id)
-    assert run.status == "completed" and len(results_for(run, call)) == 1
-    assert statuses(run_id) == RESUMED_ONCE
-    assert RunEvent.objects.filter(run_id=run_id, type="tool_results.submitted").count() == 1
-
-
-def test_an_unanswered_call_expires_and_the_model_reads_why(alice, make_agent, start_worker):
-    agent = make_agent(alice, model="scripted:calls",
+def test_a_parked_run_left_alone_expires_and_one_cancelled_is_closed(alice, agent, make_agent,
+                                                                     start_worker):
+    brief = make_agent(alice, model="scripted:calls",
                        config={"client_tools": [LOOKUP], "client_tool_timeout": 1})
     start_worker("w1")
-    run_id = start(alice, agent["id"])
-    parked(run_id)
-    [call] = waiting_ids(alice, run_id)
-    run = wait_for_run(run_id, timeout=20)  # the worker's reconciler thread expires it
-    assert run.status == "completed", run.error
-    [result] = results_for(run, call)
-    assert result["content"] == NO_RESULT and result["is_error"] is True
-    assert f"lookup_order (error): {NO_RESULT}" in answer_text(run)
-    assert RunEvent.objects.get(run_id=run_id, type="tool_results.expired").data == {
-        "tool_use_ids": [call]}
-    assert statuses(run_id) == RESUMED_ONCE
-    # Too late: the caller's answer is refused, not stored.
-    assert submit(alice, run_id, (call, "late")).status_code == 409
-
-
-def test_a_parked_run_cancelled_answers_its_calls_and_the_session_goes_on(alice, agent,
-                                                                          start_worker):
-    start_worker("w1")
-    run_id = start(alice, agent["id"])
-    run = parked(run_id)
-    [call] = waiting_ids(alice, run_id)
-    assert alice.client.post(f"/v1/runs/{run_id}/cancel").json()["status"] == "cancelled"
+    left, cancelled = start(alice, brief["id"]), start(alice, agent["id"])
+    parked(cancelled)
+    [call] = waiting_ids(alice, cancelled)
+    assert alice.client.post(f"/v1/runs/{cancelled}/cancel").json()["status"] == "cancelled"
+    run = Run.objects.get(pk=cancelled)
     [result] = results_for(run, call)
     assert result["content"] == CANCELLED_BEFORE_RESULT
     assert_valid_history(run.session_id)
     again = alice.client.post(f"/v1/sessions/{run.session_id}/messages", {"content": ONE},
                               format="json")
-    assert again.status_code == 202, again.content
+    assert again.status_code == 202, again.content  # the session goes on
     parked(again.json()["run"]["id"])
+
+    # The worker's reconciler thread answers the other one's call as failed, a second after.
+    run = wait_for_run(left, timeout=20)
+    assert run.status == "completed", run.error
+    [late] = RunEvent.objects.get(run_id=left, type="tool_results.expired").data["tool_use_ids"]
+    [result] = results_for(run, late)
+    assert result["content"] == NO_RESULT and result["is_error"] is True
+    assert f"lookup_order (error): {NO_RESULT}" in answer_text(run)
+    assert statuses(left) == RESUMED_ONCE
+    # Too late: the caller's answer is refused, not stored.
+    assert submit(alice, left, (late, "late")).status_code == 409
 
 
 def test_kill_9_while_parked_then_answered_resumes_on_another_worker_once(alice, agent,
@@ -184,11 +176,9 @@ def test_a_hundred_parked_runs_answered_at_once_each_resume_once(alice, agent, s
     calls = {run_id: waiting_ids(alice, run_id)[0] for run_id in runs}
 
     def answer(run_id: str) -> int:
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {alice.key}")
         try:
             return submit(alice, run_id, (calls[run_id], f"order of {run_id}"),
-                          client=client).status_code
+                          client=fresh_client(alice)).status_code
         finally:
             connection.close()
 
