@@ -212,7 +212,8 @@ _EVENT_FRAME = {
     "properties": {
         "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The event's seq."},
         "event": {"type": "string", "description": "The event's type: run.status, "
-                  "message.created, tool.result, todos.updated, approval.requested, …"},
+                  "message.created, tool.result, todos.updated, approval.requested, "
+                  "tool_results.requested, …"},
         "data": {"type": "string", "contentMediaType": "application/json",
                  "contentSchema": {"$ref": "#/components/schemas/RunEventOutput"}},
     },

@@ -13,7 +13,8 @@ from runs.models import Run, RunEvent
 
 EVENT_STATUS = "run.status"
 EVENT_MESSAGE = "message.created"
-# The harness names the events it emits itself: tool.result, todos.updated, approval.requested.
+# The harness names the events it emits itself: tool.result, todos.updated, approval.requested;
+# the tool_results.* events are harness.client_calls's, written by the server (runs.client_results).
 
 
 def append_events(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEvent]:
