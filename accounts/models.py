@@ -265,6 +265,7 @@ class AuditAction(models.TextChoices):
     RUN_CANCEL = "run.cancel"
     RUN_RESUME = "run.resume"
     RUN_APPROVE = "run.approve"
+    RUN_TOOL_RESULTS = "run.tool_results"
     API_KEY_CREATE = "api_key.create"
     API_KEY_REVOKE = "api_key.revoke"
     CONTEXT_OVERRIDE = "context.override"

@@ -21,9 +21,11 @@ from pydantic import TypeAdapter
 from harness.agent import AgentConfig, ToolList, config_problems
 from harness.documents import problems
 from harness.errors import ConfigurationError
+from harness.mcp.names import SEPARATOR
 from harness.tool_names import builtin_tool_names
 
-__all__ = ["allowed_tools_problems", "config_problems", "tool_name_problems", "tool_problems"]
+__all__ = ["allowed_tools_problems", "config_problems", "may_clash_with_mcp",
+           "tool_name_problems", "tool_problems"]
 
 _ALLOWED_TOOLS: TypeAdapter[ToolList | None] = TypeAdapter(ToolList | None)
 
@@ -46,18 +48,48 @@ def tool_problems(data: Mapping[str, Any], *,
     """The unknown tool names of an agent's or a skill's fields in ``data`` (each already of
     its type; the others are left to their own checks), by field: ``allowed_tools`` as
     ``<index>: …`` lines, ``config``'s ``interrupt_on`` keys and subagents' ``tools`` as
-    ``<path>: …`` lines, as the config's other problems read."""
+    ``<path>: …`` lines, as the config's other problems read. The config's client tools are
+    tools ``allowed_tools`` may name; each must have a name no other tool has (hango's own,
+    or one of ``extra``), and ``interrupt_on`` may not name one (the caller answers its calls,
+    no human)."""
     config = data.get("config")
-    found = {"allowed_tools": _placed(enumerate(data.get("allowed_tools") or ()), extra),
-             "config": [*_placed(_config_names(config), extra),
+    client = dict(_client_names(config))
+    found = {"allowed_tools": _placed(enumerate(data.get("allowed_tools") or ()),
+                                      extra | frozenset(client.values())),
+             "config": [*_clashes(client, extra),
+                        *_placed(_config_names(config), extra, client=frozenset(client.values())),
                         # A subagent's loop has hango's own tools only (no MCP session).
                         *_placed(_subagent_names(config), frozenset())]}
     return {field: lines for field, lines in found.items() if lines}
 
 
-def _placed(names: Iterable[tuple[Any, str]], extra: frozenset[str]) -> list[str]:
+def may_clash_with_mcp(data: Mapping[str, Any]) -> bool:
+    """Whether a client tool of ``data``'s config has a name an MCP server's tool could have
+    (``<server>__<tool>``): only then are the servers' tools needed to check it."""
+    return any(SEPARATOR in name for _, name in _client_names(data.get("config")))
+
+
+def _client_names(config: Any) -> Iterator[tuple[str, str]]:
+    """Where ``config`` declares a client tool, and its name."""
+    parsed = _parsed(config)
+    yield from ((f"client_tools/{i}/name", t.name)
+                for i, t in enumerate(parsed.client_tools if parsed is not None else ()))
+
+
+def _clashes(client: Mapping[str, str], extra: frozenset[str]) -> list[str]:
+    own, outside = builtin_tool_names(), extra
+    return [f"{place}: {name!r} is already the name of "
+            f"{'a built-in tool' if name in own else 'a tool of an MCP server of the agent'}; "
+            "give the client tool another name."
+            for place, name in client.items() if name in own or name in outside]
+
+
+def _placed(names: Iterable[tuple[Any, str]], extra: frozenset[str], *,
+            client: frozenset[str] = frozenset()) -> list[str]:
     return [f"{place}: {problem}" for place, name in names
-            for problem in tool_name_problems([name], extra=extra)]
+            for problem in ([f"{name!r} is a client tool: its calls wait for the caller's "
+                             "result, not for a human's decision."] if name in client
+                            else tool_name_problems([name], extra=extra))]
 
 
 def _config_names(config: Any) -> Iterator[tuple[str, str]]:

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
 from agents import mcp_servers
-from agents.config import tool_problems
+from agents.config import may_clash_with_mcp, tool_problems
 from agents.models import Agent, MemoryFile, Skill
 from hango_project.config import hango
 from hango_project.errors import Conflict, Unprocessable
@@ -47,9 +47,12 @@ def checked_tools(data: dict[str, Any], *,
     their types — that no run can offer: neither hango's own nor one of the tools of MCP
     servers (``mcp()``, the names their latest listings give them: asked only when a name is
     not hango's own). Only what is written is checked: a stored agent keeps the names it has
-    until they are written again."""
-    if tool_problems(data) and (problems := tool_problems(data, extra=mcp())):
-        raise Unprocessable("A tool name is not one a run can offer.", detail=problems)
+    until they are written again. A client tool's name that could be an MCP tool's is
+    checked against them."""
+    if ((tool_problems(data) or may_clash_with_mcp(data))
+            and (problems := tool_problems(data, extra=mcp()))):
+        raise Unprocessable("A tool name is not one a run can offer, or a client tool's name "
+                            "is already a tool's.", detail=problems)
 
 
 # Who made a row for ``member``: the member themself (the API), or someone on their behalf (the

@@ -140,9 +140,11 @@ def _compaction_notice(compaction: dict[str, Any]) -> str:
     return notice
 
 
-_OUTLOOKS = {"ran": "ran before the pause", "answered": "answered by its decision",
+_OUTLOOKS = {"ran": "ran before the pause",
+             "answered": "answered by its decision (or the caller's result)",
              "will_run": "runs when the batch finishes: result not known yet",
              "awaiting_decision": "waiting for a decision: result not known yet",
+             "awaiting_result": "waiting for the caller's result: not known yet",
              "offloaded": "answered with a text that goes to a file: not known yet"}
 
 

@@ -6,7 +6,8 @@ live ``message.delta`` events that have no seq and are never stored. The SDK's e
 longest stream, HANGO_EVENT_STREAM_MAX_SECONDS) or the connection breaks, it reconnects after the
 last seq it saw, so no durable event is missed or repeated.
 
-A run that is not moving (finished, or paused for approval) has all its events stored: they are
+A run that is not moving (finished, or parked for approval or for its caller's client tool
+results) has all its events stored: they are
 read from the route's JSON pages instead. A stream a client leaves holds a synchronous server's
 worker until the server next writes to it (its keep-alive, after 15 s without events); reading a
 paused run's history that way leaves none behind.
@@ -24,7 +25,8 @@ from httpx_sse import ServerSentEvent
 
 from cli.client import Client, path_id
 
-ACTIVE_STATUSES = frozenset({"pending", "queued", "running", "awaiting_approval"})
+ACTIVE_STATUSES = frozenset({"pending", "queued", "running", "awaiting_approval",
+                             "requires_action"})
 # A run whose events are still to come.
 MOVING_STATUSES = frozenset({"pending", "queued", "running"})
 DELTA = "message.delta"
@@ -33,6 +35,7 @@ STATUS = "run.status"
 TODOS = "todos.updated"
 TOOL_RESULT = "tool.result"
 APPROVAL = "approval.requested"
+CLIENT_RESULTS = "tool_results.requested"  # the run waits for its caller's client tool results
 
 
 

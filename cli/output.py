@@ -166,6 +166,11 @@ def print_run(run: dict[str, Any]) -> None:
         grid.add_row(Text("awaiting" if i == 0 else ""), Text(
             f"{call['tool_use_id']}: {call['name']} {cell_text(call.get('input'))} "
             f"(decide: {', '.join(call.get('allowed_decisions') or [])})"))
+    action = run.get("required_action") or {}
+    for i, call in enumerate(action.get("tool_calls") or []):
+        grid.add_row(Text("requires" if i == 0 else ""), Text(
+            f"{call['tool_use_id']}: {call['name']} {cell_text(call.get('input'))} "
+            f"(the caller's result; expires {cell_text(action.get('expires_at'))})"))
     terminal().print(grid)
 
 

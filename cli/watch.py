@@ -3,7 +3,8 @@ pauses for approval answered by a callback or ended at, and its outcome as an ex
 
 Exit codes of a command that follows a run: 0 it completed, 1 it failed or was cancelled (or the
 API answered an error), 2 the command could not talk to the API, 3 the run waits for an
-approval (``hango runs approve`` decides it).
+approval (``hango runs approve`` decides it), 4 the run waits for the results of its client
+tools' calls (the API's caller sends them: ``POST /v1/runs/{id}/tool-results``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import click
 
 from cli.client import ApiError, Client
 from cli.decisions import Decision, describe
-from cli.follow import APPROVAL, Event, Follower
+from cli.follow import APPROVAL, CLIENT_RESULTS, Event, Follower
 from cli.output import report_error, usage_text
 from cli.render import MessageLookup, Renderer
 
 AWAITING = "awaiting_approval"
-EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 1, AWAITING: 3}
+REQUIRES_ACTION = "requires_action"
+EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 1, AWAITING: 3, REQUIRES_ACTION: 4}
 
 # Decides a pause: the pending calls -> one decision each.
 Answer = Callable[[Sequence[dict[str, Any]]], list[Decision]]
@@ -64,9 +66,11 @@ class Watch:
 
     def until_paused(self) -> dict[str, Any]:
         """Print events until the run ends (its final state) or pauses for a decision not yet
-        given here (the paused run, with its ``pending_approvals``)."""
+        given here (the paused run, with its ``pending_approvals``), or parks for its client
+        tools' results (the run, with its ``required_action``: not answered here)."""
         while True:
             asked: set[str] | None = None
+            results: set[str] | None = None
             with closing(self.follower.events()) as events:
                 for event in events:
                     self._show(event)
@@ -74,6 +78,10 @@ class Watch:
                         asked = {p.get("tool_use_id") for p in event.data.get("pending") or []}
                         if not asked <= self._answered:
                             break  # and close the stream before any other request
+                    elif event.type == CLIENT_RESULTS:
+                        results = {c.get("tool_use_id")
+                                   for c in event.data.get("tool_calls") or []}
+                        break
                 else:
                     assert self.follower.run is not None
                     self.run = self.follower.run
@@ -81,6 +89,11 @@ class Watch:
             run = self.follower.read_run()
             waiting = {p["tool_use_id"] for p in run.get("pending_approvals") or []}
             if run["status"] == AWAITING and waiting == asked:
+                self.run = run
+                return run
+            wanted = {c["tool_use_id"] for c in (run.get("required_action") or {})
+                      .get("tool_calls") or []}
+            if run["status"] == REQUIRES_ACTION and results is not None and wanted <= results:
                 self.run = run
                 return run
             # An earlier pause, long decided (the stream replays a run's whole history).
@@ -136,7 +149,20 @@ class Watch:
                            f"{self.run_id}", err=True)
         if status == AWAITING:
             self._report_pause(run)
+        if status == REQUIRES_ACTION:
+            self._report_client_calls(run)
         return EXIT_CODES.get(status, 1)
+
+    def _report_client_calls(self, run: dict[str, Any]) -> None:
+        action = run.get("required_action") or {}
+        click.echo(f"Run {self.run_id} waits for the results of its client tools' calls:",
+                   err=True)
+        for call in action.get("tool_calls") or []:
+            click.echo(f"  {call['tool_use_id']}: {describe(call)}", err=True)
+        expires = action.get("expires_at")
+        click.echo("The API's caller sends them: POST /v1/runs/{id}/tool-results"
+                   .replace("{id}", self.run_id)
+                   + (f" (answered as failed at {expires})." if expires else "."), err=True)
 
     def _report_pause(self, run: dict[str, Any]) -> None:
         click.echo(f"Run {self.run_id} waits for a decision on:", err=True)

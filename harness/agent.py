@@ -35,9 +35,11 @@ from harness.documents import (
     published_schema,
 )
 from harness.errors import ConfigurationError
+from harness.tools.base import schema_problem
 
 DEFAULT_MAX_TURNS = 50
 DEFAULT_MAX_TOKENS = 4096
+DEFAULT_CLIENT_TOOL_TIMEOUT = 600  # seconds
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 # The canonical form only (JSON Schema's "uuid" format): no braces, no "urn:", no bare hex.
 UUID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
@@ -101,6 +103,36 @@ class McpServerUse(Document):
     server's own filter lets through."""
 
 
+def _valid_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    if (problem := schema_problem(schema)) is not None:
+        raise PydanticCustomError("invalid_schema", "not a valid JSON Schema: {problem}",
+                                  {"problem": problem})
+    if schema.get("type") != "object":  # what providers take for a tool's arguments
+        raise PydanticCustomError("object_schema", 'a tool\'s arguments are an object: give '
+                                  '"type": "object"')
+    return schema
+
+
+class ClientToolSpec(Document):
+    """One of ``config.client_tools``: a tool the API's caller runs. The model is offered it
+    like any tool; a call to it parks the run (``requires_action``) until the caller sends its
+    result (``POST /v1/runs/{id}/tool-results``) or ``client_tool_timeout`` passes."""
+
+    name: ToolName
+    description: str = Field(max_length=4096)
+    input_schema: Annotated[dict[str, Any], AfterValidator(_valid_schema)]
+    """A JSON Schema (draft 2020-12) object the call's arguments are checked against."""
+
+
+def _client_tools_once(tools: tuple[ClientToolSpec, ...]) -> tuple[ClientToolSpec, ...]:
+    names = [t.name for t in tools]
+    if len(names) != len(set(names)):
+        repeated = next(n for i, n in enumerate(names) if n in names[:i])
+        raise PydanticCustomError("unique_names", "names must be unique, {name} is repeated",
+                                  {"name": repr(repeated)})
+    return tools
+
+
 def _servers_once(uses: tuple[McpServerUse, ...]) -> tuple[McpServerUse, ...]:
     ids = [u.server.lower() for u in uses]
     if len(ids) != len(set(ids)):
@@ -132,6 +164,12 @@ class AgentConfig(Document):
     mcp_servers: Annotated[tuple[McpServerUse, ...], Field(max_length=32),
                            AfterValidator(_servers_once)] = ()
     """The MCP servers whose tools the agent's runs offer."""
+    client_tools: Annotated[tuple[ClientToolSpec, ...], Field(max_length=128),
+                            AfterValidator(_client_tools_once)] = ()
+    """Tools the API's caller runs: a call parks the run until the caller sends its result."""
+    client_tool_timeout: int = Field(DEFAULT_CLIENT_TOOL_TIMEOUT, ge=0, le=31_536_000)
+    """Seconds a client tool's call waits for its result before it is answered as failed
+    (``no result from the caller``) and the run goes on; 0: it waits for ever."""
 
     @classmethod
     def from_json(cls, document: str | bytes) -> AgentConfig:

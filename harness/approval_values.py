@@ -14,9 +14,13 @@ from harness.messages import ImageBlock
 
 Decision = Literal["approve", "edit", "reject", "respond"]
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
-# Why a call waits for a human: the agent's interrupt_on holds it, or it was sent before its
-# worker died and whether it ran is not known (a human decides whether to send it again).
-Hold = Literal["approval", "outcome_unknown"]
+# What answers a held call: a human's decision, or (``result``) the output the API's caller
+# sent for a client tool's call (harness.client_calls); interrupt_on offers only DECISIONS.
+Answering = Decision | Literal["result"]
+# Why a call waits: the agent's interrupt_on holds it, or it was sent before its worker died
+# and whether it ran is not known (a human decides whether to send it again), or it calls a
+# client tool, which the API's caller runs and answers (harness.client_calls).
+Hold = Literal["approval", "outcome_unknown", "client"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,8 +43,10 @@ class AwaitingApproval:
 @dataclass(frozen=True, kw_only=True)
 class PendingCall:
     """A tool call of a batch not finished yet: waiting for a human decision (the API's
-    ``pending_approvals`` item), or — with no ``allowed_decisions`` — not held at all, only
-    not run yet (a batch checkpointed before its calls: :func:`harness.approvals.in_flight`)."""
+    ``pending_approvals`` item), for the caller's result (``reason`` ``client``: the run's
+    ``required_action``), or — with no ``allowed_decisions`` and another reason — not held at
+    all, only not run yet (a batch checkpointed before its calls:
+    :func:`harness.approvals.in_flight`)."""
 
     tool_use_id: str
     name: str
@@ -50,15 +56,23 @@ class PendingCall:
 
     @property
     def held(self) -> bool:
-        """Whether a human must decide before the call runs."""
-        return bool(self.allowed_decisions)
+        """Whether a human must decide, or the caller answer, before the call finishes."""
+        return bool(self.allowed_decisions) or self.client
+
+    @property
+    def client(self) -> bool:
+        """Whether the API's caller runs the call and sends its result."""
+        return self.reason == "client"
 
 
 @dataclass(frozen=True, kw_only=True)
 class ApprovalDecision:
-    type: Decision
+    type: Answering
     input: dict[str, Any] | None = None  # edit: the new arguments
-    message: str | None = None  # reject: why; respond: the text that becomes the result
+    # reject: why; respond: the text that becomes the result; result: the caller's text
+    message: str | None = None
+    is_error: bool = False  # result: the caller says the call failed
+    images: tuple[ImageBlock, ...] = ()  # result: the caller's images
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,13 +88,28 @@ class PendingBatch:
 
     @property
     def decided(self) -> bool:
-        """Whether every held call has its decision (a call not held needs none)."""
+        """Whether every held call has its decision or result (a call not held needs none)."""
         return all(p.tool_use_id in self.decisions for p in self.held)
 
     @property
     def held(self) -> tuple[PendingCall, ...]:
-        """The calls a human must decide on."""
+        """The calls a human must decide on or the caller must answer."""
         return tuple(p for p in self.pending if p.held)
+
+    @property
+    def approval_held(self) -> tuple[PendingCall, ...]:
+        """The held calls a human decides on (not the client tools' calls)."""
+        return tuple(p for p in self.held if not p.client)
+
+    @property
+    def awaiting_approval(self) -> bool:
+        """Whether a human's decision is still missing (else only results may be)."""
+        return any(p.tool_use_id not in self.decisions for p in self.approval_held)
+
+    @property
+    def awaiting_results(self) -> tuple[PendingCall, ...]:
+        """The client tools' calls whose result the caller has not sent yet."""
+        return tuple(p for p in self.held if p.client and p.tool_use_id not in self.decisions)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,3 +125,4 @@ class Answer:
 
     content: str
     is_error: bool
+    images: tuple[ImageBlock, ...] = ()

@@ -53,6 +53,7 @@ REJECTED = "The user rejected this tool call."
 NO_EDIT = "The user chose to edit this call but gave no arguments."
 CANCELLED_BEFORE_RUN = "The run was cancelled before this tool call ran."
 CANCELLED_BEFORE_DECISION = "The run was cancelled before this tool call was approved."
+CANCELLED_BEFORE_RESULT = "The run was cancelled before the caller sent this tool call's result."
 CANCELLED_AFTER_SEND = ("The run was cancelled after this tool call was sent, before its result "
                         "was saved: whether it ran is not known.")
 
@@ -65,7 +66,7 @@ class InvalidDecisions(HarnessError):
     def __init__(self, problems: list[str], batch: PendingBatch) -> None:
         super().__init__("Give exactly one allowed decision for each pending tool call.")
         self.problems = problems
-        self.pending = [p.tool_use_id for p in batch.held]
+        self.pending = [p.tool_use_id for p in batch.approval_held]
 
 
 # -- pause ------------------------------------------------------------------------------------
@@ -86,11 +87,13 @@ def in_flight(calls: Sequence[ToolUseBlock], *, turn: int) -> PendingBatch:
 
 def requested_event(batch: PendingBatch) -> tuple[str, dict[str, Any]]:
     """The run event a pause emits: which calls wait, what may be decided for each, and why
-    each waits (``outcome_unknown``: sent before its worker died, whether it ran unknown)."""
+    each waits (``outcome_unknown``: sent before its worker died, whether it ran unknown). The
+    client tools' calls are not listed: :func:`harness.client_calls.requested_event` asks for
+    them."""
     return EVENT_REQUESTED, {"pending": [
         {"tool_use_id": p.tool_use_id, "name": p.name,
          "allowed_decisions": list(p.allowed_decisions), "reason": p.reason}
-        for p in batch.held]}
+        for p in batch.approval_held]}
 
 
 # -- decide -----------------------------------------------------------------------------------
@@ -98,8 +101,9 @@ def requested_event(batch: PendingBatch) -> tuple[str, dict[str, Any]]:
 def decide(batch: PendingBatch, decisions: Sequence[Mapping[str, Any]]) -> PendingBatch:
     """The batch with one decision per waiting call, or :class:`InvalidDecisions` saying what
     is wrong. Each decision is ``{"tool_use_id", "type", "input"?, "message"?}``, its shape
-    already checked by the caller (an edit has an object ``input``, a respond a ``message``)."""
-    pending = {p.tool_use_id: p for p in batch.held}
+    already checked by the caller (an edit has an object ``input``, a respond a ``message``).
+    The client tools' calls take no decision: their results, recorded or not, are kept."""
+    pending = {p.tool_use_id: p for p in batch.approval_held}
     problems = []
     seen: dict[str, ApprovalDecision] = {}
     for d in decisions:
@@ -120,7 +124,7 @@ def decide(batch: PendingBatch, decisions: Sequence[Mapping[str, Any]]) -> Pendi
                  if i not in answered]
     if problems:
         raise InvalidDecisions(problems, batch)
-    return replace(batch, decisions=seen)
+    return replace(batch, decisions={**batch.decisions, **seen})
 
 
 def apply_edits(message: Message, batch: PendingBatch) -> Message:
@@ -140,7 +144,7 @@ def decided_event(batch: PendingBatch) -> tuple[str, dict[str, Any]]:
     the model gave (``original_input``, which the stored message no longer shows) and the ones
     that run (``input``); a reject or respond with its ``message``."""
     decided = []
-    for call in batch.held:
+    for call in batch.approval_held:
         d = batch.decisions[call.tool_use_id]
         item: dict[str, Any] = {"tool_use_id": call.tool_use_id, "name": call.name,
                                 "type": d.type}
@@ -175,7 +179,8 @@ def resolve(decision: ApprovalDecision) -> RunCall | Answer:
     * ``edit`` runs it with the human's arguments (the tool validates them like any call, so a
       bad edit becomes an error result the model reads);
     * ``reject`` answers with an error carrying the human's reason;
-    * ``respond`` makes the human's text the (non-error) result.
+    * ``respond`` makes the human's text the (non-error) result;
+    * ``result`` makes the caller's output the result of a client tool's call.
     """
     match decision.type:
         case "approve":
@@ -190,6 +195,9 @@ def resolve(decision: ApprovalDecision) -> RunCall | Answer:
                           is_error=True)
         case "respond":
             return Answer(content=decision.message or "", is_error=False)
+        case "result":
+            return Answer(content=decision.message or "", is_error=decision.is_error,
+                          images=decision.images)
         case _:
             assert_never(decision.type)
 
@@ -206,11 +214,13 @@ def results_message(order: Sequence[str], results: Mapping[str, Result]) -> Mess
 
 # What a paused batch's call sends when the batch finishes, as far as it is known before then:
 # ``ran`` before the pause and ``answered`` by its decision (reject, respond, an edit without
-# arguments) have their result; ``will_run`` (approved or edited) and ``awaiting_decision`` do
-# not yet.
+# arguments, a client tool's result the caller sent) have their result; ``will_run`` (approved
+# or edited), ``awaiting_decision`` and ``awaiting_result`` (a client tool's call the caller
+# has not answered yet) do not yet.
 # ``offloaded``: answered with a text too long for the context, sent as a pointer to the file it
 # is written to then.
-CallOutlook = Literal["ran", "answered", "offloaded", "will_run", "awaiting_decision"]
+CallOutlook = Literal["ran", "answered", "offloaded", "will_run", "awaiting_decision",
+                      "awaiting_result"]
 KNOWN: frozenset[CallOutlook] = frozenset({"ran", "answered"})
 
 
@@ -233,20 +243,22 @@ def foresee(batch: PendingBatch, calls: Sequence[ToolUseBlock], *,
     ``offloads(tool name, content)`` says goes to a file is not known yet either."""
     results: dict[str, Result] = {}
     outlook: list[ForeseenCall] = []
-    held = {p.tool_use_id for p in batch.held}
+    held = {p.tool_use_id: p for p in batch.held}
     for call in calls:
         seen: CallOutlook
         if call.id in batch.done:
             results[call.id], seen = batch.done[call.id], "ran"
         elif call.id not in batch.decisions:
-            seen = "awaiting_decision" if call.id in held else "will_run"
+            seen = ("will_run" if call.id not in held else
+                    "awaiting_result" if held[call.id].client else "awaiting_decision")
             results[call.id] = _UNKNOWN
         else:
             match resolve(batch.decisions[call.id]):
                 case Answer(content=content) if offloads(call.name, content):
                     results[call.id], seen = _UNKNOWN, "offloaded"
-                case Answer(content=content, is_error=is_error):
-                    results[call.id], seen = Result(content=content, is_error=is_error), "answered"
+                case Answer(content=content, is_error=is_error, images=shown):
+                    results[call.id] = Result(content=content, is_error=is_error, images=shown)
+                    seen = "answered"
                 case RunCall():
                     results[call.id], seen = _UNKNOWN, "will_run"
                 case unreachable:
@@ -261,9 +273,10 @@ def close(calls: Sequence[ToolUseBlock], batch: PendingBatch,
           sent: Collection[str] = ()) -> Message:
     """The message that answers every call of a batch its run was cancelled in, in call order:
     the ones that already ran keep their result; a call still waiting answers that the run was
-    cancelled — before a decision, or after one (or needing none) but before it ran — unless
-    it was sent without its result saved (``sent``, or held for that): then it is not known."""
-    held = {p.tool_use_id for p in batch.held}
+    cancelled — before a decision or the caller's result, or after one (or needing none) but
+    before it ran — unless it was sent without its result saved (``sent``, or held for that):
+    then it is not known. A client tool's call the caller answered keeps its answer."""
+    held = {p.tool_use_id: p for p in batch.held}
     unknown = set(sent) | {p.tool_use_id for p in batch.held if p.reason == "outcome_unknown"}
     results = {}
     for call in calls:
@@ -271,8 +284,13 @@ def close(calls: Sequence[ToolUseBlock], batch: PendingBatch,
             results[call.id] = batch.done[call.id]
         elif call.id in unknown:
             results[call.id] = Result(content=CANCELLED_AFTER_SEND, is_error=True)
+        elif (d := batch.decisions.get(call.id)) is not None and d.type == "result":
+            results[call.id] = Result(content=d.message or "", is_error=d.is_error,
+                                      images=d.images)  # the caller ran it: its result stays
         elif call.id in batch.decisions or call.id not in held:
             results[call.id] = Result(content=CANCELLED_BEFORE_RUN, is_error=True)
+        elif held[call.id].client:
+            results[call.id] = Result(content=CANCELLED_BEFORE_RESULT, is_error=True)
         else:
             results[call.id] = Result(content=CANCELLED_BEFORE_DECISION, is_error=True)
     return results_message([c.id for c in calls], results)

@@ -286,7 +286,8 @@ class Loop:
                                                                       finished)
         if pending:
             state.pending_batch = approvals.pause(finished, pending, turn=turn)
-            state.emit(*approvals.requested_event(state.pending_batch))
+            if state.pending_batch.approval_held:  # the client calls' event is the server's
+                state.emit(*approvals.requested_event(state.pending_batch))
             return Interrupted("paused"), None
         state.pending_batch = None
         return RunAgain(), approvals.results_message([c.id for c in calls], finished)

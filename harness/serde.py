@@ -159,10 +159,20 @@ def batch_to_json(batch: PendingBatch) -> dict[str, Any]:
                     for p in batch.pending],
         "turn": batch.turn,
         "done": {i: _result_to_json(r) for i, r in batch.done.items()},
-        "decisions": {i: {k: v for k, v in (("type", d.type), ("input", d.input),
-                                             ("message", d.message)) if v is not None}
-                      for i, d in batch.decisions.items()},
+        "decisions": {i: _decision_to_json(d) for i, d in batch.decisions.items()},
     }
+
+
+def _decision_to_json(decision: ApprovalDecision) -> dict[str, Any]:
+    """A decision, each field only when set (a caller's result: ``is_error`` when true,
+    ``images`` when it has some)."""
+    fields = (("type", decision.type), ("input", decision.input), ("message", decision.message))
+    out: dict[str, Any] = {k: v for k, v in fields if v is not None}
+    if decision.is_error:
+        out["is_error"] = True
+    if decision.images:
+        out["images"] = [image_to_json(i) for i in decision.images]
+    return out
 
 
 def batch_from_json(data: Any) -> PendingBatch:
@@ -176,7 +186,10 @@ def batch_from_json(data: Any) -> PendingBatch:
             turn=int(data.get("turn", 0)),
             done={i: _result_from_json(r) for i, r in data["done"].items()},
             decisions={i: ApprovalDecision(type=d["type"], input=d.get("input"),
-                                           message=d.get("message"))
+                                           message=d.get("message"),
+                                           is_error=bool(d.get("is_error", False)),
+                                           images=tuple(image_from_json(m)
+                                                        for m in d.get("images", ())))
                        for i, d in data.get("decisions", {}).items()},
         )
     except (KeyError, TypeError, AttributeError, InvalidContent) as exc:

@@ -244,7 +244,8 @@ def _summary_part(summary: Message | None, report: summarization.SummarizationRe
 
 
 _OUTLOOK_NOTES = {"will_run": "runs when the batch finishes", "awaiting_decision":
-                  "waiting for a decision", "offloaded": "goes to a file when the batch finishes"}
+                  "waiting for a decision", "offloaded": "goes to a file when the batch finishes",
+                  "awaiting_result": "waiting for the caller's result"}
 
 
 def _batch_label(batch: Sequence[ForeseenCall]) -> str:

@@ -15,6 +15,7 @@ from harness.deps import StackConfig
 from harness.errors import ConfigurationError
 from harness.loop import Loop
 from harness.middleware import (
+    client_tools,
     context_overrides,
     filesystem,
     human_in_the_loop,
@@ -49,6 +50,10 @@ def stack_slots(cfg: StackConfig) -> list[Slot]:
         # MCP tools after the filesystem (their long results are offloaded like any tool's) and
         # before human_in_the_loop (a call sent before a crash is held there for a human).
         Slot(name="mcp", middleware=mcp.from_config(cfg), why=mcp.WHY),
+        # Client tools with the other tool providers, before human_in_the_loop, which applies
+        # the caller's results to their calls.
+        Slot(name="client_tools", middleware=client_tools.from_config(cfg),
+             why=client_tools.WHY),
         # Subagents next: the `task` tool wraps a whole child loop built from this same stack.
         Slot(name="subagent", middleware=subagent.from_config(cfg, child_loop_factory(cfg)),
              why=subagent.WHY),

@@ -112,10 +112,10 @@ class ForeseenCallOutput(serializers.Serializer):
     tool_use_id = serializers.CharField()
     name = serializers.CharField()
     outlook = serializers.ChoiceField(choices=list(get_args(CallOutlook)), help_text=(
-        "`ran` before the pause and `answered` by its decision (reject, respond): its result "
-        "is in the part. Not known until the batch finishes: `will_run` (approved or edited), "
-        "`awaiting_decision`, `offloaded` (a respond text too long for the context, sent as a "
-        "pointer to the file it is written to)."))
+        "`ran` before the pause, `answered` by its decision (reject, respond) or the caller's "
+        "result: its result is in the part. Not known until the batch finishes: `will_run` "
+        "(approved or edited), `awaiting_decision`, `awaiting_result` (the caller's), "
+        "`offloaded` (a respond text too long for the context, sent as a pointer to a file)."))
 
 
 DIFF_STATUSES = ("added", "removed", "changed", "same")

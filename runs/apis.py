@@ -18,9 +18,9 @@ from hango_api.pagination import SeqPage
 from hango_api.views import ListApi, paginated, validated
 from hango_project.errors import BadQuery, NotFound, Unprocessable
 from runs import selectors, services
+from runs.answer_inputs import ApproveInput
 from runs.models import MOVING_RUN_STATUSES, Message, Run
 from runs.serializers import (
-    ApproveInput,
     MessageInput,
     MessageOutput,
     PostedMessageOutput,
@@ -122,7 +122,8 @@ class RunDetailApi(APIView):
                          description=(
             f"Seconds (0 to {MAX_WAIT_SECONDS}) to wait for the run to end or park: the answer "
             "comes as soon as it is no longer `pending`, `queued` or `running` (so "
-            "`completed`, with its `output`, `failed`, `cancelled` or `awaiting_approval`), "
+            "`completed`, with its `output`, `failed`, `cancelled`, `awaiting_approval` or "
+            "`requires_action`, with its `required_action`), "
             "else when the wait is up, with the run as it is then. Without it, at once."))])
     def get(self, request, run_id):
         member = caller(request)
@@ -211,7 +212,8 @@ _EVENT_FRAME = {
     "properties": {
         "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The event's seq."},
         "event": {"type": "string", "description": "The event's type: run.status, "
-                  "message.created, tool.result, todos.updated, approval.requested, …"},
+                  "message.created, tool.result, todos.updated, approval.requested, "
+                  "tool_results.requested, …"},
         "data": {"type": "string", "contentMediaType": "application/json",
                  "contentSchema": {"$ref": "#/components/schemas/RunEventOutput"}},
     },

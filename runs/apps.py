@@ -8,7 +8,7 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         from accounts.idempotency import purge_expired
         from integrations.credentials import credential_was_set
-        from runs import reconciler, resumption
+        from runs import client_results, reconciler, resumption
 
         # A run stopped for want of a credential goes on once it is set.
         credential_was_set.connect(resumption.on_credential_set,
@@ -16,6 +16,9 @@ class RunsConfig(AppConfig):
         # Idempotency keys past HANGO_IDEMPOTENCY_KEY_HOURS go, from every worker's reconciler
         # thread: no process of their own. A key lives up to this beat longer than the setting.
         reconciler.register("idempotency_keys", purge_expired, lambda: PURGE_EVERY_SECONDS)
+        # Client tool calls whose caller sent no result in time are answered as failed.
+        reconciler.register("client_tools", client_results.expiry_pass,
+                            lambda: client_results.EXPIRY_TICK_SECONDS)
 
 
 PURGE_EVERY_SECONDS = 600

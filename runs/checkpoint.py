@@ -33,7 +33,7 @@ from hango_project.database import database
 from runs import live, webhooked
 from runs.endings import finish_run
 from runs.events import EVENT_STATUS, append_events
-from runs.models import Message, Run, RunEvent, RunStatus
+from runs.models import PARKED_RUN_STATUSES, Message, Run, RunEvent, RunStatus
 from runs.prepared import Prepared
 from runs.turn_write import Committed, TurnWrite
 from webhooks import tasks as webhook_tasks
@@ -80,7 +80,8 @@ _RELEASE_HOLDS = f"""
 # event comes last among the turn's events, and the run's holds are released.
 _FINISH = """,
         status = %(finish)s, error = %(error)s, finished_at = %(finished_at)s,
-        lease_owner = '', cancel_requested = cancel_requested AND %(keep_cancel)s"""
+        lease_owner = '', cancel_requested = cancel_requested AND %(keep_cancel)s,
+        action_expires_at = %(action_expires)s"""
 
 _ONE_STATEMENT = f"""
 WITH advanced AS (
@@ -160,7 +161,7 @@ _LAST_TURN = Prepared.of(
         release=_RELEASE_HOLDS + webhooked.DELIVERIES_CTE, finish=_FINISH,
         webhooked=", (SELECT array_agg(id) FROM webhooked)"),
     (*_PARAMETERS, ("finish", "text"), ("error", "jsonb"), ("finished_at", "timestamptz"),
-     ("keep_cancel", "boolean")))
+     ("keep_cancel", "boolean"), ("action_expires", "timestamptz")))
 
 
 def _commit_one_statement(write: TurnWrite) -> Committed | None:
@@ -168,13 +169,14 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
     events, finish = write.events, {}
     if write.finish is not None:  # what finish_run does to the locked run, in the statement
         status, error = write.finish
-        paused = status == RunStatus.AWAITING_APPROVAL
+        paused = status in PARKED_RUN_STATUSES
         data: dict[str, Any] = {"status": status, "turn": write.turn}
         if error:
             data["error"] = error
         events = [*events, (EVENT_STATUS, data)]
         finish = {"finish": status, "error": None if error is None else json.dumps(error),
-                  "finished_at": None if paused else now, "keep_cancel": paused}
+                  "finished_at": None if paused else now, "keep_cancel": paused,
+                  "action_expires": write.action_expires_at}
     params = {
         "run": write.run_id, "epoch": write.epoch, "expected_turn": write.expected_turn,
         "running": RunStatus.RUNNING,
@@ -229,6 +231,7 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
             append_events(run, write.events)
         else:  # the turn's events and the status event: one marker, as the one statement's
             finish_run(run, *write.finish, events=write.events)
+            run.action_expires_at = write.action_expires_at
         run.save()
         if write.tenant_id is not None:  # a usage row needs a tenant (see _usage_rows)
             UsageRecord.objects.bulk_create([

@@ -8,13 +8,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
 from accounts.usage import period_bounds
 from hango_project.config import hango
 from hango_project.ids import time_ordered_uuid
-from harness import fingerprint
+from harness import client_calls, fingerprint
+from harness.agent import DEFAULT_CLIENT_TOOL_TIMEOUT
+from harness.approval_values import PendingBatch
 from harness.messages import Message as HMessage
 from harness.messages import ModelUsage, RequestPrint, Usage
 from harness.serde import content_to_json
@@ -22,7 +25,7 @@ from harness.state import State, state_to_json
 from harness.steps import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.tokens.tokenizers import tokenizer_for
 from runs.checkpoint import commit_turn
-from runs.events import EVENT_MESSAGE
+from runs.events import EVENT_MESSAGE, timestamp
 from runs.fence import Claim, poll
 from runs.leases import lease_length
 from runs.models import ANSWER, Run, RunStatus
@@ -82,9 +85,12 @@ class DbCheckpointer:
     """Commits each turn (:func:`runs.checkpoint.commit_turn`) fenced by the claim's epoch; a
     :data:`Halt` says why the loop must stop before the run's end."""
 
-    def __init__(self, run: Run, control: DbControl, next_seq: int, deadline: float) -> None:
+    def __init__(self, run: Run, control: DbControl, next_seq: int, deadline: float, *,
+                 client_tool_timeout: int = DEFAULT_CLIENT_TOOL_TIMEOUT) -> None:
         self.run = run  # as claimed: its pk, session and epoch are what the fence checks
         self.control = control
+        # Seconds a park's client calls wait for the caller (the agent's; 0: for ever).
+        self.client_tool_timeout = client_tool_timeout
         self.next_seq = next_seq
         self.deadline = deadline
         self.committed_turn = run.turn
@@ -127,18 +133,19 @@ class DbCheckpointer:
         # figures (runs.selectors.with_call_cache).
         notices = [(EVENT_MESSAGE, {"seq": m.seq, "role": m.role} if m.role != "assistant"
                     else {"seq": m.seq, "role": m.role, "turn": state.turn}) for m in messages]
-        terminal = _terminal_status(result.next)
+        terminal = _terminal_status(result.next, state.pending_batch)
         state_json = state_to_json(state)
         if isinstance(result.next, FinalOutput):
             state_json[ANSWER] = _answer(state, messages, result.next)
+        # The assistant message, what its tools did, then the message holding the results.
+        events = [*notices[:1], *result.events, *notices[1:]]
+        expires_at = self._ask_caller(state, events) if terminal is not None else None
         write = TurnWrite(
             run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,
             expected_turn=self.committed_turn, turn=state.turn, state_json=state_json,
-            lease_expires_at=timezone.now() + lease_length(), messages=messages,
-            # The assistant message, what its tools did, then the message holding the results.
-            events=[*notices[:1], *result.events, *notices[1:]],
-            usage=sum((record.usage for record in result.usage), Usage()),
-            finish=terminal,
+            lease_expires_at=timezone.now() + lease_length(), messages=messages, events=events,
+            usage=sum((record.usage for record in result.usage), Usage()), finish=terminal,
+            action_expires_at=expires_at,
             tenant_id=self.run.session.tenant_id, agent_id=self.run.agent_id,
             calls=list(result.usage), prints=self._prints(result.usage),
             quota=self.quota, period_start=self.period_start,
@@ -170,6 +177,19 @@ class DbCheckpointer:
         return None
 
 
+    def _ask_caller(self, state: State, events: list[tuple[str, dict]]) -> datetime | None:
+        """A last turn parked on client calls asks the caller for their results (an event
+        added to ``events``), and says until when: the deadline, stored with the run (None:
+        none waits, or they wait for ever)."""
+        batch = state.pending_batch
+        if batch is None or not batch.awaiting_results:
+            return None
+        expires_at = (timezone.now() + timedelta(seconds=self.client_tool_timeout)
+                      if self.client_tool_timeout else None)
+        events.append(client_calls.requested_event(batch, timestamp(expires_at)))
+        return expires_at
+
+
 def _answer(state: State, added: Sequence[NewMessage], final: FinalOutput) -> dict:
     """Where a completed run's answer is: the seq of its last assistant message (this turn's,
     or, when the turn ended without a model call, the last one stored before) and why the model
@@ -181,7 +201,8 @@ def _answer(state: State, added: Sequence[NewMessage], final: FinalOutput) -> di
     return {"seq": seq, "stop_reason": final.stop_reason}
 
 
-def _terminal_status(step: NextStep) -> tuple[str, dict | None] | None:
+def _terminal_status(step: NextStep, batch: PendingBatch | None,
+                     ) -> tuple[str, dict | None] | None:
     match step:
         case RunAgain():
             return None
@@ -189,8 +210,10 @@ def _terminal_status(step: NextStep) -> tuple[str, dict | None] | None:
             return RunStatus.COMPLETED, None
         case Interrupted(reason="cancelled"):
             return RunStatus.CANCELLED, None
-        case Interrupted(reason="paused"):
-            return RunStatus.AWAITING_APPROVAL, None
+        case Interrupted(reason="paused"):  # a human decides first, then the caller answers
+            if batch is None or batch.awaiting_approval:
+                return RunStatus.AWAITING_APPROVAL, None
+            return RunStatus.REQUIRES_ACTION, None
         case Failed(code=code, message=message):
             return RunStatus.FAILED, {"code": code, "message": message}
     raise AssertionError(step)

@@ -20,7 +20,7 @@ from harness.serde import content_from_json, content_to_json
 from runs import webhooked
 from runs.events import EVENT_MESSAGE, append_events, status_event
 from runs.fence import take_over
-from runs.models import Message, Run, RunStatus, ToolCallStart
+from runs.models import PARKED_RUN_STATUSES, Message, Run, RunStatus, ToolCallStart
 
 INTERNAL_ERROR = "internal_error"  # a run's error code when its worker crashed: resumable
 
@@ -30,14 +30,16 @@ def finish_run(run: Run, status: str, error: dict[str, Any] | None = None, *,
     """Mark a locked run finished, with ``events`` (its last turn's) and its status event after
     them, stored together so its followers are told once (the caller saves it).
 
-    A pause for approval also ends the worker's hold, but the run is not finished: no
-    ``finished_at``, and a cancel asked for meanwhile stays asked (the next claim honours it)."""
-    paused = status == RunStatus.AWAITING_APPROVAL
+    A park (for approval, or for the caller's client tool results) also ends the worker's
+    hold, but the run is not finished: no ``finished_at``, and a cancel asked for meanwhile
+    stays asked (the next claim honours it). The park's expiry is the caller's to set."""
+    paused = status in PARKED_RUN_STATUSES
     quota_release(run_id=run.pk)  # a hold of a call that never made it into a turn
     run.status = status
     run.error = error
     run.finished_at = None if paused else timezone.now()
     run.lease_owner, run.lease_expires_at = "", None
+    run.action_expires_at = None
     if not paused:
         run.cancel_requested = False
     append_events(run, [*events, status_event(run)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
@@ -12,7 +13,8 @@ from runs.models import Run, RunEvent
 
 EVENT_STATUS = "run.status"
 EVENT_MESSAGE = "message.created"
-# The harness names the events it emits itself: tool.result, todos.updated, approval.requested.
+# The harness names the events it emits itself: tool.result, todos.updated, approval.requested;
+# the tool_results.* events are harness.client_calls's, written by the server (runs.client_results).
 
 
 def append_events(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEvent]:
@@ -26,6 +28,15 @@ def append_events(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> lis
     run_id, turn, seq = run.pk, run.turn, run.event_seq
     transaction.on_commit(lambda: live.events_added(run_id, turn=turn, seq=seq))
     return created
+
+
+def timestamp(at: datetime | None) -> str | None:
+    """A time as the API writes it, in an event's data as in a run's JSON (ISO 8601, UTC, as
+    DRF writes a date-time field)."""
+    if at is None:
+        return None
+    text = at.astimezone(UTC).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def status_event(run: Run) -> tuple[str, dict[str, Any]]:

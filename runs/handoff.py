@@ -15,7 +15,7 @@ from django.utils import timezone
 from hango_project import metrics
 from hango_project.config import hango
 from runs.endings import cancel_unheld
-from runs.models import BUSY_RUN_STATUSES, Run, RunStatus
+from runs.models import BUSY_RUN_STATUSES, PARKED_RUN_STATUSES, Run
 from runs.queue import lock_session, start_next, start_stalled, waiting_after
 
 
@@ -38,7 +38,7 @@ def cancel_kept_by_a_pause(run_id: str) -> uuid.UUID | None:
     paused run is (:func:`runs.endings.cancel_unheld`: its calls get their results), and start
     the session's next waiting message; the run started, for the caller to enqueue. One indexed
     read when no cancel waits."""
-    session_id = (Run.objects.filter(pk=run_id, status=RunStatus.AWAITING_APPROVAL,
+    session_id = (Run.objects.filter(pk=run_id, status__in=PARKED_RUN_STATUSES,
                                      cancel_requested=True)
                   .values_list("session_id", flat=True).first())
     if session_id is None:
@@ -46,7 +46,7 @@ def cancel_kept_by_a_pause(run_id: str) -> uuid.UUID | None:
     with transaction.atomic():
         lock_session(session_id)  # before the run's row, as every writer of the queue
         run = Run.objects.select_for_update().get(pk=run_id)
-        if run.status != RunStatus.AWAITING_APPROVAL or not run.cancel_requested:
+        if run.status not in PARKED_RUN_STATUSES or not run.cancel_requested:
             return None
         cancel_unheld(run)
         run.save()

@@ -52,14 +52,20 @@ class RunStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
     AWAITING_APPROVAL = "awaiting_approval"
+    # Parked until the API's caller sends the results of its client tools' calls
+    # (POST /v1/runs/{id}/tool-results), no human decision missing (harness.client_calls).
+    REQUIRES_ACTION = "requires_action"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
 
 
+# Parked: its tool batch waits for a human's decision or the caller's results; no worker holds
+# it, and only those answers (or a cancel, or an expiry) move it.
+PARKED_RUN_STATUSES = (RunStatus.AWAITING_APPROVAL, RunStatus.REQUIRES_ACTION)
 # A session has at most one run in these states (a database constraint enforces it).
-ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL)
-# Queued or running: the runs a worker has or will have (a run paused for approval holds none).
+ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, *PARKED_RUN_STATUSES)
+# Queued or running: the runs a worker has or will have (a parked run holds none).
 BUSY_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
 # Not finished yet: active, or pending behind the active one.
 UNFINISHED_RUN_STATUSES = (RunStatus.PENDING, *ACTIVE_RUN_STATUSES)
@@ -90,6 +96,9 @@ class Run(TokenCounts):
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     epoch = models.PositiveBigIntegerField(default=0)
+    # When the client tools' calls it is parked on are answered as failed (the agent's
+    # client_tool_timeout after the park; null: none waits, or they wait for ever).
+    action_expires_at = models.DateTimeField(null=True, blank=True)
     # Per-run event sequence, advanced under the run's row lock.
     event_seq = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -116,6 +125,10 @@ class Run(TokenCounts):
             # however many runs and sessions the tenant has had.
             models.Index(fields=["agent"], condition=Q(status__in=BUSY_RUN_STATUSES),
                          name="run_busy_by_agent"),
+            # The parked runs whose client calls expire, soonest first (runs.client_results):
+            # only the few that wait on a deadline.
+            models.Index(fields=["action_expires_at"],
+                         condition=Q(action_expires_at__isnull=False), name="run_action_expiry"),
         ]
         constraints = [
             models.CheckConstraint(

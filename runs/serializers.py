@@ -13,7 +13,7 @@ from accounts.usage_apis import CostOutput, UsageOutput
 from hango_api import fields as strict
 from hango_api.inputs import Input
 from harness.approval_values import DECISIONS
-from runs import selectors
+from runs import client_results, selectors
 from runs.content_fields import UserContentField
 from runs.models import Message, Run, RunEvent, Session
 from runs.queue import Multitask
@@ -72,53 +72,6 @@ class MessageInput(Input):
                   "history, in order).")
 
 
-def _when(kinds: list[str], then: dict[str, Any]) -> dict[str, Any]:
-    return {"if": {"properties": {"type": {"enum": kinds}}}, "then": then}
-
-
-class DecisionInput(Input):
-    """A human's decision on one pending tool call."""
-
-    # validate(): which decision takes which field.
-    schema_extra = {"allOf": [
-        _when(["edit"], {"required": ["input"]}),
-        _when(["approve", "reject", "respond"], {"not": {"required": ["input"]}}),
-        _when(["approve", "edit"], {"not": {"required": ["message"]}}),
-        _when(["respond"], {"required": ["message"],
-                            "properties": {"message": {"pattern": "\\S"}}}),
-    ]}
-
-    tool_use_id = strict.CharField(max_length=200)
-    type = strict.ChoiceField(choices=DECISIONS)
-    input = strict.DictField(required=False,
-                             help_text="edit: the new arguments (checked by the tool).")
-    message = strict.CharField(
-        required=False, allow_blank=True,
-        help_text="reject: why (the model reads it as an error result); respond: the text that "
-                  "becomes the tool result.")
-
-    def validate(self, data: dict) -> dict:
-        kind = data["type"]
-        if kind == "edit" and "input" not in data:
-            raise serializers.ValidationError({"input": ["An edit needs the new arguments."]})
-        if kind != "edit" and "input" in data:
-            raise serializers.ValidationError({"input": ["Only an edit takes 'input'."]})
-        if kind in ("approve", "edit") and "message" in data:
-            raise serializers.ValidationError(
-                {"message": ["Only reject and respond take a 'message'."]})
-        if kind == "respond" and not data.get("message", "").strip():
-            raise serializers.ValidationError(
-                {"message": ["A respond decision needs the text that becomes the tool result."]})
-        return data
-
-
-class ApproveInput(Input):
-    schema_extra = {"properties": {"decisions": {"minItems": 1}}}
-
-    decisions = DecisionInput(many=True, allow_empty=False,
-                              help_text="Exactly one decision per pending tool call.")
-
-
 @extend_schema_field({"type": "array", "items": {
     "type": "object", "properties": {"content": {"type": "string"},
                                      "status": {"enum": ["pending", "in_progress", "completed"]}}}})
@@ -169,6 +122,7 @@ class RunOutput(serializers.ModelSerializer):
     agent = serializers.UUIDField(source="agent_id", read_only=True)
     todos = serializers.SerializerMethodField()
     pending_approvals = serializers.SerializerMethodField()
+    required_action = serializers.SerializerMethodField()
     error = RunErrorField(read_only=True)
     usage = UsageOutput(source="*", read_only=True)
     cost = serializers.SerializerMethodField()
@@ -177,8 +131,8 @@ class RunOutput(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = ["id", "session", "agent", "status", "turn", "todos", "pending_approvals",
-                  "error", "output", "usage", "cost", "cancel_requested", "created_at",
-                  "started_at", "finished_at"]
+                  "required_action", "error", "output", "usage", "cost", "cancel_requested",
+                  "created_at", "started_at", "finished_at"]
         read_only_fields = fields
         list_serializer_class = RunListOutput
 
@@ -210,6 +164,11 @@ class RunOutput(serializers.ModelSerializer):
         return [p for p in pending if p.get("allowed_decisions")]
 
 
+    @extend_schema_field(client_results.REQUIRED_ACTION_SCHEMA)
+    def get_required_action(self, run: Run) -> dict[str, Any] | None:
+        return client_results.required_action(run)
+
+
 class PostedMessageOutput(MessageOutput):
     seq = serializers.IntegerField(
         read_only=True, allow_null=True,
@@ -234,7 +193,9 @@ class PostMessageOutput(serializers.Serializer):
                    "predicted when the call was sent (null for calls sent before it was kept); "
                    "tool.result "
                    "`{tool_use_id, name, is_error}`; todos.updated `{todos}`; approval.requested "
-                   "`{pending}`."})
+                   "`{pending}`; tool_results.requested `{tool_calls: [{tool_use_id, name}], "
+                   "expires_at}`; tool_results.submitted `{tool_use_ids, remaining}`; "
+                   "tool_results.expired `{tool_use_ids}`."})
 class EventDataField(serializers.JSONField):
     pass
 

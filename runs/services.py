@@ -13,13 +13,13 @@ from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
-from harness import approvals, mcp, serde
+from harness import approvals, mcp
 from harness.approval_values import PendingBatch
 from harness.errors import retryable_codes
 from harness.mcp.values import idempotency_key
 from harness.messages import Message as HMessage
 from harness.serde import content_from_json, content_to_json
-from runs import queue, tasks, tracing
+from runs import client_results, queue, tasks, tracing
 from runs.admission import quota_admit
 from runs.content import user_content
 from runs.endings import INTERNAL_ERROR, cancel_unheld
@@ -223,40 +223,36 @@ def run_resume(*, run: Run, actor: Member | None = None) -> Run:
 
 def run_approve(*, run: Run, decisions: list[dict[str, Any]],
                 actor: Member | None = None) -> Run:
-    """Record one decision per pending tool call and queue the paused run to finish its batch;
-    an edited call's stored arguments become the edited ones (:func:`_rewrite_edited_calls`).
+    """Record one decision per pending tool call and queue the paused run to finish its batch
+    (or, while client tools' calls still wait, park it for their results:
+    :func:`runs.client_results.settle`); an edited call's stored arguments become the edited
+    ones (:func:`_rewrite_edited_calls`).
     A call held because its outcome was unknown leaves the run's journal of sent MCP calls: the
     human decided knowing, so it is sent once more (and journaled anew) if approved.
 
-    Under the run's row lock: a second approve (or one racing it) finds the run no longer
-    awaiting approval and answers 409, so a batch is resumed exactly once."""
+    Under the run's row lock: a second approve (or one racing it) finds no decision missing
+    and answers 409, so a batch is resumed exactly once."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
-        batch_json = (run.state_json or {}).get("pending_batch")
-        if run.status != RunStatus.AWAITING_APPROVAL or batch_json is None:
+        batch = client_results.parked_batch(run, waiting_for="approval")
+        if not batch.awaiting_approval:
             raise Conflict(f"The run is {run.status}, not awaiting approval.",
                            detail={"status": run.status})
-        quota_admit(run.session.tenant_id)
         try:
-            batch = approvals.decide(serde.batch_from_json(batch_json), decisions)
+            batch = approvals.decide(batch, decisions)
         except approvals.InvalidDecisions as exc:
             raise Unprocessable(str(exc), detail={"decisions": exc.problems,
                                                   "pending": exc.pending}) from None
-        run.state_json = {**run.state_json, "pending_batch": serde.batch_to_json(batch)}
         _rewrite_edited_calls(run, batch)
         ToolCallStart.objects.filter(run=run, key__in=[
             idempotency_key(str(run.pk), batch.turn, p.tool_use_id)
             for p in batch.pending if p.reason == "outcome_unknown"]).delete()
-        take_over(run)
-        run.status = RunStatus.QUEUED
-        append_events(run, [approvals.decided_event(batch), status_event(run)])
-        run.save()
+        client_results.settle(run, batch, [approvals.decided_event(batch)])
         # Per call its decision type and tool name only: never an edited input or a message.
         _audit_run(actor, AuditAction.RUN_APPROVE, run, decisions=[
             {"tool_use_id": p.tool_use_id, "tool": p.name,
-             "type": batch.decisions[p.tool_use_id].type} for p in batch.pending])
+             "type": batch.decisions[p.tool_use_id].type} for p in batch.approval_held])
         tracing.mark_request(run)
-        tasks.enqueue_run(run.id)
     return run
 
 

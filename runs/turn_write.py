@@ -55,6 +55,8 @@ class TurnWrite:
     events: list[Event]  # in order; message events included
     usage: Usage
     finish: tuple[str, dict[str, Any] | None] | None = None  # (status, error) on the last turn
+    # A park for client tool results: when the calls still waiting are answered as failed.
+    action_expires_at: datetime | None = None
     # usage_records: one row per model call of the turn, with the run's tenancy.
     tenant_id: uuid.UUID | None = None
     agent_id: uuid.UUID | None = None

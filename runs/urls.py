@@ -14,6 +14,7 @@ from runs.apis import (
     SessionRunsApi,
 )
 from runs.file_apis import SessionFileDetailApi, SessionFilesApi
+from runs.tool_result_apis import RunToolResultsApi
 
 urlpatterns = [
     path("sessions", SessionListApi.as_view(), name="sessions"),
@@ -27,5 +28,6 @@ urlpatterns = [
     path("runs/<str:run_id>/cancel", RunCancelApi.as_view(), name="run-cancel"),
     path("runs/<str:run_id>/resume", RunResumeApi.as_view(), name="run-resume"),
     path("runs/<str:run_id>/approve", RunApproveApi.as_view(), name="run-approve"),
+    path("runs/<str:run_id>/tool-results", RunToolResultsApi.as_view(), name="run-tool-results"),
     path("runs/<str:run_id>/events", RunEventsApi.as_view(), name="run-events"),
 ]

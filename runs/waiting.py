@@ -24,7 +24,8 @@ MAX_WAIT_SECONDS = 60
 
 def run_settled(run_id: uuid.UUID, seconds: float) -> None:
     """Return once the run is no longer pending, queued or running (completed, failed,
-    cancelled or awaiting approval), or after ``seconds``; the caller reads the run then."""
+    cancelled, or parked: awaiting approval or requiring the caller's client tool results), or
+    after ``seconds``; the caller reads the run then."""
     channel: live.Subscription = (live.follow(run_id)[0] if hango().stream_deltas
                                   else live.Silent())
     deadline = time.monotonic() + seconds

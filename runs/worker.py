@@ -148,7 +148,8 @@ def _advance(run: Run, run_id: str) -> Outcome:
         return Outcome.FAILED
     control = DbControl(Claim(run.pk, run.epoch))
     deadline = time.monotonic() + hango().run_slice_seconds
-    checkpointer = DbCheckpointer(run, control, next_seq, deadline)
+    checkpointer = DbCheckpointer(run, control, next_seq, deadline,
+                                  client_tool_timeout=loop.agent.config.client_tool_timeout)
     try:
         with LeaseKeeper(run, control):
             end: NextStep | Halt = loop.run(state, control=control, checkpointer=checkpointer)

@@ -12,12 +12,14 @@ from hango_project.ids import time_ordered_uuid
 
 
 class Event(models.TextChoices):
-    """What an endpoint can be told: a run's end (or its pause for approval), and a ping."""
+    """What an endpoint can be told: a run's end (or its park for approval or for the
+    caller's client tool results), and a ping."""
 
     RUN_COMPLETED = "run.completed"
     RUN_FAILED = "run.failed"
     RUN_CANCELLED = "run.cancelled"
     RUN_AWAITING_APPROVAL = "run.awaiting_approval"
+    RUN_REQUIRES_ACTION = "run.requires_action"
     PING = "webhook.ping"
 
 

@@ -18,6 +18,7 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
+from harness.approval_values import AwaitingApproval
 from harness.errors import ConfigurationError, RunCannotGoOn, Superseded
 from harness.messages import ImageBlock, ToolDef, ToolUseBlock
 
@@ -55,11 +56,25 @@ class ToolContext:
     cancel_requested: Callable[[], bool] = never
 
 
-ToolFn = Callable[[dict[str, Any], ToolContext], ToolResult | str]
+# A tool answers its result, or that the call waits (a client tool's: the API's caller runs it).
+ToolFn = Callable[[dict[str, Any], ToolContext], ToolResult | str | AwaitingApproval]
 
 
 VALID_SCHEMAS_KEPT = 4096
 _valid_schemas: dict[str, None] = {}  # insertion-ordered: the oldest goes first
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why ``schema`` is not a valid JSON Schema (draft 2020-12) a tool's input can have; None
+    when it is. The one check of a tool schema, for every tool (:func:`_check_schema`) and for
+    the agent config's client tools before any run builds them."""
+    if not isinstance(schema, dict):
+        return "a tool's input_schema must be a JSON object"
+    try:
+        _check_schema("", schema)
+    except ConfigurationError as exc:
+        return str(exc).split(": ", 1)[-1]
+    return None
 
 
 def _check_schema(tool: str, schema: dict[str, Any]) -> None:
@@ -121,8 +136,9 @@ class Tool:
                             "schema (hango fetches no schema from elsewhere)")
         return problems
 
-    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """Validate, then call. Every failure comes back as an error result."""
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult | AwaitingApproval:
+        """Validate, then call. Every failure comes back as an error result; a call the tool
+        says waits (:class:`AwaitingApproval`) comes back as that."""
         problems = self.argument_problems(args)
         if problems:
             return tool_error(
@@ -136,4 +152,6 @@ class Tool:
         except Exception as exc:  # a tool's bug must not kill the run; the model reads it
             log.warning("tool %s raised", self.name, exc_info=True)
             return tool_error(f"{self.name} failed: {type(exc).__name__}: {exc}")
-        return result if isinstance(result, ToolResult) else ToolResult(content=str(result))
+        if isinstance(result, ToolResult | AwaitingApproval):
+            return result
+        return ToolResult(content=str(result))

@@ -99,3 +99,39 @@ def test_a_skill_with_an_unknown_tool_is_refused_on_create_and_patch(alice):
                                  {"description": "e", "allowed_tools": ["serch"]}, format="json")
     unknown_named(patched, "allowed_tools", "0: ")
     assert Skill.objects.values_list("description", "allowed_tools").get() == ("d", ["echo"])
+
+
+LOOKUP = {"name": "lookup_order", "description": "Find an order.",
+          "input_schema": {"type": "object", "properties": {"order": {"type": "integer"}}}}
+
+
+def test_client_tools_are_stored_and_allowed_tools_may_name_them(alice):
+    response = alice.client.post("/v1/agents", {
+        **AGENT_BODY, "allowed_tools": ["echo", "lookup_order"],
+        "config": {"client_tools": [LOOKUP], "client_tool_timeout": 30}}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["config"]["client_tools"] == [LOOKUP]
+
+
+@pytest.mark.parametrize(("config", "problem"), [
+    ({"client_tools": [{**LOOKUP, "name": "read_file"}]},
+     "client_tools/0/name: 'read_file' is already the name of a built-in tool; give the client "
+     "tool another name."),
+    ({"client_tools": [LOOKUP], "interrupt_on": {"lookup_order": ["approve"]}},
+     "interrupt_on/lookup_order: 'lookup_order' is a client tool: its calls wait for the "
+     "caller's result, not for a human's decision."),
+    ({"client_tools": [LOOKUP, LOOKUP]},
+     "client_tools: names must be unique, 'lookup_order' is repeated"),
+    ({"client_tools": [{**LOOKUP, "input_schema": {"type": "object", "required": "order"}}]},
+     "client_tools/0/input_schema: not a valid JSON Schema"),
+    ({"client_tool_timeout": -5}, "client_tool_timeout: Input should be greater than or equal"),
+], ids=["builtin clash", "interrupt_on", "repeated", "bad schema", "negative timeout"])
+def test_a_client_tool_that_clashes_or_is_malformed_is_a_422_naming_it(alice, make_agent,
+                                                                        config, problem):
+    response = alice.client.post("/v1/agents", {**AGENT_BODY, "config": config}, format="json")
+    error = error_of(response, 422, "validation_error")
+    assert any(line.startswith(problem) for line in error["detail"]["config"]), error
+    agent = make_agent(alice, config={"max_turns": 3})
+    patched = alice.client.patch(f"/v1/agents/{agent['id']}", {"config": config}, format="json")
+    assert error_of(patched, 422, "validation_error")["detail"] == error["detail"]
+    assert not Agent.objects.filter(config__has_key="client_tools").exists()

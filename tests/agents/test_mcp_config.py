@@ -103,3 +103,16 @@ def test_a_subagent_cannot_be_given_an_mcp_tool(alice, shop):
                        "tools": ["shop__refund"]}]})
     [problem] = config_errors(response)
     assert problem.startswith("subagents/0/tools/0: Unknown tool 'shop__refund'")
+
+
+def test_a_client_tool_may_not_take_the_name_of_an_mcp_tool_of_the_agent(alice, shop):
+    lookup = {"name": "shop__lookup_order", "description": "Mine.",
+              "input_schema": {"type": "object"}}
+    clash = create(alice, config={"mcp_servers": [{"server": shop["id"]}],
+                                  "client_tools": [lookup]})
+    assert config_errors(clash) == [
+        "client_tools/0/name: 'shop__lookup_order' is already the name of a tool of an MCP "
+        "server of the agent; give the client tool another name."]
+    # Without the server, the name is the client tool's own.
+    alone = create(alice, config={"client_tools": [lookup]})
+    assert alone.status_code == 201, alone.content

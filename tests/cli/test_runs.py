@@ -236,3 +236,28 @@ def test_unknown_ids_bad_keys_and_no_server(hango, session):
     assert no_target.exit_code == 2 and "--agent ID" in no_target.stderr
     empty = hango("send", "--session", session, " ")
     assert empty.exit_code == 2 and "the message is empty" in empty.stderr
+
+
+def test_a_run_parked_on_client_tools_is_followed_to_its_park_and_shown(hango, api,
+                                                                       inline_runs):
+    lookup = {"name": "lookup_order", "description": "Find an order.",
+              "input_schema": {"type": "object"}}
+    agent = api.post("/v1/agents", json={"name": "client", "model": "scripted:calls",
+                                         "config": {"client_tools": [lookup]}}).json()
+    session = api.post("/v1/sessions", json={"agent": agent["id"]}).json()["id"]
+    sent = ok_json(hango("send", "--session", session, 'call lookup_order {"order": 7}',
+                         "--json"))["run"]
+    run = api.get(f"/v1/runs/{sent['id']}", params={"wait": 30}).json()
+    assert run["status"] == "requires_action"
+    [call] = run["required_action"]["tool_calls"]
+    parked = hango("follow", run["id"])
+    assert parked.exit_code == 4, parked.stderr
+    assert f'{call["tool_use_id"]}: lookup_order {{"order": 7}}' in parked.stderr
+    assert f"POST /v1/runs/{run['id']}/tool-results" in parked.stderr
+    assert hango("follow", run["id"], "--json").exit_code == 4
+    shown = hango("runs", "show", run["id"])
+    assert "requires_action" in shown.stdout and "the caller's result" in shown.stdout
+    # Answered by the API's caller, the run goes on; following it again sees the end.
+    api.post(f"/v1/runs/{run['id']}/tool-results", json={"results": [
+        {"tool_use_id": call["tool_use_id"], "output": "shipped"}]})
+    assert hango("follow", run["id"]).exit_code == 0

@@ -148,3 +148,28 @@ def test_allows_and_max_turns():
     assert narrow.allows("echo") and not narrow.allows("write_todos")
     assert narrow.max_turns == 3
     assert AgentSpec(id="a", name="a", model="scripted:x", default_max_turns=9).max_turns == 9
+
+
+CLIENT_TOOL = {"name": "lookup_order", "description": "Find an order.",
+               "input_schema": {"type": "object", "properties": {"order": {"type": "integer"}}}}
+
+
+@pytest.mark.parametrize(("config", "problem"), [
+    ({"client_tools": [{**CLIENT_TOOL, "input_schema": {"type": "objet"}}]},
+     "client_tools/0/input_schema: not a valid JSON Schema"),
+    ({"client_tools": [{**CLIENT_TOOL, "input_schema": {"type": "string"}}]},
+     "client_tools/0/input_schema: a tool's arguments are an object"),
+    ({"client_tools": [{**CLIENT_TOOL, "name": "look up"}]}, "client_tools/0/name:"),
+    ({"client_tools": [CLIENT_TOOL, CLIENT_TOOL]}, "client_tools: names must be unique"),
+    ({"client_tools": [{**CLIENT_TOOL, "extra": 1}]}, "client_tools/0/extra:"),
+    ({"client_tool_timeout": -1}, "client_tool_timeout:"),
+    ({"client_tool_timeout": 1.5}, "client_tool_timeout:"),
+])
+def test_client_tools_are_checked_as_tools_and_their_schemas_as_json_schema(config, problem):
+    assert any(p.startswith(problem) for p in config_problems(config)), config_problems(config)
+
+
+def test_client_tools_default_to_none_and_a_ten_minute_wait():
+    parsed = AgentConfig.from_json(json.dumps({"client_tools": [CLIENT_TOOL]}))
+    assert parsed.client_tools[0].input_schema == CLIENT_TOOL["input_schema"]
+    assert parsed.client_tool_timeout == 600 and AgentConfig().client_tools == ()

@@ -15,7 +15,7 @@ from harness.stack import default_stack, stack_slots
 from tests.support.harness import SKILL_IDS, events_named, make_agent, make_loop, run
 
 SLOTS = [
-    "skills", "filesystem", "mcp", "subagent", "context_overrides", "summarization",
+    "skills", "filesystem", "mcp", "client_tools", "subagent", "context_overrides", "summarization",
     "repair_tool_calls", "todo", "repeat_call", "prompt_cache", "memory",
     "human_in_the_loop", "tool_allowlist",
 ]

@@ -210,3 +210,55 @@ def test_messages_queued_behind_the_active_run_are_listed_not_sent(alice, sessio
     content = alice.client.get(f"/v1/sessions/{session['id']}/context",
                                {"full": waiting["id"]}).json()["content"]
     assert json.loads(content) == [{"type": "text", "text": "and then 'b'"}]
+
+
+def test_a_run_parked_on_client_tools_shows_their_results_as_the_caller_sends_them(
+        alice, make_agent, make_session, model, held, transactional_db):
+    lookup = {"name": "lookup_order", "description": "Find an order.",
+              "input_schema": {"type": "object", "properties": {"order": {"type": "integer"}}}}
+    agent = make_agent(alice, config={"client_tools": [lookup],
+                                      "interrupt_on": {"word_count": ALL}})
+    session = make_session(alice, agent_id=agent["id"])
+    model.steps += [
+        batch(("c_echo", "echo", {"text": "alpha"}), ("c_count", "word_count", {"text": "a b"}),
+              ("c_one", "lookup_order", {"order": 1}), ("c_two", "lookup_order", {"order": 2})),
+        text("Done."),
+    ]
+    run = post(alice, session, "look up 1 and 2")["run"]
+    assert run["status"] == "awaiting_approval"
+    paused, paused_full = inspected(alice, session)
+    # The client tool is a tool part of the request, as the model is offered it.
+    assert json.loads(paused_full["tool:lookup_order"])["input_schema"] == lookup["input_schema"]
+    assert [(c["tool_use_id"], c["outlook"]) for c in paused["pending_calls"]] == [
+        ("c_echo", "ran"), ("c_count", "awaiting_decision"), ("c_one", "awaiting_result"),
+        ("c_two", "awaiting_result")]
+    assert "3 of 4 not known yet" in paused["messages"][-1]["label"]
+    assert "lookup_order → (waiting for the caller's result)" in \
+        paused["messages"][-1]["preview"]
+
+    held()
+    submitted = alice.client.post(f"/v1/runs/{run['id']}/tool-results", {"results": [
+        {"tool_use_id": "c_one", "output": "found"}]}, format="json")
+    assert submitted.status_code == 200, submitted.content
+    answered, answered_full = inspected(alice, session)
+    assert [c["outlook"] for c in answered["pending_calls"]] == [
+        "ran", "awaiting_decision", "answered", "awaiting_result"]
+    batch_part = answered["batch_part"]
+    assert [r["content"] for r in json.loads(answered_full[batch_part])] == [
+        "alpha", "", "found", ""]
+
+    approve(alice, run["id"], {"tool_use_id": "c_count", "type": "approve"})
+    alice.client.post(f"/v1/runs/{run['id']}/tool-results", {"results": [
+        {"tool_use_id": "c_two", "output": "lost", "is_error": True}]}, format="json")
+    decided, decided_full = inspected(alice, session)
+    assert decided["run"]["status"] == "queued"
+    assert [c["outlook"] for c in decided["pending_calls"]] == [
+        "ran", "will_run", "answered", "answered"]
+    tasks.advance_run(run["id"])
+    assert Run.objects.get(pk=run["id"]).status == "completed"
+    system, tools, messages = sent_parts(model.calls[-1])
+    shown_system, shown_tools, shown_messages = shown_parts(decided, decided_full)
+    assert (shown_system, shown_tools) == (system, tools) and "lookup_order" in tools
+    assert shown_messages == blank(messages, {"c_count"})
+    assert messages[-1][3] == {"type": "tool_result", "tool_use_id": "c_two",
+                               "content": "lost", "is_error": True}

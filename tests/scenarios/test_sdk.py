@@ -3,8 +3,8 @@ worker and the scripted demo model: an agent, a session, a message run to its an
 iterator carrying on across a connection cut in the middle of a run (it reconnects with
 ``Last-Event-ID`` and neither misses nor repeats an event); the async client the same way.
 
-Client tools (``requires_action``) are not here yet: their server side is on another branch;
-tests/sdk/test_run.py holds the SDK's side to that contract meanwhile."""
+And client tools: ``client.run`` answering a run's ``requires_action`` with the caller's own
+functions, a batch of two calls, one of which raises (submitted as a failed result)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from hango_client import AsyncClient, Client, Event, RetryPolicy
 
 from tests.support import workers
+from tests.support.approvals import statuses
 from tests.support.proxy import CuttingProxy
 from tests.support.servers import GunicornProcess
 
@@ -103,3 +104,30 @@ def test_the_async_client_does_the_same(alice, server, proxy):
     assert [e.seq for e in seen if e.seq is not None] == stored
     assert any(re.search(rb"last-event-id: [1-9]", chunk, re.IGNORECASE)
                for chunk in proxy.requests), "the stream was opened again after the cut"
+
+
+def test_client_tools_are_answered_with_the_callers_functions(alice, server):
+    looked_up: list[int] = []
+
+    def lookup_order(order: int) -> str:
+        looked_up.append(order)
+        if order == 13:
+            raise LookupError("no such order")
+        return f"order {order} ships today"
+
+    lookup = {"name": "lookup_order", "description": "Find an order by its number.",
+              "input_schema": {"type": "object", "properties": {"order": {"type": "integer"}},
+                               "required": ["order"]}}
+    with Client(server.url, alice.key) as client:
+        agent = client.agents.create(name="shop", model="scripted:calls",
+                                     config={"client_tools": [lookup]})
+        session = client.sessions.create(agent=agent)
+        answer = client.run(session, 'call lookup_order {"order": 42} ; '
+                                     'call lookup_order {"order": 13}',
+                            tools={"lookup_order": lookup_order}, timeout=120)
+        assert answer.run["status"] == "completed" and sorted(looked_up) == [13, 42]
+        assert "lookup_order: order 42 ships today" in answer.text
+        assert "lookup_order (error):" in answer.text and "no such order" in answer.text
+    # Both calls were answered in one submission: the run parked once and resumed once.
+    assert statuses(answer.run["id"]) == ["queued", "running", "requires_action", "queued",
+                                          "running", "completed"]

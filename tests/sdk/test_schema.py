@@ -14,11 +14,8 @@ import hango_client.resources as resources
 import pytest
 from hango_client._endpoint import Endpoint, Events, Route
 
-# Declared by the SDK, not yet served: the client-tools branch (issue 34, points 1-2) adds the
-# route. Remove the entry when it lands on main; the test then holds the route to the schema.
-PENDING = {
-    ("POST", "/v1/runs/{run_id}/tool-results"): "client tools: being built on their branch",
-}
+# Declared by the SDK, not yet served (none now); the test then holds the route to the schema.
+PENDING: dict[tuple[str, str], str] = {}
 # Operations of the API the SDK does not declare, and why.
 NOT_COVERED = {
     ("GET", "/healthz"): "Client.health() sends it without a key, outside the declared routes",

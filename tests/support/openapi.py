@@ -95,6 +95,9 @@ VALID: dict[str, Any] = {
     "sessions_messages_create": {"content": "hi"},
     "runs_approve": {"decisions": [{"tool_use_id": "t1", "type": "edit", "input": {}},
                                    {"tool_use_id": "t2", "type": "reject", "message": "no"}]},
+    "runs_tool_results": {"results": [
+        {"tool_use_id": "t1", "output": "x", "is_error": True},
+        {"tool_use_id": "t2", "output": [{"type": "text", "text": "y"}]}]},
     "agents_context_overrides_replace": [{"part": "system:agent", "action": "replace",
                                           "replacement": "x"}],
     "sessions_context_overrides_replace": [{"part": "message:1", "action": "replace",
