@@ -28,7 +28,8 @@ from tests.support.api import AGENT_BODY, error_of, make_caller
 COVERED_POSTS = {
     "v1/agents", "v1/agents/<str:agent_id>/memory", "v1/skills", "v1/sessions",
     "v1/sessions/<str:session_id>/messages", "v1/runs/<str:run_id>/cancel",
-    "v1/runs/<str:run_id>/resume", "v1/runs/<str:run_id>/approve", "v1/mcp-servers",
+    "v1/runs/<str:run_id>/resume", "v1/runs/<str:run_id>/approve",
+    "v1/runs/<str:run_id>/tool-results", "v1/mcp-servers",
     "v1/webhooks", "v1/webhooks/<str:webhook_id>/rotate", "v1/webhooks/<str:webhook_id>/ping",
     "v1/schedules", "v1/schedules/<str:schedule_id>/run",
 }

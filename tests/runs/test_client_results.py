@@ -250,3 +250,18 @@ def test_a_mixed_batch_waits_for_the_human_then_the_caller(alice, client_session
     assert submit(alice, run["id"], answer(call["tool_use_id"])).json()["status"] == "completed"
     assert statuses(run["id"])[2:] == ["awaiting_approval", "requires_action", "queued",
                                        "running", "completed"]
+
+
+def test_results_sent_twice_with_one_key_are_stored_once(alice, client_session, inline_runs):
+    run = parked(alice, client_session)
+    call_id = run["required_action"]["tool_calls"][0]["tool_use_id"]
+    url, body = f"/v1/runs/{run['id']}/tool-results", {"results": [answer(call_id)]}
+    first = alice.client.post(url, body, format="json", HTTP_IDEMPOTENCY_KEY="results-1")
+    assert first.status_code == 200, first.content
+    again = alice.client.post(url, body, format="json", HTTP_IDEMPOTENCY_KEY="results-1")
+    assert (again.status_code, again.json()) == (200, first.json())
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert RunEvent.objects.filter(run_id=run["id"], type="tool_results.submitted").count() == 1
+    # Without the key the retry is what it is: the run has gone on.
+    assert error_of(submit(alice, run["id"], answer(call_id)), 409)["detail"] == {
+        "status": "completed"}

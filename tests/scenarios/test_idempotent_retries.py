@@ -61,6 +61,8 @@ CALLS: dict[str, tuple[str, Any, Callable[[Caller, dict[str, str]], dict[str, st
     "runs_cancel": ("alice", None, _fresh_run),
     "runs_resume": ("alice", None, _cancelled_run),
     "runs_approve": ("alice", "paused", None),  # its own test: a run paused on a real batch
+    # Its own test too (tests/runs/test_client_results.py): a run parked on a client call.
+    "runs_tool_results": ("alice", "parked", None),
     "mcp_servers_create": ("admin", {"name": "retried", "transport": "sse",
                                      "url": "https://retried.example.invalid/sse"}, None),
     "webhooks_create": ("alice", {"url": "https://hooks.example.com/retried"}, None),
@@ -104,7 +106,7 @@ def _prepared(request, operation: Operation, ids: dict[str, str]) -> tuple[Calle
 
 
 # Every keyed POST but the approval, which needs a run paused on a real batch (its own test).
-WALKED = [op for op in _posts() if op.operation_id != "runs_approve"]
+WALKED = [op for op in _posts() if op.operation_id not in ("runs_approve", "runs_tool_results")]
 
 
 @pytest.mark.parametrize("operation", WALKED, ids=str)
