@@ -1,22 +1,25 @@
-"""Client tools on real worker processes (Redis, PostgreSQL): a run parked on the caller's tool
-calls goes on once answered — in parts, answered twice at once, left to expire, cancelled,
-after its worker was killed, beside a built-in and an approval-held call of the same batch —
-and a hundred parked runs answered at once are each resumed exactly once."""
+"""Client tools on real worker processes (Redis, PostgreSQL), answered by a service using the
+Python SDK over HTTP (hango under gunicorn): a run parked on the caller's tool calls goes on
+once answered — in parts, answered twice at once, left to expire, cancelled, after its worker
+was killed, beside a built-in and an approval-held call of the same batch — and a hundred
+parked runs answered at once are each resumed exactly once."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection
-from rest_framework.test import APIClient
+from hango_client import ApiError, Client, RetryPolicy
 
 from harness.approvals import CANCELLED_BEFORE_RESULT
 from harness.client_calls import NO_RESULT
 from runs.models import Message, Run, RunEvent
+from tests.support import workers
 from tests.support.approvals import statuses
 from tests.support.history import assert_valid_history
 from tests.support.runs import wait_for_run
+from tests.support.servers import GunicornProcess
 from tests.support.threads import at_once
 
 pytestmark = pytest.mark.slow
@@ -30,33 +33,55 @@ RESUMED_ONCE = ["queued", "running", "requires_action", "queued", "running", "co
 
 
 @pytest.fixture
-def agent(alice, make_agent):
-    return make_agent(alice, model="scripted:calls", config={
+def service(alice, broker, tmp_path) -> Iterator[Callable[[], Client]]:
+    """hango under gunicorn; each call a new SDK client of alice's (one a thread), which does
+    not retry: a test sees each answer as the server gave it."""
+    served = GunicornProcess(tmp_path, database_url=workers.test_database_url(), threads=8, env={
+        "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0"})
+    clients: list[Client] = []
+
+    def connect() -> Client:
+        clients.append(Client(served.url, alice.key, retry=RetryPolicy(attempts=1)))
+        return clients[-1]
+
+    yield connect
+    for client in clients:
+        client.close()
+    served.stop()
+
+
+@pytest.fixture
+def api(service) -> Client:
+    return service()
+
+
+@pytest.fixture
+def agent(api):
+    return api.agents.create(name="orders", model="scripted:calls", config={
         "client_tools": [LOOKUP], "interrupt_on": {"word_count": ["approve"]}})
 
 
-def start(caller, agent_id: str, content: str = ONE) -> str:
-    session = caller.client.post("/v1/sessions", {"agent": agent_id}, format="json").json()
-    posted = caller.client.post(f"/v1/sessions/{session['id']}/messages", {"content": content},
-                                format="json")
-    assert posted.status_code == 202, posted.content
-    return posted.json()["run"]["id"]
+def start(api: Client, agent, content: str = ONE) -> str:
+    session = api.sessions.create(agent=agent)
+    return api.sessions.send(session, content)["run"]["id"]
 
 
-def parked(run_id: str, status: str = "requires_action", timeout: float = 60) -> dict:
+def parked(run_id: str, status: str = "requires_action", timeout: float = 60) -> Run:
     wait_for_run(run_id, lambda r: r.status == status, timeout=timeout)
     return Run.objects.get(pk=run_id)
 
 
-def waiting_ids(caller, run_id: str) -> list[str]:
-    run = caller.client.get(f"/v1/runs/{run_id}").json()
-    return [c["tool_use_id"] for c in run["required_action"]["tool_calls"]]
+def waiting_ids(api: Client, run_id: str) -> list[str]:
+    return [c["tool_use_id"] for c in api.runs.get(run_id)["required_action"]["tool_calls"]]
 
 
-def submit(caller, run_id: str, *answers: tuple[str, str], client=None):
-    results = [{"tool_use_id": i, "output": text} for i, text in answers]
-    return (client or caller.client).post(f"/v1/runs/{run_id}/tool-results",
-                                          {"results": results}, format="json")
+def submit(api: Client, run_id: str, *answers: tuple[str, str]) -> tuple[int, dict]:
+    """The status and body the tool results' post answered."""
+    try:
+        return 200, api.runs.submit_tool_results(run_id, results=[
+            {"tool_use_id": i, "output": text} for i, text in answers])
+    except ApiError as refused:
+        return refused.status, {"error": refused.code, "detail": refused.detail}
 
 
 def results_for(run: Run, call_id: str) -> list[dict]:
@@ -70,25 +95,19 @@ def answer_text(run: Run) -> str:
         .content[0]["text"]
 
 
-def fresh_client(caller) -> APIClient:
-    """A client of the caller's own for a thread (a test client is not shared across them)."""
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {caller.key}")
-    return client
-
-
-def test_answered_in_parts_the_last_answer_sent_at_once_is_stored_once(alice, agent,
+def test_answered_in_parts_the_last_answer_sent_at_once_is_stored_once(api, service, agent,
                                                                        start_worker):
     start_worker("w1")
-    run_id = start(alice, agent["id"], TWO)
+    run_id = start(api, agent, TWO)
     parked(run_id)
-    first, second = waiting_ids(alice, run_id)
-    assert submit(alice, run_id, (second, "two ships")).json()["status"] == "requires_action"
+    first, second = waiting_ids(api, run_id)
+    assert submit(api, run_id, (second, "two ships"))[1]["status"] == "requires_action"
     assert Run.objects.get(pk=run_id).status == "requires_action"  # no worker took it
-    assert waiting_ids(alice, run_id) == [first]
+    assert waiting_ids(api, run_id) == [first]
+    senders = [service() for _ in range(4)]
 
     def send() -> int:
-        return submit(alice, run_id, (first, "one ships"), client=fresh_client(alice)).status_code
+        return submit(senders.pop(), run_id, (first, "one ships"))[0]
 
     # The last answer sent four times at once (a client retrying): one is taken.
     assert sorted(at_once(send, count=4)) == [200, 409, 409, 409]
@@ -102,23 +121,20 @@ def test_answered_in_parts_the_last_answer_sent_at_once_is_stored_once(alice, ag
     assert_valid_history(run.session_id)
 
 
-def test_a_parked_run_left_alone_expires_and_one_cancelled_is_closed(alice, agent, make_agent,
-                                                                     start_worker):
-    brief = make_agent(alice, model="scripted:calls",
-                       config={"client_tools": [LOOKUP], "client_tool_timeout": 1})
+def test_a_parked_run_left_alone_expires_and_one_cancelled_is_closed(api, agent, start_worker):
+    brief = api.agents.create(name="brief", model="scripted:calls",
+                              config={"client_tools": [LOOKUP], "client_tool_timeout": 1})
     start_worker("w1")
-    left, cancelled = start(alice, brief["id"]), start(alice, agent["id"])
+    left, cancelled = start(api, brief), start(api, agent)
     parked(cancelled)
-    [call] = waiting_ids(alice, cancelled)
-    assert alice.client.post(f"/v1/runs/{cancelled}/cancel").json()["status"] == "cancelled"
+    [call] = waiting_ids(api, cancelled)
+    assert api.runs.cancel(cancelled)["status"] == "cancelled"
     run = Run.objects.get(pk=cancelled)
     [result] = results_for(run, call)
     assert result["content"] == CANCELLED_BEFORE_RESULT
     assert_valid_history(run.session_id)
-    again = alice.client.post(f"/v1/sessions/{run.session_id}/messages", {"content": ONE},
-                              format="json")
-    assert again.status_code == 202, again.content  # the session goes on
-    parked(again.json()["run"]["id"])
+    again = api.sessions.send(str(run.session_id), ONE)  # the session goes on
+    parked(again["run"]["id"])
 
     # The worker's reconciler thread answers the other one's call as failed, a second after.
     run = wait_for_run(left, timeout=20)
@@ -129,17 +145,17 @@ def test_a_parked_run_left_alone_expires_and_one_cancelled_is_closed(alice, agen
     assert f"lookup_order (error): {NO_RESULT}" in answer_text(run)
     assert statuses(left) == RESUMED_ONCE
     # Too late: the caller's answer is refused, not stored.
-    assert submit(alice, left, (late, "late")).status_code == 409
+    assert submit(api, left, (late, "late"))[0] == 409
 
 
-def test_kill_9_while_parked_then_answered_resumes_on_another_worker_once(alice, agent,
+def test_kill_9_while_parked_then_answered_resumes_on_another_worker_once(api, agent,
                                                                            start_worker):
     doomed = start_worker("doomed")
-    run_id = start(alice, agent["id"])
+    run_id = start(api, agent)
     run = parked(run_id)
-    [call] = waiting_ids(alice, run_id)
+    [call] = waiting_ids(api, run_id)
     doomed.kill()
-    assert submit(alice, run_id, (call, "ships today")).status_code == 200
+    assert submit(api, run_id, (call, "ships today"))[0] == 200
     start_worker("heir")
     run = wait_for_run(run_id)
     assert run.status == "completed", run.error
@@ -147,18 +163,17 @@ def test_kill_9_while_parked_then_answered_resumes_on_another_worker_once(alice,
     assert statuses(run_id) == RESUMED_ONCE
 
 
-def test_a_batch_of_a_built_in_an_approval_held_and_a_client_call(alice, agent, start_worker):
+def test_a_batch_of_a_built_in_an_approval_held_and_a_client_call(api, agent, start_worker):
     start_worker("w1")
-    run_id = start(alice, agent["id"],
+    run_id = start(api, agent,
                    'call echo {"text": "hi"} ; call word_count {"text": "a b c"} ; ' + ONE)
     parked(run_id, "awaiting_approval")
-    view = alice.client.get(f"/v1/runs/{run_id}").json()
-    [held] = view["pending_approvals"]
-    [call] = waiting_ids(alice, run_id)
-    approved = alice.client.post(f"/v1/runs/{run_id}/approve", {"decisions": [
-        {"tool_use_id": held["tool_use_id"], "type": "approve"}]}, format="json")
-    assert approved.json()["status"] == "requires_action", approved.content
-    assert submit(alice, run_id, (call, "found")).json()["status"] == "queued"
+    [held] = api.runs.get(run_id)["pending_approvals"]
+    [call] = waiting_ids(api, run_id)
+    approved = api.runs.approve(run_id, decisions=[
+        {"tool_use_id": held["tool_use_id"], "type": "approve"}])
+    assert approved["status"] == "requires_action", approved
+    assert submit(api, run_id, (call, "found"))[1]["status"] == "queued"
     run = wait_for_run(run_id)
     assert run.status == "completed", run.error
     text = answer_text(run)
@@ -168,22 +183,21 @@ def test_a_batch_of_a_built_in_an_approval_held_and_a_client_call(alice, agent, 
     assert_valid_history(run.session_id)
 
 
-def test_a_hundred_parked_runs_answered_at_once_each_resume_once(alice, agent, start_worker):
+def test_a_hundred_parked_runs_answered_at_once_each_resume_once(api, service, agent,
+                                                                  start_worker):
     start_worker("w1")
-    runs = [start(alice, agent["id"]) for _ in range(100)]
+    runs = [start(api, agent) for _ in range(100)]
     for run_id in runs:
         parked(run_id)
-    calls = {run_id: waiting_ids(alice, run_id)[0] for run_id in runs}
+    calls = {run_id: waiting_ids(api, run_id)[0] for run_id in runs}
+    senders = [service() for _ in range(8)]  # the service's eight threads, a client each
 
-    def answer(run_id: str) -> int:
-        try:
-            return submit(alice, run_id, (calls[run_id], f"order of {run_id}"),
-                          client=fresh_client(alice)).status_code
-        finally:
-            connection.close()
+    def answer(job: tuple[int, str]) -> int:
+        index, run_id = job
+        return submit(senders[index % 8], run_id, (calls[run_id], f"order of {run_id}"))[0]
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        assert list(pool.map(answer, runs)) == [200] * 100
+        assert list(pool.map(answer, enumerate(runs))) == [200] * 100
     for run_id in runs:
         run = wait_for_run(run_id, timeout=120)
         assert run.status == "completed", (run_id, run.error)
