@@ -70,9 +70,11 @@ def run_get(*, member: Member, run_id: uuid.UUID | str) -> Run:
 def run_costs(runs: Sequence[Run]) -> dict[uuid.UUID, dict[str, Any]]:
     """What each run's calls cost (:func:`accounts.usage.cost_groups`), in two queries for any
     number of runs: their tenants, then their usage rows, read on the (tenant, created_at) index
-    from the earliest run's creation on."""
-    if not runs:
-        return {}
+    from the earliest run's creation on. None for runs no worker has started: only a worker's
+    turn writes a run's usage, and its claim sets ``started_at`` first (a post's answer, a
+    fifth of its web time when it was read)."""
+    if not any(run.started_at is not None for run in runs):
+        return {run.pk: {"by_currency": [], "unpriced_calls": 0} for run in runs}
     tenants = Session.objects.filter(pk__in={run.session_id for run in runs}).values("tenant_id")
     rows = UsageRecord.objects.filter(
         tenant_id__in=tenants, run_id__in=[run.pk for run in runs],
