@@ -112,12 +112,13 @@ def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
 
 def _start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, Run]:
     """The message joins the history and its run is queued (nothing active, nothing waiting)."""
-    run = Run.objects.create(session=session, agent_id=session.agent_id)
+    # Stored with its first event's seq already, so no UPDATE of the run follows the event.
+    run = Run.objects.create(session=session, agent_id=session.agent_id, event_seq=1)
+    run.event_seq = 0
     last = session.messages.aggregate(m=Max("seq"))["m"] or 0
     message = Message.objects.create(session=session, seq=last + 1, role="user",
                                      content=blocks, run=run)
     append_events(run, [status_event(run)])
-    run.save(update_fields=["event_seq"])
     Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
     tasks.enqueue_run(run.id)
     return message, run
