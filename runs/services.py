@@ -6,7 +6,6 @@ import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from accounts.audit import audit_record
@@ -19,7 +18,7 @@ from harness.errors import retryable_codes
 from harness.mcp.values import idempotency_key
 from harness.messages import Message as HMessage
 from harness.serde import content_from_json, content_to_json
-from runs import queue, tasks, tracing
+from runs import post_write, queue, tasks, tracing
 from runs.admission import quota_admit
 from runs.content import user_content
 from runs.endings import INTERNAL_ERROR, cancel_unheld
@@ -112,14 +111,7 @@ def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
 
 def _start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, Run]:
     """The message joins the history and its run is queued (nothing active, nothing waiting)."""
-    # Stored with its first event's seq already, so no UPDATE of the run follows the event.
-    run = Run.objects.create(session=session, agent_id=session.agent_id, event_seq=1)
-    run.event_seq = 0
-    last = session.messages.aggregate(m=Max("seq"))["m"] or 0
-    message = Message.objects.create(session=session, seq=last + 1, role="user",
-                                     content=blocks, run=run)
-    append_events(run, [status_event(run)])
-    Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+    message, run = post_write.start_now(session, blocks)
     tasks.enqueue_run(run.id)
     return message, run
 
