@@ -1,6 +1,6 @@
 """The floor a message post is measured against (``bench_post.py``): the least a post can do
 on hango's stack and still be a post — the caller's key checked by the project's own lookup
-(:mod:`accounts.keys`, the query :class:`~accounts.authentication.ApiKeyAuthentication` runs),
+(:func:`accounts.key_lookup.key_by_prefix`, :mod:`accounts.keys`),
 the session read within the key's tenant, the user message and its queued run inserted in one
 transaction, the run's task published once it commits (:func:`runs.tasks.send_run`) — as a bare
 Django view with no middleware, served by the same gunicorn as ``make serve`` on the same
@@ -19,7 +19,7 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
 from accounts import keys
-from accounts.models import ApiKey
+from accounts.key_lookup import key_by_prefix
 from runs import tasks
 from runs.content import user_content
 from runs.models import Message, Run, Session
@@ -28,8 +28,7 @@ from runs.models import Message, Run, Session
 def floor_post(request: HttpRequest, session_id: str) -> JsonResponse:
     presented = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2].strip()
     prefix = keys.parse_prefix(presented)
-    api_key = (ApiKey.objects.select_related("member").filter(prefix=prefix).first()
-               if prefix else None)
+    api_key = key_by_prefix(prefix) if prefix else None
     if (api_key is None or api_key.revoked_at is not None
             or not keys.matches(presented, api_key.secret_hash)):
         return JsonResponse({"error": "unauthorized"}, status=401)
