@@ -207,7 +207,10 @@ class Bench:
         self.hango.start()  # the workers, warmed
         server = Server(self.a.port, self.env)
         try:
-            self.post(server.port, self.a.warm, f"warm{time.time_ns()}")
+            warm = [run_id for _, run_id, _, _ in
+                    self.post(server.port, self.a.warm, f"warm{time.time_ns()}")]
+            while Run.objects.filter(pk__in=warm, finished_at__isnull=True).exists():
+                time.sleep(0.2)  # the warm-up's runs end before the clock starts
             meter = CpuMeter({"web": lambda: descendants(server.proc.pid),
                               "worker": lambda: [p for w in self.hango.workers
                                                  for p in descendants(w.pid)],
