@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection, models
 
 from accounts.models import ApiKey, Member, Tenant
+from hango_project.database import database
 
 # (model, alias, the join condition), in the order the instances are built and linked.
 _JOINS: tuple[tuple[str, str, str | None], ...] = (
@@ -56,7 +57,7 @@ def _instance(model: type[models.Model], values: tuple[Any, ...]) -> models.Mode
 
 def key_by_prefix(prefix: str) -> ApiKey | None:
     """The key whose prefix is ``prefix``, its member, tenant and user loaded, or None."""
-    if connection.vendor != "postgresql":
+    if not database().one_statement:
         return (ApiKey.objects.select_related("member__tenant", "member__user")
                 .filter(prefix=prefix).first())
     with connection.cursor() as cursor:

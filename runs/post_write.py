@@ -18,6 +18,7 @@ from django.db import connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from hango_project.database import database
 from runs import live
 from runs.events import append_events, status_event
 from runs.models import Message, Run, RunEvent, Session
@@ -28,7 +29,7 @@ def start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, 
     holds the session's lock (nothing active, nothing waiting); its followers are told once it
     commits. The caller sends the run's task."""
     now = timezone.now()
-    if connection.vendor != "postgresql":
+    if not database().one_statement:
         return _start_with_orm(session, blocks, now)
     run = Run(session=session, agent_id=session.agent_id, event_seq=1)
     kind, data = status_event(run)
