@@ -18,13 +18,14 @@ from harness.errors import retryable_codes
 from harness.mcp.values import idempotency_key
 from harness.messages import Message as HMessage
 from harness.serde import content_from_json, content_to_json
-from runs import post_write, queue, tasks, tracing
+from runs import queue, tasks, tracing
 from runs.admission import quota_admit
 from runs.content import user_content
 from runs.endings import INTERNAL_ERROR, cancel_unheld
 from runs.events import append_events, status_event
 from runs.fence import take_over
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session, ToolCallStart
+from runs.post_write import start_now
 from runs.queue import Multitask
 
 # Failures a resume may retry: the provider was unavailable (a retryable provider error), the
@@ -111,7 +112,7 @@ def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
 
 def _start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, Run]:
     """The message joins the history and its run is queued (nothing active, nothing waiting)."""
-    message, run = post_write.start_now(session, blocks)
+    message, run = start_now(session, blocks)
     tasks.enqueue_run(run.id)
     return message, run
 
