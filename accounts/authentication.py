@@ -18,6 +18,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions, status
 
 from accounts import keys
+from accounts.key_lookup import key_by_prefix
 from accounts.models import ApiKey, Member
 from hango_project.config import hango
 from hango_project.errors import ApplicationError
@@ -47,11 +48,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         prefix = keys.parse_prefix(presented)
         api_key = None
         if prefix is not None:
-            api_key = (
-                ApiKey.objects.select_related("member__tenant", "member__user")
-                .filter(prefix=prefix)
-                .first()
-            )
+            api_key = key_by_prefix(prefix)
         if api_key is None or not keys.matches(presented, api_key.secret_hash):
             raise exceptions.AuthenticationFailed("The API key is not valid.")
         if api_key.revoked_at is not None:

@@ -25,11 +25,11 @@ import uuid
 
 from django.db import transaction
 
-from accounts.models import Tenant
 from accounts.usage import locked_tenant, quota_state
 from hango_project import metrics
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
+from hango_project.sql import fetch, uuid_param
 from runs.models import BUSY_RUN_STATUSES, Run
 
 
@@ -45,8 +45,9 @@ def quota_admit(tenant_id: uuid.UUID) -> None:
     runs. A run that waits in its session's queue is admitted when posted, not again when it
     starts; if the quota is spent by then, its first model call fails it (resumably)."""
     assert transaction.get_connection().in_atomic_block, "quota_admit needs a transaction"
-    unlocked = Tenant.objects.filter(pk=tenant_id).values_list("token_quota", flat=True).first()
-    if unlocked is None:  # unlimited: no lock, no counting
+    # Plain SQL: read on every post, the ORM compiled it anew each time.
+    unlocked = fetch("SELECT token_quota FROM tenants WHERE id = %s", [uuid_param(tenant_id)])
+    if not unlocked or unlocked[0][0] is None:  # unlimited: no lock, no counting
         return
     tenant = locked_tenant(tenant_id)
     if tenant.token_quota is None:

@@ -85,7 +85,7 @@ class SessionMessagesApi(ListApi):
         decides: 409 (`reject`, the default), wait for it (`enqueue`), or cancel it and then
         run (`interrupt`)."""
         member = caller(request)
-        session = selectors.session_get(member=member, session_id=session_id)
+        session = selectors.session_to_post(member=member, session_id=session_id)
         data = validated(MessageInput, request)
         message, run = services.message_post(session=session, content=data["content"],
                                              multitask=data["multitask"], actor=member)

@@ -49,6 +49,12 @@ def session_get(*, member: Member, session_id: uuid.UUID | str) -> Session:
                        what="Session")
 
 
+def session_to_post(*, member: Member, session_id: uuid.UUID | str) -> Session:
+    """The session alone, for a post (its run is decided under the session's lock: the active
+    run read here would be stale by then); a third of :func:`session_get`'s compiling."""
+    return get_visible(Session.objects.all(), member, session_id, what="Session")
+
+
 def message_list(*, session: Session) -> QuerySet[Message]:
     """The session's messages; the caller has already been allowed to see ``session``."""
     return Message.objects.filter(session=session)
@@ -70,9 +76,11 @@ def run_get(*, member: Member, run_id: uuid.UUID | str) -> Run:
 def run_costs(runs: Sequence[Run]) -> dict[uuid.UUID, dict[str, Any]]:
     """What each run's calls cost (:func:`accounts.usage.cost_groups`), in two queries for any
     number of runs: their tenants, then their usage rows, read on the (tenant, created_at) index
-    from the earliest run's creation on."""
-    if not runs:
-        return {}
+    from the earliest run's creation on. None for runs no worker has started: only a worker's
+    turn writes a run's usage, and its claim sets ``started_at`` first (a post's answer, a
+    fifth of its web time when it was read)."""
+    if not any(run.started_at is not None for run in runs):
+        return {run.pk: {"by_currency": [], "unpriced_calls": 0} for run in runs}
     tenants = Session.objects.filter(pk__in={run.session_id for run in runs}).values("tenant_id")
     rows = UsageRecord.objects.filter(
         tenant_id__in=tenants, run_id__in=[run.pk for run in runs],

@@ -6,7 +6,6 @@ import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from accounts.audit import audit_record
@@ -26,6 +25,7 @@ from runs.endings import INTERNAL_ERROR, cancel_unheld
 from runs.events import append_events, status_event
 from runs.fence import take_over
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session, ToolCallStart
+from runs.post_write import start_now
 from runs.queue import Multitask
 
 # Failures a resume may retry: the provider was unavailable (a retryable provider error), the
@@ -112,13 +112,7 @@ def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
 
 def _start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, Run]:
     """The message joins the history and its run is queued (nothing active, nothing waiting)."""
-    run = Run.objects.create(session=session, agent_id=session.agent_id)
-    last = session.messages.aggregate(m=Max("seq"))["m"] or 0
-    message = Message.objects.create(session=session, seq=last + 1, role="user",
-                                     content=blocks, run=run)
-    append_events(run, [status_event(run)])
-    run.save(update_fields=["event_seq"])
-    Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+    message, run = start_now(session, blocks)
     tasks.enqueue_run(run.id)
     return message, run
 
