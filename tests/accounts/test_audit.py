@@ -98,6 +98,18 @@ def awaiting_run(caller, world) -> str:
     return str(run.pk)
 
 
+def parked_run(caller, world) -> str:
+    """A run parked on a client tool's call, made by hand as :func:`awaiting_run` is."""
+    run = Run.objects.get(pk=queued_run(caller, world))
+    run.status = "requires_action"
+    batch = PendingBatch(pending=[PendingCall(tool_use_id=CALL_ID, name="lookup_order",
+                                              input={"order": 42}, allowed_decisions=(),
+                                              reason="client")])
+    run.state_json = {"pending_batch": batch_to_json(batch)}
+    run.save()
+    return str(run.pk)
+
+
 # route name, method → (action, object type, how to call it: (caller, world) → (url, body, id))
 Call = Callable[..., tuple[str, dict | None, Callable[[object], str]]]
 
@@ -154,6 +166,9 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
     ("run-approve", "post"): (AuditAction.RUN_APPROVE, "run", lambda c, w: (
         (run_id := awaiting_run(c, w)) and f"/v1/runs/{run_id}/approve",
         {"decisions": [{"tool_use_id": CALL_ID, "type": "approve"}]}, lambda r: run_id)),
+    ("run-tool-results", "post"): (AuditAction.RUN_TOOL_RESULTS, "run", lambda c, w: (
+        (run_id := parked_run(c, w)) and f"/v1/runs/{run_id}/tool-results",
+        {"results": [{"tool_use_id": CALL_ID, "output": "ships"}]}, lambda r: run_id)),
     ("agent-context-overrides", "put"): (AuditAction.CONTEXT_OVERRIDE, "agent", lambda c, w: (
         f"/v1/agents/{w['agent']}/context-overrides",
         [{"part": "system:agent", "action": "replace", "replacement": "Be brief."},
