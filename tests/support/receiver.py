@@ -3,12 +3,12 @@ and answers each with the next status of its script (then 200)."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.loopback import QuietHandler, loopback_server
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Receiver:
 def receiver() -> Iterator[Receiver]:
     state = Receiver(url="")
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
             state.got.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()},
@@ -46,15 +46,6 @@ def receiver() -> Iterator[Receiver]:
             self.send_header("content-length", "0")
             self.end_headers()
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/hango?token=t0k3n"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback_server(Handler) as url:
+        state.url = f"{url}/hooks/hango?token=t0k3n"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
