@@ -1,0 +1,85 @@
+"""harness.streamed: a cancel stops a streamed call in flight and its usage is counted; a failed
+call's run error is a short first line, its whole answer kept in a ``model.failed`` event."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from harness.errors import ProviderBadRequest, ProviderUnavailable
+from harness.messages import Message
+from harness.providers.abort import CallAbort
+from harness.providers.scripted import ScriptedModel, text
+from harness.state import State
+from harness.steps import Failed, FinalOutput, Interrupted
+from harness.streamed import ERROR_LINE_CHARS, EVENT_MODEL_FAILED
+from harness.tokens.tokenizers import tokenizer_for
+from tests.support.harness import Deltas, make_loop, run
+
+WORDS = " ".join(f"word{i}" for i in range(40))
+
+
+class AbortsAfter:
+    """A control whose cancel arrives ``seconds`` into the streamed call, from another thread
+    (as the server's watch sees it)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.cancelled = False
+
+    def cancel_requested(self) -> bool:
+        return self.cancelled
+
+    def abort_on_cancel(self, handle: CallAbort) -> Callable[[], None]:
+        def fire() -> None:
+            self.cancelled = True
+            handle.abort()
+
+        timer = threading.Timer(self.seconds, fire)
+        timer.start()
+        return timer.cancel
+
+
+def test_a_cancel_stops_the_stream_and_records_what_it_used():
+    deltas = Deltas()
+    model = ScriptedModel([text(WORDS)], word_delay_ms=30)
+    loop = make_loop(model, deltas=deltas, prints=tokenizer_for("openai:gpt-4o"))
+
+    step, state, recorder = run(loop, State(messages=[Message.user("Write forty words.")]),
+                                control=AbortsAfter(0.2))
+
+    assert step == Interrupted("cancelled")
+    assert 0 < len(deltas.seen) < 40  # stopped mid-answer
+    [result] = recorder.results
+    assert result.messages == ()  # the cut answer is not kept
+    [call] = result.usage
+    counter = tokenizer_for("openai:gpt-4o")
+    assert call.usage.input_tokens > 0
+    assert call.usage.output_tokens == counter.text(deltas.text_of(1))
+
+
+def test_a_call_not_cancelled_is_answered_as_before():
+    deltas = Deltas()
+    step, _, recorder = run(make_loop(ScriptedModel([text("all of it")]), deltas=deltas),
+                            control=AbortsAfter(5))
+    assert step == FinalOutput("end_turn")
+    assert deltas.text_of(1) == "all of it"
+
+
+def test_a_provider_error_fails_the_run_with_its_first_line_and_keeps_it_whole():
+    dump = ("OpenAI API error (HTTP 500): 7 validation errors for list[...]\n"
+            + "messages.1.content\n  Input should be a valid string\n" * 60)
+    step, _, recorder = run(make_loop(ScriptedModel([ProviderBadRequest(
+        dump, status=500, provider="openai")])))
+
+    assert step == Failed("provider_bad_request",
+                          "OpenAI API error (HTTP 500): 7 validation errors for list[...]")
+    [event] = [data for kind, data in recorder.results[-1].events if kind == EVENT_MODEL_FAILED]
+    assert event == {"code": "provider_bad_request", "provider": "openai", "status": 500,
+                     "message": dump}
+
+
+def test_a_long_first_line_is_cut():
+    step, _, _ = run(make_loop(ScriptedModel([ProviderUnavailable("x" * 5000)])))
+    assert isinstance(step, Failed)
+    assert len(step.message) == ERROR_LINE_CHARS and step.message.endswith("…")
