@@ -23,16 +23,21 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
-from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from harness import approvals, fingerprint, streamed, telemetry
+from harness import approvals, streamed, telemetry
 from harness.agent import AgentSpec
 from harness.approval_values import Result
 from harness.chain import Chain, ModelHandler, ModelRequest
 from harness.deltas import DeltaSink
 from harness.errors import HarnessError, RunCannotGoOn
-from harness.messages import Message, ModelUsage, Request, Response, ToolUseBlock, Usage
+from harness.messages import (
+    Message,
+    Request,
+    Response,
+    ToolUseBlock,
+)
+from harness.provider_call import ProviderCall
 from harness.providers.base import Provider, StreamEvent, Streaming
 from harness.serde import message_to_json
 from harness.state import State
@@ -233,39 +238,9 @@ class Loop:
 
     def _provider_handler(self, sent: list[ModelRequest], control: Control | None) -> ModelHandler:
         """The innermost model handler: strip provenance, call the provider, account usage."""
-
-        def call(req: ModelRequest) -> Response:
-            sent.append(req)
-            request = req.to_provider_request()
-            if req.state.trace_content:
-                trace.get_current_span().set_attributes(telemetry.content_attributes(
-                    True, telemetry.ATTR_GEN_AI_INPUT_MESSAGES,
-                    [message_to_json(m) for m in request.messages]))
-            started = time.perf_counter()
-            try:
-                response = streamed.complete(
-                    self.provider, request, stream=self._stream, sink=self.deltas,
-                    turn=req.state.turn + 1, control=control, tokenizer=self._counter)
-            except HarnessError as exc:
-                spent = exc.usage if isinstance(exc, streamed.CallCancelled) else None
-                self._record_call(started, spent, exc.code)
-                if spent is not None:  # a cancelled stream spent what it had streamed
-                    req.state.record_usage(ModelUsage(purpose=self.purpose, usage=spent,
-                                                      provider=self.provider.name,
-                                                      model=self.model))
-                raise
-            self._record_call(started, response.usage)
-            printed = None if self.prints is None else fingerprint.of_request(req, self.prints)
-            req.state.record_usage(ModelUsage(purpose=self.purpose, provider=self.provider.name,
-                                              model=self.model, usage=response.usage, sent=printed))
-            return response
-
-        return call
-
-    def _record_call(self, started: float, usage: Usage | None, error: str | None = None) -> None:
-        telemetry.record_model_call(provider=self.provider.name, model=self.model, error=error,
-                                    purpose=self.purpose, seconds=time.perf_counter() - started,
-                                    usage=usage)
+        return ProviderCall(provider=self.provider, model=self.model, purpose=self.purpose,
+                            stream=self._stream, deltas=self.deltas, prints=self.prints,
+                            counter=self._counter, sent=sent, control=control)
 
     def run_batch(self, calls: Sequence[ToolUseBlock], to_run: Sequence[ToolUseBlock],
                   state: State, control: Control, offered: Mapping[str, Tool], *,

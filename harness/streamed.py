@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from harness.deltas import DeltaSink, collect
 from harness.errors import HarnessError, ProviderError
-from harness.messages import Request, Response, Usage
+from harness.messages import Message, Request, Response, TextBlock, Usage, UsageSource
 from harness.providers import abort
 from harness.providers.base import Provider, StreamEvent
 from harness.state import State
@@ -41,13 +41,31 @@ class Aborting(Protocol):
 
 
 class CallCancelled(HarnessError):
-    """A streamed call stopped by a cancel; ``usage`` is what it had used, as counted."""
+    """A streamed call stopped by a cancel; ``spent`` is what it had used, as counted."""
 
     code = "cancelled"
 
-    def __init__(self, usage: Usage, deltas: int) -> None:
+    def __init__(self, spent: tuple[Usage, UsageSource], deltas: int) -> None:
         super().__init__(f"the model call was cancelled after {deltas} deltas")
-        self.usage = usage
+        self.spent = spent
+
+
+def counted(request: Request, received: Message, tokenizer: Tokenizer,
+            ) -> tuple[Usage, UsageSource]:
+    """A call's usage as hango counts it: the request it sent and the content it received, with
+    ``tokenizer`` (the family's own: ``counted``; the estimate: ``estimated``)."""
+    usage = Usage(input_tokens=tokenizer.request(request),
+                  output_tokens=sum(tokenizer.block(b) for b in received.content))
+    return usage, "estimated" if tokenizer.source == "estimate" else "counted"
+
+
+def accounted(request: Request, response: Response, tokenizer: Tokenizer,
+              ) -> tuple[Usage, UsageSource]:
+    """The call's usage: the provider's, or, when its answer carried none (all four counters
+    zero: no call sends nothing), :func:`counted`. Never a silent zero."""
+    if response.usage != Usage():
+        return response.usage, "provider"
+    return counted(request, response.message, tokenizer)
 
 
 class _Recording:
@@ -96,9 +114,8 @@ def collect_cancellable(events: Callable[[], Iterator[StreamEvent]], *, request:
             except (ProviderError, _Stop):
                 if not handle.aborted:
                     raise
-        usage = Usage(input_tokens=tokenizer.request(request),
-                      output_tokens=tokenizer.text("".join(recording.texts)))
-        raise CallCancelled(usage, len(recording.texts))
+        received = Message(role="assistant", content=(TextBlock(text="".join(recording.texts)),))
+        raise CallCancelled(counted(request, received, tokenizer), len(recording.texts))
     finally:
         if undo is not None:
             undo()

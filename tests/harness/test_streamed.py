@@ -6,15 +6,30 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
+
+from harness.chain import Chain
 from harness.errors import ProviderBadRequest, ProviderUnavailable
-from harness.messages import Message
+from harness.loop import Loop
+from harness.messages import Message, Request, Response, TextBlock, Usage
 from harness.providers.abort import CallAbort
+from harness.providers.base import ProviderSettings
+from harness.providers.openai_compat import OpenAICompatProvider
 from harness.providers.scripted import ScriptedModel, text
 from harness.state import State
 from harness.steps import Failed, FinalOutput, Interrupted
-from harness.streamed import ERROR_LINE_CHARS, EVENT_MODEL_FAILED
+from harness.streamed import ERROR_LINE_CHARS, EVENT_MODEL_FAILED, accounted
 from harness.tokens.tokenizers import tokenizer_for
-from tests.support.harness import Deltas, make_loop, run
+from tests.support.harness import Deltas, make_agent, make_loop, run
+from tests.support.replay import ReplayServer
+
+
+@pytest.fixture
+def server():
+    replay = ReplayServer()
+    yield replay
+    replay.close()
+
 
 WORDS = " ".join(f"word{i}" for i in range(40))
 
@@ -83,3 +98,44 @@ def test_a_long_first_line_is_cut():
     step, _, _ = run(make_loop(ScriptedModel([ProviderUnavailable("x" * 5000)])))
     assert isinstance(step, Failed)
     assert len(step.message) == ERROR_LINE_CHARS and step.message.endswith("…")
+
+
+def test_an_answer_without_usage_is_counted_never_zero(server):
+    # A server that ignores stream_options.include_usage: the stream ends with no usage chunk.
+    server.reply_sse(b'data: {"id":"c","object":"chat.completion.chunk","created":1,'
+                     b'"model":"m","choices":[{"index":0,"delta":{"content":"Three words '
+                     b'here."},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+    provider = OpenAICompatProvider(settings=ProviderSettings(
+        openai_base_url=server.url, max_retries=0))
+    loop = Loop(agent=make_agent(), chain=Chain.build([]), provider=provider,
+                model="gpt-4o-mini", tools=[], deltas=Deltas())
+
+    step, _, recorder = run(loop, State(messages=[Message.user("Say three words.")]))
+
+    assert step == FinalOutput("end_turn")
+    [call] = recorder.results[0].usage
+    counter = tokenizer_for("openai:gpt-4o-mini")
+    assert call.source == "counted"
+    assert call.usage.input_tokens == counter.request(server_request(server, counter)) > 0
+    assert call.usage.output_tokens == counter.text("Three words here.") > 0
+
+
+def server_request(server, counter) -> Request:
+    """The request the server got, as hango's value (a system and a user message)."""
+    [sent] = server.bodies
+    system, user = sent["messages"]
+    assert (system["role"], user["role"]) == ("system", "user") and "tools" not in sent
+    return Request(model="gpt-4o-mini", system=(TextBlock(text=system["content"]),),
+                   messages=(Message.user(user["content"]),), max_tokens=sent["max_tokens"])
+
+
+def test_without_a_family_tokenizer_the_count_is_an_estimate():
+    response = Response(message=Message(role="assistant", content=(TextBlock(text="hi"),)),
+                        stop_reason="end_turn")
+    request = Request(model="x", messages=(Message.user("hello"),), max_tokens=5)
+    usage, source = accounted(request, response, tokenizer_for("openai-compatible:unknown"))
+    assert source == "estimated" and usage.input_tokens > 0 and usage.output_tokens > 0
+    provided = Response(message=response.message, stop_reason="end_turn",
+                        usage=Usage(input_tokens=7, output_tokens=1))
+    assert accounted(request, provided, tokenizer_for("openai:gpt-4o")) == (
+        Usage(input_tokens=7, output_tokens=1), "provider")

@@ -1,9 +1,10 @@
-"""Model calls that end wrong, end to end: a real Celery worker runs an agent on an
-OpenAI-compatible model served by a local server speaking its wire format (and validating
-requests as llama-cpp-python's request model does). A request refused as invalid is sent once
-and fails the run with a short error; a stream cut without its end fails the run resumably and
-stores no answer; a cancel during a slow stream stops the call within about a second, and the
-call's usage is recorded."""
+"""Model calls that end wrong, and answers that carry no usage, end to end: a real Celery
+worker runs an agent on an OpenAI-compatible model served by a local server speaking its wire
+format (and validating requests as llama-cpp-python's request model does). A request refused
+as invalid is sent once and fails the run with a short error; a stream cut without its end
+fails the run resumably and stores no answer; a cancel during a slow stream stops the call
+within about a second, and the call's usage is recorded; a stream without usage is counted,
+charged and held to the quota."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import time
 
 import pytest
 
+from accounts.models import QuotaPeriod, Tenant, UsageRecord
+from accounts.usage import period_bounds, tenant_spend
+from harness.tokens.tokenizers import tokenizer_for
 from runs.models import Message, RunEvent
 from runs.services import RESUMABLE_ERRORS
 from tests.support import wire_models
@@ -43,8 +47,9 @@ def chunk(delta: dict, finish: str | None = None) -> str:
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
 
 
-def start(caller, make_agent, text: str = "Say something.") -> tuple[str, str]:
-    agent = make_agent(caller, model=MODEL)
+def start(caller, make_agent, text: str = "Say something.", model: str = MODEL,
+          ) -> tuple[str, str]:
+    agent = make_agent(caller, model=model)
     session = caller.client.post("/v1/sessions", {"agent": agent["id"]}, format="json").json()
     posted = caller.client.post(f"/v1/sessions/{session['id']}/messages", {"content": text},
                                 format="json")
@@ -119,3 +124,33 @@ def test_a_cancel_stops_a_slow_stream_within_a_second_and_records_its_usage(
     assert model_server.client_left.wait(timeout=3)  # the server saw the client go
     usage = alice.client.get(f"/v1/runs/{run_id}").json()["usage"]
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+
+
+def test_a_stream_without_usage_is_counted_charged_and_held_to_the_quota(
+        alice, tenant, make_agent, model_server, worker):
+    # The server ignores stream_options.include_usage, as llama-cpp-python does.
+    model_server.reply_sse((chunk({"role": "assistant", "content": ""})
+                            + chunk({"content": "Three words here."}, "stop")
+                            + "data: [DONE]\n\n").encode())
+    session_id, run_id = start(alice, make_agent, model="openai:gpt-4o-mini")
+    run = wait_for_run(run_id)
+    assert run.status == "completed", run.error
+
+    [row] = UsageRecord.objects.filter(run_id=run_id)
+    assert row.usage_source == "counted"
+    assert row.input_tokens > 0
+    assert row.output_tokens == tokenizer_for("openai:gpt-4o-mini").text("Three words here.")
+    [api_row] = alice.client.get("/v1/usage", {"run": run_id}).json()["results"]
+    assert api_row["usage_source"] == "counted"
+    assert api_row["input_tokens"] == row.input_tokens
+    api_run = alice.client.get(f"/v1/runs/{run_id}").json()["usage"]
+    assert api_run["input_tokens"] == row.input_tokens > 0  # the run's sums, never zero
+    # Charged to the tenant's month: a quota of exactly what was spent holds the next run.
+    spent = tenant_spend(tenant.pk, period_bounds(QuotaPeriod.MONTH)[0])
+    assert spent == row.input_tokens + row.output_tokens
+    Tenant.objects.filter(pk=tenant.pk).update(token_quota=spent,
+                                               quota_period=QuotaPeriod.MONTH)
+    refused = alice.client.post(f"/v1/sessions/{session_id}/messages", {"content": "More."},
+                                format="json")
+    assert refused.status_code == 402
+    assert refused.json()["error"]["detail"]["used"] == spent
