@@ -100,15 +100,20 @@ def test_a_long_first_line_is_cut():
     assert len(step.message) == ERROR_LINE_CHARS and step.message.endswith("…")
 
 
-def test_an_answer_without_usage_is_counted_never_zero(server):
-    # A server that ignores stream_options.include_usage: the stream ends with no usage chunk.
-    server.reply_sse(b'data: {"id":"c","object":"chat.completion.chunk","created":1,'
-                     b'"model":"m","choices":[{"index":0,"delta":{"content":"Three words '
-                     b'here."},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+@pytest.mark.parametrize("streamed", [True, False])
+def test_an_answer_without_usage_is_counted_never_zero(server, streamed):
+    if streamed:  # a server that ignores stream_options.include_usage: no usage chunk
+        server.reply_sse(b'data: {"id":"c","object":"chat.completion.chunk","created":1,'
+                         b'"model":"m","choices":[{"index":0,"delta":{"content":"Three words '
+                         b'here."},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+    else:  # a whole completion without its usage field
+        server.reply(200, {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                           "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                               "role": "assistant", "content": "Three words here."}}]})
     provider = OpenAICompatProvider(settings=ProviderSettings(
         openai_base_url=server.url, max_retries=0))
     loop = Loop(agent=make_agent(), chain=Chain.build([]), provider=provider,
-                model="gpt-4o-mini", tools=[], deltas=Deltas())
+                model="gpt-4o-mini", tools=[], deltas=Deltas() if streamed else None)
 
     step, _, recorder = run(loop, State(messages=[Message.user("Say three words.")]))
 
