@@ -135,12 +135,13 @@ class UsageRecordAdmin(AppWrittenAdmin, admin.ModelAdmin):
     deleted_with_owner = False
 
     list_display = ["created_at", "tenant", "purpose", "provider", "model", "input_tokens",
-                    "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "run"]
-    list_filter = ["purpose", "tenant", "provider", "price_source"]
+                    "output_tokens", "cache_read_tokens", "cache_write_tokens", "usage_source",
+                    "cost", "run"]
+    list_filter = ["purpose", "tenant", "provider", "usage_source", "price_source"]
     date_hierarchy = "created_at"
     # The page's order: the token columns, inherited from TokenCounts, would otherwise lead.
     fields = ["tenant", "session", "run", "agent", "purpose", "provider", "model", "input_tokens",
-              "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost",
+              "output_tokens", "cache_read_tokens", "cache_write_tokens", "usage_source", "cost",
               "price_currency", "price_input", "price_cache_write", "price_cache_read",
               "price_output", "price_source", "unpriced_reason", "dedupe_key"]
     readonly_fields = ["cost"]

@@ -110,6 +110,14 @@ class UsagePurpose(models.TextChoices):
     CONTEXT_TRY = "context_try"
 
 
+class UsageSource(models.TextChoices):
+    """Where a usage row's counts come from (harness.messages.UsageSource)."""
+
+    PROVIDER = "provider"  # the provider's answer
+    COUNTED = "counted"  # none in the answer: hango counted the call with the family's tokenizer
+    ESTIMATED = "estimated"  # none in the answer and no tokenizer for the family: the estimate
+
+
 class TokenCounts(models.Model):
     """The four token counters of model calls, as the harness reports them: one call's (a usage
     row) or a run's running sums. They do not overlap, so their sum is what a call cost."""
@@ -195,6 +203,10 @@ class UsageRecord(TokenCounts):
     purpose = models.CharField(max_length=16, choices=UsagePurpose.choices)
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
+    # A database default too: the rows of before the column, and a worker of the release before
+    # it writing during a rolling deploy, are the provider's.
+    usage_source = models.CharField(max_length=16, choices=UsageSource.choices,
+                                    default=UsageSource.PROVIDER, db_default=UsageSource.PROVIDER)
     dedupe_key = models.CharField(max_length=120)
     # A run's own call: the fingerprint of the request it sent (harness.fingerprint: each part's
     # hash and tokens, and the cached prefix), whole or as the edit of the run's call before it.

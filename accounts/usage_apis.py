@@ -67,8 +67,8 @@ class UsageRowOutput(serializers.ModelSerializer):
     class Meta:
         model = UsageRecord
         fields = ["id", "purpose", "provider", "model", "input_tokens", "output_tokens",
-                  "cache_read_tokens", "cache_write_tokens", "price", "cost", "unpriced_reason",
-                  "run", "session", "agent", "created_at"]
+                  "cache_read_tokens", "cache_write_tokens", "usage_source", "price", "cost",
+                  "unpriced_reason", "run", "session", "agent", "created_at"]
 
     @extend_schema_field(RecordedPriceOutput(allow_null=True, help_text="The rates the call was "
                                      "recorded with (null: no price was known)."))

@@ -24,6 +24,9 @@ USAGE_COLUMNS: list[Column] = [
     ("model", lambda r: f"{r['provider']}:{r['model']}"),
     *[(name.replace("_", " "), lambda r, name=name: f"{r[f'{name}_tokens']:,}")
       for name in TOKENS],
+    # provider, or counted / estimated when the server's answer carried no usage (older
+    # servers' rows have no field: the provider's).
+    ("counted by", lambda r: r.get("usage_source") or "provider"),
     ("cost", lambda r: cost_text(r.get("cost"))), ("run", lambda r: cell_text(r.get("run"))),
 ]
 PRICE_COLUMNS: list[Column] = [

@@ -23,16 +23,21 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
-from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from harness import approvals, fingerprint, telemetry
+from harness import approvals, streamed, telemetry
 from harness.agent import AgentSpec
 from harness.approval_values import Result
 from harness.chain import Chain, ModelHandler, ModelRequest
-from harness.deltas import DeltaSink, collect
+from harness.deltas import DeltaSink
 from harness.errors import HarnessError, RunCannotGoOn
-from harness.messages import Message, ModelUsage, Request, Response, ToolUseBlock, Usage
+from harness.messages import (
+    Message,
+    Request,
+    Response,
+    ToolUseBlock,
+)
+from harness.provider_call import ProviderCall
 from harness.providers.base import Provider, StreamEvent, Streaming
 from harness.serde import message_to_json
 from harness.state import State
@@ -47,6 +52,7 @@ from harness.steps import (
     TurnResult,
 )
 from harness.tokens.base import Tokenizer
+from harness.tokens.tokenizers import tokenizer_for
 from harness.tool_calls import run_tools
 from harness.tools.base import Tool
 
@@ -69,6 +75,7 @@ class Loop:
         # Counts the parts of each call it sends, fingerprinted on its usage (harness.fingerprint):
         # a run's own calls, which the inspector compares with later ones. None: not printed.
         self.prints = prints
+        self._counter = prints or tokenizer_for(f"{provider.name}:{model}")  # a cut call's usage
         # Decided once per run, not per call: the provider's stream when someone takes deltas.
         self._stream: Callable[[Request], Iterator[StreamEvent]] | None = (
             provider.stream if deltas is not None and isinstance(provider, Streaming) else None)
@@ -128,10 +135,9 @@ class Loop:
             return TurnResult(turn=number, next=Failed(
                 "max_turns", f"The run stopped after {state.turn} turns, the agent's max_turns."))
         try:
-            response, offered = self.call_model(state)
-        except HarnessError as exc:
-            return TurnResult(turn=number, usage=tuple(state.take_usage()),
-                              events=tuple(state.take_events()), next=Failed(exc.code, str(exc)))
+            response, offered = self.call_model(state, control)
+        except HarnessError as exc:  # failed, or cancelled mid-stream: nothing to keep
+            return streamed.ended(state, number, exc)
         assistant = response.message
         state.messages.append(assistant)
         new = [assistant]
@@ -208,7 +214,8 @@ class Loop:
             agent=self.agent,
         )
 
-    def call_model(self, state: State) -> tuple[Response, dict[str, Tool]]:
+    def call_model(self, state: State, control: Control | None = None,
+                   ) -> tuple[Response, dict[str, Tool]]:
         """The model's response, and the tools it was offered by name (what its calls find)."""
         attrs = {telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_CHAT,
                  telemetry.ATTR_GEN_AI_PROVIDER: self.provider.name,
@@ -217,7 +224,7 @@ class Loop:
         prepared = self.prepare(state)
         sent: list[ModelRequest] = []  # the request as the innermost handler received it
         with telemetry.span(telemetry.SPAN_CHAT, attrs, kind=SpanKind.CLIENT) as span:
-            response = self.chain.model_call(prepared, self._provider_handler(sent))
+            response = self.chain.model_call(prepared, self._provider_handler(sent, control))
             if span.is_recording():  # else the attributes, the answer's JSON too, go nowhere
                 span.set_attributes({
                     telemetry.ATTR_GEN_AI_RESPONSE_FINISH: [response.stop_reason],
@@ -229,41 +236,11 @@ class Loop:
         offered = sent[-1].tools if sent else prepared.tools
         return response, {t.name: t for t in offered}
 
-    def _provider_handler(self, sent: list[ModelRequest]) -> ModelHandler:
+    def _provider_handler(self, sent: list[ModelRequest], control: Control | None) -> ModelHandler:
         """The innermost model handler: strip provenance, call the provider, account usage."""
-
-        def call(req: ModelRequest) -> Response:
-            sent.append(req)
-            request = req.to_provider_request()
-            if req.state.trace_content:
-                trace.get_current_span().set_attributes(telemetry.content_attributes(
-                    True, telemetry.ATTR_GEN_AI_INPUT_MESSAGES,
-                    [message_to_json(m) for m in request.messages]))
-            started = time.perf_counter()
-            try:
-                response = self._complete(request, turn=req.state.turn + 1)
-            except HarnessError as exc:
-                self._record_call(started, None, exc.code)
-                raise
-            self._record_call(started, response.usage)
-            printed = None if self.prints is None else fingerprint.of_request(req, self.prints)
-            req.state.record_usage(ModelUsage(purpose=self.purpose, provider=self.provider.name,
-                                              model=self.model, usage=response.usage, sent=printed))
-            return response
-
-        return call
-
-    def _record_call(self, started: float, usage: Usage | None, error: str | None = None) -> None:
-        telemetry.record_model_call(provider=self.provider.name, model=self.model, error=error,
-                                    purpose=self.purpose, seconds=time.perf_counter() - started,
-                                    usage=usage)
-
-    def _complete(self, request: Request, *, turn: int) -> Response:
-        """The provider's response: its stream's last event when the loop streams (each text
-        delta handed to the sink on the way), else its whole answer."""
-        if self._stream is None or self.deltas is None:
-            return self.provider.complete(request)
-        return collect(self._stream(request), self.deltas, turn)
+        return ProviderCall(provider=self.provider, model=self.model, purpose=self.purpose,
+                            stream=self._stream, deltas=self.deltas, prints=self.prints,
+                            counter=self._counter, sent=sent, control=control)
 
     def run_batch(self, calls: Sequence[ToolUseBlock], to_run: Sequence[ToolUseBlock],
                   state: State, control: Control, offered: Mapping[str, Tool], *,

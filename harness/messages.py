@@ -168,6 +168,12 @@ class RequestPrint:
         return sum(p.tokens for p in self.parts[:self.cached])
 
 
+# Where a call's usage comes from: the provider's answer, or, when the answer carried none (a
+# server that ignores include_usage, a call cancelled mid-stream), hango's own count of what it
+# sent and received, with the model family's tokenizer ("counted") or the estimate.
+UsageSource = Literal["provider", "counted", "estimated"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelUsage:
     """One model call's usage, with why it was made (``run``, ``summarize``, ``subagent``…)."""
@@ -177,6 +183,7 @@ class ModelUsage:
     model: str
     usage: Usage
     sent: RequestPrint | None = None  # a run's own call: the fingerprint of what it sent
+    source: UsageSource = "provider"
 
 
 @dataclass(frozen=True, kw_only=True)

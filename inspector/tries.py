@@ -23,15 +23,16 @@ from accounts.models import AuditAction, Member, UsagePurpose, UsageRecord
 from accounts.usage import quota_release
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded, Unprocessable
-from harness import telemetry
+from harness import streamed, telemetry
 from harness.context import Override, OverrideSet, part_kind
 from harness.errors import ProviderError, QuotaReached
 from harness.inspect import assemble, left_out
 from harness.loop import Loop
 from harness.messages import Message as HMessage
-from harness.messages import Response, Usage
+from harness.messages import Response, Usage, UsageSource
 from harness.middleware import summarization
 from harness.state import State
+from harness.tokens.tokenizers import tokenizer_for
 from inspector.selectors import with_agent_and_tenant
 from runs.admission import quota_admit
 from runs.execution import DbBudget, build_loop, new_state, provider_settings
@@ -116,9 +117,10 @@ def _record_call(loop: Loop, started: float, usage: Usage | None, error: str | N
 
 
 def _call(loop: Loop, state: State, extra: Sequence[Override],
-          budget: DbBudget | None) -> tuple[Response, list[str], OverrideSet]:
-    """The call under its ``context_try`` and ``chat`` spans: the answer, the parts left out
-    and the overrides applied."""
+          budget: DbBudget | None) -> tuple[Response, UsageSource, list[str], OverrideSet]:
+    """The call under its ``context_try`` and ``chat`` spans: the answer (its usage counted
+    when the server sent none), where its usage comes from, the parts left out and the
+    overrides applied."""
     attrs = {telemetry.ATTR_GEN_AI_OPERATION: telemetry.SPAN_CHAT,
              telemetry.ATTR_GEN_AI_PROVIDER: loop.provider.name,
              telemetry.ATTR_GEN_AI_REQUEST_MODEL: loop.model, telemetry.ATTR_CONTEXT_TRY: True}
@@ -129,8 +131,9 @@ def _call(loop: Loop, state: State, extra: Sequence[Override],
         before, after, overrides, *_ = assemble(loop, state, extra)
         _check_no_summary_pending(summarization.report(state))
         started = time.perf_counter()
+        request = after.to_provider_request()
         try:
-            response = loop.provider.complete(after.to_provider_request())
+            response = loop.provider.complete(request)
         except QuotaReached as exc:  # its worst case does not fit: it was not sent
             raise QuotaExceeded(str(exc)) from None
         except ProviderError as exc:
@@ -138,14 +141,17 @@ def _call(loop: Loop, state: State, extra: Sequence[Override],
             telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "failed"})
             _release(budget)
             raise
+        usage, source = streamed.accounted(
+            request, response, tokenizer_for(f"{loop.provider.name}:{loop.model}"))
+        response = replace(response, usage=usage)
         _record_call(loop, started, response.usage)
         _record_usage(chat, response)
     telemetry.context_tries.add(1, {telemetry.ATTR_CONTEXT_OUTCOME: "ok"})
-    return response, left_out(before, after), overrides
+    return response, source, left_out(before, after), overrides
 
 
 def _written(session: Session, loop: Loop, response: Response, budget: DbBudget | None, *,
-             excluded: list[str], overrides: OverrideSet, with_message: bool,
+             source: UsageSource, excluded: list[str], overrides: OverrideSet, with_message: bool,
              actor: Member | None) -> None:
     """The try's usage row and audit row, the call's hold released, in one transaction."""
     usage = response.usage
@@ -154,7 +160,7 @@ def _written(session: Session, loop: Loop, response: Response, budget: DbBudget 
         UsageRecord.objects.create(
             tenant_id=session.tenant_id, session=session, run=None, agent_id=session.agent_id,
             purpose=UsagePurpose.CONTEXT_TRY, provider=loop.provider.name, model=loop.model,
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            usage_source=source, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_tokens=usage.cache_write_tokens, dedupe_key=f"try:{uuid.uuid4()}",
             **prices.columns_for(session.tenant_id, loop.provider.name, loop.model, usage))
@@ -178,7 +184,8 @@ def context_try(*, session: Session, extra: Sequence[Override], message: str | N
     with transaction.atomic():
         quota_admit(session.tenant_id)
     loop, budget = _loop(session)
-    response, excluded, overrides = _call(loop, new_state(session, history), extra, budget)
-    _written(session, loop, response, budget, excluded=excluded, overrides=overrides,
-             with_message=message is not None, actor=actor)
+    response, source, excluded, overrides = _call(loop, new_state(session, history), extra,
+                                                  budget)
+    _written(session, loop, response, budget, source=source, excluded=excluded,
+             overrides=overrides, with_message=message is not None, actor=actor)
     return Tried(response=response, excluded=excluded)

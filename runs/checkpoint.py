@@ -44,7 +44,7 @@ def _usage_rows(write: TurnWrite) -> list[dict[str, Any]]:
     replaces it in the write: the statement's join, or :func:`_commit_orm`)."""
     prints = write.prints or [None] * len(write.calls)
     return [{"key": f"{write.run_id}:{write.turn}:{index}", "purpose": call.purpose,
-             "provider": call.provider, "model": call.model,
+             "provider": call.provider, "model": call.model, "source": call.source,
              "input_tokens": call.usage.input_tokens, "output_tokens": call.usage.output_tokens,
              "cache_read_tokens": call.usage.cache_read_tokens,
              "cache_write_tokens": call.usage.cache_write_tokens,
@@ -109,21 +109,22 @@ WITH advanced AS (
     FROM advanced, jsonb_to_recordset(%(events)s) AS e(n integer, type text, data jsonb)
 ), new_usage AS (
     INSERT INTO {UsageRecord._meta.db_table} (tenant_id, session_id, run_id, agent_id, purpose,
-        provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-        dedupe_key, request_print, created_at, price_currency, price_input, price_cache_write,
-        price_cache_read, price_output, price_source, unpriced_reason)
+        provider, model, usage_source, input_tokens, output_tokens, cache_read_tokens,
+        cache_write_tokens, dedupe_key, request_print, created_at, price_currency, price_input,
+        price_cache_write, price_cache_read, price_output, price_source, unpriced_reason)
     SELECT %(tenant)s, advanced.session_id, advanced.id, %(agent)s, u.purpose, u.provider,
-        u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
-        u.key, decode(u.print, 'base64'), %(now)s, coalesce(p.currency, u.price_currency),
+        u.model, u.source, u.input_tokens, u.output_tokens, u.cache_read_tokens,
+        u.cache_write_tokens, u.key, decode(u.print, 'base64'), %(now)s,
+        coalesce(p.currency, u.price_currency),
         coalesce(p.input, u.price_input), coalesce(p.cache_write, u.price_cache_write),
         coalesce(p.cache_read, u.price_cache_read), coalesce(p.output, u.price_output),
         CASE WHEN p.id IS NULL THEN u.price_source ELSE '{prices.TENANT_SOURCE}' END,
         CASE WHEN p.id IS NULL THEN u.unpriced_reason ELSE '' END
     FROM advanced, jsonb_to_recordset(%(usage)s) AS u(key text, purpose text, provider text,
-        model text, input_tokens bigint, output_tokens bigint, cache_read_tokens bigint,
-        cache_write_tokens bigint, print text, price_currency text, price_input numeric,
-        price_cache_write numeric, price_cache_read numeric, price_output numeric,
-        price_source text, unpriced_reason text)
+        model text, source text, input_tokens bigint, output_tokens bigint,
+        cache_read_tokens bigint, cache_write_tokens bigint, print text, price_currency text,
+        price_input numeric, price_cache_write numeric, price_cache_read numeric,
+        price_output numeric, price_source text, unpriced_reason text)
     -- The tenant's own price for the model, if it has one, replaces the table's.
     LEFT JOIN {TenantPrice._meta.db_table} p ON p.tenant_id = %(tenant)s
         AND p.provider = u.provider AND p.model = u.model{{release}}
@@ -238,7 +239,7 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
                 UsageRecord(tenant_id=write.tenant_id, session_id=write.session_id,
                             run_id=run.pk, agent_id=write.agent_id, purpose=call.purpose,
                             provider=call.provider, model=call.model,
-                            input_tokens=call.usage.input_tokens,
+                            usage_source=call.source, input_tokens=call.usage.input_tokens,
                             output_tokens=call.usage.output_tokens,
                             cache_read_tokens=call.usage.cache_read_tokens,
                             cache_write_tokens=call.usage.cache_write_tokens,

@@ -6,7 +6,7 @@ the loop before the run's end; :func:`runs.worker.execute_run` acts on it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -20,6 +20,7 @@ from harness.agent import DEFAULT_CLIENT_TOOL_TIMEOUT
 from harness.approval_values import PendingBatch
 from harness.messages import Message as HMessage
 from harness.messages import ModelUsage, RequestPrint, Usage
+from harness.providers.abort import CallAbort
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
 from harness.steps import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
@@ -63,14 +64,42 @@ class DbControl:
     def __init__(self, claim: Claim) -> None:
         self.claim = claim
         self.flag = False
-        self.superseded = False
+        self._superseded = False
         self._checked = time.monotonic()
+        self._call: CallAbort | None = None  # the streamed model call in flight, if any
+
+    @property
+    def superseded(self) -> bool:
+        return self._superseded
+
+    @superseded.setter
+    def superseded(self, value: bool) -> None:
+        self._superseded = self._superseded or value
+        self._stop_call()
 
     def observed(self, flag: bool, at: float | None = None) -> None:
         """The flag as read at ``at`` (now if not given). A cancel once seen stays: under one
-        claim the flag is cleared only when the run stops running."""
+        claim the flag is cleared only when the run stops running. Seen by the watch thread
+        while a model call streams, it aborts the call (:mod:`harness.streamed`)."""
         self.flag = self.flag or flag
         self._checked = max(self._checked, time.monotonic() if at is None else at)
+        self._stop_call()
+
+    def abort_on_cancel(self, handle: CallAbort) -> Callable[[], None]:
+        """Abort ``handle`` (a streamed call) once a cancel or a take-over is seen: the watch
+        reads the flag every half poll interval, so the call stops within about that."""
+        self._call = handle
+        self._stop_call()
+
+        def undo() -> None:
+            self._call = None
+
+        return undo
+
+    def _stop_call(self) -> None:
+        call = self._call
+        if call is not None and (self.flag or self._superseded):
+            call.abort()
 
     def cancel_requested(self) -> bool:
         due = time.monotonic() - self._checked >= hango().cancel_poll_seconds

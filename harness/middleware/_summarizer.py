@@ -17,7 +17,7 @@ from typing import assert_never
 
 from opentelemetry.trace import SpanKind
 
-from harness import telemetry
+from harness import streamed, telemetry
 from harness.errors import HarnessError, ProviderError
 from harness.messages import (
     Message,
@@ -30,6 +30,7 @@ from harness.messages import (
 from harness.providers.base import Provider
 from harness.state import State
 from harness.tokens.base import ESTIMATE
+from harness.tokens.tokenizers import tokenizer_for
 
 PURPOSE = "summarize"
 CLIP_CHARS = 4000
@@ -126,11 +127,14 @@ class Summarizer:
                                             purpose=PURPOSE, seconds=time.perf_counter() - started,
                                             usage=None, error=exc.code)
                 raise
+        # A server that sends no usage is counted, never recorded as free (harness.streamed).
+        usage, source = streamed.accounted(
+            request, response, tokenizer_for(f"{self.provider.name}:{self.model}"))
         telemetry.record_model_call(provider=self.provider.name, model=self.model,
                                     purpose=PURPOSE, seconds=time.perf_counter() - started,
-                                    usage=response.usage)
+                                    usage=usage)
         state.record_usage(ModelUsage(purpose=PURPOSE, provider=self.provider.name,
-                                      model=self.model, usage=response.usage))
+                                      model=self.model, usage=usage, source=source))
         telemetry.summarize_calls.add(1, {telemetry.ATTR_SUMMARY_OUTCOME: "ok"})
         if not (text := response.message.text.strip()):
             raise ProviderError("the summarizer answered with no text", provider=self.provider.name)

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import anthropic
+import httpx2
 from anthropic.types import Message as WireMessage
 
 from harness import telemetry
@@ -43,7 +44,9 @@ from harness.messages import (
     ToolUseBlock,
     Usage,
 )
+from harness.providers import abort, rejections
 from harness.providers.base import ProviderSettings, StreamDone, StreamEvent, TextDelta
+from harness.providers.http import http_client
 
 PROVIDER = "anthropic"
 
@@ -72,7 +75,8 @@ class AnthropicProvider:
         self._key = key
         self._client = anthropic.Anthropic(
             api_key=key, base_url=settings.anthropic_base_url,
-            timeout=settings.timeout_seconds, max_retries=settings.max_retries)
+            timeout=settings.timeout_seconds, max_retries=settings.max_retries,
+            http_client=http_client(anthropic.DefaultHttpxClient))
 
     def complete(self, request: Request) -> Response:
         with self._errors_mapped():
@@ -86,19 +90,31 @@ class AnthropicProvider:
             return self._client.messages.count_tokens(**_map_request(request)).input_tokens
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
+        started, stopped, deltas = False, False, 0
         with self._errors_mapped():
-            with self._client.messages.stream(
-                    **_map_request(request), max_tokens=request.max_tokens,
-                    extra_headers=telemetry.trace_headers() or None) as stream:
-                started = False
-                for event in stream:
-                    started = started or event.type == "message_start"
-                    if event.type == "text":
-                        yield TextDelta(text=event.text)
-                if not started:  # a body that is no event stream (a proxy that ignored it)
-                    raise ProviderError("Anthropic API error (mid-stream): the stream held no "
-                                        "message", provider=PROVIDER)
-                final = stream.get_final_message()
+            try:
+                with self._client.messages.stream(
+                        **_map_request(request), max_tokens=request.max_tokens,
+                        extra_headers=telemetry.trace_headers() or None) as stream:
+                    abort.on_abort(abort.shut_down(stream.response))
+                    for event in stream:
+                        started = started or event.type == "message_start"
+                        stopped = stopped or event.type == "message_stop"
+                        deltas += event.type == "content_block_delta"
+                        if event.type == "text":
+                            yield TextDelta(text=event.text)
+                    if not started:  # a body that is no event stream (a proxy that ignored it)
+                        raise ProviderError("Anthropic API error (mid-stream): the stream held "
+                                            "no message", provider=PROVIDER)
+                    if not stopped:  # the server stopped (or was stopped) mid-answer
+                        raise ProviderUnavailable(
+                            "Anthropic API error (stream cut): the stream ended "
+                            f"{_after(deltas)} without message_stop", provider=PROVIDER)
+                    final = stream.get_final_message()
+            except httpx2.TransportError as err:  # read from the stream, passed on as it is
+                raise ProviderUnavailable(
+                    f"Anthropic API error (stream cut): the connection was lost "
+                    f"{_after(deltas)}: {err or type(err).__name__}", provider=PROVIDER) from err
         yield StreamDone(response=_map_response(final))
 
     @contextmanager
@@ -107,6 +123,10 @@ class AnthropicProvider:
             yield
         except anthropic.APIError as err:
             raise _map_error(err, secret=self._key) from err
+
+
+def _after(deltas: int) -> str:
+    return f"after {deltas} deltas of the answer" if deltas else "before any of the answer"
 
 
 # -- to the wire ---------------------------------------------------------------------------
@@ -197,7 +217,7 @@ def _map_error(err: anthropic.APIError, *, secret: str) -> ProviderError:
         # An error event inside a stream arrives on a 200 response: only its body tells.
         status = err.status_code if err.status_code >= 400 else None
         where = f"HTTP {status}" if status else "mid-stream"
-        detail = err.api_message or err.message
+        detail = rejections.summary(err.body) or err.api_message or err.message
         if err.request_id:
             detail += f" (request-id {err.request_id})"
     else:
@@ -207,6 +227,9 @@ def _map_error(err: anthropic.APIError, *, secret: str) -> ProviderError:
 
 
 def _error_class(err: anthropic.APIError) -> type[ProviderError]:
+    if isinstance(err, anthropic.APIStatusError) and rejections.is_invalid(err.status_code,
+                                                                            err.body):
+        return ProviderBadRequest  # the same request would be refused again: no retry
     match err:
         case anthropic.AuthenticationError() | anthropic.PermissionDeniedError():
             return ProviderAuthError

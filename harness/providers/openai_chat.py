@@ -69,9 +69,11 @@ def _map_messages(request: Request) -> list[dict[str, Any]]:
 def _map_message(message: Message) -> list[dict[str, Any]]:
     text = "\n\n".join(b.text for b in message.content if isinstance(b, TextBlock))
     if message.role == "assistant":
+        # Content is a string even beside tool calls: "" where the model wrote none. OpenAI,
+        # vLLM, the llama.cpp server, Ollama and LiteLLM take null or ""; llama-cpp-python's
+        # request model takes only a string, and answers null with a 500.
         wire: dict[str, Any] = {"role": "assistant", "content": text}
         if message.tool_uses:
-            wire["content"] = text or None
             wire["tool_calls"] = [_map_tool_call(b) for b in message.tool_uses]
         return [wire]
     # A tool message must directly follow the assistant message that called the tool, so the
@@ -189,6 +191,7 @@ class StreamAccumulator:
     finish_reason: str | None = None
     usage: CompletionUsage | None = None
     chunks: int = 0
+    deltas: int = 0  # the chunks that carried some of the answer (text, refusal, a call's part)
 
     def add(self, chunk: ChatCompletionChunk) -> str:
         """Takes one chunk in; returns its text delta ("" when it has none)."""
@@ -205,6 +208,7 @@ class StreamAccumulator:
             text = delta.content or ""
             self.text.append(text)
             self.refusal.append(delta.refusal or "")
+            self.deltas += bool(text or delta.refusal or delta.tool_calls)
             for part in delta.tool_calls or ():
                 call = self.calls.setdefault(part.index, _ToolCallParts())
                 call.id = part.id or call.id

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import httpx2
 import openai
 
 from harness import telemetry
@@ -25,7 +26,9 @@ from harness.errors import (
     ProviderUnavailable,
 )
 from harness.messages import Request, Response
+from harness.providers import abort, rejections
 from harness.providers.base import ProviderSettings, StreamDone, StreamEvent, TextDelta
+from harness.providers.http import http_client, saw_done
 from harness.providers.openai_chat import (
     StreamAccumulator,
     map_count_request,
@@ -57,7 +60,8 @@ class OpenAICompatProvider:
         self._no_counter = False  # the server answered the count endpoint with a 404 or 405
         self._client = openai.OpenAI(
             api_key=key, base_url=base_url or DEFAULT_BASE_URL,
-            timeout=settings.timeout_seconds, max_retries=settings.max_retries)
+            timeout=settings.timeout_seconds, max_retries=settings.max_retries,
+            http_client=http_client(openai.DefaultHttpxClient))
 
     def complete(self, request: Request) -> Response:
         with self._errors_mapped():
@@ -92,17 +96,24 @@ class OpenAICompatProvider:
         # Accumulated here rather than with the SDK's ``chat.completions.stream`` helper: that
         # helper raises on finish_reason "length" and "content_filter" instead of reporting them.
         acc = StreamAccumulator(model=request.model)
-        with self._errors_mapped():
+        with self._errors_mapped(), _cut_mapped(acc):
             chunks = self._client.chat.completions.create(
                 **map_request(request), stream=True, stream_options={"include_usage": True},
                 extra_headers=telemetry.trace_headers() or None)
+            abort.on_abort(abort.shut_down(chunks.response))
             with chunks:
                 for chunk in chunks:
                     if text := acc.add(chunk):
                         yield TextDelta(text=text)
+            done = saw_done(chunks.response)
         if not acc.chunks:  # a body that is no event stream (a server that ignored stream)
             raise ProviderError("OpenAI API error (mid-stream): the stream held no completion",
                                 provider=PROVIDER)
+        if acc.finish_reason is None and not done:
+            # The server stopped (or was stopped) mid-answer: what came is not the answer.
+            raise ProviderUnavailable(
+                f"OpenAI API error (stream cut): the stream ended {_after(acc)} without a "
+                "finish_reason or [DONE]", provider=PROVIDER)
         yield StreamDone(response=acc.response())
 
     @contextmanager
@@ -113,12 +124,30 @@ class OpenAICompatProvider:
             raise _map_error(err, secret=self._key) from err
 
 
+@contextmanager
+def _cut_mapped(acc: StreamAccumulator) -> Iterator[None]:
+    """A connection lost while the stream is read (the SDK passes the HTTP client's error on
+    as it is) as the provider error it is, saying how far the answer had come."""
+    try:
+        yield
+    except httpx2.TransportError as err:
+        raise ProviderUnavailable(
+            f"OpenAI API error (stream cut): the connection was lost {_after(acc)}: "
+            f"{err or type(err).__name__}", provider=PROVIDER) from err
+
+
+def _after(acc: StreamAccumulator) -> str:
+    return (f"after {acc.deltas} deltas of the answer" if acc.deltas
+            else f"after {acc.chunks} chunks, before any of the answer")
+
+
 def _map_error(err: openai.APIError, *, secret: str) -> ProviderError:
     """The hango error for an SDK error left over after the SDK's own retries."""
     if isinstance(err, openai.APIStatusError):
         status: int | None = err.status_code
         where = f"HTTP {status}"
-        detail = _body_message(err.body) or err.message
+        detail = (_body_message(err.body) or rejections.summary(err.body)
+                  or _body_text(err) or err.message)
     else:
         status = None
         where = "no response" if isinstance(err, openai.APIConnectionError) else "mid-stream"
@@ -135,7 +164,15 @@ def _body_message(body: object) -> str | None:
     return None
 
 
+def _body_text(err: openai.APIStatusError) -> str | None:
+    """A body that is no JSON (a proxy's text or HTML page) as it came."""
+    return err.body if isinstance(err.body, str) and err.body else None
+
+
 def _error_class(err: openai.APIError) -> type[ProviderError]:
+    if isinstance(err, openai.APIStatusError) and rejections.is_invalid(err.status_code,
+                                                                         err.body):
+        return ProviderBadRequest  # the same request would be refused again: no retry
     match err:
         case openai.AuthenticationError() | openai.PermissionDeniedError():
             return ProviderAuthError

@@ -74,8 +74,9 @@ def test_a_member_sees_the_rows_of_their_own_sessions_with_totals(alice, usage):
     assert [r["purpose"] for r in body["results"]] == ["summarize", "run", "subagent"]
     row = body["results"][1]
     assert set(row) == {"id", "purpose", "provider", "model", "input_tokens", "output_tokens",
-                        "cache_read_tokens", "cache_write_tokens", "price", "cost",
+                        "cache_read_tokens", "cache_write_tokens", "usage_source", "price", "cost",
                         "unpriced_reason", "run", "session", "agent", "created_at"}
+    assert row["usage_source"] == "provider"  # the column's default: a row written before it
     assert row["session"] == usage["alice"]["id"] and row["agent"] == usage["alice"]["agent"]
     assert row["run"] is None and body["next"] is None
 

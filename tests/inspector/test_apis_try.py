@@ -196,3 +196,27 @@ def test_a_trys_usage_row_is_priced_at_the_tenants_price(alice, demo, tenant, se
     [row] = UsageRecord.objects.filter(purpose="context_try")
     assert (row.price_currency, row.price_source, row.price_output) == (
         "EUR", "tenant", Decimal("8"))
+
+
+def test_a_try_whose_answer_carries_no_usage_is_counted(alice, demo, serve_model):
+    from harness.messages import Message as HMessage
+    from harness.messages import Response, TextBlock
+    from harness.tokens.tokenizers import tokenizer_for
+
+    class NoUsage:
+        """A server that sends no usage: the answer's four counters are zero."""
+
+        name = "scripted"
+
+        def complete(self, request):
+            return Response(message=HMessage(role="assistant", content=(TextBlock(text="Fine."),)),
+                            stop_reason="end_turn")
+
+    serve_model("scripted", NoUsage())
+    response = try_(alice, demo, {"message": "And now?"})
+    assert response.status_code == 200, response.content
+    [row] = UsageRecord.objects.filter(purpose="context_try")
+    expected = "estimated" if tokenizer_for("scripted:demo").source == "estimate" else "counted"
+    assert row.usage_source == expected
+    assert row.input_tokens > 0 and row.output_tokens > 0
+    assert response.json()["usage"]["input_tokens"] == row.input_tokens

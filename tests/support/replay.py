@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -49,10 +50,16 @@ class Canned:
 
 
 class ReplayServer:
-    """Answers each request with the next canned response, in order, and records it."""
+    """Answers each request with the next canned response, in order, and records it.
 
-    def __init__(self) -> None:
+    ``validate``, when given, sees each request first and may answer it instead (a server's
+    refusal of a body its request model does not accept: tests/support/wire_models.py)."""
+
+    def __init__(self, validate: Callable[[Recorded], Canned | None] | None = None) -> None:
         self.requests: list[Recorded] = []
+        self.validate = validate
+        # Set when the client went away while a paced stream was still being written.
+        self.client_left = threading.Event()
         self._canned: deque[Canned] = deque()
         self._standing: dict[str, Canned] = {}  # by path prefix: answered every time
         self._lock = threading.Lock()
@@ -105,6 +112,9 @@ class ReplayServer:
                              if request.path.startswith(p)), None)
             if standing is not None:
                 return standing
+            refused = self.validate(request) if self.validate is not None else None
+            if refused is not None:
+                return refused
             if self._canned:
                 return self._canned.popleft()
         # Told not to retry, so a test that forgot a response fails at once and says why.
@@ -138,11 +148,14 @@ class ReplayServer:
                     self.wfile.write(canned.body)
                     return
                 *events, rest = canned.body.split(b"\n\n")
-                for event in events:
-                    self.wfile.write(event + b"\n\n")
-                    self.wfile.flush()
-                    time.sleep(canned.pace)
-                self.wfile.write(rest)
+                try:
+                    for event in events:
+                        self.wfile.write(event + b"\n\n")
+                        self.wfile.flush()
+                        time.sleep(canned.pace)
+                    self.wfile.write(rest)
+                except OSError:  # the client closed the stream (an aborted call)
+                    server.client_left.set()
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass  # keep test output clean

@@ -120,7 +120,7 @@ def test_tool_calls_only_and_temperature(server):
     body = server.bodies[0]
     assert body["temperature"] == 0.2
     assert body["messages"][1:] == [
-        {"role": "assistant", "content": None, "tool_calls": [
+        {"role": "assistant", "content": "", "tool_calls": [
             {"id": "call_1", "type": "function",
              "function": {"name": "word_count", "arguments": '{"text": "né"}'}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": "1"},
