@@ -195,7 +195,8 @@ class PostMessageOutput(serializers.Serializer):
                    "`{tool_use_id, name, is_error}`; todos.updated `{todos}`; approval.requested "
                    "`{pending}`; tool_results.requested `{tool_calls: [{tool_use_id, name}], "
                    "expires_at}`; tool_results.submitted `{tool_use_ids, remaining}`; "
-                   "tool_results.expired `{tool_use_ids}`."})
+                   "tool_results.expired `{tool_use_ids}`; model.failed `{code, provider, "
+                   "status, message}` (the provider's whole message)."})
 class EventDataField(serializers.JSONField):
     pass
 
