@@ -27,7 +27,6 @@ from harness.providers import resolve_provider, split_model
 from harness.providers.base import Provider, ProviderSettings, Unavailable
 from harness.providers.budgeted import Budget, Budgeted
 from harness.providers.counting import CountsOnce
-from harness.providers.models import context_window
 from harness.providers.releasing import Releasing
 from harness.stack import default_stack
 from harness.state import State, state_from_json
@@ -152,7 +151,7 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk,
                                   preloaded=reads.overrides),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
-        context_window=context_window(spec.model), tokenizer=tokenizer,
+        context_window=spec.settings.context_window, tokenizer=tokenizer,
         memory_max_bytes=knobs.memory_max_bytes,
         large_tool_result_chars=knobs.large_tool_result_chars,
         subagent_max_depth=knobs.subagent_max_depth,
