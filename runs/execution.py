@@ -28,6 +28,7 @@ from harness.providers.base import Provider, ProviderSettings, Unavailable
 from harness.providers.budgeted import Budget, Budgeted
 from harness.providers.counting import CountsOnce
 from harness.providers.releasing import Releasing
+from harness.providers.served_window import window_reported
 from harness.stack import default_stack
 from harness.state import State, state_from_json
 from harness.stores import Summary
@@ -72,10 +73,13 @@ def agent_spec(agent: Agent) -> AgentSpec:
     """The agent as the harness sees it; its config is parsed here (a malformed one is a
     :class:`~harness.errors.ConfigurationError`, failing the run)."""
     allowed = None if agent.allowed_tools is None else tuple(agent.allowed_tools)
+    config = _parsed_config(json.dumps(agent.config or {}, sort_keys=True))
+    # Asked of the model's server at most once a TTL per process (harness.providers.served_window).
+    served = window_reported(agent.model, provider_settings(),
+                             agent_window=config.model_settings.context_window)
     return AgentSpec(id=str(agent.id), name=agent.name, model=agent.model,
-                     system_prompt=agent.system_prompt, allowed_tools=allowed,
-                     config=_parsed_config(json.dumps(agent.config or {}, sort_keys=True)),
-                     default_max_turns=hango().default_max_turns)
+                     system_prompt=agent.system_prompt, allowed_tools=allowed, config=config,
+                     default_max_turns=hango().default_max_turns, server_window=served)
 
 
 @lru_cache(maxsize=1024)

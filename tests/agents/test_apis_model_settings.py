@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.api import error_of
+from tests.support.replay import ReplayServer
 
 
 def create(caller, model: str = "scripted:demo", **fields):
@@ -85,3 +86,22 @@ def test_an_unknown_models_window_is_named_a_default(alice, make_session):
     assert (body["model_settings"]["context_window_source"],
             body["model_settings"]["max_output_tokens_source"]) == ("default", "default")
     assert body["model_settings"]["max_output_tokens"] == 4096
+
+
+@pytest.fixture
+def own_server(monkeypatch):
+    """A team's OpenAI-compatible server whose ``/models`` reports the window it serves."""
+    replay = ReplayServer()
+    replay.reply(200, {"data": [{"id": "mine", "max_model_len": 16_384}]})
+    monkeypatch.setenv("OPENAI_BASE_URL", replay.url)
+    yield replay
+    replay.close()
+
+
+def test_the_window_an_openai_compatible_server_reports_is_used_and_named(
+        alice, make_session, own_server):
+    body = snapshot_of(alice, make_session, create(alice, "openai:mine").json())
+    assert (body["context_window"], body["model_settings"]["context_window_source"]) == (
+        16_384, "server")
+    assert body["compaction"]["budget"] == int(16_384 * 0.8)
+    assert [r.path for r in own_server.requests] == ["/models"]
