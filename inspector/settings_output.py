@@ -5,9 +5,19 @@ from __future__ import annotations
 
 from typing import get_args
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from harness.model_settings import OutputSource, WindowSource
+
+
+@extend_schema_field({"anyOf": [
+    {"type": "string", "enum": ["auto", "required", "none"]},
+    {"type": "object", "required": ["name"], "additionalProperties": False,
+     "properties": {"name": {"type": "string"}}},
+    {"type": "null"}]})
+class ToolChoiceField(serializers.JSONField):
+    """A keyword, or the one tool every answer must call."""
 
 
 class ModelSettingsOutput(serializers.Serializer):
@@ -25,7 +35,7 @@ class ModelSettingsOutput(serializers.Serializer):
     temperature = serializers.FloatField(allow_null=True, help_text="Null: not sent.")
     top_p = serializers.FloatField(allow_null=True, help_text="Null: not sent.")
     stop = serializers.ListField(child=serializers.CharField(), help_text="Stop texts sent.")
-    tool_choice = serializers.JSONField(
+    tool_choice = ToolChoiceField(
         allow_null=True, help_text='`auto`, `required`, `none`, or `{"name": <tool>}`; null: '
                                    "not sent (the server decides, as with auto).")
     parallel_tool_calls = serializers.BooleanField(allow_null=True, help_text="Null: not sent.")
