@@ -22,10 +22,11 @@ from harness.agent import AgentConfig, ToolList, config_problems
 from harness.documents import problems
 from harness.errors import ConfigurationError
 from harness.mcp.names import SEPARATOR
+from harness.model_settings import problems as model_settings_problems
 from harness.tool_names import builtin_tool_names
 
 __all__ = ["allowed_tools_problems", "config_problems", "may_clash_with_mcp",
-           "tool_name_problems", "tool_problems"]
+           "settings_problems", "tool_name_problems", "tool_problems"]
 
 _ALLOWED_TOOLS: TypeAdapter[ToolList | None] = TypeAdapter(ToolList | None)
 
@@ -58,6 +59,7 @@ def tool_problems(data: Mapping[str, Any], *,
                                       extra | frozenset(client.values())),
              "config": [*_clashes(client, extra),
                         *_placed(_config_names(config), extra, client=frozenset(client.values())),
+                        *_placed(_choice_names(config), extra | frozenset(client.values())),
                         # A subagent's loop has hango's own tools only (no MCP session).
                         *_placed(_subagent_names(config), frozenset())]}
     return {field: lines for field, lines in found.items() if lines}
@@ -98,6 +100,25 @@ def _config_names(config: Any) -> Iterator[tuple[str, str]]:
     parsed = _parsed(config)
     yield from ((f"interrupt_on/{name}", name)
                 for name in (parsed.interrupt_on if parsed is not None else ()))
+
+
+def settings_problems(model: Any, config: Any, allowed_tools: Any) -> list[str]:
+    """Why ``config``'s model settings do not fit ``model`` (its window, the parameters its
+    provider takes) or the tools ``allowed_tools`` lets the agent offer, as ``config`` lines;
+    nothing for a config or model that does not parse (their own checks say why)."""
+    parsed = _parsed(config)
+    if parsed is None or not isinstance(model, str) or ":" not in model:
+        return []
+    offered = frozenset(allowed_tools) if isinstance(allowed_tools, (list, tuple)) else None
+    return model_settings_problems(model, parsed.model_settings, offered=offered)
+
+
+def _choice_names(config: Any) -> Iterator[tuple[str, str]]:
+    """Where ``config``'s model settings name the tool every answer must call, and its name."""
+    parsed = _parsed(config)
+    choice = parsed.model_settings.tool_choice if parsed is not None else None
+    if choice is not None and not isinstance(choice, str):
+        yield "model_settings/tool_choice/name", choice.name
 
 
 def _subagent_names(config: Any) -> Iterator[tuple[str, str]]:

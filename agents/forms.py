@@ -11,7 +11,7 @@ from django.forms.models import BaseInlineFormSet
 
 from accounts.models import Member, Tenant
 from agents import mcp_servers, services
-from agents.config import allowed_tools_problems, config_problems
+from agents.config import allowed_tools_problems, config_problems, settings_problems
 from agents.models import SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
 from hango_project.config import hango
 from hango_project.errors import ApplicationError
@@ -132,6 +132,9 @@ class AgentForm(TenantOwnedForm):
         refuse_unknown_tools(self, cleaned, ("allowed_tools", "config"), frozenset
                              if tenant is None else partial(mcp_servers.run_tool_names,
                                                             tenant.pk, cleaned.get("config"), None))
+        if "config" in cleaned and (problems := settings_problems(
+                cleaned.get("model"), cleaned["config"], cleaned.get("allowed_tools"))):
+            self.add_error("config", problems)  # as the API's 422 (services.checked_settings)
         return cleaned
 
 

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
 from agents import mcp_servers
-from agents.config import may_clash_with_mcp, tool_problems
+from agents.config import may_clash_with_mcp, settings_problems, tool_problems
 from agents.models import Agent, MemoryFile, Skill
 from hango_project.config import hango
 from hango_project.errors import Conflict, Unprocessable
@@ -55,6 +55,14 @@ def checked_tools(data: dict[str, Any], *,
                             "is already a tool's.", detail=problems)
 
 
+def checked_settings(model: Any, config: Any, allowed_tools: Any) -> None:
+    """A 422 naming each of ``config``'s model settings that does not fit ``model`` or the
+    tools ``allowed_tools`` offers (:func:`agents.config.settings_problems`)."""
+    if problems := settings_problems(model, config, allowed_tools):
+        raise Unprocessable("The agent's model settings do not fit its model or its tools.",
+                            detail={"config": problems})
+
+
 # Who made a row for ``member``: the member themself (the API), or someone on their behalf (the
 # admin: the staff user's member of the tenant, or None).
 Maker = Member | None | Literal["member"]
@@ -72,6 +80,7 @@ def agent_create(*, member: Member, data: dict[str, Any], actor: Maker = "member
         fields["config"] = checked_config(member.tenant_id, fields["config"], member)
     checked_tools(fields, mcp=partial(mcp_servers.run_tool_names, member.tenant_id,
                                       fields.get("config"), member))
+    checked_settings(fields.get("model"), fields.get("config"), fields.get("allowed_tools"))
     with transaction.atomic():
         agent = Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
         audit_record(actor=_maker(member, actor), tenant=agent.tenant_id,
@@ -89,6 +98,9 @@ def agent_update(*, agent: Agent, data: dict[str, Any], actor: Member | None = N
     changed = [k for k in WRITABLE_FIELDS if k in data]
     checked_tools({k: data[k] for k in changed}, mcp=partial(
         mcp_servers.run_tool_names, agent.tenant_id, data.get("config", agent.config), writer))
+    if {"model", "config", "allowed_tools"} & set(changed):
+        checked_settings(*(data.get(k, getattr(agent, k))
+                           for k in ("model", "config", "allowed_tools")))
     with transaction.atomic():
         for name in changed:
             setattr(agent, name, data[name])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Annotated, Any
 
@@ -35,10 +36,10 @@ from harness.documents import (
     published_schema,
 )
 from harness.errors import ConfigurationError
+from harness.model_settings import ModelSettings, ModelSettingsOptions, resolve
 from harness.tools.base import schema_problem
 
 DEFAULT_MAX_TURNS = 50
-DEFAULT_MAX_TOKENS = 4096
 DEFAULT_CLIENT_TOOL_TIMEOUT = 600  # seconds
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 # The canonical form only (JSON Schema's "uuid" format): no braces, no "urn:", no bare hex.
@@ -170,6 +171,9 @@ class AgentConfig(Document):
     client_tool_timeout: int = Field(DEFAULT_CLIENT_TOOL_TIMEOUT, ge=0, le=31_536_000)
     """Seconds a client tool's call waits for its result before it is answered as failed
     (``no result from the caller``) and the run goes on; 0: it waits for ever."""
+    model_settings: ModelSettingsOptions = Field(default_factory=ModelSettingsOptions)
+    """What the agent's model calls ask for: output length, context window, sampling, tool
+    choice (:mod:`harness.model_settings`)."""
 
     @classmethod
     def from_json(cls, document: str | bytes) -> AgentConfig:
@@ -201,8 +205,19 @@ class AgentSpec:
     system_prompt: str = ""
     allowed_tools: tuple[str, ...] | None = None  # None = every tool
     config: AgentConfig = field(default_factory=AgentConfig)
-    max_tokens: int = DEFAULT_MAX_TOKENS
     default_max_turns: int = DEFAULT_MAX_TURNS  # when config has no max_turns
+    # The context length the model's server reports (None: not asked, or it reports none):
+    # used for a model the table does not know, when the agent sets no window.
+    server_window: int | None = None
+
+    @cached_property
+    def settings(self) -> ModelSettings:
+        """The effective settings of the agent's model calls (resolved once per spec)."""
+        return resolve(self.model, self.config.model_settings, server_window=self.server_window)
+
+    @property
+    def max_tokens(self) -> int:
+        return self.settings.max_output_tokens
 
     @property
     def max_turns(self) -> int:

@@ -207,7 +207,7 @@ class Loop:
         """The next model request as the chain assembles it (system blocks, tools, history)."""
         return ModelRequest(
             request=Request(model=self.model, messages=tuple(state.messages),
-                            max_tokens=self.agent.max_tokens),
+                            **self.agent.settings.request_fields()),
             system=tuple(self.chain.system_blocks(self.agent, state)),
             tools=tuple(self.chain.tools(state, self.base_tools)),
             state=state,

@@ -110,13 +110,30 @@ class ToolDef:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolChoice:
+    """Whether the model must call a tool: ``auto`` (it decides), ``required`` (some tool),
+    ``none`` (no tool), or ``tool`` (the one named)."""
+
+    mode: Literal["auto", "required", "none", "tool"]
+    name: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Request:
+    """One model call. The sampling fields left at None are not sent: the server's own
+    defaults apply (the agent's ``model_settings``, :mod:`harness.model_settings`)."""
+
     model: str
     system: tuple[TextBlock, ...] = ()
     messages: tuple[Message, ...] = ()
     tools: tuple[ToolDef, ...] = ()
     max_tokens: int = 4096
     temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    reasoning_effort: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
 
 

@@ -74,9 +74,11 @@ def _image_json(image: Listed) -> dict[str, Any]:
             "tokens": image.tokens, "sent": image.sent, "line": image.line}
 
 
-def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, Any]:
+def snapshot_json(snapshot: Snapshot, tokenizer: str) -> dict[str, Any]:
     """The snapshot in the shape :class:`SnapshotOutput` declares, built by hand: a serializer
-    field per value of 10,000 parts took longer than building the snapshot."""
+    field per value of 10,000 parts took longer than building the snapshot. The window and
+    settings are those the run's calls use (the agent's, resolved once: harness.model_settings)."""
+    settings = snapshot.request.agent.settings
     return {
         "system": [part_json(p) for p in snapshot.system],
         "tools": [part_json(p) for p in snapshot.tools],
@@ -88,7 +90,8 @@ def snapshot_json(snapshot: Snapshot, tokenizer: str, window: int) -> dict[str, 
         "cache_prefix_tokens": snapshot.cache_prefix_tokens,
         "cache_minimum": snapshot.cache_minimum,
         "overrides": {"active": snapshot.overrides_active, "stale": list(snapshot.stale)},
-        "context_window": window,
+        "context_window": settings.context_window,
+        "model_settings": settings.as_json(),
         "run": None if snapshot.run is None else {
             "id": snapshot.run.id, "status": snapshot.run.status, "turn": snapshot.run.turn},
         "pending_calls": [{"tool_use_id": c.tool_use_id, "name": c.name, "outlook": c.outlook}
@@ -129,8 +132,7 @@ def snapshot_response(session: Session, *, earlier: diffs.Earlier | None = None,
     schedule's preview answers the same way."""
     with selectors.gc_paused():  # the parts' JSON, like the snapshot, is many objects
         snapshot = selectors.context_snapshot(session=session, **options)
-        out = snapshot_json(snapshot, selectors.tokenizer_name(session),
-                            selectors.window_of(session))
+        out = snapshot_json(snapshot, selectors.tokenizer_name(session))
         if earlier is not None:
             out["diff"] = diffs.diff_json(snapshot, earlier, session.agent.model)
         out["cost"] = next_call_cost(session, snapshot)

@@ -20,7 +20,6 @@ from harness.context import QUEUED_PREFIX, Override, message_part
 from harness.inspect import RunBasis, Snapshot, inspect
 from harness.messages import Message as HMessage
 from harness.middleware.context_overrides import keeps_its_overrides
-from harness.providers.models import context_window
 from harness.serde import content_from_json
 from harness.snapshot_parts import Part, content_json, message_text, preview
 from harness.tokens.base import Tokenizer
@@ -143,8 +142,3 @@ def gc_paused() -> Iterator[None]:
 
 def tokenizer_name(session: Session) -> str:
     return tokenizer_for(session.agent.model).name
-
-
-def window_of(session: Session) -> int:
-    """The context window of the session's model, in tokens: what a request's budget is."""
-    return context_window(session.agent.model)

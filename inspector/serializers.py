@@ -14,6 +14,7 @@ from harness.approvals import CallOutlook
 from harness.tokens.base import Counted
 from inspector.cost import NextCallCostOutput
 from inspector.override_serializers import MAX_OVERRIDES, OverrideInput
+from inspector.settings_output import ModelSettingsOutput
 from runs.content_fields import UserContentField
 from runs.models import ACTIVE_RUN_STATUSES
 
@@ -229,8 +230,8 @@ class SnapshotOutput(serializers.Serializer):
                                    "shorter prefix is not marked, as the provider would cache "
                                    "none of it. Null when not known.")
     overrides = OverrideSummaryOutput(source="*")
-    context_window = serializers.IntegerField(help_text="The model's context window in tokens: "
-                                                        "the budget the request spends.")
+    context_window = serializers.IntegerField(help_text="As `model_settings` has it.")
+    model_settings = ModelSettingsOutput(help_text="What the agent's calls ask of the model.")
     cost = NextCallCostOutput(allow_null=True, help_text="What the request's input would cost, "
                               "none to all of its cache prefix read (inspector/cost.py); null "
                               "for a model with no known price.")

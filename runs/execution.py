@@ -27,8 +27,8 @@ from harness.providers import resolve_provider, split_model
 from harness.providers.base import Provider, ProviderSettings, Unavailable
 from harness.providers.budgeted import Budget, Budgeted
 from harness.providers.counting import CountsOnce
-from harness.providers.models import context_window
 from harness.providers.releasing import Releasing
+from harness.providers.served_window import window_reported
 from harness.stack import default_stack
 from harness.state import State, state_from_json
 from harness.stores import Summary
@@ -73,10 +73,13 @@ def agent_spec(agent: Agent) -> AgentSpec:
     """The agent as the harness sees it; its config is parsed here (a malformed one is a
     :class:`~harness.errors.ConfigurationError`, failing the run)."""
     allowed = None if agent.allowed_tools is None else tuple(agent.allowed_tools)
+    config = _parsed_config(json.dumps(agent.config or {}, sort_keys=True))
+    # Asked of the model's server at most once a TTL per process (harness.providers.served_window).
+    served = window_reported(agent.model, provider_settings(),
+                             agent_window=config.model_settings.context_window)
     return AgentSpec(id=str(agent.id), name=agent.name, model=agent.model,
-                     system_prompt=agent.system_prompt, allowed_tools=allowed,
-                     config=_parsed_config(json.dumps(agent.config or {}, sort_keys=True)),
-                     default_max_turns=hango().default_max_turns)
+                     system_prompt=agent.system_prompt, allowed_tools=allowed, config=config,
+                     default_max_turns=hango().default_max_turns, server_window=served)
 
 
 @lru_cache(maxsize=1024)
@@ -152,7 +155,7 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk,
                                   preloaded=reads.overrides),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
-        context_window=context_window(spec.model), tokenizer=tokenizer,
+        context_window=spec.settings.context_window, tokenizer=tokenizer,
         memory_max_bytes=knobs.memory_max_bytes,
         large_tool_result_chars=knobs.large_tool_result_chars,
         subagent_max_depth=knobs.subagent_max_depth,

@@ -129,11 +129,16 @@ class SubagentMiddleware:
         # …and where the list is open, such calls are refused (see _answer). Deeper subagents
         # only while the depth limit allows them.
         deeper = self.depth + 1 < self.max_depth
-        config = AgentConfig(interrupt_on=interrupt_on,
+        # The parent's model settings, but a tool choice that forces a call: the child may not
+        # have the tool, and must be able to answer.
+        own = parent.config.model_settings
+        if own.tool_choice is not None and own.tool_choice not in ("auto", "none"):
+            own = own.model_copy(update={"tool_choice": None})
+        config = AgentConfig(interrupt_on=interrupt_on, model_settings=own,
                              subagents=parent.config.subagents if deeper else ())
         return AgentSpec(id=f"{parent.id}/{spec.name}", name=spec.name, model=parent.model,
                          system_prompt=spec.system_prompt, allowed_tools=allowed,
-                         config=config, max_tokens=parent.max_tokens,
+                         config=config, server_window=parent.server_window,
                          default_max_turns=self.max_turns)
 
     def _task(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

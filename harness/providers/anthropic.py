@@ -7,8 +7,11 @@ one place SDK errors become hango's.
 A tool result with images is sent with a content list: its text, then an image block per image
 (:func:`_map_result_content`).
 
-``Request.temperature`` is not sent: API version 2026-10-21 (the one SDK 2.x speaks) rejects
-every sampling parameter with a 400, and the SDK no longer has them.
+``Request.temperature`` and ``top_p`` are not sent: API version 2026-10-21 (the one SDK 2.x
+speaks) rejects every sampling parameter with a 400, and the SDK no longer has them (an agent's
+``model_settings`` refuses them for ``anthropic:`` models). The rest of the agent's settings
+are sent: ``stop_sequences``, ``tool_choice`` (``required`` is the wire's ``any``) with
+``disable_parallel_tool_use``, and the reasoning effort as ``output_config.effort``.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ class AnthropicProvider:
     def complete(self, request: Request) -> Response:
         with self._errors_mapped():
             wire = self._client.messages.create(
-                **_map_request(request), max_tokens=request.max_tokens,
+                **_map_request(request), **_generation(request),
                 extra_headers=telemetry.trace_headers() or None)
         return _map_response(wire)
 
@@ -94,7 +97,7 @@ class AnthropicProvider:
         with self._errors_mapped():
             try:
                 with self._client.messages.stream(
-                        **_map_request(request), max_tokens=request.max_tokens,
+                        **_map_request(request), **_generation(request),
                         extra_headers=telemetry.trace_headers() or None) as stream:
                     abort.on_abort(abort.shut_down(stream.response))
                     for event in stream:
@@ -142,7 +145,35 @@ def _map_request(request: Request) -> dict[str, Any]:
         params["system"] = [_map_block(b) for b in request.system]
     if request.tools:
         params["tools"] = [_map_tool(t) for t in request.tools]
+        choice = _tool_choice(request)
+        if choice is not None:
+            params["tool_choice"] = choice
+    if request.reasoning_effort is not None:
+        params["output_config"] = {"effort": request.reasoning_effort}
     return params
+
+
+def _generation(request: Request) -> dict[str, Any]:
+    """What ``messages.create`` takes beside the parameters counting shares."""
+    params: dict[str, Any] = {"max_tokens": request.max_tokens}
+    if request.stop:
+        params["stop_sequences"] = list(request.stop)
+    return params
+
+
+def _tool_choice(request: Request) -> dict[str, Any] | None:
+    """The wire's tool choice: one field carries both the choice and whether calls may be
+    parallel (an agent that sets only ``parallel_tool_calls`` gets ``auto`` with it)."""
+    choice, parallel = request.tool_choice, request.parallel_tool_calls
+    if choice is None and parallel is None:
+        return None
+    mode = "auto" if choice is None else choice.mode
+    wire: dict[str, Any] = {"type": {"required": "any"}.get(mode, mode)}
+    if mode == "tool" and choice is not None:
+        wire["name"] = choice.name
+    if parallel is not None and mode != "none":  # "none" takes no such flag
+        wire["disable_parallel_tool_use"] = not parallel
+    return wire
 
 
 def _map_message(message: Message) -> dict[str, Any]:

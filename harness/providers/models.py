@@ -45,10 +45,47 @@ def longest_prefix(table: Mapping[tuple[str, str], V], provider: str, name: str)
 
 def context_window(model: str) -> int:
     """The context window of ``model`` (``"<provider>:<model>"``)."""
+    return known_window(model)[0]
+
+
+def known_window(model: str) -> tuple[int, bool]:
+    """``model``'s context window, and whether the table lists it (False: its provider's
+    default, a guess)."""
     provider, name = split_model(model)
     window = longest_prefix(_WINDOWS, provider, name)
-    return window if window is not None else DEFAULT_WINDOWS.get(
-        provider, min(DEFAULT_WINDOWS.values()))
+    if window is not None:
+        return window, True
+    return DEFAULT_WINDOWS.get(provider, min(DEFAULT_WINDOWS.values())), False
+
+
+# (provider, model name prefix) -> the most output tokens one call may ask for (the models'
+# "max output" column). Sources: Anthropic's "Models overview" (docs.anthropic.com/en/docs/
+# about-claude/models/overview) and OpenAI's model pages (platform.openai.com/docs/models),
+# as of 2025-11. A model not listed has no known ceiling: only its context window bounds it.
+_MAX_OUTPUTS: dict[tuple[str, str], int] = {
+    ("anthropic", "claude-3-haiku"): 4_096,
+    ("anthropic", "claude-3-5"): 8_192,            # 3.5 Sonnet, 3.5 Haiku
+    ("anthropic", "claude-3-7-sonnet"): 64_000,
+    ("anthropic", "claude-sonnet-4"): 64_000,      # Sonnet 4, 4.5
+    ("anthropic", "claude-haiku-4"): 64_000,       # Haiku 4.5
+    ("anthropic", "claude-opus-4"): 32_000,        # Opus 4, 4.1
+    ("anthropic", "claude-opus-4-5"): 64_000,
+    ("openai", "gpt-3.5-turbo"): 4_096,
+    ("openai", "gpt-4"): 8_192,
+    ("openai", "gpt-4-turbo"): 4_096,
+    ("openai", "gpt-4o"): 16_384,
+    ("openai", "gpt-4.1"): 32_768,
+    ("openai", "gpt-5"): 128_000,
+    ("openai", "o1"): 100_000,
+    ("openai", "o3"): 100_000,
+    ("openai", "o4-mini"): 100_000,
+}
+
+
+def max_output(model: str) -> int | None:
+    """The most output tokens ``model`` gives one call (None: not known)."""
+    provider, name = split_model(model)
+    return longest_prefix(_MAX_OUTPUTS, provider, name)
 
 
 # (provider, model name prefix) -> the fewest tokens a prompt-cache prefix must hold to be

@@ -50,10 +50,17 @@ def map_request(request: Request) -> dict[str, Any]:
         "messages": _map_messages(request),
         "max_tokens": request.max_tokens,
     }
-    if request.tools:
+    if request.tools:  # the tool fields are refused without tools
         params["tools"] = [_map_tool(t) for t in request.tools]
-    if request.temperature is not None:
-        params["temperature"] = request.temperature
+        if (choice := request.tool_choice) is not None:
+            params["tool_choice"] = choice.mode if choice.mode != "tool" else {
+                "type": "function", "function": {"name": choice.name}}
+        if request.parallel_tool_calls is not None:
+            params["parallel_tool_calls"] = request.parallel_tool_calls
+    # Left out when not set: the server's own defaults apply.
+    sampling = {"temperature": request.temperature, "top_p": request.top_p,
+                "stop": list(request.stop) or None, "reasoning_effort": request.reasoning_effort}
+    params.update({k: v for k, v in sampling.items() if v is not None})
     return params
 
 

@@ -24,6 +24,9 @@ def form(alice, **fields) -> dict:
     ('{"max_turn": 3}', "max_turn: Extra inputs are not permitted"),
     ('{"interrupt_on": {"echo": ["maybe"]}}', "interrupt_on/echo/0"),
     (f'{{"skills": ["{uuid.uuid4()}"]}}', "there is no skill with id"),
+    ('{"model_settings": {"top_p": 2}}', "model_settings/top_p"),
+    ('{"model_settings": {"max_output_tokens": 40000}}',
+     "model_settings/max_output_tokens: 40,000 is more than scripted:demo gives"),
 ])
 def test_a_config_the_api_refuses_is_refused_here_too(staff_client, alice, config, problem):
     response = staff_client.post(reverse("admin:agents_agent_add"), form(alice, config=config))

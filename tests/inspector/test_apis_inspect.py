@@ -35,7 +35,7 @@ def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
                          "framing", "framing_counted", "would_compact", "cache_breakpoint",
                          "cache_prefix_tokens", "cache_minimum", "overrides", "context_window",
                          "run", "pending_calls", "batch_part", "queued", "compaction",
-                         "would_fail", "cost", "mcp_servers"}
+                         "would_fail", "cost", "mcp_servers", "model_settings"}
     # No run is active: the first call of a new run, nothing paused or queued, nothing failing;
     # the agent uses no MCP server.
     assert (body["run"], body["pending_calls"], body["batch_part"], body["queued"],

@@ -31,6 +31,9 @@ MODEL = "openai:gemma-3-270m"
 @pytest.fixture
 def model_server():
     server = ReplayServer(validate=wire_models.llama_cpp_python)
+    # What llama-cpp-python lists (no window): the web and the worker each ask once.
+    server.always("/models", {"object": "list", "data": [
+        {"id": "gemma-3-270m", "object": "model", "owned_by": "me", "permissions": []}]})
     yield server
     server.close()
 

@@ -110,10 +110,10 @@ def small(budget: int, **more) -> dict:
 
 def make(provider: Provider, *, options: dict | None = None, store=None, window: int = 32_000,
          capture_only: bool = False, max_turns: int = 50, tools=("echo",)):
-    config = {"max_turns": max_turns}
+    config = {"max_turns": max_turns, "model_settings": {"max_output_tokens": 256}}
     if options is not None:
         config["summarization"] = options
-    agent = make_agent(config=config, max_tokens=256, allowed_tools=tools)
+    agent = make_agent(config=config, allowed_tools=tools)
     deps = RunDeps(provider=provider, model="script", summaries=store, context_window=window)
     stack = default_stack(StackConfig(agent=agent, deps=deps, capture_only=capture_only))
     return make_loop(provider, agent=agent, middlewares=[*stack, Reports()])
