@@ -189,6 +189,10 @@ class RunApproveApi(APIView):
         return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
 
 
+# An event's seq is a bigint: a position past it names no event and cannot be asked for.
+MAX_SEQ = 2**63 - 1
+
+
 def _after(request) -> int:
     # A reconnecting EventSource repeats its URL (with any ?after=) and adds Last-Event-ID,
     # which is the newer position.
@@ -197,8 +201,8 @@ def _after(request) -> int:
         after = int(raw)
     except ValueError:
         raise BadQuery("'after' must be a whole number.", detail={"after": raw}) from None
-    if after < 0:
-        raise BadQuery("'after' must not be negative.", detail={"after": raw})
+    if not 0 <= after <= MAX_SEQ:
+        raise BadQuery(f"'after' must be from 0 to {MAX_SEQ}.", detail={"after": raw})
     return after
 
 
@@ -263,7 +267,8 @@ class RunEventsApi(APIView):
 
     @extend_schema(
         operation_id="runs_events",
-        parameters=[OpenApiParameter("after", {"type": "integer", "minimum": 0},
+        parameters=[OpenApiParameter("after", {"type": "integer", "minimum": 0,
+                                               "maximum": MAX_SEQ},
                                      description="Return events after this seq "
                                      "(0 or more; `Last-Event-ID` wins when both are sent).")],
         responses={(200, "application/json"): OpenApiResponse(

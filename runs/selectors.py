@@ -140,7 +140,7 @@ LEFT JOIN {Message._meta.db_table} m ON e.type = %(message)s AND m.session_id = 
     AND m.seq = (e.data ->> 'seq')::integer
 WHERE r.id = %(run)s
 ORDER BY e.seq LIMIT %(limit)s
-""", (("run", "uuid"), ("after", "integer"), ("limit", "integer"), ("message", "text")))
+""", (("run", "uuid"), ("after", "bigint"), ("limit", "integer"), ("message", "text")))
 
 
 def stream_read(*, run_id: uuid.UUID, after: int, limit: int) -> StreamRead:

@@ -222,3 +222,18 @@ def test_an_unknown_key_of_a_posted_image_is_422_naming_it(alice, make_session):
                                  {"content": content}, format="json")
     error = error_of(response, 422, "validation_error")
     assert error["detail"] == {"content": ["0/images/0/detail: Unknown field."]}
+
+
+def test_an_event_position_past_any_seq_is_no_event_or_a_400(alice, queued_run, hango_settings):
+    # A position over 2**31 was a 500 from the stream's read (an int4 parameter).
+    hango_settings(event_stream_max_seconds=1)
+    url = f"/v1/runs/{queued_run.pk}/events"
+    far = alice.client.get(url, {"after": str(2**58), "format": "json"})
+    assert far.status_code == 200, far.content
+    assert far.json()["results"] == []
+    streamed = alice.client.get(url, {"after": str(2**58), "format": "sse"})
+    assert streamed.status_code == 200
+    assert b"event: error" not in b"".join(streamed.streaming_content)
+    error = error_of(alice.client.get(url, {"after": str(2**63), "format": "json"}), 400,
+                     "invalid_query")
+    assert error["detail"] == {"after": str(2**63)}
