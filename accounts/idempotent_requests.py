@@ -57,7 +57,9 @@ class IdempotencyMiddleware:
         raw = request.headers.get(HEADER)
         match = _match(request) if raw is not None and request.method in WRITE_METHODS else None
         view = covered_view(match) if match is not None else None
-        if raw is None or match is None or view is None:
+        # A method the view has no handler for is its 405, whatever the key.
+        if (raw is None or match is None or view is None
+                or not hasattr(view, (request.method or "").lower())):
             return self.get_response(request)
         try:
             key = parse_key(raw)

@@ -116,6 +116,9 @@ def test_the_same_key_with_another_body_or_route_is_422(alice):
     error_of(alice.client.post("/v1/skills", {"name": "s", "description": "d"}, format="json",
                                HTTP_IDEMPOTENCY_KEY=key), 422, "idempotency_key_reused")
     assert Agent.objects.count() == 1
+    # A method the route does not take is its 405, the key notwithstanding (the fuzz's find).
+    error_of(alice.client.put("/v1/agents", AGENT_BODY, format="json", HTTP_IDEMPOTENCY_KEY=key),
+             405, "method_not_allowed")
 
 
 def test_a_key_is_per_tenant(alice, outsider):
