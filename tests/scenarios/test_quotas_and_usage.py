@@ -24,7 +24,6 @@ from accounts.usage import (
     tenant_spend,
 )
 from hango_project.errors import QuotaExceeded
-from harness.agent import DEFAULT_MAX_TOKENS
 from harness.providers.scripted import ScriptedModel
 from runs import worker
 from runs.admission import run_reservation
@@ -215,7 +214,7 @@ def test_a_run_stops_before_the_call_that_could_pass_the_quota(alice, tenant, qu
     # room for its worst case and what it spends, not for the second call's worst case.
     context = alice.client.get(f"/v1/sessions/{queued_run.session_id}/context").json()
     first_input = context["totals"]["after"]
-    set_quota(tenant, first_input + DEFAULT_MAX_TOKENS + 300)
+    set_quota(tenant, first_input + context["model_settings"]["max_output_tokens"] + 300)
 
     assert worker.execute_run(str(queued_run.pk)) == worker.Outcome.FAILED
     run = Run.objects.get(pk=queued_run.pk)
