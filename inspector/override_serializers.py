@@ -63,6 +63,8 @@ class OverridesOutput(serializers.Serializer):
 
 
 class BothOverridesInput(Input):
+    schema_extra = {"anyOf": [{"required": ["agent"]}, {"required": ["session"]}]}
+
     agent = strict.ListField(child=OverrideInput(), max_length=MAX_OVERRIDES, required=False,
                              help_text="The agent's set (`system:*` and `tool:*` parts), as "
                                        "`PUT /v1/agents/{id}/context-overrides` takes it; "
