@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.databases import ensure_database  # noqa: E402
 from bench.faults_stack import wait_until  # noqa: E402
+from bench.sampling import pct  # noqa: E402
 from tests.support.servers import GunicornProcess, stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_client_tools"
@@ -37,10 +38,6 @@ LOOKUP = {"name": "lookup_order", "description": "Find an order by its number.",
                            "required": ["order"]}}
 RESUMED_ONCE = ["queued", "running", "requires_action", "queued", "running", "completed"]
 
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
 
 
 class Bench:

@@ -32,7 +32,13 @@ from bench.concurrency_report import report  # noqa: E402
 from bench.databases import ensure_database  # noqa: E402
 from bench.faults_stack import wait_until  # noqa: E402
 from bench.handover import hand_over, queue_runs  # noqa: E402
-from bench.sampling import CpuMeter, Sampler, connections_named, pids_named  # noqa: E402
+from bench.sampling import (  # noqa: E402
+    CpuMeter,
+    Sampler,
+    connections_named,
+    pct,
+    pids_named,
+)
 from tests.support.servers import stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_concurrency"
@@ -43,10 +49,6 @@ PEERS = ("create_agent", "deepagents")
 PROMPT = "Run the benchmark task. #"
 
 
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
 
 
 class Hango:

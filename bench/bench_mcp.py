@@ -53,7 +53,7 @@ from bench.databases import ensure_database  # noqa: E402
 from bench.handover import hand_over, queue_runs  # noqa: E402
 from bench.mcp_report import report  # noqa: E402
 from bench.mcp_stack import SENDERS, SERVER, WEB_APP, WORKER_APP, Api, Hango, rss_mib  # noqa: E402
-from bench.sampling import CpuMeter, Sampler, connections_named  # noqa: E402
+from bench.sampling import CpuMeter, Sampler, connections_named, pct  # noqa: E402
 from tests.support.mcp_servers import McpServerProcess  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402
 
@@ -63,10 +63,6 @@ TOKEN = "bench-token-0123456789"
 FINISHED = ("completed", "failed", "cancelled")
 MODES = ("posted", "handed")
 
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
 
 
 @dataclass(frozen=True)

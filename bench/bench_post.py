@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.sampling import cpu_seconds  # noqa: E402
+from bench.sampling import cpu_seconds, pct  # noqa: E402
 from tests.support.servers import stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_post"
@@ -129,10 +129,6 @@ def post_all(port: int, key: str, sessions: list[str], texts: list[str],
         raise SystemExit(f"{len(failed)} posts failed, the first: {failed[0]}")
     return out
 
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
 
 
 class Bench:

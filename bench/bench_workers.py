@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.databases import ensure_database  # noqa: E402
+from bench.sampling import pct  # noqa: E402
 from tests.support.servers import stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_workers"
@@ -36,10 +37,6 @@ TARGET_FIXED_MS, TARGET_TPS = 5.0, 400.0
 def med(xs):
     return st.median(xs) if xs else float("nan")
 
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
 
 
 class Bench:

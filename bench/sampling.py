@@ -11,6 +11,12 @@ from typing import Any
 Probe = Callable[[Any], float]  # a cursor of the sampler's connection -> a value
 
 
+def pct(xs: list[float], p: float) -> float:
+    """The ``p``-th percentile of ``xs`` (nearest rank; NaN for none): every benchmark's."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
+
+
 class Sampler:
     """Runs every probe every ``every`` seconds from :meth:`start` to :meth:`stop`, which
     answers each probe's values in order."""
