@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.support import workers
+from tests.support.api import started_run
 from tests.support.replay import ReplayServer, wire
 from tests.support.servers import GunicornProcess
 from tests.support.sse import Follower, assert_turn_order, durable, follow, live_text, text_of
@@ -37,17 +38,6 @@ def replays():
     yield servers
     for server in servers.values():
         server.close()
-
-
-def start(caller, make_agent, model: str, text: str) -> tuple[str, str]:
-    """A new session of a new agent on ``model`` and its run for ``text`` (queued: its task
-    waits in Redis until a worker starts)."""
-    agent = make_agent(caller, model=model)
-    session = caller.client.post("/v1/sessions", {"agent": agent["id"]}, format="json").json()
-    posted = caller.client.post(f"/v1/sessions/{session['id']}/messages", {"content": text},
-                                format="json")
-    assert posted.status_code == 202, posted.content
-    return session["id"], posted.json()["run"]["id"]
 
 
 def assert_followed(caller, session_id: str, run_id: str, frames) -> dict[int, str]:
@@ -81,7 +71,7 @@ def test_followers_see_each_model_write_its_answer(alice, make_agent, web, repla
     anthropic.reply_sse(wire("anthropic_stream_text.sse"), pace=0.02)
     openai.reply_sse(wire("openai_stream_tool_calls.sse"))
     openai.reply_sse(wire("openai_stream_text.sse"), pace=0.02)
-    runs = {model: start(alice, make_agent, model, "How many words in 'one two three'?")
+    runs = {model: started_run(alice, make_agent, model, "How many words in 'one two three'?")
             for model in ("scripted:demo", "anthropic:claude-sonnet-4-6", "openai:gpt-4o-mini")}
     followers = {model: Follower(web.url, run_id, alice.key)
                  for model, (_, run_id) in runs.items()}
@@ -113,7 +103,7 @@ def test_followers_see_each_model_write_its_answer(alice, make_agent, web, repla
 
 def test_a_follower_that_reconnects_with_last_event_id_misses_no_durable_event(
         alice, make_agent, web, start_worker):
-    session_id, run_id = start(alice, make_agent, "scripted:workload-12", "Go.")
+    session_id, run_id = started_run(alice, make_agent, "scripted:workload-12", "Go.")
     first = Follower(web.url, run_id, alice.key,
                      stop=lambda frame: frame.id is not None and int(frame.id) >= 6)
     first.start()
@@ -142,7 +132,7 @@ def test_a_run_written_at_a_person_s_pace_keeps_its_turns_in_order(
     server = GunicornProcess(tmp_path, database_url=workers.test_database_url(), threads=4,
                              env={"HANGO_LIVE_REDIS_URL": broker})
     try:
-        session_id, run_id = start(alice, make_agent, "scripted:demo", "Count 'one two'.")
+        session_id, run_id = started_run(alice, make_agent, "scripted:demo", "Count 'one two'.")
         follower = Follower(server.url, run_id, alice.key)
         follower.start()
         follower.wait_started()

@@ -19,6 +19,7 @@ from harness.tokens.tokenizers import tokenizer_for
 from runs.models import Message, RunEvent
 from runs.services import RESUMABLE_ERRORS
 from tests.support import wire_models
+from tests.support.api import started_run
 from tests.support.replay import ReplayServer
 from tests.support.runs import wait_for_run
 
@@ -52,12 +53,7 @@ def chunk(delta: dict, finish: str | None = None) -> str:
 
 def start(caller, make_agent, text: str = "Say something.", model: str = MODEL,
           ) -> tuple[str, str]:
-    agent = make_agent(caller, model=model)
-    session = caller.client.post("/v1/sessions", {"agent": agent["id"]}, format="json").json()
-    posted = caller.client.post(f"/v1/sessions/{session['id']}/messages", {"content": text},
-                                format="json")
-    assert posted.status_code == 202, posted.content
-    return session["id"], posted.json()["run"]["id"]
+    return started_run(caller, make_agent, model, text)
 
 
 def events(run_id: str, kind: str) -> list[dict]:

@@ -92,3 +92,13 @@ def walk(client, url: str) -> tuple[list[dict], int]:
 def post_message(caller, session_id: str, text: str = "hello"):
     return caller.client.post(f"/v1/sessions/{session_id}/messages", {"content": text},
                               format="json")
+
+
+def started_run(caller, make_agent, model: str, text: str) -> tuple[str, str]:
+    """A new session of a new agent on ``model`` and the run its message ``text`` started
+    (queued: a worker, if any, takes it); their ids."""
+    agent = make_agent(caller, model=model)
+    session = caller.client.post("/v1/sessions", {"agent": agent["id"]}, format="json").json()
+    posted = post_message(caller, session["id"], text)
+    assert posted.status_code == 202, posted.content
+    return session["id"], posted.json()["run"]["id"]
