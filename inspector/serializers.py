@@ -13,6 +13,7 @@ from hango_api.inputs import Input
 from harness.approvals import CallOutlook
 from harness.tokens.base import Counted
 from inspector.cost import NextCallCostOutput
+from inspector.count_output import ProviderCountOutput
 from inspector.diff_output import DiffOutput
 from inspector.override_serializers import MAX_OVERRIDES, OverrideInput
 from inspector.settings_output import ModelSettingsOutput
@@ -60,9 +61,17 @@ class PartOutput(serializers.Serializer):
         choices=COUNTED, help_text="How `tokens` was counted: `tokenizer`, the model family's "
         "tokenizer over the exact text; `rule`, the provider's published rule for how it "
         "renders the part (OpenAI's tool definitions); `estimate`, the estimator, or a "
-        "tokenizer over a form the provider renders differently (Claude's tool definitions).")
+        "tokenizer over a form the provider renders differently (Claude's tool definitions); "
+        "`vllm`, `llama.cpp`, `llama-cpp-python`: the model server's own tokenizer, by its "
+        "text endpoint (`?counted=provider`).")
     images = ImageOutput(many=True, help_text=(
         "A message's tool results' images, one each (counted in `tokens`); empty for others."))
+    dropped_by_template = serializers.BooleanField(allow_null=True, help_text=(
+        "With `?counted=provider` on a model server that templates on request (vLLM, the "
+        "llama.cpp server): true when its chat template left the part out of the prompt (a "
+        "system block whose text, a tool whose name, a message whose text is not in it); not "
+        "in the parts that sum to the total. Null when not known (no templated prompt seen, "
+        "or the part is not sent)."))
 
 
 class TotalsOutput(serializers.Serializer):
@@ -140,7 +149,9 @@ class SnapshotOutput(serializers.Serializer):
     tools = PartOutput(many=True)
     messages = PartOutput(many=True)
     totals = TotalsOutput(source="*")
-    counted = serializers.ChoiceField(choices=COUNTED, help_text="How the totals were counted.")
+    counted = serializers.ChoiceField(choices=COUNTED, help_text=(
+        "How the totals were counted (`provider_count` says how `?counted=provider` was "
+        "answered)."))
     tokenizer = serializers.CharField(help_text="The tokenizer the parts were counted with.")
     framing = serializers.IntegerField(help_text="Tokens the provider adds around the parts: "
                                                  "included parts + framing = totals.after.")
@@ -190,6 +201,9 @@ class SnapshotOutput(serializers.Serializer):
     mcp_servers = McpServerOutput(many=True, help_text=(
         "The agent's MCP servers: where the tools shown come from and how old that listing "
         "is. The inspector never calls a server."))
+    provider_count = ProviderCountOutput(allow_null=True, help_text=(
+        "With `?counted=provider`: who counted, with which endpoints, and any fallback; null "
+        "when not asked."))
     diff = DiffOutput(required=False, help_text=(
         "With `?against=`: the next call compared with the earlier one, part by part. Absent "
         "otherwise."))
