@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from harness.tokens.counts import EncodingCounts
 # Texts one inspection may ask the server to count (the rest were counted before): past it the
 # parts are the tokenizer's, and the snapshot says so.
 MAX_ASKS = 500
+ASK_SECONDS = 10.0  # and for at most this long: a slow server leaves the rest to the tokenizer
 _REMEMBERED = 16_384  # texts' counts kept per server, the least recently used dropped first
 NEEDLE_CHARS = 48  # how much of a part's text is looked for in the templated prompt
 
@@ -126,11 +128,15 @@ def by_tokenizer(tokenizer: Tokenizer) -> str:
 
 def dropped_parts(prompt: str, request: ModelRequest) -> frozenset[str]:
     """The parts of ``request`` the templated ``prompt`` lacks: a system block's text, a tool's
-    name, a message's text (or, with none, its calls' names or its results' content). The
-    start of each is looked for, whitespace folded, as it is or as JSON escapes it."""
+    name or description, a message's text (or, with none, its calls' names or its results'
+    content). The start of each is looked for, whitespace folded, as it is or as JSON escapes
+    it."""
     folded = " ".join(prompt.split())
     needles = [(sourced.part, sourced.block.text) for sourced in request.system]
+    # A tool's name may be in the prompt for another reason (a call in the history): its
+    # description must be there too.
     needles += [(context.tool_part(tool.name), tool.name) for tool in request.tools]
+    needles += [(context.tool_part(tool.name), tool.description) for tool in request.tools]
     needles += [(part, _message_needle(m)) for m in request.request.messages
                 if (part := _message_id(m)) is not None]
     return frozenset(part for part, needle in needles if not _found(needle, folded))
@@ -152,7 +158,9 @@ def _message_needle(message: Message) -> str:
 
 def _found(needle: str, folded: str) -> bool:
     start = " ".join(needle.split())[:NEEDLE_CHARS].strip()
-    return not start or start in folded or json.dumps(start)[1:-1] in folded
+    # As it is, or as a template's JSON filter writes it (non-ASCII escaped or not).
+    return not start or any(form in folded for form in (
+        start, json.dumps(start)[1:-1], json.dumps(start, ensure_ascii=False)[1:-1]))
 
 
 # -- counting with the server's tokenizer --------------------------------------------------------
@@ -169,7 +177,7 @@ class ServedTokenizer:
         self.source: Counted = server.dialect
         self.tool_source: Counted = server.dialect
         self.framing_source: Counted = framing.framing_source
-        self._asks = 0
+        self._asks, self._started = 0, 0.0
         self._content = EncodingCounts(self._count, result_content=openai_wire.tool_result_content,
                                        image=openai_wire.image_tokens)
 
@@ -181,6 +189,11 @@ class ServedTokenizer:
         if self._asks >= MAX_ASKS:
             raise ServerCountError(f"text endpoint was asked {MAX_ASKS} texts, the most one "
                                    "inspection asks", provider="openai")
+        if self._asks == 0:
+            self._started = time.monotonic()
+        elif time.monotonic() - self._started > ASK_SECONDS:
+            raise ServerCountError(f"text endpoint took over {ASK_SECONDS:g} s for "
+                                   f"{self._asks} texts", provider="openai")
         self._asks += 1
         count = self.server.text(text)
         remembered.put(text, count)

@@ -69,9 +69,9 @@ class PartOutput(serializers.Serializer):
     dropped_by_template = serializers.BooleanField(allow_null=True, help_text=(
         "With `?counted=provider` on a model server that templates on request (vLLM, the "
         "llama.cpp server): true when its chat template left the part out of the prompt (a "
-        "system block whose text, a tool whose name, a message whose text is not in it); not "
-        "in the parts that sum to the total. Null when not known (no templated prompt seen, "
-        "or the part is not sent)."))
+        "system block whose text, a tool whose name or description, a message whose text is "
+        "not in it); not in the parts that sum to the total. Null when not known (no "
+        "templated prompt seen, or the part is not sent)."))
 
 
 class TotalsOutput(serializers.Serializer):
