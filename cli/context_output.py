@@ -26,7 +26,10 @@ OVERRIDE_COLUMNS: list[Column] = [
 ]
 _COUNTED = {"provider": "counted by the provider's token counter",
             "tokenizer": "counted with the {} tokenizer",
-            "estimate": "estimated: no tokenizer for this model"}
+            "estimate": "estimated: no tokenizer for this model",
+            "vllm": "counted by the model's vLLM server, its chat template applied",
+            "llama.cpp": "counted by the model's llama.cpp server, its chat template applied",
+            "llama-cpp-python": "the parts counted by the model's llama-cpp-python server"}
 
 
 _FRAMING = {"rule": " (by the provider's published rule)", "estimate": " (estimated)"}
@@ -47,6 +50,8 @@ def part_notes(part: dict[str, Any], tokenizer: str = "") -> str:
         notes.append("summarized: the summary is sent in its place")
     if part["cached_prefix"]:
         notes.append("cached")
+    if part.get("dropped_by_template"):
+        notes.append("dropped by the server's chat template: not sent")
     # Where the tokenizer counts the texts, say which parts it did not count as they are sent.
     if part.get("counted") in _PART_COUNTED and part["tokens"] and tokenizer != "estimate":
         notes.append(_PART_COUNTED[part["counted"]])
@@ -96,6 +101,8 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
             "; stale (kept, doing nothing until the part returns): "
             + ", ".join(overrides["stale"]) if overrides["stale"] else "")),
     ]
+    if (fallback := (snapshot.get("provider_count") or {}).get("fallback")) is not None:
+        rows.append(("counted", fallback))
     if "cost" in snapshot:
         rows.append(("cost", _cost_text(snapshot["cost"])))
     if snapshot["cache_breakpoint"] is not None:

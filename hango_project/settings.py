@@ -185,7 +185,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"OverrideActionEnum": "context.models.OverrideAction",
                             "AuditActionEnum": "accounts.models.AuditAction",
                             "CountedEnum": "inspector.serializers.COUNTED",
-                            "DiffStatusEnum": "inspector.serializers.DIFF_STATUSES",
+                            "DiffStatusEnum": "inspector.diff_output.DIFF_STATUSES",
                             "CredentialScopeEnum": "integrations.credentials.SCOPES",
                             "RoleEnum": "runs.models.Role",
                             "MemberRoleEnum": "accounts.models.Role"},

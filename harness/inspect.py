@@ -14,7 +14,10 @@ excluded ones too, and both totals are what the chain really builds.
 Counts come from the model family's tokenizer (:mod:`harness.tokens`), the estimator where none
 fits: each part's content, plus the provider's framing as a line of its own, so the parts sum
 exactly to the total. Asked to, the provider's own counter gives the totals instead (then the
-framing line is what its total leaves over the parts).
+framing line is what its total leaves over the parts); for a team's own server, its endpoints
+count the parts and the totals, and say which parts its chat template drops
+(:mod:`harness.served_snapshot`). What was asked and could not be counted so is said in the
+snapshot (``provider_count``), never only by ``counted``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from harness import approvals, context, telemetry
 from harness.approvals import ForeseenCall
@@ -34,7 +37,9 @@ from harness.messages import Message, Response
 from harness.middleware import filesystem, mcp, prompt_cache, summarization
 from harness.middleware._mcp_listing import ServerReport
 from harness.providers import openai_wire, split_model
-from harness.providers.base import TokenCounter
+from harness.providers.served_count import ServerCounter
+from harness.served_snapshot import CountReport, Groups, served_counts
+from harness.snapshot_counts import snapshot_totals
 from harness.snapshot_parts import (
     Part,
     group_of,
@@ -91,6 +96,8 @@ class Snapshot:
     # The agent's MCP servers: where their tools come from (the run's listing, the tenant's
     # cache), how old that listing is, and whether the server could be reached.
     mcp_servers: tuple[ServerReport, ...] = ()
+    # How ``?counted=provider`` was answered (None: not asked).
+    provider_count: CountReport | None = None
 
     def part(self, part_id: str) -> Part | None:
         return next((p for p in (*self.system, *self.tools, *self.messages, *self.queued)
@@ -173,14 +180,18 @@ def left_out(before: ModelRequest, after: ModelRequest) -> list[str]:
 
 
 def inspect(loop: Loop, state: State, tokenizer: Tokenizer, *, extra: Sequence[Override] = (),
-            stored: bool = True, provider_count: bool = False) -> Snapshot:
+            stored: bool = True, provider_count: bool = False,
+            server: ServerCounter | Literal["none"] | None = None) -> Snapshot:
     """The snapshot of the request the next call of ``state``'s session would send (with
-    ``extra`` in place of the stored overrides when not ``stored``)."""
+    ``extra`` in place of the stored overrides when not ``stored``); with ``provider_count``,
+    counted by ``server``'s endpoints when the model is served from a team's own server
+    (``"none"``: one without any), else by the provider's counter."""
     started = time.perf_counter()
     with telemetry.span(telemetry.SPAN_CONTEXT_INSPECT) as span:
         assembled = assemble(loop, state, extra, stored=stored)
         snapshot = replace(_snapshot(assembled, state, tokenizer, as_sent=_wire_form(loop),
-                                     counter=loop.provider if provider_count else None),
+                                     counter=loop.provider if provider_count else None,
+                                     server=server if provider_count else None),
                            mcp_servers=mcp.report_of(loop.chain.middlewares))
         span.set_attributes({
             telemetry.ATTR_CONTEXT_PARTS_SYSTEM: len(snapshot.system),
@@ -214,16 +225,27 @@ def _on_openai_wire(message: Message) -> Message:
 
 
 def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *,
-              as_sent: Callable[[Message], Message], counter: object) -> Snapshot:
+              as_sent: Callable[[Message], Message], counter: object,
+              server: ServerCounter | Literal["none"] | None = None) -> Snapshot:
     before, after, overrides, batch, failure = assembled
     cache = prompt_cache.report(state)
     breakpoint = cache.breakpoint if cache is not None else None
     report = summarization.report(state)
-    system = system_parts(before.system, after.system, overrides, tokenizer, breakpoint)
-    tools = tool_parts(before.tools, after.tools, tokenizer, cached=breakpoint is not None)
     batch_seq = state.messages[-1].seq if batch else None
-    messages = message_parts(state.messages, after.request.messages, overrides, tokenizer,
-                              as_sent, batch=batch, batch_seq=batch_seq, compaction=report)
+
+    def build(counting: Tokenizer) -> Groups:
+        return (system_parts(before.system, after.system, overrides, counting, breakpoint),
+                tool_parts(before.tools, after.tools, counting, cached=breakpoint is not None),
+                message_parts(state.messages, after.request.messages, overrides, counting,
+                              as_sent, batch=batch, batch_seq=batch_seq, compaction=report))
+
+    sent, unfiltered = after.to_provider_request(), before.to_provider_request()
+    served = None
+    if isinstance(server, ServerCounter):
+        served = served_counts(server, tokenizer, build, after=after, before=before)
+        system, tools, messages = served.groups
+    else:
+        system, tools, messages = build(tokenizer)
     present = {p.id for p in (*system, *tools, *messages)}
     # The summary is a part exactly when the call is compacted: an override of it is stale
     # otherwise, like any override whose part is not in the request.
@@ -231,29 +253,23 @@ def _snapshot(assembled: Assembled, state: State, tokenizer: Tokenizer, *,
     placeholders = {group: tuple(stale_part(o, tokenizer.source) for o in overrides.overrides
                                  if o.part in stale and group_of(o.part) == group)
                     for group in ("system", "tool", "message")}
-    sent, unfiltered = after.to_provider_request(), before.to_provider_request()
-    parts_after = sum(p.tokens for p in (*system, *tools, *messages) if p.included)
-    counted: Counted = tokenizer.source
-    # The tokenizer's request() is its parts plus its framing: summed here from the parts
-    # already counted, so a 10,000-message history is not counted over again.
-    total_after = parts_after + tokenizer.framing(sent)
-    total_before = total_after if before is after else tokenizer.request(unfiltered)
-    if isinstance(counter, TokenCounter):
-        try:
-            total_after = counter.count_tokens(sent)
-            total_before = total_after if before is after else counter.count_tokens(unfiltered)
-            counted = "provider"
-        except ProviderError:
-            pass  # advisory: an unreachable counter leaves the tokenizer's totals
+    # A part the server's template drops is not sent: the parts that sum to the total are the
+    # included ones it keeps.
+    parts_after = sum(p.tokens for p in (*system, *tools, *messages)
+                      if p.included and not p.dropped_by_template)
+    totals = snapshot_totals(parts_after, sent, unfiltered, tokenizer, same=before is after,
+                             served=served, counter=counter, server=server)
     return Snapshot(
         system=system + placeholders["system"], tools=tools + placeholders["tool"],
         messages=messages + placeholders["message"],
-        total_before=total_before, total_after=total_after, framing=total_after - parts_after,
-        framing_counted=tokenizer.framing_source if counted != "provider" else "provider",
-        counted=counted, would_compact=bool(report and report.would_compact),
+        total_before=totals.before, total_after=totals.after,
+        framing=totals.after - parts_after, framing_counted=totals.framing_counted,
+        counted=totals.counted, would_compact=bool(report and report.would_compact),
         cache_breakpoint=breakpoint,
         cache_prefix_tokens=cache.prefix_tokens if cache is not None else None,
         cache_minimum=cache.minimum if cache is not None else None,
         overrides_active=len(overrides) - len(stale), stale=stale, request=after,
         batch=batch, batch_part=message_part(batch_seq) if batch_seq is not None else None,
-        compaction=report, would_fail=failure or (report.would_fail if report else None))
+        compaction=report, would_fail=failure or (report.would_fail if report else None),
+        provider_count=totals.report)
+

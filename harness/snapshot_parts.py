@@ -51,6 +51,9 @@ class Part(NamedTuple):
     summarized: bool = False  # a message the compacted call's summary stands for (not sent)
     counted: Counted = "tokenizer"  # how ``tokens`` was counted (harness.tokens.base.Counted)
     images: tuple[Listed, ...] = ()  # a message's tool results' images (in ``tokens``)
+    # The server's chat template left it out of the prompt (harness.served_snapshot); None: not
+    # known (no templated prompt was seen, or the part is not sent).
+    dropped_by_template: bool | None = None
     # The whole part as the next call sends it (the replacement, if any), and as it was before
     # a replace override: rendered when asked for (``?full=``), not for every part of a snapshot.
     sent: Callable[[], str] = str

@@ -31,6 +31,7 @@ from harness.serde import message_to_json
 from harness.snapshot_parts import Part
 from inspector import diffs, selectors, services, tries
 from inspector.cost import next_call_cost
+from inspector.count_output import provider_count_json
 from inspector.serializers import (
     PartContentOutput,
     PreviewInput,
@@ -54,9 +55,14 @@ AGAINST = OpenApiParameter(
     "call or whose call was sent before hango kept request prints.")
 COUNTED = OpenApiParameter("counted", str, enum=["provider"],
                            description="`provider`: the totals from the provider's own token "
-                                       "counter (one call to it: Anthropic's count_tokens, "
-                                       "OpenAI's input-token count), when it has one and can be "
-                                       "reached; else the tokenizer's.")
+                                       "counter (Anthropic's count_tokens, OpenAI's input-token "
+                                       "count), or for a model on a team's own server its "
+                                       "endpoints (vLLM's /tokenize, the llama.cpp server's "
+                                       "/apply-template and /tokenize, llama-cpp-python's "
+                                       "/extras/tokenize/count: the parts too, and which parts "
+                                       "the chat template drops), when it has one and can be "
+                                       "reached; else the tokenizer's, and `provider_count."
+                                       "fallback` says why.")
 
 
 def part_json(part: Part) -> dict[str, Any]:
@@ -64,7 +70,8 @@ def part_json(part: Part) -> dict[str, Any]:
             "tokens": part.tokens, "included": part.included, "override": part.override,
             "stale": part.stale, "paired_with": list(part.paired_with),
             "cached_prefix": part.cached_prefix, "counted": part.counted,
-            "summarized": part.summarized, "images": [_image_json(i) for i in part.images]}
+            "summarized": part.summarized, "images": [_image_json(i) for i in part.images],
+            "dropped_by_template": part.dropped_by_template}
 
 
 def _image_json(image: Listed) -> dict[str, Any]:
@@ -101,6 +108,7 @@ def snapshot_json(snapshot: Snapshot, tokenizer: str) -> dict[str, Any]:
         "compaction": _compaction_json(snapshot.compaction),
         "would_fail": snapshot.would_fail,
         "mcp_servers": [_server_json(r, now=time.time()) for r in snapshot.mcp_servers],
+        "provider_count": provider_count_json(snapshot.provider_count),
     }
 
 

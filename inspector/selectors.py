@@ -20,11 +20,12 @@ from harness.context import QUEUED_PREFIX, Override, message_part
 from harness.inspect import RunBasis, Snapshot, inspect
 from harness.messages import Message as HMessage
 from harness.middleware.context_overrides import keeps_its_overrides
+from harness.providers.served_count import server_counter
 from harness.serde import content_from_json
 from harness.snapshot_parts import Part, content_json, message_text, preview
 from harness.tokens.base import Tokenizer
 from harness.tokens.tokenizers import tokenizer_for
-from runs.execution import build_loop, new_state, run_state
+from runs.execution import build_loop, new_state, provider_settings, run_state
 from runs.history import preloaded_history
 from runs.models import ACTIVE_RUN_STATUSES, PendingMessage, Run, Session
 from runs.preload import Preloaded, preload
@@ -79,8 +80,11 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored
             raise Conflict("The session's run keeps the overrides it started with until it "
                            "ends or pauses for approval: a selection previewed now applies from "
                            "the next run.", detail={"active_run": str(run.pk)})
+        # The model's own server's count endpoints, found once a while per server.
+        server = server_counter(session.agent.model, provider_settings()) \
+            if provider_count else None
         snapshot = inspect(loop, state, tokenizer, extra=extra, stored=stored,
-                           provider_count=provider_count)
+                           provider_count=provider_count, server=server)
         return replace(
             snapshot, queued=_queued(queued, tokenizer),
             run=None if run is None else RunBasis(id=str(run.pk), status=run.status,

@@ -13,6 +13,8 @@ from hango_api.inputs import Input
 from harness.approvals import CallOutlook
 from harness.tokens.base import Counted
 from inspector.cost import NextCallCostOutput
+from inspector.count_output import ProviderCountOutput
+from inspector.diff_output import DiffOutput
 from inspector.override_serializers import MAX_OVERRIDES, OverrideInput
 from inspector.settings_output import ModelSettingsOutput
 from runs.content_fields import UserContentField
@@ -59,9 +61,17 @@ class PartOutput(serializers.Serializer):
         choices=COUNTED, help_text="How `tokens` was counted: `tokenizer`, the model family's "
         "tokenizer over the exact text; `rule`, the provider's published rule for how it "
         "renders the part (OpenAI's tool definitions); `estimate`, the estimator, or a "
-        "tokenizer over a form the provider renders differently (Claude's tool definitions).")
+        "tokenizer over a form the provider renders differently (Claude's tool definitions); "
+        "`vllm`, `llama.cpp`, `llama-cpp-python`: the model server's own tokenizer, by its "
+        "text endpoint (`?counted=provider`).")
     images = ImageOutput(many=True, help_text=(
         "A message's tool results' images, one each (counted in `tokens`); empty for others."))
+    dropped_by_template = serializers.BooleanField(allow_null=True, help_text=(
+        "With `?counted=provider` on a model server that templates on request (vLLM, the "
+        "llama.cpp server): true when its chat template left the part out of the prompt (a "
+        "system block whose text, a tool whose name or description, a message whose text is "
+        "not in it); not in the parts that sum to the total. Null when not known (no "
+        "templated prompt seen, or the part is not sent)."))
 
 
 class TotalsOutput(serializers.Serializer):
@@ -119,75 +129,6 @@ class ForeseenCallOutput(serializers.Serializer):
         "`offloaded` (a respond text too long for the context, sent as a pointer to a file)."))
 
 
-DIFF_STATUSES = ("added", "removed", "changed", "same")
-
-
-class SentCallCacheOutput(serializers.Serializer):
-    turn = serializers.IntegerField()
-    input_tokens = serializers.IntegerField(help_text="Its input the cache did not serve, as "
-                                                      "the provider reported it.")
-    cache_read_tokens = serializers.IntegerField()
-    cache_write_tokens = serializers.IntegerField()
-    cache_read_ratio = serializers.FloatField(allow_null=True, help_text=(
-        "cache_read_tokens over all its input tokens (uncached, read, written); null when the "
-        "provider reported none."))
-    predicted_cached_tokens = serializers.IntegerField(help_text=(
-        "The cached prefix's tokens the inspector predicted when the call was sent."))
-
-
-class DiffAgainstOutput(serializers.Serializer):
-    ref = serializers.CharField(help_text="`<run id>:<turn>`: the earlier call, as `against` "
-                                          "names it.")
-    run = serializers.UUIDField()
-    turn = serializers.IntegerField()
-    call = SentCallCacheOutput(help_text=(
-        "What the prompt cache did for that call: the provider's figures next to the "
-        "inspector's prediction (the same as its answer's `message.created` event)."))
-
-
-class PartDiffOutput(serializers.Serializer):
-    id = serializers.CharField(help_text="The part id, as in the snapshot's groups.")
-    status = serializers.ChoiceField(choices=DIFF_STATUSES, help_text=(
-        "`added`: not sent by the earlier call; `removed`: sent then, not now; `changed`: sent "
-        "both times with other content; `same`: sent both times as it was."))
-    tokens = serializers.IntegerField(help_text="Its tokens now (0 when removed).")
-    tokens_before = serializers.IntegerField(help_text="Its tokens then (0 when added).")
-    delta = serializers.IntegerField(help_text="tokens - tokens_before.")
-
-
-class DiffTotalsOutput(serializers.Serializer):
-    before = serializers.IntegerField(help_text="The earlier call's parts' tokens.")
-    after = serializers.IntegerField(help_text="The next call's parts' tokens.")
-    delta = serializers.IntegerField()
-
-
-class CachedPrefixOutput(serializers.Serializer):
-    before = serializers.IntegerField(help_text="The tokens of the earlier call's cached "
-                                                "prefix, as predicted when it was sent.")
-    after = serializers.IntegerField(help_text="The next call's.")
-
-
-class CacheBreakOutput(serializers.Serializer):
-    part = serializers.CharField(help_text="The first part of the earlier call's cached prefix "
-                                           "that the next call does not send as it was, where "
-                                           "it was: from it on, the cache is missed.")
-    status = serializers.ChoiceField(choices=DIFF_STATUSES, help_text=(
-        "How it differs: `changed`, `removed`, `added` (a new part in its place), or `same` "
-        "(sent as it was, but no longer in the cached prefix, or not at its place)."))
-    index = serializers.IntegerField(help_text="Its position in the earlier call's prefix "
-                                               "(the tools, then the system parts).")
-
-
-class DiffOutput(serializers.Serializer):
-    against = DiffAgainstOutput()
-    parts = PartDiffOutput(many=True, help_text="The next call's parts in order, then the "
-                                                "earlier call's parts it does not send.")
-    totals = DiffTotalsOutput()
-    cached_prefix = CachedPrefixOutput()
-    cache_break = CacheBreakOutput(allow_null=True, help_text=(
-        "Null when the earlier call's cached prefix is sent whole, as it was (or it had none)."))
-
-
 class McpServerOutput(serializers.Serializer):
     server = serializers.CharField(help_text="The server's name (its tools' prefix).")
     listing = serializers.ChoiceField(choices=["run", "cache"], help_text=(
@@ -208,7 +149,9 @@ class SnapshotOutput(serializers.Serializer):
     tools = PartOutput(many=True)
     messages = PartOutput(many=True)
     totals = TotalsOutput(source="*")
-    counted = serializers.ChoiceField(choices=COUNTED, help_text="How the totals were counted.")
+    counted = serializers.ChoiceField(choices=COUNTED, help_text=(
+        "How the totals were counted (`provider_count` says how `?counted=provider` was "
+        "answered)."))
     tokenizer = serializers.CharField(help_text="The tokenizer the parts were counted with.")
     framing = serializers.IntegerField(help_text="Tokens the provider adds around the parts: "
                                                  "included parts + framing = totals.after.")
@@ -258,6 +201,9 @@ class SnapshotOutput(serializers.Serializer):
     mcp_servers = McpServerOutput(many=True, help_text=(
         "The agent's MCP servers: where the tools shown come from and how old that listing "
         "is. The inspector never calls a server."))
+    provider_count = ProviderCountOutput(allow_null=True, help_text=(
+        "With `?counted=provider`: who counted, with which endpoints, and any fallback; null "
+        "when not asked."))
     diff = DiffOutput(required=False, help_text=(
         "With `?against=`: the next call compared with the earlier one, part by part. Absent "
         "otherwise."))

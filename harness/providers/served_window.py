@@ -38,13 +38,24 @@ def window_reported(model: str, settings: ProviderSettings, *,
                     agent_window: int | None) -> int | None:
     """The window ``model``'s server reports, when it is asked: an ``openai:`` model the table
     does not know, on a server of the team's own (a base URL is set), whose agent sets none."""
-    provider, name = split_model(model)
-    base = settings.openai_base_url or os.environ.get("OPENAI_BASE_URL")
-    if provider != "openai" or agent_window is not None or not base \
-            or base.rstrip("/") == DEFAULT_BASE_URL or known_window(model)[1]:
+    base = own_server(model, settings)
+    if base is None or agent_window is not None:
         return None
-    return served_window(base, name, api_key=settings.openai_api_key
+    return served_window(base, split_model(model)[1], api_key=settings.openai_api_key
                          or os.environ.get("OPENAI_API_KEY"))
+
+
+def own_server(model: str, settings: ProviderSettings) -> str | None:
+    """The base URL of the team's own server that serves ``model``, if it is one: an
+    ``openai:`` model the table does not know, at the base URL the operator set (not OpenAI's).
+    Only the operator sets it (``OPENAI_BASE_URL``), never a tenant, so it may be a private
+    address, as a model server beside hango usually is; anything else is not asked."""
+    provider = split_model(model)[0]
+    base = settings.openai_base_url or os.environ.get("OPENAI_BASE_URL")
+    if provider != "openai" or not base or base.rstrip("/") == DEFAULT_BASE_URL \
+            or known_window(model)[1]:
+        return None
+    return base
 
 
 def served_window(base_url: str, model: str, *, api_key: str | None = None,

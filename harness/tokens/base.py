@@ -40,8 +40,10 @@ from harness.tokens.counts import EncodingCounts
 
 # How a count was made: the provider's count endpoint; the family's tokenizer over the exact
 # text; a published rule (OpenAI's function rendering and message framing); an estimate (the
-# estimator, or a tokenizer over a form the provider renders differently: Claude's tools).
-Counted = Literal["provider", "tokenizer", "rule", "estimate"]
+# estimator, or a tokenizer over a form the provider renders differently: Claude's tools); or
+# a team's own server, by its dialect's endpoints (harness.providers.served_count).
+Counted = Literal["provider", "tokenizer", "rule", "estimate", "vllm", "llama.cpp",
+                  "llama-cpp-python"]
 
 
 class Tokenizer(Protocol):

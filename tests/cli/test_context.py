@@ -149,6 +149,34 @@ def test_show_says_which_counts_are_by_rule_or_estimated(hango, api, demo):
     assert line_of(table.lines, "framing").endswith("(estimated)")
 
 
+def test_show_marks_what_the_servers_template_drops(hango, api, demo, hango_settings):
+    """``--counted provider`` on a team's own llama.cpp server whose template drops the system
+    prompt and the tools: each part it drops says so, and the total says who counted it."""
+    from harness import served_snapshot
+    from harness.providers import served_count
+    from tests.support.model_servers import ModelServer
+
+    server = ModelServer("llama.cpp", template="gemma")
+    try:
+        hango_settings(openai_base_url=server.base_url, openai_api_key="test-key")
+        api.patch(f"/v1/agents/{demo['agent']}",
+                  json={"model": "openai:served-model"}).raise_for_status()
+        table = show_args(hango, "--session", demo["id"], "--counted", "provider")
+        dropped = {part for part, row in table.rows.items()
+                   if "dropped by the server's chat template" in row.notes}
+        # This template renders the user's and the model's text only: the tool calls and
+        # their results go too; the task and the answer stay.
+        assert dropped >= {part for part, row in table.rows.items()
+                           if row.group in ("system", "tools")}
+        assert {"message:1", "message:10"}.isdisjoint(dropped) and "message:3" in dropped
+        assert line_of(table.lines, "total").endswith(
+            "counted by the model's llama.cpp server, its chat template applied")
+    finally:
+        server.close()
+        served_count.forget()
+        served_snapshot.forget()
+
+
 def test_show_says_when_the_next_call_would_compact(hango, api, demo):
     api.patch(f"/v1/agents/{demo['agent']}",
               json={"config": {"summarization": {"trigger_tokens": 100}}}).raise_for_status()

@@ -18,7 +18,8 @@ from tests.support.api import error_of
 from tests.support.images import png_image
 
 PART_KEYS = {"id", "kind", "label", "preview", "tokens", "included", "override", "stale",
-             "paired_with", "cached_prefix", "counted", "summarized", "images"}
+             "paired_with", "cached_prefix", "counted", "summarized", "images",
+             "dropped_by_template"}
 
 
 
@@ -35,7 +36,8 @@ def test_the_snapshot_lists_every_part_in_the_api_shape(alice, demo):
                          "framing", "framing_counted", "would_compact", "cache_breakpoint",
                          "cache_prefix_tokens", "cache_minimum", "overrides", "context_window",
                          "run", "pending_calls", "batch_part", "queued", "compaction",
-                         "would_fail", "cost", "mcp_servers", "model_settings"}
+                         "would_fail", "cost", "mcp_servers", "model_settings",
+                         "provider_count"}
     # No run is active: the first call of a new run, nothing paused or queued, nothing failing;
     # the agent uses no MCP server.
     assert (body["run"], body["pending_calls"], body["batch_part"], body["queued"],
@@ -209,13 +211,21 @@ def test_counted_provider_asks_the_providers_counter(alice, make_agent, make_ses
         assert counted.path.endswith(path)
         expected = wire_json(answer)["input_tokens"]
         assert (body["counted"], body["totals"]["after"]) == ("provider", expected)
+        assert body["provider_count"] == {"counter": "provider", "endpoints": [],
+                                          "template_checked": False, "fallback": None}
         parts = body["system"] + body["tools"] + body["messages"]
         assert sum(p["tokens"] for p in parts) + body["framing"] == expected
-        # An unreachable counter, or a server without one, leaves the tokenizer's count.
+        # An unreachable counter, or a server without one, leaves the tokenizer's count, and
+        # the snapshot says so.
         server.reply(503, {"type": "error", "error": {"type": "api_error", "message": "down"}})
-        assert snapshot(alice, session, "?counted=provider")["counted"] == "tokenizer"
+        fallen = snapshot(alice, session, "?counted=provider")
+        assert fallen["counted"] == "tokenizer" and fallen["provider_count"]["counter"] is None
+        assert "count endpoint failed" in fallen["provider_count"]["fallback"]
+        assert "tokenizer" in fallen["provider_count"]["fallback"]
         server.reply(404, {"error": {"message": "Not Found"}})
-        assert snapshot(alice, session, "?counted=provider")["counted"] == "tokenizer"
+        fallen = snapshot(alice, session, "?counted=provider")
+        assert fallen["counted"] == "tokenizer"
+        assert "HTTP 404" in fallen["provider_count"]["fallback"]
     finally:
         server.close()
 
