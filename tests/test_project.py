@@ -1,5 +1,5 @@
-"""Project-wide checks: migrations in sync, a valid OpenAPI schema, the harness boundary, the
-architecture document's module table."""
+"""Project-wide checks: migrations in sync and landed ones unchanged, a valid OpenAPI schema,
+the harness boundary, the architecture document's module table."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import yaml
 from django.core.management import call_command
 
 from tests.support.openapi import operations
-from tools import module_table
+from tools import migration_manifest, module_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,6 +27,13 @@ def test_every_app_keeps_migrations_in_the_top_level_package():
     for app in ("accounts", "integrations", "agents", "runs", "context", "webhooks", "schedules"):
         assert (ROOT / "migrations" / app / "__init__.py").exists()
         assert not (ROOT / app / "migrations").exists()
+
+
+def test_landed_migrations_are_as_they_landed():
+    """Every migration is in ``migrations/manifest.sha256`` with the hash it landed with."""
+    assert len(migration_manifest.read_manifest()) >= 37  # a manifest emptied would pass
+    problems = migration_manifest.check()
+    assert not problems, problems.report()
 
 
 def test_openapi_schema_validates_without_warnings(tmp_path):
