@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import os
 import subprocess
 import sys
@@ -115,6 +116,13 @@ def test_error_responses_are_documented_as_they_are():
 def test_schema_and_docs_are_served(client):
     schema = client.get("/v1/schema")
     assert schema.status_code == 200
+    # JSON unless YAML is asked for, by ?format= or by Accept.
+    assert schema["Content-Type"] == "application/json"
+    assert json.loads(schema.content)["openapi"].startswith("3.1")
+    for yaml_please in ({"QUERY_STRING": "format=yaml"}, {"HTTP_ACCEPT": "application/yaml"}):
+        answer = client.get("/v1/schema", **yaml_please)
+        assert answer.status_code == 200 and "yaml" in answer["Content-Type"], yaml_please
+        assert yaml.safe_load(answer.content) == json.loads(schema.content)
     docs = client.get("/v1/docs")
     assert docs.status_code == 200
     assert b"swagger-ui" in docs.content.lower()
