@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -12,7 +13,7 @@ from accounts import keys
 from accounts.audit import audit_record
 from accounts.models import ApiKey, AuditAction, Member, Role, Tenant
 from hango_project import sealing
-from hango_project.errors import Conflict, Unprocessable
+from hango_project.errors import Conflict, NotFound, Unprocessable
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,3 +97,21 @@ def tenant_bootstrap(*, tenant_name: str, email: str, key_name: str = "bootstrap
         tenant, _ = Tenant.objects.get_or_create(name=tenant_name)
         member, _ = member_ensure(tenant=tenant, email=email, role=Role.OWNER)
         return api_key_issue(member=member, name=key_name)
+
+
+def user_make_staff(*, email: str) -> tuple[User, bool]:
+    """The existing user ``email`` (their username) made staff and superuser, as
+    ``createsuperuser`` makes one, and whether that changed anything. ``createsuperuser`` refuses
+    a username that exists, so a tenant's owner made by :func:`tenant_bootstrap` first had no way
+    into the admin."""
+    username = email.strip().lower()
+    found = list(get_user_model().objects.filter(username__iexact=username)[:2])
+    if len(found) != 1:  # none, or two whose names differ only in case: name the exact one
+        raise NotFound(f"No user {username!r}: hango_bootstrap or hango_create_key makes a "
+                       "tenant's member, createsuperuser an admin of no tenant.")
+    user = found[0]
+    if user.is_staff and user.is_superuser:
+        return user, False
+    user.is_staff = user.is_superuser = True
+    user.save(update_fields=["is_staff", "is_superuser"])
+    return user, True

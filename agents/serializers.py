@@ -57,7 +57,8 @@ class AgentInput(Input):
     )
     model = strict.CharField(
         max_length=210, help_text="`<provider>:<model>`, e.g. `anthropic:claude-sonnet-4-5`, "
-        "`openai:gpt-4o-mini`, `scripted:demo`."
+        "`openai:gpt-4o-mini`; offline, with no key: `scripted:demo`, `scripted:calls` (the "
+        "tool calls the message asks for) and `scripted:workload-<T>` (T tool-calling turns)."
     )
     allowed_tools = AllowedToolsField(required=False, allow_null=True)
     config = AgentConfigField(required=False)

@@ -124,7 +124,8 @@ def agentsshow_record(state: State, agent_id: str) -> None:
 @agents.command("create")
 @click.option("--name", required=True)
 @click.option("--model", required=True,
-              help="<provider>:<model>, e.g. scripted:demo, anthropic:claude-sonnet-4-5.")
+              help="<provider>:<model>, e.g. anthropic:claude-sonnet-4-5, or offline "
+              "scripted:demo, scripted:calls, scripted:workload-<T> (T tool-calling turns).")
 @click.option("--system-prompt", help="The agent's instructions.")
 @click.option("--description")
 @click.option("--config", type=JsonFile(), metavar="FILE",

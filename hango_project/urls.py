@@ -1,14 +1,28 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
+from drf_spectacular.renderers import (
+    OpenApiJsonRenderer,
+    OpenApiJsonRenderer2,
+    OpenApiYamlRenderer,
+    OpenApiYamlRenderer2,
+)
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from hango_project.views import healthz, not_found
+
+# The schema in JSON, as every other answer of the API, unless YAML is asked for (`?format=yaml`
+# or `Accept: application/yaml`): drf-spectacular's default is YAML, which `curl | jq` and a
+# client's JSON decoder choke on. The plain media types first: the ones a client expects.
+SCHEMA_RENDERERS = [OpenApiJsonRenderer2, OpenApiJsonRenderer, OpenApiYamlRenderer2,
+                    OpenApiYamlRenderer]
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     # Public, and read with no credentials at all: whatever a browser sends along (a login
     # session of a user who is not staff, say) cannot refuse them.
-    path("v1/schema", SpectacularAPIView.as_view(authentication_classes=[]), name="schema"),
+    path("v1/schema", SpectacularAPIView.as_view(authentication_classes=[],
+                                                 renderer_classes=SCHEMA_RENDERERS),
+         name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[]),
          name="docs"),
     path("v1/", include("agents.urls")),

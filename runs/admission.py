@@ -61,6 +61,19 @@ def quota_admit(tenant_id: uuid.UUID) -> None:
                                 status__in=BUSY_RUN_STATUSES).count()
     if state.used + (active + 1) * run_reservation() > state.quota:
         metrics.quota_refused("admission")
-        raise QuotaExceeded(
-            "The tenant's token quota for this period is nearly spent and reserved by its "
-            f"{active} active run(s); try again when they finish.", detail=state.detail())
+        raise QuotaExceeded(_no_room(state.quota - state.used, active, run_reservation()),
+                            detail=state.detail())
+
+
+def _no_room(left: int, active: int, reservation: int) -> str:
+    """Why a run cannot start though the quota is not spent, in the figures that decide it: a
+    quota smaller than one reservation is refused with nothing used, and "nearly spent" then
+    sent the reader looking for a spend that was not there."""
+    needs = f"a run reserves {reservation} tokens of the quota to start"
+    if active == 0:
+        return (f"The tenant's token quota for this period has {left} tokens left, and {needs}: "
+                "no run can start until the period resets or the quota is raised.")
+    runs = "run reserves" if active == 1 else "runs reserve"
+    return (f"The tenant's token quota for this period has {left} tokens left, its {active} "
+            f"active {runs} {active * reservation} of them, and {needs}: try again when "
+            f"{'it finishes' if active == 1 else 'they finish'}.")

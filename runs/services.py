@@ -48,11 +48,18 @@ def session_create(*, member: Member, agent: Agent, title: str = "") -> Session:
     return session
 
 
-def _conflict_active(session_id: uuid.UUID, active: uuid.UUID | None = None) -> Conflict:
+# A client refused a second message learns the one field that lets it post anyway.
+MULTITASK_HINT = ("Send the message with `multitask` `enqueue` to run it after the active "
+                  "run, or `interrupt` to cancel the active run and run it next.")
+
+
+def _conflict_active(session_id: uuid.UUID, active: uuid.UUID | None = None, *,
+                     hint: str = MULTITASK_HINT) -> Conflict:
+    """409 for a second active run of the session; ``hint`` says how to post anyway."""
     if active is None:
         active = (Run.objects.filter(session_id=session_id, status__in=ACTIVE_RUN_STATUSES)
                   .values_list("id", flat=True).first())
-    return Conflict("The session already has an active run.",
+    return Conflict(" ".join(filter(None, ["The session already has an active run.", hint])),
                     detail={"active_run": str(active) if active else None})
 
 
@@ -211,7 +218,7 @@ def run_resume(*, run: Run, actor: Member | None = None) -> Run:
             tracing.mark_request(run)
             tasks.enqueue_run(run.id)
     except IntegrityError:
-        raise _conflict_active(run.session_id) from None
+        raise _conflict_active(run.session_id, hint="") from None  # multitask: not a resume's
     return run
 
 

@@ -1,10 +1,11 @@
-"""Project-wide checks: migrations in sync, a valid OpenAPI schema, the harness boundary, the
-architecture document's module table."""
+"""Project-wide checks: migrations in sync and landed ones unchanged, a valid OpenAPI schema,
+the harness boundary, the architecture document's module table."""
 
 from __future__ import annotations
 
 import ast
 import io
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import yaml
 from django.core.management import call_command
 
 from tests.support.openapi import operations
-from tools import module_table
+from tools import migration_manifest, module_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,6 +28,13 @@ def test_every_app_keeps_migrations_in_the_top_level_package():
     for app in ("accounts", "integrations", "agents", "runs", "context", "webhooks", "schedules"):
         assert (ROOT / "migrations" / app / "__init__.py").exists()
         assert not (ROOT / app / "migrations").exists()
+
+
+def test_landed_migrations_are_as_they_landed():
+    """Every migration is in ``migrations/manifest.sha256`` with the hash it landed with."""
+    assert len(migration_manifest.read_manifest()) >= 37  # a manifest emptied would pass
+    problems = migration_manifest.check()
+    assert not problems, problems.report()
 
 
 def test_openapi_schema_validates_without_warnings(tmp_path):
@@ -108,6 +116,13 @@ def test_error_responses_are_documented_as_they_are():
 def test_schema_and_docs_are_served(client):
     schema = client.get("/v1/schema")
     assert schema.status_code == 200
+    # JSON unless YAML is asked for, by ?format= or by Accept.
+    assert schema["Content-Type"] == "application/json"
+    assert json.loads(schema.content)["openapi"].startswith("3.1")
+    for yaml_please in ({"QUERY_STRING": "format=yaml"}, {"HTTP_ACCEPT": "application/yaml"}):
+        answer = client.get("/v1/schema", **yaml_please)
+        assert answer.status_code == 200 and "yaml" in answer["Content-Type"], yaml_please
+        assert yaml.safe_load(answer.content) == json.loads(schema.content)
     docs = client.get("/v1/docs")
     assert docs.status_code == 200
     assert b"swagger-ui" in docs.content.lower()

@@ -1,11 +1,13 @@
 """``hango_bootstrap`` and ``hango_create_key``: the new key alone on stdout's last line, and it
-works, with the member's role; the tenant's id on stderr."""
+works, with the member's role; the tenant's id on stderr. ``hango_staff``: an existing user into
+the admin."""
 
 from __future__ import annotations
 
 from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
@@ -143,3 +145,29 @@ def test_create_key_rejects_a_bad_role(db, role):
     with pytest.raises(CommandError):
         create_key(role)
     assert not Member.objects.filter(user__email="m@b.test").exists()
+
+
+def test_a_bootstrapped_owner_is_made_staff_and_can_log_in_to_the_admin(db, client):
+    bootstrap(email="Owner@B.test")
+    # Django's own command refuses the user bootstrap made; hango_staff takes them as they are.
+    with pytest.raises(CommandError, match="already taken"):
+        call_command("createsuperuser", username="owner@b.test", email="owner@b.test",
+                     interactive=False, stdout=StringIO(), stderr=StringIO())
+    out, _ = printed("hango_staff", email="OWNER@b.test")
+    assert out.splitlines() == ["owner@b.test is now staff and superuser.",
+                                "They have no password yet: python manage.py changepassword "
+                                "owner@b.test"]
+    user = get_user_model().objects.get(username="owner@b.test")
+    assert user.is_staff and user.is_superuser
+    user.set_password("a long enough pass phrase")
+    user.save()
+    assert client.login(username="owner@b.test", password="a long enough pass phrase")
+    assert client.get("/admin/").status_code == 200
+    again, _ = printed("hango_staff", email="owner@b.test")
+    assert again == "owner@b.test is already staff and superuser.\n"  # a password: no hint
+
+
+def test_hango_staff_refuses_an_unknown_user(db):
+    with pytest.raises(CommandError, match="No user 'nobody@b.test'.*hango_bootstrap"):
+        call_command("hango_staff", email="nobody@b.test")
+    assert not get_user_model().objects.filter(is_staff=True).exists()

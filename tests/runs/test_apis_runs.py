@@ -47,6 +47,9 @@ def test_a_second_message_while_a_run_is_active_answers_409(alice, session, hang
     second = post(alice, session, "second")
     assert second.status_code == 409
     assert second.json()["error"]["detail"] == {"active_run": first.json()["run"]["id"]}
+    # The field that posts it anyway, named where the client reads why it was refused.
+    message = second.json()["error"]["message"]
+    assert "`multitask`" in message and "enqueue" in message and "interrupt" in message
     assert alice.client.get(f"/v1/sessions/{session['id']}").json()["active_run"] == \
         first.json()["run"]["id"]
 
@@ -116,6 +119,7 @@ def test_resume_is_refused_while_another_run_is_active(alice, session, hango_set
     response = alice.client.post(f"/v1/runs/{old}/resume")
     assert response.status_code == 409
     assert response.json()["error"]["detail"]["active_run"] == new
+    assert "multitask" not in response.json()["error"]["message"]  # a resume has no such field
 
 
 def test_events_after_a_cursor_and_as_a_stream(alice, session, inline_runs):

@@ -1,5 +1,5 @@
 """``hango_quickstart``: run again, it reuses the demo and keeps the admin's password; it names
-the demo tenant's id."""
+the demo tenant's id and the models that run offline."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from accounts.services import tenant_bootstrap
+from harness.providers.scripted import named_script
 from runs.management.commands.hango_quickstart import DEMO_EMAIL, DEMO_TENANT
 
 
@@ -59,3 +60,11 @@ def test_it_prints_the_demo_tenant_s_id_a_broker_trigger_names(inline_runs):
 
     printed = quickstart()
     assert f"tenant: {DEMO_TENANT} ({Tenant.objects.get(name=DEMO_TENANT).pk})" in printed
+
+
+def test_it_names_the_offline_models_an_agent_may_use(inline_runs):
+    printed = quickstart()
+    for model in ("scripted:demo", "scripted:calls", "scripted:workload-<T>"):
+        assert model in printed, model
+    named_script("workload-3")  # each one named exists: no UnknownModel
+    named_script("calls")

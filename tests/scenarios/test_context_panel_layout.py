@@ -1,6 +1,6 @@
 """The Context panel of a long session at the widths of common screens, in real Chromium: its
-parts keep to their column, a part low in the list opens where the reader is, and an edit shows
-in the part's card at once and after Save."""
+parts keep to their column, a part low in the list opens where the reader is, an edit shows in
+the part's card at once and after Save, and Save is in view wherever the reader is."""
 
 from __future__ import annotations
 
@@ -103,11 +103,22 @@ def open_low_part(page: Page) -> None:
 
 
 def assert_card_in_view(page: Page) -> None:
-    """The part's card is wholly in the viewport, beside the parts."""
+    """The part's card is wholly in the viewport, beside the parts, below the Save bar."""
     box = page.locator("#cp-detail").bounding_box()
     assert box is not None
     assert 0 <= box["y"] and box["y"] + box["height"] <= HEIGHT + 1, box  # + subpixels
     assert box["x"] >= page.evaluate(LAYOUT)["groups"]["right"], box
+    bar = page.locator(".cp-actions").bounding_box()
+    assert bar is not None and box["y"] >= bar["y"] + bar["height"] - 1, (box, bar)
+
+
+def assert_save_in_view(page: Page) -> None:
+    """Save is wholly in the viewport and nothing covers it."""
+    box = page.locator("#cp-save").bounding_box()
+    assert box is not None
+    assert 0 <= box["y"] and box["y"] + box["height"] <= HEIGHT + 1, box
+    centre = [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2]
+    assert page.evaluate("([x, y]) => document.elementFromPoint(x, y).id", centre) == "cp-save"
 
 
 @pytest.mark.parametrize("page", WIDTHS, indirect=True, ids=lambda w: f"{w}px")
@@ -168,4 +179,32 @@ def test_an_edit_shows_in_the_part_card(page, web, long_session, tenant):
     expect(page.locator("#cp-detail-note")).to_contain_text("with the saved replacement")
     expect(content).to_contain_text('"text": "Only this, now."')
     expect(content).not_to_contain_text("lorem ipsum")
+    assert errors == []
+
+
+@pytest.mark.parametrize("page", [*WIDTHS, 1000], indirect=True, ids=lambda w: f"{w}px")
+def test_save_is_in_view_where_the_edit_was_made(page, web, long_session, tenant):
+    """Far down a long session's parts (~4,800 px of page), Save and what it answers stay in
+    view: the reader does not scroll back to the top to store an edit."""
+    errors = watch_errors(page)
+    open_panel(page, web, staff("kim@acme.test", tenant), long_session)
+    settled(page)
+    open_low_part(page)
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.fill("#cp-edit-text", "Only this, now.")
+    page.get_by_role("button", name="Use this text").click()
+    settled(page)
+    where = page.evaluate("window.scrollY")
+    assert where > 2 * HEIGHT, where
+    expect(page.locator("#cp-save")).to_be_enabled()
+    assert_save_in_view(page)
+    page.locator("#cp-save").click()
+    expect(page.locator("#cp-saved")).to_have_text("Saved the session's overrides (1).")
+    # Still where the edit was (give or take the note's line), and the note in view there.
+    assert abs(page.evaluate("window.scrollY") - where) < HEIGHT / 4
+    note = page.locator("#cp-saved").bounding_box()
+    assert note is not None and 0 <= note["y"] and note["y"] + note["height"] <= HEIGHT, note
+    # Down at the end of the list, too.
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    assert_save_in_view(page)
     assert errors == []

@@ -662,6 +662,10 @@
   $("cp-edit-apply").addEventListener("click", () => applyEdit(false));
   $("cp-edit-drop").addEventListener("click", () => applyEdit(true));
   $("cp-detail-close").addEventListener("click", closePart);
+  // The side column sticks below the Save bar (panel.css), which grows when a note shows in it.
+  const bar = root.querySelector(".cp-actions");
+  new ResizeObserver(() => root.style.setProperty("--cp-actions-height", `${bar.offsetHeight}px`))
+    .observe(bar);
 
   reload().then(() => status(""), (err) => {
     root.dataset.state = "failed";

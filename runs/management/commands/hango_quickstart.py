@@ -27,6 +27,14 @@ DEMO_SYSTEM_PROMPT = (
     "in progress, and answer briefly."
 )
 
+# The models an agent may use with no key and no network, named where a newcomer first looks:
+# the benchmarks' workload was found only by reading the code.
+OFFLINE_MODELS = [
+    "  models: offline, scripted:demo (this agent's), scripted:calls (makes the tool calls your",
+    "          message asks for, one line each) and scripted:workload-<T> (T tool-calling turns,",
+    "          the benchmarks' run); anthropic:<model> and openai:<model> with their API key",
+]
+
 
 class Command(BaseCommand):
     help = "Bootstrap the demo tenant and agent and print how to call the API."
@@ -57,6 +65,7 @@ class Command(BaseCommand):
             "",
             "hango quickstart: embedded SQLite database, no broker, offline scripted model.",
             f"  tenant: {DEMO_TENANT} ({member.tenant_id})   agent: {agent.name} ({agent.id})",
+            *OFFLINE_MODELS,
             f"  admin:  {url}/admin/  user {DEMO_EMAIL}  password "
             + (password or f"unchanged ({_venv('python')} manage.py changepassword "
                            f"{DEMO_EMAIL} sets another)"),
