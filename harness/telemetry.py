@@ -130,6 +130,7 @@ ATTR_WEBHOOK_OUTCOME: Final = "hango.webhook.outcome"
 ATTR_WEBHOOK_ATTEMPT: Final = "hango.webhook.attempt"
 ATTR_HTTP_STATUS: Final = "http.response.status_code"
 ATTR_QUOTA_WHERE: Final = "hango.quota.where"
+ATTR_TAKEOVER_BY: Final = "hango.run.takeover.by"  # claim / reconciler
 
 # Metrics
 METRIC_BEFORE_RUN_DURATION: Final = "hango.middleware.before_run.duration"
