@@ -85,14 +85,31 @@ class _Watch:
             start, self._started = not self._started, True
             wake = not start and due < self._until  # idle, or the settings got shorter
         if start:  # once per process: the runs after it start none
-            self._tell = hand_to_runs()  # the hub of the runs (the first one's)
-            start_thread(lambda: self._run(_statements()))
+            try:
+                self._tell = hand_to_runs()  # the hub of the runs (the first one's)
+                statements = _statements()
+                start_thread(lambda: self._watch(statements))
+            except BaseException:  # the next run tries again
+                with self._lock:
+                    self._started = False
+                raise
         elif wake:
             self._wake.set()
 
     def remove(self, run_id: uuid.UUID, epoch: int) -> None:
         with self._lock:
             self._held.pop((run_id, epoch), None)
+
+    def _watch(self, statements: Statements) -> None:
+        try:
+            self._run(statements)
+        except BaseException:
+            log.exception("the run watch stopped; the next run to start starts it again")
+            raise
+        finally:
+            statements.close()
+            with self._lock:
+                self._started = False
 
     def _run(self, statements: Statements) -> None:
         # The last renewal beat and the last read; None while no run is held. A run comes with

@@ -1,6 +1,7 @@
-"""The run watch's leases (runs/leases.py, runs/renewer.py) on PostgreSQL: every held run
-renewed by one statement, a run whose lease was lost told to stop, a take-over counted and
-written as a run event, and renewals that go on while the runs' greenlets keep the CPU."""
+"""The run watch's leases (runs/leases.py, runs/renewer.py): every held run renewed by one
+statement on PostgreSQL (by the ORM's two in one transaction on SQLite), a run whose lease was
+lost named, a take-over counted and written as a run event, and renewals that go on while the
+runs' greenlets keep the CPU."""
 
 from __future__ import annotations
 
@@ -13,20 +14,22 @@ from typing import Any
 import psycopg2
 import psycopg2.extensions
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from harness import telemetry as t
 from runs import handoff, tasks, worker
 from runs.events import EVENT_LEASE_TAKEN_OVER, timestamp
 from runs.models import Run, RunEvent, RunStatus, Session
-from runs.renewer import PostgreSQLStatements
+from runs.renewer import OrmStatements, PostgreSQLStatements
 from runs.services import message_post
 from runs.worker import claim_run
+from tests.support.api import started_run
 from tests.support.otel import metric_reader, metric_sum
+from tests.support.runs import wait_for_run
 from tests.support.workers import ROOT, worker_environment
 
-pytestmark = pytest.mark.postgresql(reason="the watch's one-statement renewal")
+ONE_STATEMENT = pytest.mark.postgresql(reason="the watch's one-statement renewal")
 
 
 class _Counted(psycopg2.extensions.connection):
@@ -59,6 +62,7 @@ def claimed(caller, make_session, count: int, owner: str = "worker-a") -> list[R
     return runs
 
 
+@ONE_STATEMENT
 @pytest.mark.django_db(transaction=True)
 def test_every_held_run_is_renewed_by_one_statement(alice, make_session, by_hand):
     runs = claimed(alice, make_session, 60)
@@ -74,6 +78,7 @@ def test_every_held_run_is_renewed_by_one_statement(alice, make_session, by_hand
     assert set(Run.objects.values_list("lease_expires_at", flat=True)) == {until}
 
 
+@ONE_STATEMENT
 @pytest.mark.django_db(transaction=True)
 def test_a_run_taken_over_is_lost_and_one_locked_elsewhere_is_not(alice, make_session, by_hand):
     taken, locked, kept = claimed(alice, make_session, 3)
@@ -96,12 +101,24 @@ def test_a_run_taken_over_is_lost_and_one_locked_elsewhere_is_not(alice, make_se
     assert leases[locked.pk] == locked.lease_expires_at  # the next beat renews it
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_orm_renewal_renews_the_held_runs_and_names_the_lost(alice, make_session, by_hand):
+    kept, taken = claimed(alice, make_session, 2)
+    Run.objects.filter(pk=taken.pk).update(epoch=taken.epoch + 1)
+    until = timezone.now() + timedelta(minutes=5)
+    lost = OrmStatements().renew([(kept.pk, kept.epoch), (taken.pk, taken.epoch)], until,
+                                 lock_wait=0.1)
+    assert lost == {(taken.pk, taken.epoch)}
+    leases = dict(Run.objects.values_list("pk", "lease_expires_at"))
+    assert (leases[kept.pk], leases[taken.pk]) == (until, taken.lease_expires_at)
+
+
 def _takeovers(run: Run) -> list[dict[str, Any]]:
     return list(RunEvent.objects.filter(run=run, type=EVENT_LEASE_TAKEN_OVER)
                 .order_by("seq").values_list("data", flat=True))
 
 
-@pytest.mark.parametrize("path", ["one statement", "orm"])
+@pytest.mark.parametrize("path", [pytest.param("one statement", marks=ONE_STATEMENT), "orm"])
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_that_takes_an_expired_lease_counts_it_and_says_so(alice, make_session, by_hand,
                                                                     monkeypatch, path):
@@ -144,6 +161,7 @@ def test_a_reconciler_take_over_counts_it_and_says_so(alice, make_session, by_ha
     assert claim_run(stale.pk, "host:2:1") is not None and len(_takeovers(stale)) == 1
 
 
+@ONE_STATEMENT
 @pytest.mark.django_db(transaction=True)
 def test_a_gevent_process_whose_greenlets_keep_the_cpu_still_renews(alice, make_session,
                                                                      by_hand, hango_settings):
@@ -171,3 +189,28 @@ def test_a_gevent_process_whose_greenlets_keep_the_cpu_still_renews(alice, make_
     assert hog.returncode == 0 and out.strip() == "superseded: 0"
     assert lapsed == []
     assert not Run.objects.exclude(status=RunStatus.RUNNING).filter(pk__in=[r.pk for r in runs])
+
+
+@ONE_STATEMENT
+def test_a_worker_keeps_its_lease_through_long_calls_and_stops_once_taken_over(
+        alice, make_agent, start_worker):
+    metric_reader()
+    w1 = start_worker("w1", HANGO_RUN_LEASE_SECONDS="1.5", HANGO_SCRIPTED_DELAY_MS="2500")
+    _, run_id = started_run(alice, make_agent, "scripted:workload-3", "Run the task.")
+    first = wait_for_run(run_id, lambda r: r.status == RunStatus.RUNNING)
+    time.sleep(3.5)  # past two leases, inside its second model call: renewed meanwhile
+    held = Run.objects.get(pk=run_id)
+    assert (held.epoch, held.lease_owner) == (first.epoch, first.lease_owner)
+    assert held.lease_expires_at > timezone.now()
+    with transaction.atomic():  # another worker finds the lease expired, and claims the run
+        Run.objects.filter(pk=run_id).update(lease_expires_at=timezone.now() - timedelta(1))
+        taken = claim_run(run_id, "elsewhere:1:1")
+    assert taken is not None and taken.epoch == first.epoch + 1
+    w1.wait_for(lambda log: "'fenced'" in log, what="the slice fenced", timeout=30)
+    assert w1.task_results() == ["fenced"]
+    after = Run.objects.get(pk=run_id)
+    assert (after.turn, after.epoch, after.lease_owner) == (taken.turn, taken.epoch,
+                                                            "elsewhere:1:1")
+    [event] = _takeovers(after)
+    assert event["from_worker"] == first.lease_owner
+    assert int(first.lease_owner.split(":")[1]) in w1.processes()  # a live worker's
