@@ -161,10 +161,8 @@ METRIC_QUOTA_REFUSALS: Final = "hango.quota.refusals"
 # model cannot grow the metrics' series without bound.
 UNKNOWN_TOOL: Final = "_unknown"
 
-ALL_NAMES: Final = tuple(
-    value for key, value in dict(globals()).items()
-    if key.startswith(("SPAN_", "EVENT_", "ATTR_", "METRIC_"))
-)
+ALL_NAMES: Final = tuple(value for key, value in dict(globals()).items()
+                         if key.startswith(("SPAN_", "EVENT_", "ATTR_", "METRIC_")))
 
 tracer = trace.get_tracer("hango.harness")
 _meter = metrics.get_meter("hango.harness")
