@@ -6,9 +6,9 @@ SQLite file (one process). :func:`database` answers the engine of the default co
 chosen once per process from its vendor; :func:`database_of` a given connection's (a schema
 editor's). Two kinds of difference sit behind it:
 
-- **Primitives** each engine does its own way: a time limit on the caller's statements or lock
-  waits, a transaction-scoped lock on a key, a text's size in bytes, the column type of a JSON
-  document kept as text. SQLite, a local file with a single writer, needs no limit and no lock.
+- **Primitives** each engine does its own way: a time limit on the caller's statements, a
+  transaction-scoped lock on a key, a text's size in bytes, the column type of a JSON document
+  kept as text. SQLite, a local file with a single writer, needs no limit and no lock.
 - **The one-statement paths** (:attr:`Database.one_statement`): hango's hand-written PostgreSQL
   statements (PREPAREd once per connection, data-modifying CTEs, ``jsonb``), for the hot paths
   of a run — a claim, a turn's commit, a poll, a stream's read. Each caller keeps an ORM path
@@ -35,10 +35,6 @@ class Database(Protocol):
     def statement_timeout(self, seconds: float) -> AbstractContextManager[None]:
         """A block whose statements give up after ``seconds`` (in a transaction where the engine
         needs one for that; a caller's transaction gets its own limit back after)."""
-        ...
-
-    def lock_timeout(self, seconds: float) -> None:
-        """In the caller's transaction: a wait for a row lock gives up after ``seconds``."""
         ...
 
     def lock(self, key: tuple[int, int]) -> None:
@@ -76,11 +72,6 @@ class PostgreSQL:
             if nested:
                 cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
 
-    def lock_timeout(self, seconds: float) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('lock_timeout', %s, true)",
-                           [f"{max(1, round(seconds * 1000))}ms"])
-
     def lock(self, key: tuple[int, int]) -> None:
         # A transaction-scoped advisory lock, in its two-key form.
         with connection.cursor() as cursor:
@@ -109,9 +100,6 @@ class SQLite:
     @contextmanager
     def statement_timeout(self, seconds: float) -> Iterator[None]:
         yield  # no transaction: a read would take the write lock and wait behind every commit
-
-    def lock_timeout(self, seconds: float) -> None:
-        pass
 
     def lock(self, key: tuple[int, int]) -> None:
         pass  # the transaction holds the database's write lock already

@@ -35,7 +35,8 @@ slices = _meter.create_counter(
     t.METRIC_SLICES, description="Time slices workers gave runs, by hango.run.slice.outcome.")
 lease_takeovers = _meter.create_counter(
     t.METRIC_LEASE_TAKEOVERS,
-    description="Runs whose lease expired under a holder and were handed to another worker.")
+    description="Runs whose lease expired under a holder and were taken from it, by "
+                "hango.run.takeover.by (claim: another worker's claim; reconciler).")
 fenced = _meter.create_counter(
     t.METRIC_FENCED,
     description="Slices stopped because another worker had claimed the run (fenced commits).")
@@ -92,6 +93,11 @@ def run_ended(outcome: str, created_at: datetime | None) -> None:
     attrs = {t.ATTR_RUN_OUTCOME: outcome}
     runs_ended.add(1, attrs)
     run_duration.record(seconds_since(created_at), attrs)
+
+
+def lease_taken_over(by: str, count: int = 1) -> None:
+    """Leases that expired under a holder, taken ``by`` a claim or the reconciler."""
+    lease_takeovers.add(count, {t.ATTR_TAKEOVER_BY: by})
 
 
 def quota_refused(where: str) -> None:

@@ -130,6 +130,7 @@ ATTR_WEBHOOK_OUTCOME: Final = "hango.webhook.outcome"
 ATTR_WEBHOOK_ATTEMPT: Final = "hango.webhook.attempt"
 ATTR_HTTP_STATUS: Final = "http.response.status_code"
 ATTR_QUOTA_WHERE: Final = "hango.quota.where"
+ATTR_TAKEOVER_BY: Final = "hango.run.takeover.by"  # claim / reconciler
 
 # Metrics
 METRIC_BEFORE_RUN_DURATION: Final = "hango.middleware.before_run.duration"
@@ -160,10 +161,8 @@ METRIC_QUOTA_REFUSALS: Final = "hango.quota.refusals"
 # model cannot grow the metrics' series without bound.
 UNKNOWN_TOOL: Final = "_unknown"
 
-ALL_NAMES: Final = tuple(
-    value for key, value in dict(globals()).items()
-    if key.startswith(("SPAN_", "EVENT_", "ATTR_", "METRIC_"))
-)
+ALL_NAMES: Final = tuple(value for key, value in dict(globals()).items()
+                         if key.startswith(("SPAN_", "EVENT_", "ATTR_", "METRIC_")))
 
 tracer = trace.get_tracer("hango.harness")
 _meter = metrics.get_meter("hango.harness")

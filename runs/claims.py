@@ -11,19 +11,24 @@ from django.db import connection
 
 from accounts.models import QuotaHold, Tenant
 from agents.models import Agent
+from hango_project import metrics
 from runs import live
-from runs.events import EVENT_STATUS
+from runs.events import EVENT_LEASE_TAKEN_OVER, EVENT_STATUS, TAKEN_BY_CLAIM
 from runs.models import Run, RunEvent, RunStatus, Session
 from runs.prepared import Prepared
 
 # The claim of a run nobody holds, in one statement: lock it, take its lease under a new epoch
-# (a queued run starts running, with its status event), release what an earlier claim's calls
-# held, and read the run with its agent, session and tenant. Only the common case: a run whose
+# (a queued run starts running, with its status event; a lease that expired under another
+# worker is taken over, with its event), release what an earlier claim's calls held, and read
+# the run with its agent, session and tenant. Only the common case: a run whose
 # cancel was asked for, or that has an error (its status event would carry it), is not
 # claimed here, nor one another worker holds; the caller's ORM path decides those.
 _CLAIM_SQL = """
 WITH locked AS (
-    SELECT r.id, r.status AS was, t.token_quota IS NOT NULL AS quota
+    SELECT r.id, r.status AS was, t.token_quota IS NOT NULL AS quota,
+        r.lease_owner AS holder, r.epoch AS held_epoch, r.lease_expires_at AS held_until,
+        coalesce(r.lease_owner NOT IN ('', %(owner)s) AND r.lease_expires_at <= %(now)s,
+                 false) AS taken
     FROM {runs} r JOIN {sessions} s ON s.id = r.session_id JOIN {tenants} t ON t.id = s.tenant_id
     WHERE r.id = %(run)s AND r.status IN (%(queued)s, %(running)s) AND NOT r.cancel_requested
         AND r.error IS NULL AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= %(now)s
@@ -34,17 +39,27 @@ WITH locked AS (
         lease_expires_at = %(lease)s, status = %(running)s, updated_at = %(now)s,
         started_at = CASE WHEN locked.was = %(queued)s THEN coalesce(r.started_at, %(now)s)
                           ELSE r.started_at END,
-        event_seq = r.event_seq + (locked.was = %(queued)s)::integer
+        event_seq = r.event_seq + (locked.was = %(queued)s)::integer + locked.taken::integer
     FROM locked WHERE r.id = locked.id
-    RETURNING r.*, locked.was, locked.quota
+    RETURNING r.*, locked.was, locked.quota, locked.holder, locked.held_epoch,
+        locked.held_until, locked.taken
 ), status_event AS (
     INSERT INTO {events} (run_id, seq, type, data, created_at)
-    SELECT id, event_seq, %(event)s, jsonb_build_object('status', status, 'turn', turn), %(now)s
+    SELECT id, event_seq - taken::integer, %(event)s,
+        jsonb_build_object('status', status, 'turn', turn), %(now)s
     FROM claimed WHERE was = %(queued)s
+), takeover_event AS (  -- its time as runs.events.timestamp writes it
+    INSERT INTO {events} (run_id, seq, type, data, created_at)
+    SELECT id, event_seq, %(takeover)s, jsonb_build_object(
+        'from_worker', holder, 'from_epoch', held_epoch, 'to_worker', lease_owner,
+        'epoch', epoch, 'lease_expired_at', to_char(at, 'YYYY-MM-DD"T"HH24:MI:SS')
+            || CASE WHEN date_trunc('second', at) = at THEN '' ELSE to_char(at, '.US') END
+            || 'Z', 'by', 'claim'), %(now)s
+    FROM (SELECT *, held_until AT TIME ZONE 'UTC' AS at FROM claimed) taken_over WHERE taken
 ), released AS (
     DELETE FROM {holds} WHERE run_id IN (SELECT id FROM claimed WHERE quota)
 )
-SELECT {columns}
+SELECT {columns}, claimed.taken
 FROM claimed JOIN {agents} a ON a.id = claimed.agent_id
     JOIN {sessions} s ON s.id = claimed.session_id JOIN {tenants} t ON t.id = s.tenant_id
 """
@@ -56,7 +71,7 @@ _CLAIM = Prepared.of("hango_claim", _CLAIM_SQL.format(
     columns=", ".join(f"{alias}.{f.column}" for model, alias in _CLAIMED
                       for f in model._meta.concrete_fields)),
     (("run", "uuid"), ("owner", "text"), ("lease", "timestamptz"), ("now", "timestamptz"),
-     ("queued", "text"), ("running", "text"), ("event", "text")))
+     ("queued", "text"), ("running", "text"), ("event", "text"), ("takeover", "text")))
 
 
 def claim_unheld(run_id: uuid.UUID | str, owner: str, lease_expires_at: datetime,
@@ -69,7 +84,8 @@ def claim_unheld(run_id: uuid.UUID | str, owner: str, lease_expires_at: datetime
     except ValueError:
         return None
     params = {"run": run_id, "owner": owner, "lease": lease_expires_at, "now": now,
-              "queued": RunStatus.QUEUED, "running": RunStatus.RUNNING, "event": EVENT_STATUS}
+              "queued": RunStatus.QUEUED, "running": RunStatus.RUNNING, "event": EVENT_STATUS,
+              "takeover": EVENT_LEASE_TAKEN_OVER}
     with connection.cursor() as cursor:
         _CLAIM.run(cursor, params)
         row = cursor.fetchone()
@@ -77,7 +93,10 @@ def claim_unheld(run_id: uuid.UUID | str, owner: str, lease_expires_at: datetime
         return None
     values = iter(row)
     run, agent, session, tenant = (_loaded(model, values) for model, _ in _CLAIMED)
-    # A queued run's status event (a later slice's claim writes none: the seq is not new).
+    if next(values):  # the lease had expired under another worker
+        metrics.lease_taken_over(TAKEN_BY_CLAIM)
+    # A queued run's status event, a take-over's (a later slice's claim writes none: the seq is
+    # not new).
     live.events_added(run.pk, turn=run.turn, seq=run.event_seq)
     session.tenant = tenant
     run.agent, run.session = agent, session

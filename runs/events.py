@@ -13,6 +13,10 @@ from runs.models import Run, RunEvent
 
 EVENT_STATUS = "run.status"
 EVENT_MESSAGE = "message.created"
+# A lease expired under a worker and another took the run (the claim of another worker, or the
+# reconciler, which fences the holder out and hands the run to the queue).
+EVENT_LEASE_TAKEN_OVER = "run.lease_taken_over"
+TAKEN_BY_CLAIM, TAKEN_BY_RECONCILER = "claim", "reconciler"
 # The harness names the events it emits itself: tool.result, todos.updated, approval.requested;
 # the tool_results.* events are harness.client_calls's, written by the server (runs.client_results).
 
@@ -44,3 +48,13 @@ def status_event(run: Run) -> tuple[str, dict[str, Any]]:
     if run.error:
         data["error"] = run.error
     return EVENT_STATUS, data
+
+
+def takeover_event(run: Run, *, holder: str, held_epoch: int, held_until: datetime | None,
+                   by: str) -> tuple[str, dict[str, Any]]:
+    """``run`` (its new epoch and owner set) taken from ``holder``, whose lease under
+    ``held_epoch`` expired at ``held_until``; ``by`` the claim or the reconciler (which leaves
+    no owner: the next claim takes the run)."""
+    return EVENT_LEASE_TAKEN_OVER, {
+        "from_worker": holder, "from_epoch": held_epoch, "to_worker": run.lease_owner,
+        "epoch": run.epoch, "lease_expired_at": timestamp(held_until), "by": by}

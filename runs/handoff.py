@@ -15,6 +15,7 @@ from django.utils import timezone
 from hango_project import metrics
 from hango_project.config import hango
 from runs.endings import cancel_unheld
+from runs.events import TAKEN_BY_RECONCILER, append_events, takeover_event
 from runs.models import BUSY_RUN_STATUSES, PARKED_RUN_STATUSES, Run
 from runs.queue import lock_session, start_next, start_stalled, waiting_after
 
@@ -80,14 +81,27 @@ def reconcile_runs(*, since: datetime | None = None) -> list[uuid.UUID]:
                  .filter(status__in=BUSY_RUN_STATUSES)
                  .filter(Q(lease_expires_at__lt=now)
                          | Q(lease_expires_at__isnull=True, updated_at__lt=untouched)))
-        found = list(stale.values_list("id", "lease_expires_at")[:RECONCILE_BATCH])
-        ids = [run_id for run_id, _ in found]
+        found = list(stale.values_list("id", "lease_expires_at", "lease_owner",
+                                       "epoch")[:RECONCILE_BATCH])
+        ids = [run_id for run_id, *_ in found]
         # A stranded run's holder may only be stalled: fence it out (take_over's update).
         Run.objects.filter(pk__in=ids).update(lease_owner="", lease_expires_at=None,
                                               epoch=F("epoch") + 1, updated_at=now)
-        if expired := sum(1 for _, lease in found if lease is not None):
-            # Counted as the pass takes them: a take-over rolled back (a send that failed) is
-            # taken, and counted, again on the next pass.
-            metrics.lease_takeovers.add(expired)
+        if expired := {run_id: (lease, holder, epoch)
+                       for run_id, lease, holder, epoch in found if lease is not None}:
+            _taken_over(expired)
         ids += start_stalled()
     return ids
+
+
+def _taken_over(held: dict[uuid.UUID, tuple[datetime, str, int]]) -> None:
+    """In the reconciler's transaction, with its runs locked and just fenced out: each one's
+    take-over event (``held``: a run's lease as it expired, its holder and epoch) and count.
+    Counted as the pass takes them: a take-over rolled back (a send that failed) is taken, and
+    counted, again on the next pass."""
+    for run in Run.objects.filter(pk__in=list(held)):
+        until, holder, epoch = held[run.pk]
+        append_events(run, [takeover_event(run, holder=holder, held_epoch=epoch,
+                                           held_until=until, by=TAKEN_BY_RECONCILER)])
+        run.save(update_fields=["event_seq"])
+    metrics.lease_taken_over(TAKEN_BY_RECONCILER, len(held))

@@ -37,7 +37,7 @@ from runs import tracing
 from runs.checkpointer import DbCheckpointer, DbControl, Fenced, Halt, QuotaSpent, SliceUsed
 from runs.claims import claim_unheld
 from runs.endings import INTERNAL_ERROR, cancel_unheld, finish_run
-from runs.events import append_events, status_event
+from runs.events import TAKEN_BY_CLAIM, append_events, status_event, takeover_event
 from runs.execution import build_execution
 from runs.fence import Claim
 from runs.leases import LeaseKeeper, lease_length
@@ -85,14 +85,23 @@ def claim_run(run_id: str, owner: str) -> Run | None:
             return None
         if run.session.tenant.token_quota is not None:
             quota_release(run_id=run.pk)  # held by an earlier claim's calls that did not land
+        held = run.lease_owner, run.epoch, run.lease_expires_at
+        taken = held[0] not in ("", owner) and held[2] is not None  # expired: checked above
         run.epoch += 1
         run.lease_owner, run.lease_expires_at = owner, now + lease_length()
+        events = []
         if run.status == RunStatus.QUEUED:
             run.status = RunStatus.RUNNING
             if run.started_at is None:
                 run.started_at = now
                 metrics.run_started(run.created_at, now)
-            append_events(run, [status_event(run)])
+            events.append(status_event(run))
+        if taken:
+            events.append(takeover_event(run, holder=held[0], held_epoch=held[1],
+                                         held_until=held[2], by=TAKEN_BY_CLAIM))
+            metrics.lease_taken_over(TAKEN_BY_CLAIM)
+        if events:
+            append_events(run, events)
         run.save()
         return run
 

@@ -92,8 +92,14 @@ def test_both_claims_write_the_same_rows(twin_queued, status):
     assert (claimed["run"]["status"], claimed["run"]["epoch"]) == (
         "running", 1 if status == "queued" else 4)
     events = [(e["type"], e["data"]) for e in claimed["events"]]
-    assert events[-1] == ("run.status", {"status": "running", "turn": 0}) or status == "running"
-    assert len(events) == (2 if status == "queued" else 1)
+    if status == "queued":
+        assert [e[0] for e in events] == ["run.status", "run.status"]
+        assert events[-1] == ("run.status", {"status": "running", "turn": 0})
+    else:  # the dead worker's lease is taken over, and the run says so
+        assert events[-1] == ("run.lease_taken_over", {
+            "from_worker": "dead", "from_epoch": 3, "to_worker": "worker-a", "epoch": 4,
+            "lease_expired_at": "2020-01-01T00:00:00Z", "by": "claim"})
+        assert len(events) == 2
 
 
 @ONE_STATEMENT

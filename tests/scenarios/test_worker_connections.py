@@ -29,6 +29,7 @@ def test_a_worker_reuses_its_connection(alice, make_agent, start_worker):
         _, run_id = start_run(alice, make_agent, "scripted:workload-3")
         assert wait_for_run(run_id).status == "completed"
         seen |= _run_backends()
-    # Kept between tasks, not one a task: the run's connection, and at most one more that the
-    # process's run watch took while a run held the first (both lent by the process's pool).
+    # Kept between tasks, not one a task: the run's connection, and at most one more that
+    # another greenlet of the process took while a run held the first (both lent by the
+    # process's pool; the run watch has a connection of its own, and prepares nothing).
     assert 1 <= len(seen) <= 2, seen
