@@ -82,6 +82,8 @@ def main() -> None:
     ap.add_argument("--broker", default=os.environ.get("BENCH_BROKER_URL", DEFAULT_BROKER),
                     help="a Redis database of the run's own (emptied)")
     ap.add_argument("--n-ctx", type=int, default=8192, help="the server's context window")
+    ap.add_argument("--chat-format", default="gemma",
+                    help="the server's chat format (the model's family's by default)")
     ap.add_argument("--install-only", action="store_true",
                     help="install the server and the model, then stop")
     a = ap.parse_args()
@@ -94,7 +96,8 @@ def main() -> None:
     tenant_id, key = tenant(a.db, a.broker)
     logs = log_dir("real-server-")
     print(f"logs: {logs}", file=sys.stderr, flush=True)
-    server = LlamaServer(model, port=free_port(), n_ctx=a.n_ctx, log_dir=logs)
+    server = LlamaServer(model, port=free_port(), n_ctx=a.n_ctx,
+                         chat_format=a.chat_format, log_dir=logs)
     env = {**os.environ, "OPENAI_BASE_URL": f"{server.url}/v1", "HANGO_WORKER_PROCESSES": "1"}
     env.pop("OPENAI_API_KEY", None)  # a local server takes none
     stack = Stack(env=env, port=free_port(), log_dir=logs)

