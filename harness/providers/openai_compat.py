@@ -96,12 +96,12 @@ class OpenAICompatProvider:
         # Accumulated here rather than with the SDK's ``chat.completions.stream`` helper: that
         # helper raises on finish_reason "length" and "content_filter" instead of reporting them.
         acc = StreamAccumulator(model=request.model)
-        with self._errors_mapped(), _cut_mapped(acc):
+        with self._errors_mapped():
             chunks = self._client.chat.completions.create(
                 **map_request(request), stream=True, stream_options={"include_usage": True},
                 extra_headers=telemetry.trace_headers() or None)
             abort.on_abort(abort.shut_down(chunks.response))
-            with chunks:
+            with chunks, _cut_mapped(acc):
                 for chunk in chunks:
                     if text := acc.add(chunk):
                         yield TextDelta(text=text)
@@ -126,14 +126,17 @@ class OpenAICompatProvider:
 
 @contextmanager
 def _cut_mapped(acc: StreamAccumulator) -> Iterator[None]:
-    """A connection lost while the stream is read (the SDK passes the HTTP client's error on
-    as it is) as the provider error it is, saying how far the answer had come."""
+    """A connection lost while the stream is read as the provider error it is, saying how far
+    the answer had come. The SDK passes some of the HTTP client's errors on as they are and
+    wraps others (a chunked body cut short, as a killed server leaves it) in its
+    ``APIConnectionError``, which would otherwise read as "no response"."""
     try:
         yield
-    except httpx2.TransportError as err:
+    except (httpx2.TransportError, openai.APIConnectionError) as err:
+        lost = err.__cause__ if isinstance(err, openai.APIError) and err.__cause__ else err
         raise ProviderUnavailable(
             f"OpenAI API error (stream cut): the connection was lost {_after(acc)}: "
-            f"{err or type(err).__name__}", provider=PROVIDER) from err
+            f"{lost or type(lost).__name__}", provider=PROVIDER) from err
 
 
 def _after(acc: StreamAccumulator) -> str:
