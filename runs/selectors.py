@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from accounts.models import Member, UsagePurpose, UsageRecord
-from accounts.scoping import get_visible, visible_to
+from accounts.scoping import get_visible, get_visible_row, visible_to
 from accounts.usage import CLOCK_SKEW, cost_groups
 from hango_project.database import database
 from hango_project.errors import NotFound
@@ -51,8 +51,8 @@ def session_get(*, member: Member, session_id: uuid.UUID | str) -> Session:
 
 def session_to_post(*, member: Member, session_id: uuid.UUID | str) -> Session:
     """The session alone, for a post (its run is decided under the session's lock: the active
-    run read here would be stale by then); a third of :func:`session_get`'s compiling."""
-    return get_visible(Session.objects.all(), member, session_id, what="Session")
+    run read here would be stale by then), in one plain statement."""
+    return get_visible_row(Session, member, session_id, what="Session")
 
 
 def message_list(*, session: Session) -> QuerySet[Message]:
