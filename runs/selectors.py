@@ -16,6 +16,8 @@ from accounts.scoping import get_visible, get_visible_row, visible_to
 from accounts.usage import CLOCK_SKEW, cost_groups
 from hango_project.database import database
 from hango_project.errors import NotFound
+from hango_project.rows import select_one
+from hango_project.sql import uuid_param
 from harness import fingerprint
 from harness.errors import InvalidContent
 from harness.messages import RequestPrint, Usage
@@ -63,6 +65,12 @@ def message_list(*, session: Session) -> QuerySet[Message]:
 def message_posted(message: Message) -> Message:
     """A message as posted, stored since if it has joined the history (else as it was)."""
     return Message.objects.filter(pk=message.pk).first() or message
+
+
+def run_posted(run: Run) -> Run:
+    """A run as it is now, read after its post committed (a worker may have moved it on), in
+    one plain statement; as it was posted if it is gone already (its session deleted)."""
+    return select_one(Run, "id = %s", [uuid_param(run.pk)]) or run
 
 
 def run_list(*, session: Session) -> QuerySet[Run]:
