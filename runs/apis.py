@@ -98,7 +98,7 @@ def _posted(message: Message, run: Run) -> dict[str, Any]:
     post has committed, as they were created instead of a 503: they are stored, and a 503 says
     "try again", which would post the message twice."""
     try:
-        run.refresh_from_db()
+        run = selectors.run_posted(run)
         if message.seq is None:  # it waited: it may have joined the history meanwhile
             message = selectors.message_posted(message)
         return {"message": PostedMessageOutput(message).data, "run": RunOutput(run).data}

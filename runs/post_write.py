@@ -5,8 +5,8 @@ session's next seq, the run's first status event and the session's ``updated_at`
 The ORM wrote them as five statements, each compiled anew on every post: the largest part of a
 post's web CPU once the rest was cut (bench/README.md, "A post over HTTP"). The statement is
 built once per process from the models' fields, so a new column is written without a change
-here; the values are prepared as Django's insert prepares them (``pre_save`` then
-``get_db_prep_save``). SQLite, single-writer and in process, keeps the ORM's statements.
+here; the values are prepared as Django's insert prepares them (:mod:`hango_project.rows`).
+SQLite, single-writer and in process, keeps the ORM's statements.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from hango_project.database import database
+from hango_project.rows import insert_fields, insert_sql, insert_values
 from runs import live
 from runs.events import append_events, status_event
 from runs.models import Message, Run, RunEvent, Session
@@ -54,55 +55,30 @@ def _start_with_orm(session: Session, blocks: list[dict[str, Any]],
     return message, run
 
 
-def _fields(model: type[models.Model]) -> list[models.Field]:
-    """The columns an insert writes: every concrete field but a database-generated key."""
-    return [f for f in model._meta.concrete_fields
-            if not isinstance(f, models.AutoField | models.BigAutoField)]
-
-
-def _insert(model: type[models.Model], values: str, returning: str) -> str:
-    columns = ", ".join(connection.ops.quote_name(str(f.column))
-                        for f in _fields(model))
-    table = connection.ops.quote_name(model._meta.db_table)
-    return f"INSERT INTO {table} ({columns}) {values} RETURNING {returning}"
-
-
 @functools.cache
 def _statement() -> str:
     def row(model: type[models.Model], seq_column: str | None = None) -> str:
         return ", ".join(
             "(SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = %s)"
-            if f.column == seq_column else "%s" for f in _fields(model))
+            if f.column == seq_column else "%s" for f in insert_fields(model))
 
     # Every part runs, referenced or not, on one snapshot; the foreign keys are checked at its
     # end (Django's are deferred to the commit), so the parts' order does not matter.
-    run = _insert(Run, f"VALUES ({row(Run)})", "1")
-    event = _insert(RunEvent, f"VALUES ({row(RunEvent)})", "1")
-    message = _insert(Message, f"VALUES ({row(Message, 'seq')})", "seq")
+    run = insert_sql(Run, f"VALUES ({row(Run)})", "1")
+    event = insert_sql(RunEvent, f"VALUES ({row(RunEvent)})", "1")
+    message = insert_sql(Message, f"VALUES ({row(Message, 'seq')})", "seq")
     sessions = connection.ops.quote_name(Session._meta.db_table)
     return (f"WITH run AS ({run}), event AS ({event}), "
             f"touched AS (UPDATE {sessions} SET updated_at = %s WHERE id = %s RETURNING 1) "
             f"{message}")
 
 
-def _values(obj: models.Model, *, seq_of: Any = None) -> list[Any]:
-    """``obj``'s insert values in :func:`_fields`' order; a message's seq is the subquery's
-    session id (``seq_of``)."""
-    out = []
-    for f in _fields(type(obj)):
-        if seq_of is not None and f.column == "seq":
-            out.append(seq_of)
-        else:
-            out.append(f.get_db_prep_save(f.pre_save(obj, True), connection))
-    return out
-
-
 def _write_start(run: Run, event: RunEvent, message: Message, now: Any) -> None:
     """Insert ``run``, ``event`` and ``message`` (its ``seq`` set here: the session's next) and
     touch the session, in the caller's transaction, which holds the session's lock."""
     session_id = run.session_id
-    params = [*_values(run), *_values(event), now, session_id,
-              *_values(message, seq_of=session_id)]
+    params = [*insert_values(run), *insert_values(event), now, session_id,
+              *insert_values(message, {"seq": session_id})]
     with connection.cursor() as cursor:
         cursor.execute(_statement(), params)
         message.seq = cursor.fetchone()[0]

@@ -99,28 +99,32 @@ def try_lock_session(session_id: uuid.UUID | str) -> bool:
     return database().try_lock(_lock_key(session_id))
 
 
-# Plain SQL for the two reads of every post (a post's session has no active run nor waiting
-# message, most of the time): the ORM compiled them anew each time.
-_ACTIVE_ID = ("SELECT id FROM runs WHERE session_id = %s AND status IN "
-              f"({', '.join(['%s'] * len(ACTIVE_RUN_STATUSES))}) LIMIT 1")
+# Plain SQL for the read of every post, one statement (a post's session has no active run nor
+# waiting message, most of the time): the ORM compiled it anew each time, as two.
+_ACTIVE_OR_WAITING = (
+    "SELECT (SELECT id FROM runs WHERE session_id = %s AND status IN "
+    f"({', '.join(['%s'] * len(ACTIVE_RUN_STATUSES))}) LIMIT 1), "
+    "EXISTS (SELECT 1 FROM pending_messages WHERE session_id = %s)")
 _WAITING = "SELECT 1 FROM pending_messages WHERE session_id = %s LIMIT 1"
 
 
-def active_run(session_id: uuid.UUID) -> Run | None:
+def active_run(session_id: uuid.UUID) -> tuple[Run | None, bool]:
     """The session's active run, its row locked (NO KEY UPDATE) until the caller commits, or
-    None. Its end waits for that commit; an end already under way is waited for, and then the
-    run is no longer active. The caller holds the session's lock.
+    None; and whether a message waits in its queue. An active run's end waits for that commit;
+    an end already under way is waited for, and then the run is no longer active. The caller
+    holds the session's lock.
 
     A plain read finds whether there is one first: none seen means none can appear before the
     caller commits (a run becomes active only under the session's lock) and none is locked."""
-    if not fetch(_ACTIVE_ID, [uuid_param(session_id), *ACTIVE_RUN_STATUSES]):
-        return None
-    return (Run.objects.select_for_update(no_key=True)
-            .filter(session_id=session_id, status__in=ACTIVE_RUN_STATUSES).first())
-
-
-def has_waiting(session_id: uuid.UUID) -> bool:
-    return bool(fetch(_WAITING, [uuid_param(session_id)]))
+    key = uuid_param(session_id)
+    ((active_id, waiting),) = fetch(_ACTIVE_OR_WAITING, [key, *ACTIVE_RUN_STATUSES, key])
+    if active_id is None:
+        return None, bool(waiting)
+    active = (Run.objects.select_for_update(no_key=True)
+              .filter(session_id=session_id, status__in=ACTIVE_RUN_STATUSES).first())
+    if active is None:  # it ended meanwhile, and its end may have started a waiting message
+        return None, bool(fetch(_WAITING, [key]))
+    return active, bool(waiting)
 
 
 def enqueue(session: Session, content: list[dict[str, Any]]) -> tuple[Message, Run]:

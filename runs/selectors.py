@@ -12,10 +12,12 @@ from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from accounts.models import Member, UsagePurpose, UsageRecord
-from accounts.scoping import get_visible, visible_to
+from accounts.scoping import get_visible, get_visible_row, visible_to
 from accounts.usage import CLOCK_SKEW, cost_groups
 from hango_project.database import database
 from hango_project.errors import NotFound
+from hango_project.rows import select_one
+from hango_project.sql import uuid_param
 from harness import fingerprint
 from harness.errors import InvalidContent
 from harness.messages import RequestPrint, Usage
@@ -51,8 +53,8 @@ def session_get(*, member: Member, session_id: uuid.UUID | str) -> Session:
 
 def session_to_post(*, member: Member, session_id: uuid.UUID | str) -> Session:
     """The session alone, for a post (its run is decided under the session's lock: the active
-    run read here would be stale by then); a third of :func:`session_get`'s compiling."""
-    return get_visible(Session.objects.all(), member, session_id, what="Session")
+    run read here would be stale by then), in one plain statement."""
+    return get_visible_row(Session, member, session_id, what="Session")
 
 
 def message_list(*, session: Session) -> QuerySet[Message]:
@@ -63,6 +65,12 @@ def message_list(*, session: Session) -> QuerySet[Message]:
 def message_posted(message: Message) -> Message:
     """A message as posted, stored since if it has joined the history (else as it was)."""
     return Message.objects.filter(pk=message.pk).first() or message
+
+
+def run_posted(run: Run) -> Run:
+    """A run as it is now, read after its post committed (a worker may have moved it on), in
+    one plain statement; as it was posted if it is gone already (its session deleted)."""
+    return select_one(Run, "id = %s", [uuid_param(run.pk)]) or run
 
 
 def run_list(*, session: Session) -> QuerySet[Run]:

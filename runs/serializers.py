@@ -12,6 +12,7 @@ from rest_framework import serializers
 from accounts.usage_apis import CostOutput, UsageOutput
 from hango_api import fields as strict
 from hango_api.inputs import Input
+from hango_api.outputs import ModelOutput
 from harness.approval_values import DECISIONS
 from runs import client_results, selectors
 from runs.content_fields import UserContentField
@@ -46,7 +47,7 @@ class ContentField(serializers.JSONField):
     pass
 
 
-class MessageOutput(serializers.ModelSerializer):
+class MessageOutput(ModelOutput):
     run = serializers.UUIDField(source="run_id", read_only=True, allow_null=True)
     content = ContentField(read_only=True)
 
@@ -117,7 +118,7 @@ def as_created(run: Run) -> dict[str, Any]:
             "answers": {run.pk: None}}
 
 
-class RunOutput(serializers.ModelSerializer):
+class RunOutput(ModelOutput):
     session = serializers.UUIDField(source="session_id", read_only=True)
     agent = serializers.UUIDField(source="agent_id", read_only=True)
     todos = serializers.SerializerMethodField()

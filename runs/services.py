@@ -78,8 +78,8 @@ def message_post(*, session: Session, content: Any, multitask: str = Multitask.R
     try:
         with transaction.atomic():
             queue.lock_session(session.pk)
-            active = queue.active_run(session.pk)
-            if active is None and queue.has_waiting(session.pk):  # their start was lost
+            active, waiting = queue.active_run(session.pk)
+            if active is None and waiting:  # their start was lost
                 active = _started(queue.start_next(session.pk))
             if active is not None and strategy is Multitask.REJECT:
                 conflict = _conflict_active(session.pk, active.pk)  # raised once this commits
