@@ -99,10 +99,11 @@ def test_a_call_cut_when_its_worker_lost_the_run_is_charged_and_so_is_the_redo(
     found = assert_charged_once(alice, tenant, run_id)
     assert len(model_server.requests_to("/chat/completions")) == 2
     # The cut call counted by hango under the first claim, the redo the provider's own.
-    assert [(key_parts(r.dedupe_key)[:2], r.usage_source) for r in found] == [
-        ((1, 1), "counted"), ((run.epoch, 1), "provider")]
-    assert found[0].output_tokens > 0 and found[1].input_tokens == 40
-    assert run.epoch >= 3 and run.turn == 1
+    (cut, _, _), (redo, turn, _) = (key_parts(r.dedupe_key) for r in found)
+    assert (cut, found[0].usage_source) == (1, "counted") and found[0].input_tokens > 0
+    # The redo is a later claim's (the dead one's was 2; a loaded machine may claim once more).
+    assert (turn, found[1].usage_source, found[1].input_tokens) == (1, "provider", 40)
+    assert 3 <= redo <= run.epoch and run.turn == 1
 
 
 # -- killed after the answer, before the turn's commit --------------------------------------------
@@ -120,7 +121,7 @@ def test_a_call_answered_before_its_worker_was_killed_is_charged_and_so_is_the_r
     wait_for_call(mcp_server, run_id, "slow")  # the model answered; its tool runs
 
     # The call is charged already, though its turn has not landed.
-    [answered] = UsageRecord.objects.filter(run_id=run_id)
+    answered = list(UsageRecord.objects.filter(run_id=run_id).order_by("id"))
     assert Run.objects.get(pk=run_id).turn == 0
     mcp_worker.current.kill()
     mcp_worker.replace()
@@ -128,8 +129,10 @@ def test_a_call_answered_before_its_worker_was_killed_is_charged_and_so_is_the_r
     run = wait_for_run(run_id, timeout=60)
     assert run.status == "completed", run.error
     found = assert_charged_once(alice, tenant, run_id)
-    first = key_parts(answered.dedupe_key)
-    assert found[0].pk == answered.pk and first[1:] == (1, 0)
-    # The next claim redid turn 1 (a call of its own) and answered in turn 2.
-    assert [key_parts(r.dedupe_key)[1:] for r in found[1:]] == [(1, 0), (2, 0)]
-    assert all(key_parts(r.dedupe_key)[0] > first[0] for r in found[1:])
+    assert answered and [r.pk for r in found[:len(answered)]] == [r.pk for r in answered]
+    keys = [key_parts(r.dedupe_key) for r in found]
+    # The claim that finished redid turn 1 (a call of its own) and answered in turn 2; every
+    # earlier claim's call (the killed worker's, and any a late lease renewal cost on a loaded
+    # machine) was turn 1's, which never landed.
+    assert [k for k in keys if k[0] == run.epoch] == [(run.epoch, 1, 0), (run.epoch, 2, 0)]
+    assert all(k[1:] == (1, 0) for k in keys if k[0] != run.epoch) and len(keys) >= 3
