@@ -18,7 +18,12 @@ as its row is written, so the quota's reads (:func:`accounts.usage.committed_spe
 call's worst case or its usage, never both and never neither.
 
 On PostgreSQL it is one statement (data-modifying CTEs), prepared once per connection; the ORM
-path does the same in one transaction, for SQLite.
+path does the same in one transaction, for SQLite. The statement's commit does not wait for its
+WAL to reach the disk (``synchronous_commit`` off for that transaction alone): a worker that dies
+after it loses nothing, the turn's commit after it (synchronous) flushes it with its own, and
+only a crash of PostgreSQL itself in the fraction of a second between them could lose the row —
+along with the turn, which the next claim redoes. Waiting for a flush per call doubled what a
+turn cost a loaded machine (``docs/architecture.md``, *Each call recorded as it ends*).
 """
 
 from __future__ import annotations
@@ -102,8 +107,10 @@ SELECT %(tenant)s, %(session)s, %(run)s, %(agent)s, %(purpose)s, %(provider)s, %
     coalesce(p.cache_read, %(price_cache_read)s), coalesce(p.output, %(price_output)s),
     CASE WHEN p.id IS NULL THEN %(price_source)s ELSE '{prices.TENANT_SOURCE}' END,
     CASE WHEN p.id IS NULL THEN %(unpriced_reason)s ELSE '' END
--- The tenant's own price for the model, if it has one, replaces the table's.
-FROM (SELECT 1) AS one LEFT JOIN {TenantPrice._meta.db_table} p ON p.tenant_id = %(tenant)s
+-- The commit does not wait for the WAL's flush (see ASYNC_COMMIT); the tenant's own price for
+-- the model, if it has one, replaces the table's.
+FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
+    LEFT JOIN {TenantPrice._meta.db_table} p ON p.tenant_id = %(tenant)s
     AND p.provider = %(provider)s AND p.model = %(model)s
 """
 

@@ -5,6 +5,7 @@ its key naming the claim, and its request print as the edit of the claim's call 
 
 from __future__ import annotations
 
+import time
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -158,9 +159,18 @@ def _wal_bytes(commit: Any) -> int:
         start, db = cursor.fetchone()
     commit()
     with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_insert_lsn()")
+        end = cursor.fetchone()[0]
+        # The call's commit does not wait for the flush: the WAL writer does it within its
+        # delay, and only flushed records can be read.
+        for _ in range(100):
+            cursor.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", [end])
+            if cursor.fetchone()[0]:
+                break
+            time.sleep(0.02)
         cursor.execute("SELECT coalesce(sum(record_length - fpi_length), 0) FROM "
-                       "pg_get_wal_records_info(%s, pg_current_wal_flush_lsn()) "
-                       "WHERE block_ref LIKE %s", [start, f"%/{db}/%"])
+                       "pg_get_wal_records_info(%s, %s) WHERE block_ref LIKE %s",
+                       [start, end, f"%/{db}/%"])
         return int(cursor.fetchone()[0])
 
 
@@ -179,3 +189,14 @@ def test_a_call_s_request_print_adds_under_a_hundred_bytes_of_wal(twin_runs):
     print(f"WAL per call: {plain} bytes without the print, {edit} with it (+{edit - plain}; "
           f"the print is {len(fingerprint.encode(_NOW, _BEFORE))} bytes)")
     assert 0 < edit - plain <= 100
+
+
+@ONE_STATEMENT
+def test_only_the_call_s_own_commit_skips_the_flush(twin_runs):
+    """Only the call's own transaction is asynchronous: the connection's setting is unchanged
+    after it, so the turn's commit on the same connection still waits for the disk."""
+    run, _ = twin_runs
+    ledger(run, "_record_one_statement").record(CALLS[0], turn=1)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
