@@ -176,11 +176,12 @@ class TenantPrice(models.Model):
 
 
 class UsageRecord(TokenCounts):
-    """One model call's tokens. Written in the transaction of the turn that made the call, which
-    lands once: the turn's write is fenced by the run's epoch and expected turn
-    (``runs/checkpoint.py``), so a redelivered turn writes nothing. ``dedupe_key`` names the
-    call (run, turn, call index; ``try:<uuid>`` for a context try); it is not unique-indexed: the
-    fence is the guarantee, and the index cost every turn an insert (``bench/README.md``)."""
+    """One model call's tokens. Written as the call ends, in a transaction of its own, whether or
+    not the turn that made it lands (``runs/call_ledger.py``): the provider charged for it.
+    ``dedupe_key`` names the call (``<run>/<epoch>:<turn>:<call index>``, ``<run>:<turn>:<call
+    index>`` before calls named their claim; ``try:<uuid>`` for a context try); it is not
+    unique-indexed: the loop tells each call once, and the index cost every call an insert
+    (``bench/README.md``)."""
 
     tenancy = Tenancy(tenant="tenant", owner="session__member")
 

@@ -1,9 +1,10 @@
 """Usage and quotas: the usage selectors behind ``GET /v1/usage`` and the quota's holds.
 
-**Accounting.** One ``usage_records`` row per model call, written by the turn commit that made
-the call (:mod:`runs.checkpoint`), keyed ``<run>:<turn>:<call index>`` so a redelivered turn can
-never count twice. A tenant's *spend* in a period is the sum of all four token columns of its
-rows created in that period; periods are calendar UTC days or months.
+**Accounting.** One ``usage_records`` row per model call, written as the call ends, whether or
+not its turn ever lands (:mod:`runs.call_ledger`), keyed ``<run>/<claim's epoch>:<turn>:<call
+index>``: each call once, and a turn redone by the next claim a call of its own. A tenant's
+*spend* in a period is the sum of all four token columns of its rows created in that period;
+periods are calendar UTC days or months.
 
 **Admission.** Whether one more run may start spending is decided under the tenant's row lock
 by :mod:`runs.admission`, over this module's :func:`locked_tenant` and :func:`quota_state`.
@@ -15,8 +16,8 @@ plus its ``max_tokens`` — is *held* (:func:`quota_hold`), under the same tenan
     held  ⇔  used + live holds + worst case  ≤  quota
 
 A call that does not fit is not sent: the run fails with ``quota_exceeded`` (resumable once the
-quota allows). The commit of the turn that made the call writes its usage rows and releases the
-run's holds in one transaction, so spend moves from held to used at once. A hold whose worker
+quota allows). The call's usage row is written in the transaction that releases its hold, so
+spend moves from held to used at once. A hold whose worker
 died is released by the run's next claim or end, and counts for :func:`hold_lifetime` at most.
 The spend can pass the quota only by what a provider reports beyond the worst case: input the
 tokenizer undercounted.
@@ -82,8 +83,8 @@ def tenant_spend(tenant_id: uuid.UUID, since: datetime) -> int:
 
 def committed_spend(tenant_id: uuid.UUID, since: datetime) -> int:
     """The tenant's spend since ``since`` plus the worst cases of its model calls in flight
-    (its live holds), read in one statement: one snapshot, so a turn commit that releases a
-    hold and writes the call's usage rows is seen whole or not at all."""
+    (its live holds), read in one statement: one snapshot, so a call's record, which releases
+    its hold and writes its usage row, is seen whole or not at all."""
     total = sum(F(name) for name in TOKEN_FIELDS)
     spent = (UsageRecord.objects.filter(tenant_id=OuterRef("pk"), created_at__gte=since)
              .values("tenant_id").annotate(t=Sum(total)).values("t"))

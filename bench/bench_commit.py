@@ -3,17 +3,18 @@ the same statement parsed and planned at every call, and against the floor of an
 checkpoint; prints figures only.
 
 A workload run's turn writes are captured (``runs.checkpoint.commit_turn``), then replayed on a
-freshly claimed run, turn after turn — each commit a new turn of that run, with its messages,
-events and usage row — in rounds that alternate the three ways. Per commit: wall time and the
-PostgreSQL backend's CPU (``/proc/<pid>/schedstat``); the first 5 commits of a round (the
-statement being prepared, custom plans) are left out.
+freshly claimed run, turn after turn — each commit a new turn of that run, with its messages
+and events (a call's usage row is written as the call ends: ``runs/call_ledger.py``) — in
+rounds that alternate the three ways. Per commit: wall time and the PostgreSQL backend's CPU
+(``/proc/<pid>/schedstat``); the first 5 commits of a round (the statement being prepared,
+custom plans) are left out.
 
 The floor (``bench/floor.py``, on a connection of its own) is the least a checkpoint that
 survives a crash can write: one prepared statement, its own transaction, updating one JSONB
 state row with this turn's state and inserting one row holding the turn's messages, on two
 tables of its own (``bench_floor_*``, dropped at the end) with a primary key each, through the
 bare driver. It is one round trip and one WAL flush, as hango's commit is; what hango's costs
-above it is its rows (two messages, the events, the usage row), their indexes and the fence.
+above it is its rows (two messages, the events), their indexes and the fence.
 This thread's CPU is shown too: the client's part of a commit (binding, the driver, the round
 trip's system calls).
 """

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from accounts.models import UsageRecord
 from bench.faults_model import job_of
+from runs.call_ledger import key_parts
 from runs.models import Message, Run, RunEvent, SessionFile
 
 ProblemKind = Literal["duplicate", "loss", "write_after_cancel", "fenced_write", "inconsistent",
@@ -238,17 +239,32 @@ def _check_events(s: _Session, run: Run, messages: list[dict[str, Any]]) -> None
 
 
 def _usage_turn(key: str) -> int:
-    return int(key.split(":")[1])
+    return key_parts(key)[1]
+
+
+def _landed(keys: list[str], last_turn: int) -> list[str]:
+    """The keys of the calls whose turn landed: of each turn up to the run's, the calls of the
+    last claim that made any (an earlier claim's were fenced out, and charged: the provider
+    answered them)."""
+    last_epoch: dict[int, int] = {}
+    for key in keys:
+        epoch, turn, _ = key_parts(key)
+        last_epoch[turn] = max(epoch, last_epoch.get(turn, epoch))
+    return [key for key in keys if (parts := key_parts(key))[1] <= last_turn
+            and parts[0] == last_epoch[parts[1]]]
 
 
 def _check_usage(s: _Session, run: Run, assistant: list[dict[str, Any]]) -> None:
     run_id = str(run.pk)
     keys = [u["dedupe_key"] for u in s.usage[run_id]]
-    if len(keys) != len(assistant):
-        kind: ProblemKind = "duplicate" if len(keys) > len(assistant) else "loss"
-        s.flag(kind, run_id, f"{len(keys)} usage rows for {len(assistant)} model calls")
-    turns = sorted(_usage_turn(k) for k in keys)
-    if len(set(turns)) != len(turns) or (turns and turns[-1] > run.turn):
+    if len(set(keys)) != len(keys):
+        s.flag("duplicate", run_id, f"a call recorded twice: {sorted(keys)}")
+    landed = _landed(keys, run.turn)
+    if len(landed) != len(assistant):
+        kind: ProblemKind = "duplicate" if len(landed) > len(assistant) else "loss"
+        s.flag(kind, run_id, f"{len(landed)} usage rows for {len(assistant)} model calls")
+    turns = sorted(_usage_turn(k) for k in landed)
+    if len(set(turns)) != len(turns):
         s.flag("duplicate", run_id, f"usage turns {turns} (run turn {run.turn})")
     statuses = [e["data"].get("status") for e in s.events[run_id] if e["type"] == "run.status"]
     resumed = sum(1 for a, b in zip(statuses, statuses[1:], strict=False)
@@ -311,6 +327,10 @@ def _check_cancel(s: _Session, run: Run, cancel: Cancel) -> None:
             s.flag("write_after_cancel", run_id, f"event #{e['seq']} {e['type']} after cancel")
     at_cancel = done["data"].get("turn", run.turn)
     for u in s.usage[run_id]:
+        # A call of a claim the cancel fenced out is charged whenever it ends: not a write of
+        # the run after its cancel.
+        if key_parts(u["dedupe_key"])[0] < run.epoch:
+            continue
         if _usage_turn(u["dedupe_key"]) > at_cancel or newer(u):
             s.flag("write_after_cancel", run_id, f"usage row {u['dedupe_key']} after cancel")
     for m in s.run_messages(run_id):

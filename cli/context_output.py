@@ -1,5 +1,6 @@
 """How ``hango context`` prints the context inspector: the snapshot's part tables with its
-framing, totals and notices, one part's whole content, an override set, and a try's answer.
+framing, totals and notices, the model settings its calls use and where each came from, one
+part's whole content, an override set, and a try's answer.
 
 Like every table of the command (:mod:`cli.output`), each cell wraps the API's data in ``Text``,
 so it is never read as rich markup.
@@ -122,6 +123,49 @@ def print_snapshot(snapshot: dict[str, Any]) -> None:
     for name, value in rows:
         grid.add_row(Text(name), Text(value))
     console.print(grid)
+    if (settings := snapshot.get("model_settings")) is not None:
+        console.print(Text("model settings", style="bold"))
+        console.print(_settings_table(settings))
+
+
+# Where a setting's value comes from (the snapshot's ``*_source``); a setting the agent does
+# not set is not sent at all, and the model's server decides.
+SOURCES = {"agent": "agent: its config sets it",
+           "model_table": "model_table: hango's table of known models",
+           "server": "server: the model's server reports it",
+           "default": "default: hango's, a guess for a model it does not know (set it)"}
+_OUTPUT_DEFAULT = "default: hango's 4,096, within the model's maximum and half its window"
+_NOT_SENT = "default: not sent, the server decides"
+_SENT_IF_SET = ("temperature", "top_p", "stop", "tool_choice", "parallel_tool_calls",
+                "reasoning_effort")
+
+
+def settings_rows(settings: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Each model setting the agent's calls use: its name, its effective value, where it came
+    from."""
+    window, output = settings["context_window_source"], settings["max_output_tokens_source"]
+    rows = [("context_window", f"{settings['context_window']:,} tokens",
+             SOURCES.get(window, window)),
+            ("max_output_tokens", f"{settings['max_output_tokens']:,} tokens",
+             _OUTPUT_DEFAULT if output == "default" else SOURCES.get(output, output))]
+    for name in _SENT_IF_SET:
+        value = settings.get(name)
+        if value is None or value == []:
+            rows.append((name, "not sent", _NOT_SENT))
+        else:
+            text = value if isinstance(value, str) else json.dumps(value)
+            rows.append((name, text, SOURCES["agent"]))
+    return rows
+
+
+def _settings_table(settings: dict[str, Any]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold")
+    table.add_column("setting", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    table.add_column("from", overflow="fold")
+    for row in settings_rows(settings):
+        table.add_row(*(Text(cell) for cell in row))
+    return table
 
 
 def _cost_text(cost: dict[str, Any] | None) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar, get_args
 from harness import telemetry
 from harness.approval_values import PendingBatch
 from harness.errors import InvalidContent
+from harness.ledger import Ledger
 from harness.messages import Message, ModelUsage
 from harness.serde import batch_from_json, batch_to_json
 
@@ -55,6 +56,9 @@ class State:
     # A tool batch waiting for human decisions (:mod:`harness.approvals`), persisted. A typed
     # top-level field, not private state: the API reads it and writes decisions into it.
     pending_batch: PendingBatch | None = None
+    # Where each model call is recorded as it ends (the server's: its usage row), or None.
+    # Not state of the run: never checkpointed, given again by whoever builds the state.
+    ledger: Ledger | None = None
 
     def clear_scratch(self) -> None:
         self.scratch.clear()
@@ -68,7 +72,11 @@ class State:
         return events
 
     def record_usage(self, usage: ModelUsage) -> None:
+        """A model call ended: kept for the turn's result and told to the ledger at once, as
+        a call of the turn under way (:mod:`harness.ledger`)."""
         self.usage.append(usage)
+        if self.ledger is not None:
+            self.ledger.record(usage, turn=self.turn + 1)
 
     def take_usage(self) -> list[ModelUsage]:
         usage, self.usage = self.usage, []

@@ -1,33 +1,31 @@
-"""Committing one turn: messages, events, usage counters and ``usage_records`` rows (one per
-model call, keyed ``<run>:<turn>:<index>``), ``state_json`` and the turn counter, atomically,
-and only while the writer's epoch still holds the running run at the turn it expects (the
-claim's fence: :mod:`runs.fence`). The last turn of a run also ends it (:mod:`runs.endings`).
+"""Committing one turn: messages, events, ``state_json`` and the turn counter, atomically, and
+only while the writer's epoch still holds the running run at the turn it expects (the claim's
+fence: :mod:`runs.fence`). The last turn of a run also ends it (:mod:`runs.endings`). The
+turn's model calls are not the commit's: each was recorded as it ended, in its own transaction
+(:mod:`runs.call_ledger`), since the provider charged for it whether or not the turn lands.
 
 On PostgreSQL a turn that does not end the run is one statement (data-modifying CTEs): a single
 round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating the
-INSERTs (a fenced turn writes no message, event or usage row); the last turn of a run also
+INSERTs (a fenced turn writes no message or event); the last turn of a run also
 finishes it in the same statement. The ORM path does the same in one transaction, for SQLite
 (which path runs: :attr:`hango_project.database.Database.one_statement`).
 The claim of a run nobody holds is one statement too (:mod:`runs.claims`). They are prepared
 once per connection (:class:`runs.prepared.Prepared`).
 
 For a tenant with a token quota the commit also reports the period's spend (read in the same
-statement, plus this turn's tokens), so the worker can stop a run that crossed the quota at the
-turn boundary without another round trip.
+statement; the turn's calls are in it, recorded before), so the worker can stop a run that
+crossed the quota at the turn boundary without another round trip.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from accounts import prices
-from accounts.models import QuotaHold, TenantPrice, UsageRecord
+from accounts.models import QuotaHold, UsageRecord
 from accounts.usage import quota_release, tenant_spend
 from hango_project.database import database
 from runs import live, webhooked
@@ -39,29 +37,6 @@ from runs.turn_write import Committed, TurnWrite
 from webhooks import tasks as webhook_tasks
 
 
-def _usage_rows(write: TurnWrite) -> list[dict[str, Any]]:
-    """The turn's usage rows, each priced from the table (a tenant's own price for the model
-    replaces it in the write: the statement's join, or :func:`_commit_orm`)."""
-    prints = write.prints or [None] * len(write.calls)
-    return [{"key": f"{write.run_id}:{write.turn}:{index}", "purpose": call.purpose,
-             "provider": call.provider, "model": call.model, "source": call.source,
-             "input_tokens": call.usage.input_tokens, "output_tokens": call.usage.output_tokens,
-             "cache_read_tokens": call.usage.cache_read_tokens,
-             "cache_write_tokens": call.usage.cache_write_tokens,
-             "print": None if printed is None else base64.b64encode(printed).decode(),
-             **_json_prices(prices.stored(prices.table_price(
-                 call.provider, call.model, whole_input=prices.whole_input(call.usage))))}
-            for index, (call, printed) in enumerate(zip(write.calls, prints, strict=True))
-            ] if write.tenant_id is not None else []
-
-
-def _json_prices(columns: dict[str, Any]) -> dict[str, Any]:
-    """Price columns as JSON carries them: a rate as its decimal text (numeric reads it back
-    exact), never a float."""
-    return {name: str(value) if isinstance(value, Decimal) else value
-            for name, value in columns.items()}
-
-
 def commit_turn(write: TurnWrite) -> Committed | None:
     """Commit the turn; None when the writer was fenced out (nothing was written)."""
     if database().one_statement:
@@ -69,8 +44,8 @@ def commit_turn(write: TurnWrite) -> Committed | None:
     return _commit_orm(write)
 
 
-# With a quota, the same statement also releases the run's holds (one more CTE): the calls'
-# worst cases stop counting in the transaction that writes what they spent.
+# With a quota, the same statement also releases the run's holds (one more CTE): a call
+# that failed without an answer spent nothing its record released.
 _RELEASE_HOLDS = f"""
 ), released AS (
     DELETE FROM {QuotaHold._meta.db_table} WHERE run_id IN (SELECT id FROM advanced)"""
@@ -87,11 +62,7 @@ _ONE_STATEMENT = f"""
 WITH advanced AS (
     UPDATE {Run._meta.db_table} SET
         turn = %(turn)s, state_json = %(state)s, lease_expires_at = %(lease)s,
-        updated_at = %(now)s, event_seq = event_seq + %(event_count)s,
-        input_tokens = input_tokens + %(input_tokens)s,
-        output_tokens = output_tokens + %(output_tokens)s,
-        cache_read_tokens = cache_read_tokens + %(cache_read_tokens)s,
-        cache_write_tokens = cache_write_tokens + %(cache_write_tokens)s{{finish}}
+        updated_at = %(now)s, event_seq = event_seq + %(event_count)s{{finish}}
     WHERE id = %(run)s AND epoch = %(epoch)s AND turn = %(expected_turn)s
         AND status = %(running)s
     RETURNING id, session_id, event_seq, cancel_requested, input_tokens, output_tokens,
@@ -107,27 +78,7 @@ WITH advanced AS (
     INSERT INTO {RunEvent._meta.db_table} (run_id, seq, type, data, created_at)
     SELECT advanced.id, advanced.event_seq - %(event_count)s + e.n, e.type, e.data, %(now)s
     FROM advanced, jsonb_to_recordset(%(events)s) AS e(n integer, type text, data jsonb)
-), new_usage AS (
-    INSERT INTO {UsageRecord._meta.db_table} (tenant_id, session_id, run_id, agent_id, purpose,
-        provider, model, usage_source, input_tokens, output_tokens, cache_read_tokens,
-        cache_write_tokens, dedupe_key, request_print, created_at, price_currency, price_input,
-        price_cache_write, price_cache_read, price_output, price_source, unpriced_reason)
-    SELECT %(tenant)s, advanced.session_id, advanced.id, %(agent)s, u.purpose, u.provider,
-        u.model, u.source, u.input_tokens, u.output_tokens, u.cache_read_tokens,
-        u.cache_write_tokens, u.key, decode(u.print, 'base64'), %(now)s,
-        coalesce(p.currency, u.price_currency),
-        coalesce(p.input, u.price_input), coalesce(p.cache_write, u.price_cache_write),
-        coalesce(p.cache_read, u.price_cache_read), coalesce(p.output, u.price_output),
-        CASE WHEN p.id IS NULL THEN u.price_source ELSE '{prices.TENANT_SOURCE}' END,
-        CASE WHEN p.id IS NULL THEN u.unpriced_reason ELSE '' END
-    FROM advanced, jsonb_to_recordset(%(usage)s) AS u(key text, purpose text, provider text,
-        model text, source text, input_tokens bigint, output_tokens bigint,
-        cache_read_tokens bigint, cache_write_tokens bigint, print text, price_currency text,
-        price_input numeric, price_cache_write numeric, price_cache_read numeric,
-        price_output numeric, price_source text, unpriced_reason text)
-    -- The tenant's own price for the model, if it has one, replaces the table's.
-    LEFT JOIN {TenantPrice._meta.db_table} p ON p.tenant_id = %(tenant)s
-        AND p.provider = u.provider AND p.model = u.model{{release}}
+{{release}}
 )
 SELECT cancel_requested, event_seq,
     CASE WHEN %(quota)s::bigint IS NULL THEN NULL ELSE (
@@ -147,10 +98,8 @@ _STATEMENTS = {False: _ONE_STATEMENT.format(release="", finish="", webhooked="")
 _PARAMETERS = (
     ("run", "uuid"), ("epoch", "bigint"), ("expected_turn", "integer"), ("running", "text"),
     ("turn", "integer"), ("state", "json"), ("lease", "timestamptz"), ("now", "timestamptz"),
-    ("event_count", "integer"), ("input_tokens", "bigint"), ("output_tokens", "bigint"),
-    ("cache_read_tokens", "bigint"), ("cache_write_tokens", "bigint"), ("messages", "jsonb"),
-    ("events", "jsonb"), ("tenant", "uuid"), ("agent", "uuid"), ("usage", "jsonb"),
-    ("quota", "bigint"), ("period_start", "timestamptz"),
+    ("event_count", "integer"), ("messages", "jsonb"), ("events", "jsonb"), ("tenant", "uuid"),
+    ("agent", "uuid"), ("quota", "bigint"), ("period_start", "timestamptz"),
 )
 
 
@@ -184,16 +133,12 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
         "turn": write.turn, "state": json.dumps(write.state_json), "now": now,
         "lease": None if write.finish is not None else write.lease_expires_at,
         "event_count": len(events),
-        "input_tokens": write.usage.input_tokens, "output_tokens": write.usage.output_tokens,
-        "cache_read_tokens": write.usage.cache_read_tokens,
-        "cache_write_tokens": write.usage.cache_write_tokens,
         "messages": json.dumps([{"id": str(m.id), "seq": m.seq, "role": m.role,
                                  "content": m.content, "tokens": m.tokens, "counter": m.counter}
                                 for m in write.messages]),
         "events": json.dumps([{"n": n, "type": t, "data": d}
                               for n, (t, d) in enumerate(events, start=1)]),
         "tenant": write.tenant_id, "agent": write.agent_id,
-        "usage": json.dumps(_usage_rows(write)),
         "quota": write.quota, "period_start": write.period_start, **finish,
     }
     statement = _LAST_TURN if finish else _TURN[write.quota is not None]
@@ -205,8 +150,7 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
     live.events_added(write.run_id, turn=write.turn, seq=row[1])
     for delivery in (row[3] or []) if finish else ():  # committed: they may go now
         webhook_tasks.send(delivery)
-    # The statement's snapshot does not see its own inserts: add this turn's tokens.
-    used = None if row[2] is None else int(row[2]) + write.usage.total
+    used = None if row[2] is None else int(row[2])
     return Committed(cancel_requested=bool(row[0]), quota_used=used)
 
 
@@ -224,31 +168,12 @@ def _commit_orm(write: TurnWrite) -> Committed | None:
         run.turn = write.turn
         run.state_json = write.state_json
         run.lease_expires_at = write.lease_expires_at
-        run.input_tokens += write.usage.input_tokens
-        run.output_tokens += write.usage.output_tokens
-        run.cache_read_tokens += write.usage.cache_read_tokens
-        run.cache_write_tokens += write.usage.cache_write_tokens
         if write.finish is None:
             append_events(run, write.events)
         else:  # the turn's events and the status event: one marker, as the one statement's
             finish_run(run, *write.finish, events=write.events)
             run.action_expires_at = write.action_expires_at
         run.save()
-        if write.tenant_id is not None:  # a usage row needs a tenant (see _usage_rows)
-            UsageRecord.objects.bulk_create([
-                UsageRecord(tenant_id=write.tenant_id, session_id=write.session_id,
-                            run_id=run.pk, agent_id=write.agent_id, purpose=call.purpose,
-                            provider=call.provider, model=call.model,
-                            usage_source=call.source, input_tokens=call.usage.input_tokens,
-                            output_tokens=call.usage.output_tokens,
-                            cache_read_tokens=call.usage.cache_read_tokens,
-                            cache_write_tokens=call.usage.cache_write_tokens,
-                            dedupe_key=f"{write.run_id}:{write.turn}:{index}",
-                            request_print=printed,
-                            **prices.columns_for(write.tenant_id, call.provider,
-                                                 call.model, call.usage))
-                for index, (call, printed) in enumerate(
-                    zip(write.calls, write.prints or [None] * len(write.calls), strict=True))])
         used = None
         if write.quota is not None and write.tenant_id is not None:
             quota_release(run_id=run.pk)

@@ -15,11 +15,10 @@ from django.utils import timezone
 from accounts.usage import period_bounds
 from hango_project.config import hango
 from hango_project.ids import time_ordered_uuid
-from harness import client_calls, fingerprint
+from harness import client_calls
 from harness.agent import DEFAULT_CLIENT_TOOL_TIMEOUT
 from harness.approval_values import PendingBatch
 from harness.messages import Message as HMessage
-from harness.messages import ModelUsage, RequestPrint, Usage
 from harness.providers.abort import CallAbort
 from harness.serde import content_to_json
 from harness.state import State, state_to_json
@@ -124,9 +123,6 @@ class DbCheckpointer:
         self.deadline = deadline
         self.committed_turn = run.turn
         self.tokenizer = tokenizer_for(run.agent.model)
-        # The print of the last call this claim committed: the next is stored as its edit (the
-        # first of a claim is stored whole, so a run's prints read back from any claim's start).
-        self.last_print: RequestPrint | None = None
         # The quota as of the claim (one slice): each commit reports the period's spend.
         tenant = run.session.tenant
         self.quota = tenant.token_quota
@@ -144,15 +140,6 @@ class DbCheckpointer:
             return NewMessage(time_ordered_uuid(), seq, message.role, content)
         return NewMessage(time_ordered_uuid(), seq, message.role, content,
                           self.tokenizer.message(message), key)
-
-    def _prints(self, calls: Sequence[ModelUsage]) -> list[bytes | None]:
-        """Each call's stored print: the edit from the call before it, the first one whole."""
-        prints: list[bytes | None] = []
-        previous = self.last_print
-        for call in calls:
-            prints.append(None if call.sent is None else fingerprint.encode(call.sent, previous))
-            previous = call.sent or previous
-        return prints
 
     def checkpoint(self, state: State, result: TurnResult) -> Halt | None:
         messages = [self._new_message(self.next_seq + i, m) for i, m in enumerate(result.messages)]
@@ -173,17 +160,12 @@ class DbCheckpointer:
             run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,
             expected_turn=self.committed_turn, turn=state.turn, state_json=state_json,
             lease_expires_at=timezone.now() + lease_length(), messages=messages, events=events,
-            usage=sum((record.usage for record in result.usage), Usage()), finish=terminal,
-            action_expires_at=expires_at,
-            tenant_id=self.run.session.tenant_id, agent_id=self.run.agent_id,
-            calls=list(result.usage), prints=self._prints(result.usage),
-            quota=self.quota, period_start=self.period_start,
+            finish=terminal, action_expires_at=expires_at, tenant_id=self.run.session.tenant_id,
+            agent_id=self.run.agent_id, quota=self.quota, period_start=self.period_start,
         )
         committed = commit_turn(write)
         if committed is None:  # another worker claimed the run: this turn did not land
-            return Fenced()
-        self.last_print = next((c.sent for c in reversed(result.usage) if c.sent is not None),
-                               self.last_print)
+            return Fenced()  # (its model calls are recorded: runs.call_ledger)
         # The turn's messages are stored now: give them their seq (their part id from here on).
         stored = len(messages)
         if stored:

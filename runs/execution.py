@@ -36,6 +36,7 @@ from harness.tokens.base import Tokenizer
 from harness.tokens.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
 from runs import live
+from runs.call_ledger import DbLedger
 from runs.fence import Claim
 from runs.history import preloaded_history
 from runs.mcp_access import DbMcpAccess
@@ -92,8 +93,8 @@ def _parsed_config(document: str) -> AgentConfig:
 
 class DbBudget:
     """The tenant's quota as a run's (or a try's) model calls see it: each call's worst case is
-    held (:func:`accounts.usage.quota_hold`) before it is sent. A run's holds are released by
-    its turn's commit; a try releases ``held`` with its usage row."""
+    held (:func:`accounts.usage.quota_hold`) before it is sent. A run's call releases
+    ``held`` with its usage row (:mod:`runs.call_ledger`), and so does a try's."""
 
     def __init__(self, tenant_id: uuid.UUID, run_id: uuid.UUID | None = None) -> None:
         self.tenant_id, self.run_id = tenant_id, run_id
@@ -211,7 +212,10 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
                       preloaded=reads, deltas=live.run_deltas(run.pk))
     history = preloaded_history(reads, run.session_id, tokenizer)
     next_seq = (history[-1].seq or 0) + 1 if history else 1
-    return loop, run_state(run, history), next_seq
+    state = run_state(run, history)
+    # Each model call's row is written as the call ends, whatever becomes of its turn.
+    state.ledger = DbLedger(run, holds=None if budget is None else budget.held)
+    return loop, state, next_seq
 
 
 def run_state(run: Run, history: list[HMessage]) -> State:

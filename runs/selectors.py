@@ -21,6 +21,7 @@ from hango_project.sql import uuid_param
 from harness import fingerprint
 from harness.errors import InvalidContent
 from harness.messages import RequestPrint, Usage
+from runs.call_ledger import key_parts
 from runs.events import EVENT_MESSAGE
 from runs.models import (
     ACTIVE_RUN_STATUSES,
@@ -255,25 +256,24 @@ def run_calls(run_id: uuid.UUID, *, tenant_id: uuid.UUID | Subquery | None = Non
     run = Run.objects.filter(pk=run_id)
     tenant_id = tenant_id or Subquery(run.values("session__tenant_id"))
     since = since or Subquery(run.values("created_at"))
-    rows = sorted((_turn_and_index(key), usage, data) for key, *usage, data in
+    rows = [(key_parts(key), usage, data) for key, *usage, data in
                   UsageRecord.objects.filter(
                       tenant_id=tenant_id, created_at__gte=since, run_id=run_id,
                       purpose=UsagePurpose.RUN).values_list(
                       "dedupe_key", "input_tokens", "output_tokens", "cache_read_tokens",
-                      "cache_write_tokens", "request_print"))
-    calls, previous = [], None
-    for (turn, index), (inp, out, read, write), data in rows:
-        sent = _read_print(None if data is None else bytes(data), previous)
-        previous = sent
+                      "cache_write_tokens", "request_print")]
+    # A print is the edit of the one before it of the same claim: a call whose turn never
+    # landed (its claim fenced out) comes before the redo of its turn, and is no one else's base.
+    calls: list[SentCall] = []
+    previous: dict[int, RequestPrint | None] = {}  # by epoch
+    for (epoch, turn, index), (inp, out, read, write), data in sorted(
+            rows, key=lambda row: (row[0][1], row[0][2], row[0][0])):  # turn, index, epoch
+        sent = _read_print(None if data is None else bytes(data), previous.get(epoch))
+        previous[epoch] = sent
         calls.append(SentCall(turn=turn, position=index, sent=sent, usage=Usage(
             input_tokens=inp, output_tokens=out, cache_read_tokens=read,
             cache_write_tokens=write)))
     return calls
-
-
-def _turn_and_index(key: str) -> tuple[int, int]:
-    _, turn, index = key.rsplit(":", 2)
-    return int(turn), int(index)
 
 
 def _read_print(data: bytes | None, previous: RequestPrint | None) -> RequestPrint | None:

@@ -6,11 +6,11 @@ decides if its token count may be stored with it."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from harness.messages import ModelUsage, Role, Usage
+from harness.messages import Role
 
 Event = tuple[str, dict[str, Any]]
 
@@ -53,17 +53,13 @@ class TurnWrite:
     lease_expires_at: datetime
     messages: list[NewMessage]
     events: list[Event]  # in order; message events included
-    usage: Usage
     finish: tuple[str, dict[str, Any] | None] | None = None  # (status, error) on the last turn
     # A park for client tool results: when the calls still waiting are answered as failed.
     action_expires_at: datetime | None = None
-    # usage_records: one row per model call of the turn, with the run's tenancy.
+    # The run's tenant, its quota and the start of its current period: report the period's
+    # spend (the turn's model calls are recorded as they end: runs.call_ledger).
     tenant_id: uuid.UUID | None = None
-    agent_id: uuid.UUID | None = None
-    calls: list[ModelUsage] = field(default_factory=list)
-    # Each call's stored request print (harness.fingerprint.encode), or None: ``calls``' order.
-    prints: list[bytes | None] = field(default_factory=list)
-    # The tenant's quota and the start of its current period: report the period's spend.
+    agent_id: uuid.UUID | None = None  # a last turn's webhook deliveries name it
     quota: int | None = None
     period_start: datetime | None = None
 

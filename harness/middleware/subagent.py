@@ -6,7 +6,8 @@ holding only the task description. The stack hands this middleware a factory for
 (:func:`harness.stack.child_loop_factory`: the same stack one level deeper), so the middleware
 never imports its assembler. The child's final answer is the tool result and nothing else of it
 (messages, todos, private state, events) reaches the parent. Every child model call is
-accounted on the parent's state with purpose ``subagent``, so the parent's turn commits it.
+recorded on the parent's state with purpose ``subagent`` as soon as it ends (the parent's ledger
+writes it then, :mod:`harness.ledger`), a call of the parent's turn under way.
 
 Limits: a child may use only tools the parent may use (the subagent's ``tools`` intersected with
 the parent's allowlist; tools that need a human's approval are left out, since a child cannot
@@ -28,7 +29,7 @@ from harness.context import SourcedBlock
 from harness.deps import SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_TURNS, StackConfig
 from harness.errors import ConfigurationError
 from harness.loop import Loop
-from harness.messages import Message, TextBlock
+from harness.messages import Message, ModelUsage, TextBlock
 from harness.state import State
 from harness.steps import Failed, FinalOutput, Interrupted, NextStep, TurnResult
 from harness.tools.base import Tool, ToolContext, ToolResult, tool_error
@@ -58,15 +59,21 @@ class _ParentControl:
         self.cancel_requested = cancel_requested
 
 
-class _UsageToParent:
-    """The child's Checkpointer: nothing is persisted; each turn's usage moves to the parent."""
+class _ToParent:
+    """The child's Ledger: each of its calls is the parent's, recorded as it ends."""
 
     def __init__(self, parent: State) -> None:
         self.parent = parent
 
+    def record(self, call: ModelUsage, *, turn: int) -> None:
+        self.parent.record_usage(replace(call, purpose=PURPOSE))
+
+
+class _NothingKept:
+    """The child's Checkpointer: nothing is persisted (its calls went to the parent already)."""
+
     def checkpoint(self, state: State, result: TurnResult) -> None:
-        for usage in result.usage:
-            self.parent.record_usage(replace(usage, purpose=PURPOSE))
+        return None
 
 
 class SubagentMiddleware:
@@ -149,7 +156,7 @@ class SubagentMiddleware:
         parent = ctx.state
         state = State(run_id=parent.run_id, session_id=parent.session_id,
                       agent_id=parent.agent_id, tenant_id=parent.tenant_id,
-                      trace_content=parent.trace_content,
+                      trace_content=parent.trace_content, ledger=_ToParent(parent),
                       messages=[Message.user(args["description"])])
         # A tool the user excluded from the agent is not the subagent's either: the child's
         # allowlist slot drops it, as the parent's does.
@@ -157,7 +164,7 @@ class SubagentMiddleware:
             context.set_active(state, context.OverrideSet(overrides=tuple(
                 context.Override(part=p, action="exclude") for p in tools)))
         step = loop.run(state, control=_ParentControl(ctx.cancel_requested),
-                        checkpointer=_UsageToParent(parent))
+                        checkpointer=_NothingKept())
         telemetry.record_event(telemetry.EVENT_SUBAGENT_FINISHED, {
             telemetry.ATTR_SUBAGENT_NAME: spec.name, telemetry.ATTR_TURN: state.turn,
             telemetry.ATTR_STOP: type(step).__name__,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from cli.context_output import SOURCES
 from runs.models import Message
 from tests.support.cli import ok_json
 from tests.support.servers import free_port
@@ -186,7 +187,8 @@ def test_show_says_when_the_next_call_would_compact(hango, api, demo):
     table = show(hango, demo)
     tokens = body["compaction"]["tokens"]
     notice = [i for i, line in enumerate(table.lines) if line.startswith("notice")][0]
-    assert " ".join(" ".join(line.split()) for line in table.lines[notice:]) == (
+    end = table.lines.index("model settings")
+    assert " ".join(" ".join(line.split()) for line in table.lines[notice:end]) == (
         f"notice the next call is compacted first ({tokens:,} tokens, over the budget of "
         f"100): the summary part stands for message:1 to {through}; it is made when the call "
         "is sent (up to 1,024 tokens), its text not known yet")
@@ -352,3 +354,47 @@ def test_an_unknown_session_is_404(hango, demo):
         assert result.exit_code == 1, args
         assert result.stderr.startswith("error 404 not_found: "), (args, result.stderr)
         assert result.stdout == ""
+
+
+def settings_shown(lines: list[str]) -> dict[str, tuple[str, str]]:
+    """The model settings table read back: each setting's value and where it came from."""
+    start = lines.index("model settings")
+    rows = {}
+    for line in lines[start + 1:]:
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) == 3 and cells[0] != "setting":
+            rows[cells[0]] = (cells[1], cells[2])
+    return rows
+
+
+def test_show_prints_each_model_setting_and_where_it_came_from(hango, api, demo):
+    api.patch(f"/v1/agents/{demo['agent']}", json={"config": {"model_settings": {
+        "max_output_tokens": 512, "temperature": 0.2, "stop": ["END"],
+        "tool_choice": "auto"}}}).raise_for_status()
+    body = snapshot(api, demo)["model_settings"]
+    result = hango("context", "show", "--session", demo["id"])
+    assert result.exit_code == 0, result.stderr
+    # Wide enough that no cell folds: each row on one line.
+    rows = settings_shown([line.rstrip() for line in result.stdout.splitlines()])
+    window = body["context_window_source"]
+    assert rows == {
+        "context_window": (f"{body['context_window']:,} tokens", SOURCES[window]),
+        "max_output_tokens": ("512 tokens", "agent: its config sets it"),
+        "temperature": ("0.2", "agent: its config sets it"),
+        "top_p": ("not sent", "default: not sent, the server decides"),
+        "stop": ('["END"]', "agent: its config sets it"),
+        "tool_choice": ("auto", "agent: its config sets it"),
+        "parallel_tool_calls": ("not sent", "default: not sent, the server decides"),
+        "reasoning_effort": ("not sent", "default: not sent, the server decides"),
+    }
+
+
+def test_show_says_a_window_is_a_guess_for_a_model_hango_does_not_know(hango, api, demo):
+    api.patch(f"/v1/agents/{demo['agent']}",
+              json={"model": "openai:my-own-model"}).raise_for_status()
+    assert snapshot(api, demo)["model_settings"]["context_window_source"] == "default"
+    result = hango("context", "show", "--session", demo["id"])
+    assert result.exit_code == 0, result.stderr
+    rows = settings_shown([line.rstrip() for line in result.stdout.splitlines()])
+    assert rows["context_window"][1] == SOURCES["default"]
+    assert rows["max_output_tokens"][1].startswith("default: hango's 4,096")

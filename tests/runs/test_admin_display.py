@@ -254,7 +254,8 @@ def test_the_run_actions_still_cancel_and_resume(staff_client, queued_run):
 
 def test_a_run_page_shows_each_call_s_cache_reads_beside_the_prediction(staff_client, finished):
     # The demo model reads nothing from a cache: turn 2's call as a provider would report it.
-    UsageRecord.objects.filter(run_id=finished.pk, dedupe_key=f"{finished.pk}:2:0").update(
+    UsageRecord.objects.filter(run_id=finished.pk,
+                               dedupe_key=f"{finished.pk}/{finished.epoch}:2:0").update(
         input_tokens=100, cache_read_tokens=300, cache_write_tokens=0)
     html = run_page(staff_client, finished)
     table = html[html.index('class="hango-usage hango-cache-calls"'):]

@@ -19,7 +19,8 @@ from hango_project.ids import time_ordered_uuid
 from runs import claims, tasks, worker
 from runs.models import Message, Run, Session
 from runs.services import message_post
-from tests.runs.test_checkpoint import LEASE, ONE_STATEMENT, QUOTA, STATE, _rows
+from tests.runs.conftest import QUOTA
+from tests.runs.test_checkpoint import LEASE, ONE_STATEMENT, STATE, _rows
 from tests.support.api import make_caller
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -123,6 +123,11 @@ def test_a_cancel_stops_a_slow_stream_within_a_second_and_records_its_usage(
     assert model_server.client_left.wait(timeout=3)  # the server saw the client go
     usage = alice.client.get(f"/v1/runs/{run_id}").json()["usage"]
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+    # Recorded once, as the call ended (runs/call_ledger.py): the run's usage is its one row.
+    [row] = UsageRecord.objects.filter(run_id=run_id)
+    assert row.usage_source == "estimated" and row.dedupe_key.endswith(":1:0")  # no tokenizer
+    assert (row.input_tokens, row.output_tokens) == (usage["input_tokens"],
+                                                     usage["output_tokens"])
 
 
 def test_a_stream_without_usage_is_counted_charged_and_held_to_the_quota(

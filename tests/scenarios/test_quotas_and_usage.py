@@ -1,7 +1,7 @@
 """Usage records and quotas through real runs (the worker service on PostgreSQL, inline): one
-row per model call, written with the turn and never twice; 402 on every call that would spend
-past the quota; a run that crosses it stops at the next turn boundary; concurrent starts
-against a nearly spent quota never overspend."""
+row per model call, written as the call ends and never twice, kept when its turn never
+lands; 402 on every call that would spend past the quota; a run that crosses it stops at the
+next turn boundary; concurrent starts against a nearly spent quota never overspend."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from hango_project.errors import QuotaExceeded
 from harness.providers.scripted import ScriptedModel
 from runs import worker
 from runs.admission import run_reservation
+from runs.call_ledger import key_parts
 from runs.checkpointer import Fenced
 from runs.models import Run, RunStatus, Session
 from runs.services import message_post
@@ -54,7 +55,7 @@ def rows(run_id) -> list[UsageRecord]:
 
 
 def assert_rows_match_run(run_id) -> list[UsageRecord]:
-    """The run's counters are the sum of its usage rows; every key is run:turn:index."""
+    """The run's counters are the sum of its usage rows; every key is run/epoch:turn:index."""
     found = rows(run_id)
     run = Run.objects.select_related("session").get(pk=run_id)
     for name in TOKENS:
@@ -62,8 +63,9 @@ def assert_rows_match_run(run_id) -> list[UsageRecord]:
     for r in found:
         assert r.tenant_id == run.session.tenant_id and r.session_id == run.session_id
         assert r.agent_id == run.agent_id
-        run_part, turn, index = r.dedupe_key.split(":")
-        assert run_part == str(run_id) and 1 <= int(turn) <= run.turn and int(index) >= 0
+        epoch, turn, index = key_parts(r.dedupe_key)
+        assert r.dedupe_key.startswith(f"{run_id}/")
+        assert 1 <= epoch <= run.epoch and 1 <= turn <= run.turn + 1 and index >= 0
     assert len({r.dedupe_key for r in found}) == len(found), "a call counted twice"
     return found
 
@@ -109,7 +111,7 @@ def test_a_demo_run_writes_one_row_per_model_call(alice, make_session, inline_ru
     assert run["status"] == "completed" and run["turn"] == 5
     found = assert_rows_match_run(run["id"])
     assert len(found) == 5 and {r.purpose for r in found} == {"run"}
-    assert [r.dedupe_key for r in found] == [f"{run['id']}:{t}:0" for t in range(1, 6)]
+    assert [r.dedupe_key for r in found] == [f"{run['id']}/1:{t}:0" for t in range(1, 6)]
     assert {(r.provider, r.model) for r in found} == {("scripted", "demo")}
 
 
@@ -143,28 +145,23 @@ def test_a_subagents_calls_are_rows_of_the_parent_run(alice, make_agent, make_se
     assert sum(r.input_tokens for r in found) == 6_300
     # The subagent ran inside the parent's first turn: its calls carry that turn's keys.
     assert [r.dedupe_key.split(":", 1)[1] for r in found] == ["1:0", "1:1", "1:2", "1:3", "2:0"]
+    assert all(r.dedupe_key.startswith(f"{run['id']}/1:") for r in found)
 
 
-def test_a_redelivered_turn_adds_no_rows(queued_run):
-    run = claim_run(queued_run.pk, "worker-a")
-    _, halt = one_turn(run)
-    assert halt is None
-    assert len(assert_rows_match_run(run.pk)) == 1
-    # The same turn again (a redelivered task): fenced by the turn counter, nothing written.
-    _, halt = one_turn(run)
-    assert halt == Fenced()
-    assert len(assert_rows_match_run(run.pk)) == 1
-
-
-def test_a_fenced_out_worker_writes_no_rows(queued_run):
+def test_a_fenced_out_workers_call_is_a_row_and_the_redo_another(queued_run):
     stale = claim_run(queued_run.pk, "worker-a")
     Run.objects.filter(pk=queued_run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
     fresh = claim_run(queued_run.pk, "worker-b")
     _, halt = one_turn(stale)
-    assert halt == Fenced() and rows(queued_run.pk) == []
-    one_turn(fresh)
+    # Its turn did not land, but the provider answered the call: it is charged to the run.
+    assert halt == Fenced() and Run.objects.get(pk=queued_run.pk).turn == 0
     assert [r.dedupe_key for r in assert_rows_match_run(queued_run.pk)] == [
-        f"{queued_run.pk}:1:0"]
+        f"{queued_run.pk}/1:1:0"]
+    _, halt = one_turn(fresh)  # the turn again, under the new claim: a call of its own
+    assert halt is None
+    found = assert_rows_match_run(queued_run.pk)
+    assert [r.dedupe_key for r in found] == [f"{queued_run.pk}/1:1:0", f"{queued_run.pk}/2:1:0"]
+    assert Run.objects.get(pk=queued_run.pk).turn == 1
 
 
 # -- quotas -------------------------------------------------------------------------------------

@@ -199,7 +199,7 @@
     state.snapshot = snapshot;
     state.parts = new Map(allParts().map((p) => [p.id, p]));
     if (!same(before, allParts().map((p) => p.id))) build();
-    root.dispatchEvent(new CustomEvent("context:snapshot", {detail: snapshot}));  // cost.js
+    root.dispatchEvent(new CustomEvent("context:snapshot", {detail: snapshot}));  // cost.js, settings.js
   }
 
   // The part's cell holds its id, label and notes: a long id (a memory file's path) wraps there
