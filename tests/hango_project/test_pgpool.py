@@ -83,6 +83,36 @@ def test_a_taker_that_waits_too_long_is_told_which_settings_bound_it(pools):
     pool.give(raw)
 
 
+def test_a_queue_that_moves_waits_past_the_timeout_without_failing(pools):
+    """Backpressure: the timeout bounds a pool that stopped moving, not a taker's place in a
+    queue where connections keep coming back (each holder here keeps its one for 0.15 s, so
+    the last of six waits about 0.75 s, past the 0.3 s timeout)."""
+    connect = pools.connect
+    pool = pools(size=1, timeout=0.3)
+    served: list[float] = []
+    failed: list[Exception] = []
+
+    def take(*, first: bool) -> None:
+        try:
+            raw, _ = pool.take(connect, first=first)
+        except PoolTimeout as exc:
+            failed.append(exc)
+            return
+        served.append(time.monotonic())
+        time.sleep(0.15)
+        pool.give(raw)
+
+    started = time.monotonic()
+    takers = [threading.Thread(target=take, kwargs={"first": k == 5}) for k in range(6)]
+    for thread in takers:
+        thread.start()
+    for thread in takers:
+        thread.join(10)
+    assert failed == [] and len(served) == 6
+    assert max(served) - started > 0.3 + 0.15  # the last one waited past the timeout
+    assert pool.stats().open == 1
+
+
 def test_a_first_in_line_taker_gets_the_next_connection_given_back(pools):
     connect = pools.connect
     pool = pools(size=1, timeout=5)
