@@ -34,7 +34,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
-from runs import fairness, handoff, worker
+from runs import fairness, handoff, queued_tasks, worker
 from runs.worker import Outcome
 
 log = logging.getLogger(__name__)
@@ -109,8 +109,12 @@ def reconcile() -> int:
     again at once instead of a grace period later. (A worker handed one meanwhile waits for its
     row lock in the claim; one sent twice is skipped by the second claim.)"""
     sent, started = 0, timezone.now()
+    # Runs whose tasks wait in the queue are not stranded, however long they have waited.
+    knobs = hango()
+    waiting = (queued_tasks.waiting_runs(knobs.reconcile_grace_seconds)
+               if knobs.broker_url and not knobs.run_inline else frozenset())
     while True:
-        batch = _reconcile_batch(started)
+        batch = _reconcile_batch(started, waiting)
         if batch is None:
             return sent
         sent += batch
@@ -118,7 +122,7 @@ def reconcile() -> int:
             return sent
 
 
-def _reconcile_batch(started: datetime) -> int | None:
+def _reconcile_batch(started: datetime, waiting: frozenset[uuid.UUID]) -> int | None:
     """One batch of the pass begun at ``started``: how many runs it sent, None when a send
     failed (nothing changed)."""
     if hango().run_inline or not hango().broker_url:
@@ -127,7 +131,7 @@ def _reconcile_batch(started: datetime) -> int | None:
             enqueue_run(run_id)
         return len(stranded)
     with transaction.atomic():
-        stranded = handoff.reconcile_runs(since=started)
+        stranded = handoff.reconcile_runs(since=started, waiting=waiting)
         for run_id in stranded:
             if not send_run(str(run_id), priority=PRIORITY_RECOVERED):
                 transaction.set_rollback(True)
