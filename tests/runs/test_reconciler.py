@@ -1,5 +1,5 @@
-"""The reconciler's thread: a pass as it starts, then one per interval, until stopped (a private
-Redis, PostgreSQL)."""
+"""The reconciler's thread: a pass as it starts, then one per interval, until stopped; a pass
+leaves alone a run whose task waits in the queue (a private Redis, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from runs import tasks
 from runs.models import Run, Session
 from runs.reconciler import ReconcilerThread
 from runs.services import message_post
@@ -46,3 +47,20 @@ def test_the_thread_reconciles_at_once_and_on_every_interval_until_stopped(
 def test_an_interval_must_be_positive():
     with pytest.raises(ValueError, match="positive"):
         ReconcilerThread(0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pass_sends_again_only_the_queued_run_whose_task_the_queue_does_not_hold(
+        alice, make_session, private_broker):
+    lost = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
+                        content="sent while the broker was down")[1]
+    private_broker.start()
+    waiting = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
+                           content="sent, and waiting behind a backlog")[1]
+    assert queued_tasks(private_broker.url) == 1
+    long_ago = timezone.now() - timedelta(hours=1)  # both far past the grace period
+    Run.objects.filter(pk__in=[lost.pk, waiting.pk]).update(updated_at=long_ago)
+    assert tasks.reconcile() == 1
+    assert queued_tasks(private_broker.url) == 2  # the lost run's task, sent again
+    assert Run.objects.get(pk=waiting.pk).updated_at == long_ago  # untouched
+    assert Run.objects.get(pk=lost.pk).updated_at > long_ago
