@@ -16,11 +16,12 @@ failures. ``docs/architecture.md`` (*Runs in flight*) says what was measured.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from hango_project.config import hango
 
+WAITING_EVERY = 5.0  # seconds; well within the reconciler's grace (HANGO_RECONCILE_GRACE_SECONDS)
 _gate: threading.BoundedSemaphore | None = None
 _gate_lock = threading.Lock()
 
@@ -39,11 +40,15 @@ def _semaphore() -> threading.BoundedSemaphore:
 
 
 @contextmanager
-def starting() -> Iterator[None]:
+def starting(waiting: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold one of the process's start slots for the block (a run's claim and build),
-    waiting as long as it takes for one to free."""
+    waiting as long as it takes for one to free; ``waiting()`` is called every
+    :data:`WAITING_EVERY` seconds of the wait (the task keeps its reservation fresh, so the
+    reconciler knows a live worker holds the run: :mod:`runs.queued_tasks`)."""
     gate = _semaphore()
-    gate.acquire()
+    while not gate.acquire(timeout=WAITING_EVERY):
+        if waiting is not None:
+            waiting()
     try:
         yield
     finally:

@@ -9,11 +9,13 @@ the runs they duplicated. A run whose task the queue still holds is not stranded
 comes. So a pass first reads which runs the queue holds (:func:`waiting_runs`) and passes them
 over; what it sends is what the broker truly lost.
 
-The tasks workers have reserved count too while they are recent (delivered within the grace
-period: kombu's ``unacked_index`` says when): a worker holds a thousand reservations, and a run
-whose task waits there for its turn to start (:mod:`runs.intake`) is not stranded either. An
-older reservation whose run nobody claimed may belong to a worker that died (kombu keeps it
-until the visibility timeout, an hour): its run is sent again, as before.
+The tasks workers have reserved count too while they are recent (kombu's ``unacked_index``
+holds when each was delivered): a worker holds a thousand reservations, and a run whose task
+waits for its turn to start (:mod:`runs.intake`) is not stranded either. Such a task keeps its
+reservation recent while it waits (:func:`keeper`: under a starved CPU the wait can pass the
+grace period). A reservation older than the grace period whose run nobody claimed belongs to a
+worker that died (kombu keeps it until the visibility timeout, an hour): its run is sent again,
+as before.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from celery import current_app
@@ -65,3 +68,25 @@ def _collect(found: set[bytes], messages: list[bytes | None]) -> None:
     for message in messages:  # a task's one argument is its run's id
         if message is not None:  # acknowledged between the two reads
             found.update(_UUID.findall(message))
+
+
+def keeper(request: Any) -> Callable[[], None] | None:
+    """For a task being executed (its ``request``), what keeps its reservation recent: its
+    delivery's time in kombu's ``unacked_index`` set to now, if it is still there. None for a
+    task not delivered by kombu's Redis transport (run eagerly, say)."""
+    tag = (getattr(request, "delivery_info", None) or {}).get("delivery_tag")
+    if not tag:
+        return None
+
+    def keep() -> None:
+        try:
+            app: Any = current_app  # its broker connection pool, typed wrongly by the stubs
+            with app.pool.acquire(block=True) as conn:
+                channel: Any = conn.default_channel
+                if hasattr(channel, "unacked_index_key"):
+                    with channel.conn_or_acquire() as client:
+                        client.zadd(channel.unacked_index_key, {tag: time.time()}, xx=True)
+        except Exception as exc:  # noqa: BLE001 (at worst the reconciler sends a duplicate)
+            log.warning("a waiting task's reservation was not renewed (%s)", type(exc).__name__)
+
+    return keep

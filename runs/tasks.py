@@ -18,11 +18,12 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.db import (
     InterfaceError,
     OperationalError,
@@ -139,10 +140,11 @@ def _reconcile_batch(started: datetime, waiting: frozenset[uuid.UUID]) -> int | 
     return len(stranded)
 
 
-def advance_run(run_id: str) -> Outcome:
+def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None) -> Outcome:
     """Advance the run for one time slice; a run whose slice ran out goes back in the queue, and
-    one that ended hands its session on to the next message waiting there."""
-    outcome = worker.execute_run(run_id)
+    one that ended hands its session on to the next message waiting there. ``waiting`` is
+    called now and then while the run waits to start (:func:`runs.worker.execute_run`)."""
+    outcome = worker.execute_run(run_id, waiting=waiting)
     if outcome is Outcome.YIELDED:
         enqueue_run(run_id)
     elif outcome in worker.MAY_HAVE_ENDED and (started := handoff.start_queued(run_id)):
@@ -155,15 +157,17 @@ def advance_run(run_id: str) -> Outcome:
 
 @shared_task(
     name="runs.execute_run",
+    bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
     autoretry_for=(InterfaceError, OperationalError),  # the database went away mid-run
     retry_backoff=True,
     max_retries=5,
 )
-def execute_run(run_id: str) -> str:
-    """Advance a run until it ends or its time slice is used; safe to deliver twice."""
-    return advance_run(run_id).value
+def execute_run(self: Task, run_id: str) -> str:
+    """Advance a run until it ends or its time slice is used; safe to deliver twice. While the
+    run waits for its worker to start it, its reservation is kept fresh for the reconciler."""
+    return advance_run(run_id, waiting=queued_tasks.keeper(self.request)).value
 
 
 def _local_executor() -> ThreadPoolExecutor:

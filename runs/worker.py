@@ -118,16 +118,18 @@ def _release(run: Run) -> None:
     run.lease_owner, run.lease_expires_at = "", None
 
 
-def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
+def execute_run(run_id: str, *, owner: str | None = None,
+                waiting: Callable[[], None] | None = None) -> Outcome:
     """Advance the run for up to one time slice and say what happened. It never enqueues: a
     :attr:`Outcome.YIELDED` run is for the caller (:mod:`runs.tasks`) to hand on.
 
     The slice is a span of the run's trace (:func:`runs.tracing.slice_span`), and the run counts
     as in flight in this process while it runs. Its claim and build wait for one of the
-    process's start slots (:mod:`runs.intake`), given back once the loop is built."""
+    process's start slots (:mod:`runs.intake`, calling ``waiting()`` now and then while they
+    wait), given back once the loop is built."""
     owner = owner or worker_identity()
     with ExitStack() as start:
-        start.enter_context(intake.starting())
+        start.enter_context(intake.starting(waiting))
         run = claim_run(run_id, owner)
         if run is None:
             start.close()

@@ -4,13 +4,17 @@ leaves alone a run whose task waits in the queue (a private Redis, PostgreSQL)."
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
+from hango_project.celery import app as celery_app
 from runs import tasks
 from runs.models import Run, Session
+from runs.queued_tasks import keeper, waiting_runs
 from runs.reconciler import ReconcilerThread
 from runs.services import message_post
 from runs.worker import claim_run
@@ -64,3 +68,25 @@ def test_a_pass_sends_again_only_the_queued_run_whose_task_the_queue_does_not_ho
     assert queued_tasks(private_broker.url) == 2  # the lost run's task, sent again
     assert Run.objects.get(pk=waiting.pk).updated_at == long_ago  # untouched
     assert Run.objects.get(pk=lost.pk).updated_at > long_ago
+
+
+def test_a_reservation_is_waiting_while_recent_and_a_waiting_task_keeps_it_so(private_broker):
+    private_broker.start()
+    run_id = uuid.uuid4()
+    tasks.send_run(str(run_id))
+    assert run_id in waiting_runs(30)  # in the queue
+    with celery_app.connection_for_write() as conn:
+        channel = conn.default_channel
+        reserved = channel.basic_get("runs", no_ack=False)  # as a worker reserves it
+        assert run_id in waiting_runs(30)  # reserved just now
+        client = channel.client
+        client.zadd(channel.unacked_index_key, {reserved.delivery_tag: time.time() - 60})
+        assert run_id not in waiting_runs(30)  # its worker may be dead
+        keep = keeper(SimpleNamespace(
+            delivery_info={"delivery_tag": reserved.delivery_tag}))
+        assert keep is not None
+        keep()  # what the task does while it waits to start
+        assert run_id in waiting_runs(30)
+        reserved.ack()
+    assert run_id not in waiting_runs(30)
+    assert keeper(SimpleNamespace(delivery_info={})) is None  # run eagerly
