@@ -21,7 +21,6 @@ from contextlib import contextmanager
 
 from hango_project.config import hango
 
-WAITING_EVERY = 5.0  # seconds; well within the reconciler's grace (HANGO_RECONCILE_GRACE_SECONDS)
 _gate: threading.BoundedSemaphore | None = None
 _gate_lock = threading.Lock()
 
@@ -42,11 +41,12 @@ def _semaphore() -> threading.BoundedSemaphore:
 @contextmanager
 def starting(waiting: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold one of the process's start slots for the block (a run's claim and build),
-    waiting as long as it takes for one to free; ``waiting()`` is called every
-    :data:`WAITING_EVERY` seconds of the wait (the task keeps its reservation fresh, so the
-    reconciler knows a live worker holds the run: :mod:`runs.queued_tasks`)."""
+    waiting as long as it takes for one to free; ``waiting()`` is called every third of the
+    reconciler's grace period while it waits (the task keeps its reservation recent, so that
+    the reconciler knows a live worker holds the run: :mod:`runs.queued_tasks`)."""
     gate = _semaphore()
-    while not gate.acquire(timeout=WAITING_EVERY):
+    every = max(0.5, hango().reconcile_grace_seconds / 3)
+    while not gate.acquire(timeout=every):
         if waiting is not None:
             waiting()
     try:
