@@ -45,10 +45,13 @@ def starting(waiting: Callable[[], None] | None = None) -> Iterator[None]:
     reconciler's grace period while it waits (the task keeps its reservation recent, so that
     the reconciler knows a live worker holds the run: :mod:`runs.queued_tasks`)."""
     gate = _semaphore()
-    every = max(0.5, hango().reconcile_grace_seconds / 3)
-    while not gate.acquire(timeout=every):
+    if not gate.acquire(blocking=False):
+        every = max(0.5, hango().reconcile_grace_seconds / 3)
         if waiting is not None:
             waiting()
+        while not gate.acquire(timeout=every):
+            if waiting is not None:
+                waiting()
     try:
         yield
     finally:
