@@ -78,7 +78,8 @@ def keeper(request: Any) -> Callable[[], None] | None:
     reservation is kept recent — its delivery's time in kombu's ``unacked_index`` set to now
     — by this process's :class:`_Renewer`, all the waiting tasks' in one command. None for a
     task not delivered by kombu's Redis transport (run eagerly, say)."""
-    tag = (getattr(request, "delivery_info", None) or {}).get("delivery_tag")
+    # Celery passes the message's properties on (its delivery_info leaves the tag out).
+    tag = (getattr(request, "properties", None) or {}).get("delivery_tag")
     if not tag:
         return None
     return lambda: _Renewer.get().waits(tag)

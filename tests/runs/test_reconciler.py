@@ -82,8 +82,7 @@ def test_a_reservation_is_waiting_while_recent_and_a_waiting_task_keeps_it_so(pr
         client = channel.client
         client.zadd(channel.unacked_index_key, {reserved.delivery_tag: time.time() - 60})
         assert run_id not in waiting_runs(30)  # its worker may be dead
-        keep = keeper(SimpleNamespace(
-            delivery_info={"delivery_tag": reserved.delivery_tag}))
+        keep = keeper(SimpleNamespace(properties=reserved.properties))  # a task's request
         assert keep is not None
         keep()  # what the task does while it waits to start; its process renews it soon
         deadline = time.monotonic() + 20
@@ -92,4 +91,4 @@ def test_a_reservation_is_waiting_while_recent_and_a_waiting_task_keeps_it_so(pr
             time.sleep(0.2)
         reserved.ack()
     assert run_id not in waiting_runs(30)
-    assert keeper(SimpleNamespace(delivery_info={})) is None  # run eagerly
+    assert keeper(SimpleNamespace(properties={})) is None  # run eagerly
