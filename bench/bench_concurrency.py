@@ -1,15 +1,19 @@
 """Runs in flight under real model latency: N runs of the shared workload at once, each model
-call taking ``--latency-ms``, on workers as ``make worker`` starts them (a gevent process per
-CPU, ``--processes``), and the peers (langchain ``create_agent`` and deepagents on asyncio, a
-pool of 20 PostgreSQL connections) on the same runs in the same invocation. Prints figures
-only; how to run it and the targets: README.md ("Runs in flight").
+call taking ``--latency-ms``, on the worker exactly as ``make worker`` starts it (the worker
+group, its documented defaults: a gevent process per CPU, 1,000 runs and 10 connections a
+process), and the peers (langchain ``create_agent`` and deepagents on asyncio, a pool of 20
+PostgreSQL connections) on the same runs in the same invocation. Prints figures only; how to
+run it and the targets: README.md ("Runs in flight").
 
 hango's runs are queued as a post leaves them (session, user message, queued run and its
 status event, written in bulk beforehand: posting is not what is measured), then handed to the
 worker as a post hands them over, one task each (``runs.tasks.send_run`` at the run's fair
-priority), the clock starting at the first. The worker (:mod:`bench.concurrency_app`) stamps
-each run's first model call; the runs' ``finished_at`` end the clock. While they go the
-benchmark samples the runs in flight, the worker's PostgreSQL connections and its RSS.
+priority), the clock starting at the first. The worker group imports
+:mod:`bench.concurrency_app` (``-I``), which stamps each run's first model call; the runs'
+``finished_at`` end the clock. While they go the benchmark samples the runs in flight, the
+worker's PostgreSQL connections and its RSS, meters the CPU of the workers, of the PostgreSQL
+backends of the benchmark's own database (no other database's) and of the sender, and counts
+in the workers' log what overload leaves there (:mod:`bench.worker_logs`).
 """
 
 from __future__ import annotations
@@ -35,10 +39,12 @@ from bench.handover import hand_over, queue_runs  # noqa: E402
 from bench.sampling import (  # noqa: E402
     CpuMeter,
     Sampler,
+    backends_of,
     connections_named,
     pct,
     pids_named,
 )
+from bench.worker_logs import overload_counts  # noqa: E402
 from tests.support.servers import stop_group  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_concurrency"
@@ -46,7 +52,9 @@ DEFAULT_BROKER = "redis://127.0.0.1:6379/10"
 WORKER_APP = "hango-bench-worker"  # the worker's connections by name (libpq reads PGAPPNAME)
 PEER_SCRIPT = ROOT / "bench" / "peer_concurrency.py"
 PEERS = ("create_agent", "deepagents")
+PEER_DATABASE = "anchors_bench"  # the peers' (shared/bench/peer/workload.py)
 PROMPT = "Run the benchmark task. #"
+DEFAULT_SIZES = "10,100,1000,5000"
 
 
 
@@ -54,13 +62,20 @@ PROMPT = "Run the benchmark task. #"
 class Hango:
     def __init__(self, db: str, broker: str, turns: int, latency_ms: int, concurrency: int,
                  pool_size: int, processes: int, senders: int = 2) -> None:
+        """``concurrency``, ``pool_size`` and ``processes`` of 0 leave the documented defaults
+        (``make worker``'s) alone; another value sets its variable for the workers."""
         ensure_database(db)
         self.env = {"DATABASE_URL": db, "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0",
                     "BENCH_WORKLOAD_TURNS": str(turns),
                     "HANGO_SCRIPTED_DELAY_MS": str(latency_ms),
-                    "HANGO_WORKER_CONCURRENCY": str(concurrency),
-                    "HANGO_DATABASE_POOL_SIZE": str(pool_size),
                     "HANGO_DEFAULT_MAX_TURNS": str(turns + 1)}
+        for name, value in (("HANGO_WORKER_CONCURRENCY", concurrency),
+                            ("HANGO_DATABASE_POOL_SIZE", pool_size),
+                            ("HANGO_WORKER_PROCESSES", processes)):
+            if value:
+                self.env[name] = str(value)
+            else:
+                os.environ.pop(name, None)
         os.environ.update(self.env)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
         import django
@@ -83,12 +98,13 @@ class Hango:
         self.agent = agent_create(member=self.member, data={
             "name": f"workload-{turns}", "model": f"scripted:workload-{turns}",
             "config": {"max_turns": turns + 1}})
-        self.processes = processes
+        self.processes = processes or len(os.sched_getaffinity(0))  # the group's own default
         self.senders = senders
-        self.workers: list[subprocess.Popen] = []
-        self.stamp_files: list[str] = []
+        self.group: subprocess.Popen | None = None
+        self.stamps = ""
         self.logs: list[str] = []
         self.tags: dict[str, str] = {}
+        self.cpus = len(os.sched_getaffinity(0))
 
     # -- the workers ---------------------------------------------------------------------
 
@@ -98,49 +114,67 @@ class Hango:
         self.execute(self.queue(3 * self.processes), sample=False)
 
     def start_workers(self) -> None:
+        """``make worker``'s command (``python -m hango_project.worker_group --loglevel INFO``)
+        with the stamping module imported (``-I``), its processes logging to one file."""
         self.redis.delete("runs", "unacked", "unacked_index")
-        self.workers, self.stamp_files = [], []
-        for k in range(self.processes):
-            log = tempfile.NamedTemporaryFile("w+", prefix=f"bench-concurrency-{k}-",
-                                              suffix=".log", delete=False)
-            stamps = tempfile.NamedTemporaryFile(prefix="bench-first-calls-", delete=False).name
-            cmd = [sys.executable, "-m", "celery", "-A", "bench.concurrency_app", "worker",
-                   "--pool", "gevent", "--loglevel", "INFO", "-Q", "runs",
-                   "--hostname", f"bench-{os.getpid()}-{k}@%h", "--without-mingle",
-                   "--without-gossip"]
-            self.workers.append(subprocess.Popen(
-                cmd, cwd=ROOT, env={**os.environ, **self.env, "PGAPPNAME": WORKER_APP,
-                                    "BENCH_FIRST_CALLS_FILE": stamps},
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-            self.logs.append(log.name)
-            self.stamp_files.append(stamps)
-        deadline = time.monotonic() + 60
-        for worker, log_path in zip(self.workers, self.logs[-self.processes:], strict=True):
-            while " ready." not in Path(log_path).read_text():
-                if worker.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"worker did not start:\n{Path(log_path).read_text()}")
-                time.sleep(0.1)
+        log = tempfile.NamedTemporaryFile("w+", prefix="bench-concurrency-", suffix=".log",
+                                          delete=False)
+        self.stamps = tempfile.NamedTemporaryFile(prefix="bench-first-calls-",
+                                                  delete=False).name
+        cmd = [sys.executable, "-m", "hango_project.worker_group", "--loglevel", "INFO",
+               "-I", "bench.concurrency_app"]
+        self.group = subprocess.Popen(
+            cmd, cwd=ROOT, env={**os.environ, **self.env, "PGAPPNAME": WORKER_APP,
+                                "BENCH_FIRST_CALLS_FILE": self.stamps},
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.logs.append(log.name)
+        deadline = time.monotonic() + 90
+        while Path(log.name).read_text().count(" ready.") < self.processes:
+            if self.group.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"workers did not start:\n{Path(log.name).read_text()}")
+            time.sleep(0.1)
+
+    def slots(self) -> str:
+        """The workers' processes, runs and connections, e.g. ``2x gevent-1000/pool-10``."""
+        from hango_project.config import from_environment
+
+        knobs = from_environment()  # the workers' environment: self.env over this one's
+        return (f"{self.processes}x gevent-{knobs.worker_concurrency}/"
+                f"pool-{knobs.database_pool_size}")
+
+    def worker_pids(self) -> list[int]:
+        """The group's front and its worker processes."""
+        if self.group is None:
+            return []
+        try:
+            children = Path(f"/proc/{self.group.pid}/task/{self.group.pid}/children").read_text()
+        except OSError:
+            return []
+        return [self.group.pid, *map(int, children.split())]
 
     def stop(self) -> dict[str, float]:
-        """Stop the workers (a warm shutdown: each writes its stamps); the first model call of
+        """Stop the workers (a warm shutdown: each appends its stamps); the first model call of
         each run they made, by run id."""
         firsts: dict[str, float] = {}
-        for worker in self.workers:
-            stop_group(worker, timeout=60)
-        for path in self.stamp_files:
-            for line in Path(path).read_text().splitlines():
+        if self.group is not None:
+            stop_group(self.group, timeout=60)
+        if self.stamps:
+            for line in Path(self.stamps).read_text().splitlines():
                 tag, at = line.split()
                 if tag in self.tags:
                     firsts[self.tags[tag]] = float(at)
-            os.unlink(path)
-        self.workers, self.stamp_files = [], []
+            os.unlink(self.stamps)
+        self.group, self.stamps = None, ""
         return firsts
 
     def rss_mib(self) -> float:
         total = 0
-        for worker in self.workers:
-            with open(f"/proc/{worker.pid}/status") as f:
-                total += int(next(x for x in f if x.startswith("VmRSS:")).split()[1])
+        for pid in self.worker_pids()[1:]:
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    total += int(next(x for x in f if x.startswith("VmRSS:")).split()[1])
+            except OSError:  # restarted by the group meanwhile
+                continue
         return total / 1024
 
     # -- runs ----------------------------------------------------------------------------
@@ -205,10 +239,10 @@ class Hango:
         sampler = Sampler({"running": running, "connections": connections_named(WORKER_APP),
                            "rss": lambda cur: self.rss_mib()}, every=0.2)
         me = os.getpid()
-        meter = CpuMeter({"worker": lambda: [w.pid for w in self.workers],
-                          "postgres": lambda: pids_named("postgres"),
+        meter = CpuMeter({"worker": self.worker_pids, "postgres": backends_of(),
                           "redis": lambda: pids_named("redis-server"),
                           "sender": lambda: [me]})
+        logged = Path(self.logs[-1]).stat().st_size
         if sample:
             sampler.start()
         meter.start()
@@ -219,8 +253,8 @@ class Hango:
             left = Run.objects.filter(pk__in=run_ids).exclude(status__in=finished).count()
             if not left:
                 break
-            if any(worker.poll() is not None for worker in self.workers):
-                raise SystemExit(f"a worker died; the logs: {self.logs}")
+            if self.group is None or self.group.poll() is not None:
+                raise SystemExit(f"the worker group died; the logs: {self.logs}")
             time.sleep(0.2)
         cpu = meter.stop()
         samples = sampler.stop() if sample else sampler.values
@@ -230,7 +264,14 @@ class Hango:
         if bad:
             raise SystemExit(f"{len(bad)} runs did not complete ({set(bad)}); logs {self.logs}")
         wall = max(f.timestamp() for _, _, f in rows) - started
-        return {"runs": len(run_ids), "calls": self.turns + 1, "wall": wall,
+        with open(self.logs[-1], errors="replace") as f:  # this round's lines only
+            f.seek(logged)
+            counts = overload_counts(f.read())
+        # The CPU-bound limit: the wall the round's CPU needs at the least on these cores (Redis,
+        # one server every helper shares, is metered but left out of it).
+        cpu_bound = sum(cpu[g] for g in ("worker", "postgres", "sender")) / self.cpus
+        return {**counts, "cpu_bound": cpu_bound, "load": os.getloadavg()[0],
+                "runs": len(run_ids), "calls": self.turns + 1, "wall": wall,
                 "handed_over": handed_over, "most_in_flight": max(samples["running"], default=0),
                 "turns_per_s": sum(t for _, t, _ in rows) / wall,
                 "connections_peak": max(samples["connections"], default=0),
@@ -256,7 +297,7 @@ class Hango:
 def run_peer(python: str, agent: str, runs: int, turns: int, latency_ms: int) -> dict | None:
     cmd = [python, str(PEER_SCRIPT), "--agent", agent, "--runs", str(runs), "--turns",
            str(turns), "--latency-ms", str(latency_ms), "--pool", "20"]
-    meter = CpuMeter({"postgres": lambda: pids_named("postgres"),
+    meter = CpuMeter({"postgres": backends_of(PEER_DATABASE),
                       "redis": lambda: pids_named("redis-server")}).start()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -275,17 +316,21 @@ def run_peer(python: str, agent: str, runs: int, turns: int, latency_ms: int) ->
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default="10,100,1000,5000", help="runs at once, comma-separated")
+    ap.add_argument("--sizes", default=DEFAULT_SIZES, help="runs at once, comma-separated")
     ap.add_argument("--turns", type=int, default=4,
                     help="tool turns of the workload; a run makes turns + 1 model calls")
     ap.add_argument("--latency-ms", type=int, default=2000, help="each model call's latency")
     ap.add_argument("--reps", type=int, default=1, help="rounds of every size")
     ap.add_argument("--concurrency", type=int, default=0,
-                    help="HANGO_WORKER_CONCURRENCY (default: the largest size)")
-    ap.add_argument("--pool-size", type=int, default=10, help="HANGO_DATABASE_POOL_SIZE")
-    ap.add_argument("--processes", type=int, default=len(os.sched_getaffinity(0)),
-                    help="worker processes, each with the concurrency and the pool size "
-                         "(default: one per CPU, as make worker's group starts them)")
+                    help="HANGO_WORKER_CONCURRENCY (default: unset, the documented 1,000)")
+    ap.add_argument("--pool-size", type=int, default=0,
+                    help="HANGO_DATABASE_POOL_SIZE (default: unset, the documented 10)")
+    ap.add_argument("--processes", type=int, default=0,
+                    help="HANGO_WORKER_PROCESSES (default: unset, one per CPU as make worker's "
+                         "group starts them)")
+    ap.add_argument("--overload", action="store_true",
+                    help="one round of 5,000 runs (or --sizes), hango alone: what overload "
+                         "left in the workers' log and the wall against the CPU-bound limit")
     ap.add_argument("--senders", type=int, default=2,
                     help="web processes handing the runs over at once (make serve runs two "
                          "gunicorn workers); 1: one after another")
@@ -302,18 +347,20 @@ def main() -> None:
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     if a.fairness:
-        hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency or 1000,
-                      a.pool_size, a.processes, a.senders)
+        hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency, a.pool_size,
+                      a.processes, a.senders)
         row = hango.fairness(a.fairness)
-        print(f"{row['backlog']} runs of one tenant on {a.processes} x "
-              f"{hango.env['HANGO_WORKER_CONCURRENCY']} slots, then another tenant's run: its "
+        print(f"{row['backlog']} runs of one tenant on {hango.slots()} slots, then another "
+              f"tenant's run: its "
               f"first model call {row['newcomer_first']:.2f} s after it was sent (target <= "
               f"2 s: {'yes' if row['newcomer_first'] <= 2 else 'NO'}); by then "
               f"{row['backlog_started']} of the backlog had started, their first call p50 "
               f"{row['backlog_first_p50']:.2f} s, max {row['backlog_first_max']:.2f} s")
         return
-    hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency or max(sizes),
-                  a.pool_size, a.processes, a.senders)
+    if a.overload:
+        sizes, a.peer = ([5000] if a.sizes == DEFAULT_SIZES else sizes), None
+    hango = Hango(a.db, a.broker, a.turns, a.latency_ms, a.concurrency, a.pool_size,
+                  a.processes, a.senders)
     results: list[dict] = []
     for rep in range(a.reps):
         for n in sizes:
@@ -323,9 +370,7 @@ def main() -> None:
             for system in order:
                 if system == "hango":
                     row = hango.round(n)
-                    row["config"] = (f"hango/{a.processes}x gevent-"
-                                     f"{hango.env['HANGO_WORKER_CONCURRENCY']}/pool-{a.pool_size}"
-                                     f"/{a.senders} senders")
+                    row["config"] = f"hango/{hango.slots()}/{a.senders} senders"
                 else:
                     row = run_peer(a.peer, system, n, a.turns, a.latency_ms)
                 if row is not None:

@@ -1,10 +1,12 @@
 """Real Celery workers on Redis and PostgreSQL: a run's fixed cost before its first model call,
 and turns per second with many runs at once. Prints figures only; how to run it: README.md.
 
-The workers are ``celery -A bench.worker_app worker`` (prefork), started and stopped here; the
-runs are the shared workload (``scripted:workload-<T>``), queued with the service that makes
-them (``runs.services.message_post``) and handed to the workers as hango hands them over (the
-``runs.execute_run`` task). The stamps are taken in the workers (:mod:`bench.worker_app`).
+The workers are ``make worker``'s group at its documented defaults
+(``python -m hango_project.worker_group``: a gevent process per CPU), importing
+:mod:`bench.worker_app` (``-I``) for its stamps, started and stopped here; the runs are the
+shared workload (``scripted:workload-<T>``), queued with the service that makes them
+(``runs.services.message_post``) and handed to the workers as hango hands them over (the
+``runs.execute_run`` task).
 """
 
 from __future__ import annotations
@@ -70,18 +72,20 @@ class Bench:
             "config": {"max_turns": T + 1}}) for T in turns}
         self.worker: subprocess.Popen | None = None
 
-    def start(self, concurrency: int) -> None:
+    def start(self) -> None:
         log = tempfile.NamedTemporaryFile("w+", prefix="bench-worker-", suffix=".log",
                                           delete=False)
-        cmd = [sys.executable, "-m", "celery", "-A", "bench.worker_app", "worker", "--pool",
-               "prefork", "--concurrency", str(concurrency), "--loglevel", "INFO", "-Q", "runs",
-               "--hostname", f"bench-{os.getpid()}@%h", "--without-mingle", "--without-gossip"]
+        cmd = [sys.executable, "-m", "hango_project.worker_group", "--loglevel", "INFO",
+               "-I", "bench.worker_app"]
         self.worker = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **self.env},
                                        stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True)
         self.log_path = log.name
-        deadline = time.monotonic() + 60
-        while " ready." not in Path(self.log_path).read_text():
+        from hango_project.config import from_environment
+
+        processes = from_environment().worker_processes or len(os.sched_getaffinity(0))
+        deadline = time.monotonic() + 90
+        while Path(self.log_path).read_text().count(" ready.") < processes:
             if self.worker.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"worker did not start:\n{Path(self.log_path).read_text()}")
             time.sleep(0.1)
@@ -91,7 +95,7 @@ class Bench:
             stop_group(self.worker, timeout=30)
 
     def processes(self) -> tuple[list[int], list[int]]:
-        """The worker's processes (the main one and its pool's) and its database backends."""
+        """The worker group's processes (its front and its workers) and its database backends."""
         assert self.worker is not None
         children = Path(f"/proc/{self.worker.pid}/task/{self.worker.pid}/children")
         workers = [self.worker.pid, *map(int, children.read_text().split())]
@@ -189,7 +193,8 @@ def main() -> None:
     ap.add_argument("--db", default=os.environ.get("BENCH_WORKERS_DATABASE_URL", DEFAULT_DB))
     ap.add_argument("--broker", default=os.environ.get("BENCH_BROKER_URL", DEFAULT_BROKER),
                     help="a Redis database of the benchmark's own (its keys are deleted)")
-    ap.add_argument("--concurrency", type=int, default=4, help="prefork processes")
+    ap.add_argument("--peer-processes", type=int, default=4,
+                    help="the peer's processes (hango's worker is make worker's group)")
     ap.add_argument("--runs", type=int, default=50, help="runs at once in a throughput round")
     ap.add_argument("--turns", type=int, default=20, help="T of a throughput round's runs")
     ap.add_argument("--rounds", type=int, default=5)
@@ -200,19 +205,19 @@ def main() -> None:
     bench = Bench(a.db, a.broker, {2, a.turns})
     results: dict = {"fixed": [], "rounds": [], "peer": []}
     try:
-        bench.start(a.concurrency)
-        bench.execute(bench.queue(2, 3 * a.concurrency))  # warm every process
+        bench.start()
+        bench.execute(bench.queue(2, 12))  # warm every process
         results["fixed"] = fixed_costs(bench, a.fixed_reps)
         for rnd in range(a.rounds):  # ours and the peer's rounds alternate
             results["rounds"].append(throughput(bench, a.runs, a.turns))
             if a.peer:
                 bench.stop()  # the peer gets the machine as ours had it: no idle worker
                 fixed_reps = a.fixed_reps if rnd == 0 else 0  # its fixed cost, in round 1
-                peer = run_peer(a.peer, a.concurrency, a.runs, a.turns, fixed_reps)
+                peer = run_peer(a.peer, a.peer_processes, a.runs, a.turns, fixed_reps)
                 if peer is not None:
                     results["peer"].append(peer)
-                bench.start(a.concurrency)
-                bench.execute(bench.queue(2, 3 * a.concurrency))
+                bench.start()
+                bench.execute(bench.queue(2, 12))
             print(f"round {rnd + 1}/{a.rounds} done", file=sys.stderr, flush=True)
     finally:
         bench.stop()
@@ -224,7 +229,7 @@ def main() -> None:
 def report(a, results: dict) -> None:
     fixed, rounds, peer = results["fixed"], results["rounds"], results["peer"]
     print(f"hango worker benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  cpus {os.cpu_count()}"
-          f"  load {os.getloadavg()[0]:.2f}  prefork concurrency {a.concurrency}")
+          f"  load {os.getloadavg()[0]:.2f}  make worker's group (gevent, the defaults)")
     print(f"\n== fixed cost before the first model call, {len(fixed)} runs one at a time, in the "
           "worker: ms, median (p10–p90) ==")
     for key, label in (("pre", "task start -> first model call"),
@@ -253,7 +258,7 @@ def report(a, results: dict) -> None:
               f"{spread([p['c2c_p50'] for p in peer], 1e3, '{:.2f}')}, p99 "
               f"{spread([p['c2c_p99'] for p in peer], 1e3, '{:.2f}')}; pre p50 "
               f"{spread([p['pre_p50'] for p in peer], 1e3, '{:.2f}')}  ({peer[0]['config']}, "
-              f"{a.concurrency} processes, the same runs)")
+              f"{a.peer_processes} processes, the same runs)")
         ptps = med([p["tps"] for p in peer])
         peer_pre = 1e3 * med([x for p in peer for x in p["fixed_pre"]])
         print(f"peer fixed cost, one run at a time in a warm process: invoke -> first model "

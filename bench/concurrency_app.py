@@ -1,10 +1,13 @@
-"""hango's Celery app with bench_concurrency's stamp: ``celery -A bench.concurrency_app worker``.
+"""hango's Celery app with bench_concurrency's stamp: imported into ``make worker``'s group
+(``python -m hango_project.worker_group -I bench.concurrency_app``), or
+``celery -A bench.concurrency_app worker``.
 
 The app is ``hango_project.celery.app`` itself (hango's tasks, settings and worker), with the
 ``scripted:workload-<T>`` models the benchmark names (``BENCH_WORKLOAD_TURNS``) wrapped so that
 a run's first model call — the one whose request holds no answer of the model yet — is noted
 with ``time.time()``, in memory; as the worker shuts down the notes go as ``"<tag> <time>"``
-lines into the file ``BENCH_FIRST_CALLS_FILE``. The tag is what follows the prompt's last "#":
+lines onto the end of the file ``BENCH_FIRST_CALLS_FILE`` (every process of a worker group
+adds its own). The tag is what follows the prompt's last "#":
 the benchmark writes each run's own. (A Redis push per run cost the worker ~0.7 ms of its CPU
 a run, a twentieth of what it measures.)
 """
@@ -14,7 +17,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from celery.signals import worker_shutdown
@@ -35,7 +37,8 @@ def _stamp(request: Request) -> None:
 def _write_stamps(**_: Any) -> None:
     path = os.environ.get("BENCH_FIRST_CALLS_FILE")
     if path:
-        Path(path).write_text("".join(f"{tag} {at}\n" for tag, at in _first_calls))
+        with open(path, "a") as f:  # every process of the worker group adds its own, at once
+            f.write("".join(f"{tag} {at}\n" for tag, at in _first_calls))
 
 
 class FirstCall:

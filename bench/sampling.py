@@ -122,3 +122,27 @@ class CpuMeter:
         return {name: sum(cpu - self._start[name].get(pid, 0.0)
                           for pid, cpu in self._last[name].items())
                 for name in self.groups}
+
+
+def backends_of(database: str | None = None) -> Callable[[], list[int]]:
+    """A :class:`CpuMeter` group: the PostgreSQL backends connected to ``database`` (the
+    benchmark's own, ``DATABASE_URL``'s, by default), read on a connection of its own that it
+    leaves out — not every ``postgres`` process of the machine, where other databases' backends
+    (another benchmark, a test suite) would count as this one's. The server's own processes
+    (checkpointer, WAL writer, autovacuum) serve every database and are left out too."""
+    conn: Any = None
+
+    def pids() -> list[int]:
+        nonlocal conn
+        import psycopg2
+
+        if conn is None or conn.closed:
+            conn = psycopg2.connect(os.environ["DATABASE_URL"])
+            conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = "
+                        "coalesce(%s, current_database()) AND pid <> pg_backend_pid()",
+                        [database])
+            return [pid for (pid,) in cur.fetchall()]
+
+    return pids

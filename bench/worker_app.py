@@ -1,19 +1,23 @@
-"""hango's Celery app with the worker benchmark's stamps: ``celery -A bench.worker_app worker``.
+"""hango's Celery app with the worker benchmark's stamps, imported into ``make worker``'s group
+(``python -m hango_project.worker_group -I bench.worker_app``).
 
 The app object is ``hango_project.celery.app`` itself, so the worker runs hango's tasks with
-hango's settings. Added, before the prefork pool forks its children: an entry in the provider
-registry for each ``scripted:workload-<T>`` the benchmark names (``BENCH_WORKLOAD_TURNS``, comma
-separated) that wraps the real scripted model and stamps ``time.perf_counter()`` (the system's
-monotonic clock, the same in every process) on entry to and exit from each model call; stamps
-when the task starts (``task_prerun``), when the claim and ``build_execution`` return, and when
-the task ends. At ``task_postrun`` — after the last stamp — each task's stamps go as one JSON
-record onto the Redis list ``BENCH_STAMPS_KEY`` of the broker, for :mod:`bench.bench_workers`.
+hango's settings. Added: an entry in the provider registry for each ``scripted:workload-<T>``
+the benchmark names (``BENCH_WORKLOAD_TURNS``, comma separated) that wraps the real scripted
+model and stamps ``time.perf_counter()`` (the system's monotonic clock, the same in every
+process) on entry to and exit from each model call; stamps when the task starts
+(``task_prerun``), when the claim and ``build_execution`` return, and when the task ends. A
+gevent worker runs many tasks at once, each on its greenlet: a task's stamps are kept
+greenlet-local (``threading.local``, which gevent's patching makes so). At ``task_postrun`` —
+after the last stamp — each task's stamps go as one JSON record onto the Redis list
+``BENCH_STAMPS_KEY`` of the broker, for :mod:`bench.bench_workers`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from typing import Any
 
@@ -24,7 +28,15 @@ from bench.workloads import wrap_workloads
 from hango_project.celery import app
 
 STAMPS_KEY = os.environ.get("BENCH_STAMPS_KEY", "bench:stamps")
-_task: dict[str, Any] = {}  # the stamps of the task this process is executing (one at a time)
+_local = threading.local()  # a greenlet's own under gevent: the stamps of the task it runs
+
+
+def _stamps() -> dict[str, Any]:
+    """The stamps of the task this thread (a gevent worker's greenlet) is running."""
+    if not hasattr(_local, "stamps"):
+        _local.stamps = {}
+    stamps: dict[str, Any] = _local.stamps
+    return stamps
 
 
 class Timed:
@@ -34,9 +46,9 @@ class Timed:
         self.inner, self.name = inner, inner.name
 
     def complete(self, request: Any) -> Any:
-        _task.setdefault("enter", []).append(time.perf_counter())
+        _stamps().setdefault("enter", []).append(time.perf_counter())
         response = self.inner.complete(request)
-        _task.setdefault("exit", []).append(time.perf_counter())
+        _stamps().setdefault("exit", []).append(time.perf_counter())
         return response
 
 
@@ -44,9 +56,9 @@ class Timed:
 
 def _stamped(name: str, function: Any) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
-        _task[f"{name}_from"] = time.perf_counter()
+        _stamps()[f"{name}_from"] = time.perf_counter()
         result = function(*args, **kwargs)
-        _task[name] = time.perf_counter()
+        _stamps()[name] = time.perf_counter()
         return result
     return call
 
@@ -69,15 +81,15 @@ def _instrument_worker() -> None:
 def _started(task_id: str, task: Any, args: tuple = (), **_: Any) -> None:
     if not _instrumented:
         _instrument_worker()
-    _task.clear()
-    _task.update(start=time.perf_counter(), task=task.name, args=list(args), pid=os.getpid())
+    _local.stamps = {"start": time.perf_counter(), "task": task.name, "args": list(args),
+                     "pid": os.getpid()}
 
 
 @task_postrun.connect
 def _finished(task_id: str, task: Any, retval: Any = None, **_: Any) -> None:
-    _task.update(end=time.perf_counter(), result=retval if isinstance(retval, str) else None)
+    _stamps().update(end=time.perf_counter(), result=retval if isinstance(retval, str) else None)
     if task.name == "runs.execute_run":
-        _redis().rpush(STAMPS_KEY, json.dumps(_task))
+        _redis().rpush(STAMPS_KEY, json.dumps(_stamps()))
 
 
 _client: redis.Redis | None = None
@@ -85,7 +97,7 @@ _client: redis.Redis | None = None
 
 def _redis() -> redis.Redis:
     global _client
-    if _client is None:  # one per process, made after the fork
+    if _client is None:  # one per process
         _client = redis.Redis.from_url(app.conf.broker_url)
     return _client
 

@@ -72,8 +72,9 @@ class ProcessVariables(_Variables):
     worker's runs, a gevent web process's requests) take one in turn and give it back after
     each statement or transaction they need it for, before a model call or at a request's end."""
     database_pool_timeout: float = Field(30, gt=0)
-    """Seconds a thread waits for one of its process's connections when all are in use, before
-    its statement fails as the database being unavailable would."""
+    """Seconds a thread waiting for one of its process's connections goes on while none is given
+    back, before its statement fails as the database being unavailable would. A wait in a moving
+    queue (connections given back to the takers ahead) is not bounded: it is backpressure."""
     database_idle_in_transaction_seconds: float = Field(10, gt=0)
     """PostgreSQL ends a session that sits this long inside a transaction, releasing its locks:
     a process stopped mid-transaction (SIGSTOP, a VM pause) cannot hold a run's row and block

@@ -6,6 +6,7 @@ session's next waiting message after a run's end (:func:`start_queued`), a cance
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -61,7 +62,8 @@ def cancel_kept_by_a_pause(run_id: str) -> uuid.UUID | None:
 RECONCILE_BATCH = 200
 
 
-def reconcile_runs(*, since: datetime | None = None) -> list[uuid.UUID]:
+def reconcile_runs(*, since: datetime | None = None,
+                   waiting: Collection[uuid.UUID] = ()) -> list[uuid.UUID]:
     """The active runs nobody is advancing, for the caller to re-enqueue: an expired lease, or
     a queued run whose task never arrived (older than the grace period); and the runs started
     for sessions whose queue waited with no active run (:func:`runs.queue.start_stalled`). At
@@ -71,7 +73,9 @@ def reconcile_runs(*, since: datetime | None = None) -> list[uuid.UUID]:
     ``updated_at`` set to now, so the next pass leaves it alone for another grace period: a
     backlog of queued runs is not flooded with duplicate tasks every pass. (A duplicate would be
     harmless — a claim is exclusive — but it costs a broker message and a worker's time.) A run
-    touched ``since`` (the pass's start: one of its earlier batches) is left alone."""
+    touched ``since`` (the pass's start: one of its earlier batches) is left alone, and so is a
+    run with no lease whose task the broker's queue holds (``waiting``:
+    :mod:`runs.queued_tasks`); an expired lease is taken over whatever the queue holds."""
     now = timezone.now()
     untouched = now - timedelta(seconds=hango().reconcile_grace_seconds)
     if since is not None:
@@ -80,7 +84,8 @@ def reconcile_runs(*, since: datetime | None = None) -> list[uuid.UUID]:
         stale = (Run.objects.select_for_update(skip_locked=True)
                  .filter(status__in=BUSY_RUN_STATUSES)
                  .filter(Q(lease_expires_at__lt=now)
-                         | Q(lease_expires_at__isnull=True, updated_at__lt=untouched)))
+                         | (Q(lease_expires_at__isnull=True, updated_at__lt=untouched)
+                            & ~Q(pk__in=list(waiting)))))
         found = list(stale.values_list("id", "lease_expires_at", "lease_owner",
                                        "epoch")[:RECONCILE_BATCH])
         ids = [run_id for run_id, *_ in found]

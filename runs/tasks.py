@@ -18,11 +18,12 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.db import (
     InterfaceError,
     OperationalError,
@@ -34,7 +35,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
-from runs import fairness, handoff, worker
+from runs import fairness, handoff, queued_tasks, worker
 from runs.worker import Outcome
 
 log = logging.getLogger(__name__)
@@ -109,8 +110,12 @@ def reconcile() -> int:
     again at once instead of a grace period later. (A worker handed one meanwhile waits for its
     row lock in the claim; one sent twice is skipped by the second claim.)"""
     sent, started = 0, timezone.now()
+    # Runs whose tasks wait in the queue are not stranded, however long they have waited.
+    knobs = hango()
+    waiting = (queued_tasks.waiting_runs(knobs.reconcile_grace_seconds)
+               if knobs.broker_url and not knobs.run_inline else frozenset())
     while True:
-        batch = _reconcile_batch(started)
+        batch = _reconcile_batch(started, waiting)
         if batch is None:
             return sent
         sent += batch
@@ -118,7 +123,7 @@ def reconcile() -> int:
             return sent
 
 
-def _reconcile_batch(started: datetime) -> int | None:
+def _reconcile_batch(started: datetime, waiting: frozenset[uuid.UUID]) -> int | None:
     """One batch of the pass begun at ``started``: how many runs it sent, None when a send
     failed (nothing changed)."""
     if hango().run_inline or not hango().broker_url:
@@ -127,7 +132,7 @@ def _reconcile_batch(started: datetime) -> int | None:
             enqueue_run(run_id)
         return len(stranded)
     with transaction.atomic():
-        stranded = handoff.reconcile_runs(since=started)
+        stranded = handoff.reconcile_runs(since=started, waiting=waiting)
         for run_id in stranded:
             if not send_run(str(run_id), priority=PRIORITY_RECOVERED):
                 transaction.set_rollback(True)
@@ -135,10 +140,11 @@ def _reconcile_batch(started: datetime) -> int | None:
     return len(stranded)
 
 
-def advance_run(run_id: str) -> Outcome:
+def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None) -> Outcome:
     """Advance the run for one time slice; a run whose slice ran out goes back in the queue, and
-    one that ended hands its session on to the next message waiting there."""
-    outcome = worker.execute_run(run_id)
+    one that ended hands its session on to the next message waiting there. ``waiting`` is
+    called now and then while the run waits to start (:func:`runs.worker.execute_run`)."""
+    outcome = worker.execute_run(run_id, waiting=waiting)
     if outcome is Outcome.YIELDED:
         enqueue_run(run_id)
     elif outcome in worker.MAY_HAVE_ENDED and (started := handoff.start_queued(run_id)):
@@ -151,15 +157,17 @@ def advance_run(run_id: str) -> Outcome:
 
 @shared_task(
     name="runs.execute_run",
+    bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
     autoretry_for=(InterfaceError, OperationalError),  # the database went away mid-run
     retry_backoff=True,
     max_retries=5,
 )
-def execute_run(run_id: str) -> str:
-    """Advance a run until it ends or its time slice is used; safe to deliver twice."""
-    return advance_run(run_id).value
+def execute_run(self: Task, run_id: str) -> str:
+    """Advance a run until it ends or its time slice is used; safe to deliver twice. While the
+    run waits for its worker to start it, its reservation is kept fresh for the reconciler."""
+    return advance_run(run_id, waiting=queued_tasks.keeper(self.request)).value
 
 
 def _local_executor() -> ThreadPoolExecutor:

@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from enum import StrEnum
 from typing import assert_never
 
@@ -33,7 +34,7 @@ from hango_project.errors import QuotaExceeded
 from harness import telemetry
 from harness.errors import HarnessError, Superseded
 from harness.steps import Failed, FinalOutput, Interrupted, NextStep, RunAgain
-from runs import tracing
+from runs import intake, tracing
 from runs.checkpointer import DbCheckpointer, DbControl, Fenced, Halt, QuotaSpent, SliceUsed
 from runs.claims import claim_unheld
 from runs.endings import INTERNAL_ERROR, cancel_unheld, finish_run
@@ -126,20 +127,26 @@ def _release(run: Run) -> None:
     run.lease_owner, run.lease_expires_at = "", None
 
 
-def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
+def execute_run(run_id: str, *, owner: str | None = None,
+                waiting: Callable[[], None] | None = None) -> Outcome:
     """Advance the run for up to one time slice and say what happened. It never enqueues: a
     :attr:`Outcome.YIELDED` run is for the caller (:mod:`runs.tasks`) to hand on.
 
     The slice is a span of the run's trace (:func:`runs.tracing.slice_span`), and the run counts
-    as in flight in this process while it runs."""
+    as in flight in this process while it runs. Its claim and build wait for one of the
+    process's start slots (:mod:`runs.intake`, calling ``waiting()`` now and then while they
+    wait), given back once the loop is built."""
     owner = owner or worker_identity()
-    run = claim_run(run_id, owner)
-    if run is None:
-        metrics.slices.add(1, {telemetry.ATTR_SLICE_OUTCOME: Outcome.SKIPPED.value})
-        return Outcome.SKIPPED
-    with metrics.in_flight(), tracing.slice_span(run, owner) as span:
-        outcome = _advance(run, run_id)
-        span.set_attribute(telemetry.ATTR_SLICE_OUTCOME, outcome.value)
+    with ExitStack() as start:
+        start.enter_context(intake.starting(waiting))
+        run = claim_run(run_id, owner)
+        if run is None:
+            start.close()
+            metrics.slices.add(1, {telemetry.ATTR_SLICE_OUTCOME: Outcome.SKIPPED.value})
+            return Outcome.SKIPPED
+        with metrics.in_flight(), tracing.slice_span(run, owner) as span:
+            outcome = _advance(run, run_id, started=start.close)
+            span.set_attribute(telemetry.ATTR_SLICE_OUTCOME, outcome.value)
     metrics.slices.add(1, {telemetry.ATTR_SLICE_OUTCOME: outcome.value})
     if outcome in ENDED:
         metrics.run_ended(outcome.value, run.created_at)
@@ -148,13 +155,15 @@ def execute_run(run_id: str, *, owner: str | None = None) -> Outcome:
     return outcome
 
 
-def _advance(run: Run, run_id: str) -> Outcome:
-    """:func:`execute_run` past the claim: the slice itself."""
+def _advance(run: Run, run_id: str, *, started: Callable[[], None]) -> Outcome:
+    """:func:`execute_run` past the claim: the slice itself; ``started()`` once it is built."""
     try:
         loop, state, next_seq = build_execution(run)
     except HarnessError as exc:
         _fail(run, exc.code, str(exc))
         return Outcome.FAILED
+    finally:
+        started()
     control = DbControl(Claim(run.pk, run.epoch))
     deadline = time.monotonic() + hango().run_slice_seconds
     checkpointer = DbCheckpointer(run, control, next_seq, deadline,

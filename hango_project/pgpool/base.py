@@ -67,7 +67,8 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 class DatabaseWrapper(base.DatabaseWrapper):
     """The postgresql backend with pooled connections. ``OPTIONS`` may hold ``pool_size``,
-    ``pool_timeout`` (seconds a take waits) and ``pool_max_age`` (seconds a connection is kept
+    ``pool_timeout`` (seconds a waiting take goes on while
+    no connection is given back) and ``pool_max_age`` (seconds a connection is kept
     open, None for ever); Django's ``CONN_MAX_AGE`` should be 0, so every request and every task
     gives its connection back at its end."""
 

@@ -1,6 +1,11 @@
 """A bounded set of open PostgreSQL connections that a process's threads (a gevent worker's
 greenlets) take in turn: at most ``size`` are open, a thread holds one only between taking and
-giving it back, and a thread that finds all of them lent waits up to ``timeout`` seconds.
+giving it back, and a thread that finds all of them lent waits its turn.
+
+A wait is backpressure, not a failure: a busy process (a thousand runs, a starved CPU) has a
+queue of takers that may each wait longer than ``timeout`` while connections come and go. A
+take fails only when no connection at all was given back for ``timeout`` seconds — every one
+held by takers that stopped moving (a leak, a hung server), which waiting longer would not cure.
 
 It knows nothing of Django (:mod:`hango_project.pgpool.base` lends its connections to Django's
 connection objects). No query is sent to check a connection out: an idle connection has nothing
@@ -30,7 +35,7 @@ Connect = Callable[[], Any]  # opens a new DB-API connection
 
 
 class PoolTimeout(Exception):
-    """Every connection stayed lent for ``timeout`` seconds."""
+    """No connection was given back for ``timeout`` seconds while a taker waited."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class ConnectionPool:
         self._idle: list[_Idle] = []
         self._opened_at: dict[int, float] = {}  # id(raw) → when, for every open connection
         self._lent = self._peak = self._opened = self._waits = 0
+        self._given = 0  # slots freed since the pool began: a waiter's sign of progress
         # Set in a forked child on its parent's pool: what it lent is the parent's, and is
         # kept as it is when given back (closing it would end the parent's session).
         self.inherited = False
@@ -82,10 +88,11 @@ class ConnectionPool:
         if not self._slots.acquire(blocking=False):
             with self._lock:
                 self._waits += 1
-            if not (self._wait_first() if first else self._slots.acquire(timeout=self.timeout)):
+            if not (self._wait_first() if first else self._wait()):
                 raise PoolTimeout(
                     f"all {self.size} database connections of this process stayed in use for "
-                    f"{self.timeout:g} s (HANGO_DATABASE_POOL_SIZE, HANGO_DATABASE_POOL_TIMEOUT)")
+                    f"{self.timeout:g} s, none given back (HANGO_DATABASE_POOL_SIZE, "
+                    "HANGO_DATABASE_POOL_TIMEOUT)")
         stale: list[_Idle] = []
         try:
             with self._lock:
@@ -134,6 +141,22 @@ class ConnectionPool:
         finally:
             self._release_slot()
 
+    def _moving(self, given: int) -> bool:
+        """Whether a connection was given back since ``given`` was read from ``_given``."""
+        with self._lock:
+            return self._given != given
+
+    def _wait(self) -> bool:
+        """Wait for a slot while the pool moves; False once ``timeout`` passes without any
+        connection given back."""
+        while True:
+            with self._lock:
+                given = self._given
+            if self._slots.acquire(timeout=self.timeout):
+                return True
+            if not self._moving(given):
+                return False
+
     def _wait_first(self) -> bool:
         """Wait for a slot ahead of the semaphore's waiters: the next one given back is handed
         to the first of these; False after ``timeout``."""
@@ -148,18 +171,23 @@ class ConnectionPool:
             if handed_too:  # a giver handed one over as well: one is enough
                 self._release_slot()
             return True
-        if handed.wait(self.timeout):
-            return True
-        with self._lock:
-            if handed in self._first:
-                self._first.remove(handed)
-                return False
-        return True  # handed over just as the wait ended
+        while True:
+            with self._lock:
+                given = self._given
+            if handed.wait(self.timeout):
+                return True
+            with self._lock:
+                if handed not in self._first:
+                    return True  # handed over just as the wait ended
+                if self._given == given:
+                    self._first.remove(handed)
+                    return False
 
     def _release_slot(self) -> None:
         """A connection's slot is free: to the first first-in-line taker waiting, else to the
         semaphore (its waiters, or the next take)."""
         with self._lock:
+            self._given += 1
             if self._first:
                 self._first.popleft().set()
                 return

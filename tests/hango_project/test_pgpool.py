@@ -83,6 +83,30 @@ def test_a_taker_that_waits_too_long_is_told_which_settings_bound_it(pools):
     pool.give(raw)
 
 
+def test_a_queue_that_moves_waits_past_the_timeout_without_failing(pools):
+    """The timeout bounds a pool that stopped moving, not a place in a moving queue: six
+    takers each hold the one connection 0.15 s, the last waits past the 0.3 s timeout."""
+    connect = pools.connect
+    pool = pools(size=1, timeout=0.3)
+    served: list[float] = []
+
+    def take(*, first: bool) -> None:
+        raw, _ = pool.take(connect, first=first)  # a PoolTimeout ends the thread unserved
+        served.append(time.monotonic())
+        time.sleep(0.15)
+        pool.give(raw)
+
+    started = time.monotonic()
+    takers = [threading.Thread(target=take, kwargs={"first": k == 5}) for k in range(6)]
+    for thread in takers:
+        thread.start()
+    for thread in takers:
+        thread.join(10)
+    assert len(served) == 6
+    assert max(served) - started > 0.3 + 0.15  # the last one waited past the timeout
+    assert pool.stats().open == 1
+
+
 def test_a_first_in_line_taker_gets_the_next_connection_given_back(pools):
     connect = pools.connect
     pool = pools(size=1, timeout=5)

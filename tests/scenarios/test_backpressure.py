@@ -1,0 +1,44 @@
+"""Overload waits, it does not fail: a real worker process that comes up on a backlog far larger
+than its pools (four database connections, a tight pool timeout, a reconciler that calls a run
+stranded after five seconds) admits the runs as fast as its pools serve them, and every run
+completes on its first task — no pool timeout, no task retried for want of a connection, no
+Redis pool exhausted, no run sent again by the reconciler."""
+
+from __future__ import annotations
+
+import pytest
+
+from runs.models import Run
+from tests.support.runs import wait_for_run
+
+pytestmark = pytest.mark.slow
+
+RUNS, SLOTS, POOL = 150, 60, 4
+GRACE = 5  # seconds: the runs queued first are older than this when the worker starts
+# What overload used to leave in a worker's log: a pool timeout (and the retry and resumption
+# it caused), a Redis pool exhausted, a run waiting in the queue sent again as if stranded.
+FAILURES = ("stayed in use for", "Retry in", "lost its database", "MaxConnectionsError",
+            "Too many connections", "re-enqueued")
+
+
+def test_a_backlog_larger_than_the_pools_waits_and_every_run_completes_once(
+        alice, make_agent, start_worker):
+    agent = make_agent(alice, model="scripted:workload-2")
+    run_ids = []
+    for k in range(RUNS):  # queued before any worker is up: the worker starts on all of them
+        session = alice.client.post("/v1/sessions", {"agent": agent["id"]}, format="json")
+        posted = alice.client.post(f"/v1/sessions/{session.json()['id']}/messages",
+                                   {"content": f"Run the benchmark task. #{k}"}, format="json")
+        assert posted.status_code == 202, posted.content
+        run_ids.append(posted.json()["run"]["id"])
+    worker = start_worker(HANGO_SCRIPTED_DELAY_MS=300, HANGO_WORKER_CONCURRENCY=SLOTS,
+                          HANGO_DATABASE_POOL_SIZE=POOL, HANGO_DATABASE_POOL_TIMEOUT=0.5,
+                          HANGO_RECONCILE_SECONDS=1, HANGO_RECONCILE_GRACE_SECONDS=GRACE)
+    for run_id in run_ids:
+        assert wait_for_run(run_id, timeout=180).status == "completed"
+    assert sorted(set(Run.objects.filter(pk__in=run_ids).values_list("status", flat=True))) \
+        == ["completed"]
+    log = worker.log()
+    assert [line for line in log.splitlines() if any(f in line for f in FAILURES)] == []
+    # One task a run, each completing it: none delivered again, none skipped as a duplicate.
+    assert worker.task_results() == ["completed"] * RUNS
