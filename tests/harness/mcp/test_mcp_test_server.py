@@ -1,14 +1,13 @@
-"""The in-repo MCP test server (tests/support/mcp_server.py) keeps its promises: ready quickly, a
-change of its tools announced to ``subscriptions/listen``, its journal and tools kept across a
-restart on the same state, a refused request counted without its token, each session counted
-once."""
+"""The in-repo MCP test server (tests/support/mcp_server.py) keeps its promises: its ready line
+first, a change of its tools announced to ``subscriptions/listen``, its journal and tools kept
+across a restart on the same state, a refused request counted without its token, each session
+counted once."""
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
 import sys
-import time
 
 import httpx2
 import pytest
@@ -22,20 +21,17 @@ from tests.support.mcp_servers import McpServerProcess
 from tests.support.servers import ROOT, free_port, stop_group
 
 
-def test_the_server_prints_its_ready_line_within_two_seconds():
+def test_the_server_prints_its_ready_line_first():
     port = free_port()
-    started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "tests.support.mcp_server", "--port",
                              str(port)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        took = time.monotonic() - started
     finally:
         stop_group(proc, timeout=5)
     assert line.strip() == f"{READY} 127.0.0.1:{port}"
-    assert took < 2
 
 
 def test_a_listener_is_told_when_the_tools_change(mcp_server: McpServerProcess):
