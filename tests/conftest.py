@@ -32,6 +32,9 @@ from tests.support.mcp_servers import McpServerProcess
 from tests.support.otel import span_exporter
 from tests.support.workers import WorkerProcess
 
+# The `slow` mark's check, the `database` mark and the durations report (`make test`, `make check`).
+pytest_plugins = ["tests.support.tiers"]
+
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
