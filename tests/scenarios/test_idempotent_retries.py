@@ -321,6 +321,7 @@ def test_each_post_whose_commit_reply_was_lost_answers_its_first_answer_on_retry
     assert pg_proxy.faults_done == len(WALKED)
 
 
+@pytest.mark.slow
 def test_each_post_whose_client_hung_up_answers_its_first_answer_on_retry(
         request, walk_ids, broker, transactional_db, tmp_path):
     """Every keyed POST to a real gunicorn, the client gone before the answer: the retry
