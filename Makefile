@@ -2,6 +2,8 @@
 #   make quickstart   install, then serve hango on embedded defaults at 127.0.0.1:$(PORT)
 #   make test         the whole test suite (PostgreSQL and Redis on 127.0.0.1), then the runs'
 #                     tests and the quickstart's scenarios again on SQLite (make test-sqlite)
+# And while changing code, the fast tier:
+#   make check        the linters and every test that starts no process and uses no database
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -26,14 +28,24 @@ SQLITE_TESTS      := tests/runs tests/hango_project/test_database.py \
 	tests/scenarios/test_run_telemetry.py tests/accounts/test_idempotent_requests.py
 SQLITE_PASS = mkdir -p $(TEST_SQLITE_DIR) \
 	&& DATABASE_URL=sqlite:///$(abspath $(TEST_SQLITE_DIR))/hango.sqlite3 \
-	   HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(SQLITE_TESTS)
+	   HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest \
+	   --durations-file=$(DURATIONS)/sqlite.json $(SQLITE_TESTS)
+# Each pass of `make test` writes every test's setup, call and teardown seconds here, slowest
+# first, with each file's total (tests/support/tiers.py): where the suite's time goes.
+DURATIONS         := var/durations
+# The fast tier (CONTRIBUTING.md, "Two tiers"): no test marked `slow` (it would start a process;
+# tests/support/tiers.py fails one that starts a process unmarked) nor `database` (set at
+# collection from the test's fixtures). It needs no PostgreSQL: the database is SQLite in memory,
+# which no test selected opens; a few tests of the live streams use the suite's Redis.
+CHECK_PASS = DATABASE_URL=sqlite:///:memory: HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) \
+	$(PY) -m pytest -m "not slow and not database" --durations-file=$(DURATIONS)/check.json
 
 # The embedded defaults: whatever the shell exports, the quickstart uses none of it. The demo
 # model streams its words 50 ms apart, so a follower of a run sees the answer being written.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u HANGO_BROKER_URL DJANGO_DEBUG=1 \
 	HANGO_SCRIPTED_WORD_DELAY_MS=50
 
-.PHONY: install quickstart serve worker browser test test-sqlite lint clean
+.PHONY: install quickstart serve worker browser test test-sqlite check lint clean
 
 PIP    := $(PY) -m pip --quiet --disable-pip-version-check
 # pip's own output (its warnings, a root-user notice) goes here, and to the screen only on failure.
@@ -99,12 +111,17 @@ test: install browser
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-cache
-	DATABASE_URL=$(TEST_DATABASE_URL) HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest
+	DATABASE_URL=$(TEST_DATABASE_URL) HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest \
+	  --durations-file=$(DURATIONS)/postgresql.json
 	$(SQLITE_PASS)
 
 # The SQLite pass of `make test` alone.
 test-sqlite: install
 	$(SQLITE_PASS)
+
+# The fast tier: the linters, then every test that starts no process and uses no database.
+check: lint
+	$(CHECK_PASS)
 
 lint: install
 	$(PY) -m ruff check .

@@ -27,9 +27,13 @@ from harness.providers.base import Provider, ProviderSettings
 from runs.tasks import drain_local_runs
 from tests.support.api import AGENT_BODY, Caller, make_caller
 from tests.support.broker import RedisServer, broker_url, celery_broker
+from tests.support.flush import delete_instead_of_truncate
 from tests.support.mcp_servers import McpServerProcess
 from tests.support.otel import span_exporter
 from tests.support.workers import WorkerProcess
+
+# The `slow` mark's check, the `database` mark and the durations report (`make test`, `make check`).
+pytest_plugins = ["tests.support.tiers"]
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +48,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
         database.setdefault("TEST", {})["NAME"] = str(name.with_name(f"test_{name.name}"))
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """The test database, emptied after each test that commits by ``DELETE`` rather than
+    ``TRUNCATE`` (tests/support/flush.py says why)."""
+    with delete_instead_of_truncate():
+        yield
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test marked ``postgresql(reason=...)`` is skipped on SQLite, saying why."""
     if connection.vendor == "postgresql":
@@ -56,7 +68,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
-    """Before any fixture's teardown (the database's TRUNCATE among them): no in-process run
+    """Before any fixture's teardown (the database's flush among them): no in-process run
     that a test started is still under way in a pool thread, where it would hold locks (and a
     connection) the teardown waits for."""
     drain_local_runs()
@@ -96,8 +108,9 @@ def serve_model() -> Iterator[Callable[[str, Provider | ProviderFactory], None]]
 
 @pytest.fixture
 def staff_client(client, db):
-    """A Django test client logged in as a superuser (the admin's pages)."""
-    user = get_user_model().objects.create_superuser("root@example.com", "root@example.com", "pw")
+    """A Django test client logged in as a superuser (the admin's pages). Logged in without a
+    password: hashing one costs a quarter of a second of CPU, in each of some 150 tests."""
+    user = get_user_model().objects.create_superuser("root@example.com", "root@example.com", None)
     client.force_login(user)
     return client
 

@@ -192,6 +192,7 @@ def docker_compose_version() -> subprocess.CompletedProcess[str] | None:
                           timeout=60)
 
 
+@pytest.mark.slow
 def test_docker_compose_config_accepts_the_file():
     probe = docker_compose_version()
     if probe is None or probe.returncode != 0:

@@ -155,6 +155,7 @@ def lint_imports(root: Path, layers: list[str]) -> subprocess.CompletedProcess[s
                           cwd=root, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", [
     "from b import f",
     "def g():\n    from b import f",

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from django.core.management import call_command
 
@@ -141,6 +142,7 @@ def _imported_roots(path: Path) -> set[str]:
     return roots
 
 
+@pytest.mark.slow
 def test_harness_imports_no_framework():
     files = sorted((ROOT / "harness").rglob("*.py"))
     assert files
@@ -165,6 +167,7 @@ def test_the_architecture_module_table_is_the_modules_own_docstrings():
     generated = module_table.render(doc).splitlines()
     assert doc.splitlines() == generated, "run: python tools/module_table.py"
 
+@pytest.mark.slow
 def test_otel_environment_configures_the_sdk(tmp_path):
     code = (
         "import django; django.setup()\n"

@@ -13,6 +13,7 @@ from tests.support.api import error_of
 from tests.support.openapi import operations
 
 
+@pytest.mark.django_db  # callers fetched by name: the database, unseen by collection
 @pytest.mark.parametrize("who", ["owner", "admin", "alice", "outsider"])
 def test_every_member_learns_their_tenant_member_role_and_key(request, who):
     caller = request.getfixturevalue(who)

@@ -158,6 +158,7 @@ print(json.dumps([ApiKeyRateThrottle().allow_request(request, None) for _ in ran
 """
 
 
+@pytest.mark.slow
 def test_the_count_is_shared_across_processes(alice, limits, redis_url):
     """Another process spends two of the key's requests; this one sees the combined count."""
     env = {

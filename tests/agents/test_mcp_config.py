@@ -10,6 +10,8 @@ from integrations.models import McpListing
 from tests.support.api import AGENT_BODY
 from tests.support.mcp_runs import add_server, set_credential
 
+pytestmark = pytest.mark.slow  # the in-repo MCP server, a process of its own
+
 
 @pytest.fixture
 def shop(admin, mcp_server, hango_settings):

@@ -9,6 +9,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
@@ -173,6 +174,7 @@ def test_unhealthy_server_is_exit_1(hango, hango_settings):
     assert json.loads(as_json.stdout)["status"] == "unavailable"
 
 
+@pytest.mark.slow
 def test_installed_script_reports_health(live_server, transactional_db):
     script = Path(sys.executable).with_name("hango")
     assert script.exists(), f"{script} is missing: run `make install` (pip install -e .)"

@@ -133,6 +133,7 @@ def start(command: list[str], env: dict[str, str]) -> subprocess.CompletedProces
                           env={**env, "DJANGO_SETTINGS_MODULE": "hango_project.settings"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["-c", SETUP], ["manage.py", "check"]])
 def test_a_bad_value_stops_start_up_naming_the_variable(command):
     result = start([sys.executable, *command], {
@@ -143,6 +144,7 @@ def test_a_bad_value_stops_start_up_naming_the_variable(command):
     assert "abc-not-a-number" not in result.stderr  # a value may be a secret: never echoed
 
 
+@pytest.mark.slow
 def test_with_nothing_set_django_runs_on_the_embedded_defaults(tmp_path):
     code = SETUP + """
 import json

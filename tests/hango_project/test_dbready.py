@@ -21,6 +21,7 @@ from tests.support import workers
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.slow
 def test_migrate_on_a_database_not_created_says_how_to_create_it():
     missing = f"{connection.settings_dict['NAME']}_never_created"
     server = workers.test_database_url().rsplit("/", 1)[0]

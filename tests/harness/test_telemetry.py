@@ -8,6 +8,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from opentelemetry import baggage, context, trace
 from opentelemetry.trace import StatusCode
 
@@ -71,6 +72,7 @@ def test_every_name_is_listed_once():
         assert name in telemetry.ALL_NAMES
 
 
+@pytest.mark.slow
 def test_with_no_provider_a_span_is_the_current_non_recording_one():
     # In a process of its own: the test provider is installed once per process.
     code = (

@@ -141,6 +141,7 @@ def test_a_publish_does_not_wait_for_its_reply_and_replies_are_read_later(redis_
         follower.close()
 
 
+@pytest.mark.slow
 def test_a_follower_whose_redis_goes_away_goes_on_without_deltas(redis_server):
     redis_server.start()
     hub = RedisHub(redis_server.url, TIMEOUT)

@@ -22,6 +22,7 @@ from tests.support.broker import queued_tasks
 from tests.support.runs import wait_for_run
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_thread_reconciles_at_once_and_on_every_interval_until_stopped(
         alice, make_session, private_broker):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -16,6 +17,7 @@ from runs.worker import Outcome, claim_run
 from tests.support.broker import queued_tasks
 
 
+@pytest.mark.slow
 def test_a_reconciler_pass_that_cannot_send_leaves_the_runs_for_the_next_pass(
         queued_run, private_broker, hango_settings, caplog):
     claim_run(queued_run.pk, "worker-gone")
@@ -36,6 +38,7 @@ def test_a_reconciler_pass_that_cannot_send_leaves_the_runs_for_the_next_pass(
     assert queued_tasks(private_broker.url) == 1
 
 
+@pytest.mark.slow
 def test_a_yielded_run_the_broker_will_not_take_is_left_for_the_reconciler(
         queued_run, private_broker, hango_settings, django_capture_on_commit_callbacks):
     hango_settings(run_slice_seconds=0, reconcile_grace_seconds=0)
@@ -49,6 +52,7 @@ def test_a_yielded_run_the_broker_will_not_take_is_left_for_the_reconciler(
     assert queued_tasks(private_broker.url) == 1
 
 
+@pytest.mark.slow
 def test_a_run_the_reconciler_recovers_is_taken_before_the_runs_already_queued(
         queued_run, private_broker, hango_settings):
     private_broker.start()
@@ -65,6 +69,7 @@ def test_a_run_the_reconciler_recovers_is_taken_before_the_runs_already_queued(
     assert order == [str(queued_run.pk), *waiting]
 
 
+@pytest.mark.slow
 def test_a_pass_takes_many_stranded_runs_in_short_batches_and_sends_them_all(
         alice, make_session, private_broker, hango_settings, monkeypatch):
     from runs import handoff

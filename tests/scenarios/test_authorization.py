@@ -111,6 +111,7 @@ def test_own_member_admin_and_owner_may(request, objects, who, method, url, body
         assert not Agent.objects.filter(pk=objects["agent"]).exists()
 
 
+@pytest.mark.django_db  # callers fetched by name: the database, unseen by collection
 @pytest.mark.parametrize("who", ["alice", "bob"])
 @pytest.mark.parametrize("method, url, body", OBJECT_ROUTES, ids=ROUTE_IDS)
 def test_missing_and_malformed_ids_answer_alike(request, who, method, url, body):

@@ -189,6 +189,7 @@ def test_a_cursor_from_the_api_still_works(alice, make_agent, hango_settings):
     assert alice.client.get(next_url).status_code == 200
 
 
+@pytest.mark.django_db  # callers fetched by name: the database, unseen by collection
 @pytest.mark.parametrize("who", ["alice", "anon"])
 @pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete", "options"])
 @pytest.mark.parametrize("url", ["/v1/nope", "/v1/agents/", "/v1/agents/x/y", "/nope"])

@@ -203,6 +203,7 @@ def _ran_once(session_id: str, run_id: str) -> None:
     assert len(posted) == 1
 
 
+@pytest.mark.slow
 def test_a_503_from_a_commit_whose_reply_was_lost_is_answered_on_retry(
         alice, make_session, worker_then_proxy):
     pg_proxy = worker_then_proxy
@@ -219,6 +220,7 @@ def test_a_503_from_a_commit_whose_reply_was_lost_is_answered_on_retry(
     _ran_once(session["id"], str(stored.pk))  # sent by the reconciler: its send was dropped
 
 
+@pytest.mark.slow
 def test_a_post_without_a_key_answers_what_it_stored_when_the_database_goes_after_commit(
         alice, make_session, worker_then_proxy):
     pg_proxy = worker_then_proxy
@@ -266,6 +268,7 @@ def _retried(port: int, path: str, key: str, api_key: str,
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_a_post_whose_client_hung_up_is_answered_on_retry(alice, make_session, broker,
                                                           start_worker, tmp_path):
     _worker(start_worker)
@@ -318,6 +321,7 @@ def test_each_post_whose_commit_reply_was_lost_answers_its_first_answer_on_retry
     assert pg_proxy.faults_done == len(WALKED)
 
 
+@pytest.mark.slow
 def test_each_post_whose_client_hung_up_answers_its_first_answer_on_retry(
         request, walk_ids, broker, transactional_db, tmp_path):
     """Every keyed POST to a real gunicorn, the client gone before the answer: the retry

@@ -6,10 +6,14 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from harness.mcp import calls
 from harness.mcp.client import connect
 from harness.tools.base import ToolResult, never
 from tests.support.mcp_servers import McpServerProcess
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_connection_lost_mid_call_is_an_unknown_outcome_never_the_servers_answer(

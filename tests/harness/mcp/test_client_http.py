@@ -25,6 +25,7 @@ TOOLS = {"echo", "slow", "big", "fail", "image", "structured", "resource", "look
          "refund"}
 
 
+@pytest.mark.slow
 def test_the_right_token_lists_every_tool_and_calls_one(mcp_server: McpServerProcess):
     tools = {t.name: t for t in list_tools_once(mcp_server.target())}
     assert set(tools) == TOOLS
@@ -43,6 +44,7 @@ def test_the_right_token_lists_every_tool_and_calls_one(mcp_server: McpServerPro
     assert mcp_server.journal()["refused"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("headers", [{"Authorization": "Bearer wrong"}, {}],
                          ids=["wrong token", "no token"])
 def test_a_wrong_or_missing_token_is_refused_and_nothing_runs(mcp_server: McpServerProcess,
@@ -56,6 +58,7 @@ def test_a_wrong_or_missing_token_is_refused_and_nothing_runs(mcp_server: McpSer
     assert journal["calls"] == []
 
 
+@pytest.mark.slow
 def test_a_header_the_http_client_refuses_is_not_quoted(mcp_server: McpServerProcess):
     # h11 refuses a value with a space at an end, quoting it: a secret must not be shown.
     with pytest.raises(McpUnavailable) as caught:
@@ -64,6 +67,7 @@ def test_a_header_the_http_client_refuses_is_not_quoted(mcp_server: McpServerPro
     assert "could not be sent" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_results_come_through_whole(mcp_server: McpServerProcess):
     connection = connect(mcp_server.target())
     try:
@@ -85,6 +89,7 @@ def test_results_come_through_whole(mcp_server: McpServerProcess):
     assert [b.type for b in resource.content] == ["resource", "resource_link"]
 
 
+@pytest.mark.slow
 def test_a_call_past_the_timeout_raises_and_the_session_goes_on(mcp_server: McpServerProcess):
     connection = connect(mcp_server.target(timeout_seconds=1.0))
     try:
@@ -99,6 +104,7 @@ def test_a_call_past_the_timeout_raises_and_the_session_goes_on(mcp_server: McpS
     assert [b.text for b in after.content] == ["still here"]
 
 
+@pytest.mark.slow
 def test_a_cancel_stops_the_wait_for_a_call_under_way(mcp_server: McpServerProcess):
     connection = connect(mcp_server.target())
     cancel = threading.Event()
@@ -116,6 +122,7 @@ def test_a_cancel_stops_the_wait_for_a_call_under_way(mcp_server: McpServerProce
     assert [c["tool"] for c in mcp_server.calls()] == ["slow", "echo"]
 
 
+@pytest.mark.slow
 def test_a_second_listing_shows_tools_added_and_removed_meanwhile(mcp_server: McpServerProcess):
     connection = connect(mcp_server.target())
     try:
@@ -131,6 +138,7 @@ def test_a_second_listing_shows_tools_added_and_removed_meanwhile(mcp_server: Mc
     assert {t.name for t in list_tools_once(mcp_server.target())} == second
 
 
+@pytest.mark.slow
 def test_the_idempotency_key_and_the_trace_context_travel_in_meta(mcp_server: McpServerProcess,
                                                                    spans):
     connection = connect(mcp_server.target())
@@ -155,6 +163,7 @@ def test_the_idempotency_key_and_the_trace_context_travel_in_meta(mcp_server: Mc
     assert mcp_server.journal()["counts"]["refund"] == 2
 
 
+@pytest.mark.slow
 def test_the_older_sse_transport_lists_calls_and_checks_the_token(mcp_server: McpServerProcess):
     sse = mcp_server.target(transport="sse", url=f"{mcp_server.base}/sse")
     assert {t.name for t in list_tools_once(sse)} == TOOLS
@@ -170,6 +179,7 @@ def test_the_older_sse_transport_lists_calls_and_checks_the_token(mcp_server: Mc
     assert "401" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_concurrent_calls_share_one_session_from_threads(mcp_server: McpServerProcess):
     connection = connect(mcp_server.target())
     answers: list[str] = []
@@ -191,6 +201,7 @@ def test_concurrent_calls_share_one_session_from_threads(mcp_server: McpServerPr
     assert time.monotonic() - started < 3  # one second each, at once: not twenty
 
 
+@pytest.mark.slow
 def test_a_server_down_at_listing_time_and_at_call_time(mcp_server: McpServerProcess):
     connection = connect(mcp_server.target(timeout_seconds=3.0))
     try:
@@ -215,6 +226,7 @@ def test_a_server_down_at_listing_time_and_at_call_time(mcp_server: McpServerPro
     assert {t.name for t in list_tools_once(mcp_server.target())} == TOOLS
 
 
+@pytest.mark.slow
 def test_a_session_its_server_ended_leaves_no_error_unretrieved(mcp_server: McpServerProcess,
                                                                 caplog):
     connection = connect(mcp_server.target())
@@ -255,6 +267,7 @@ def test_a_server_that_never_answers_the_opening_is_left_at_the_timeout():
 
 
 
+@pytest.mark.slow
 def test_an_answer_past_the_byte_limit_is_dropped_saying_so(mcp_server: McpServerProcess,
                                                             monkeypatch):
     monkeypatch.setattr(transport, "MAX_RESPONSE_BYTES", 50_000)

@@ -9,9 +9,13 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 
+import pytest
+
 from harness.mcp.client import connect, list_tools_once
 from tests.support.mcp_servers import McpServerProcess, time_server
 from tests.support.servers import ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_reference_time_server_over_stdio_lists_and_answers():

@@ -20,6 +20,8 @@ from tests.support.mcp_server import IDEMPOTENCY_KEY, READY
 from tests.support.mcp_servers import McpServerProcess
 from tests.support.servers import ROOT, free_port, stop_group
 
+pytestmark = pytest.mark.slow
+
 
 def test_the_server_prints_its_ready_line_first():
     port = free_port()

@@ -39,6 +39,7 @@ def loop_with(model, reach: LocalAccess, *, journal=None, config=None, capture_o
     return make_loop(model, agent=agent, middlewares=stack)
 
 
+@pytest.mark.slow
 def test_a_run_lists_its_servers_once_and_calls_a_tool_like_any_other():
     reach, journal = access(), MemoryJournal()
     model = ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")])
@@ -57,6 +58,7 @@ def test_a_run_lists_its_servers_once_and_calls_a_tool_like_any_other():
     assert "mcp" in state.private and reach.cache["s-time"].tools
 
 
+@pytest.mark.slow
 def test_a_run_s_sessions_close_with_what_it_holds_given_back_first():
     # Closing waits on each server, as a call does: a worker's run holds no database
     # connection meanwhile (hundreds of runs ending at once would hold the whole pool).
@@ -70,6 +72,7 @@ def test_a_run_s_sessions_close_with_what_it_holds_given_back_first():
     assert reach.log == ["idle", "idle", "close"]
 
 
+@pytest.mark.slow
 def test_an_idempotent_server_s_calls_run_in_the_model_s_turn():
     reach = access(ServerUse(id="s-time", name="time", idempotent=True))
     model = ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")])
@@ -87,6 +90,7 @@ def test_a_required_server_out_of_reach_fails_the_run_before_any_model_call():
     assert "mcp" not in state.private  # nothing listed is kept: a resumed run lists anew
 
 
+@pytest.mark.slow
 def test_an_optional_server_out_of_reach_is_left_out_saying_so():
     reach = access(ServerUse(id="s-down", name="down"), TIME)
     model = ScriptedModel([text("fine")])
@@ -105,6 +109,7 @@ def test_a_missing_credential_of_a_required_server_names_it():
     assert "'time'" in step.message and "'token'" in step.message
 
 
+@pytest.mark.slow
 def test_a_call_sent_before_a_crash_is_not_sent_again():
     reach = access()
     model = ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")])
@@ -122,6 +127,7 @@ def test_a_call_sent_before_a_crash_is_not_sent_again():
     assert step == FinalOutput("end_turn")
 
 
+@pytest.mark.slow
 def test_under_interrupt_on_a_call_of_unknown_outcome_waits_for_a_human():
     config = {"interrupt_on": {NOW: ["approve", "edit", "reject"]}}
     model = ScriptedModel([text("done"), text("done")])
@@ -134,6 +140,7 @@ def test_under_interrupt_on_a_call_of_unknown_outcome_waits_for_a_human():
     assert reach.sent == ["get_current_time"] and step == FinalOutput("end_turn")
 
 
+@pytest.mark.slow
 def test_a_call_sent_again_after_approval_and_lost_again_asks_again():
     config = {"interrupt_on": {NOW: ["approve", "reject"]}}
     model = ScriptedModel([text("done")])
@@ -189,6 +196,7 @@ def test_the_inspector_says_a_server_was_never_listed_or_is_out_of_reach():
         ("time", "never_listed", ""), ("down", "unreachable", "refused")]
 
 
+@pytest.mark.slow
 def test_a_resumed_run_keeps_its_tools_and_says_what_the_server_changed():
     reach = access()
     state = State(messages=[first_message()], turn=2)
@@ -224,6 +232,7 @@ class NeverCancel:
         return False
 
 
+@pytest.mark.slow
 def test_a_tool_filtered_out_after_the_run_listed_it_is_offered_no_more():
     model = ScriptedModel([text("x"), text("y")])
     first = loop_with(model, access())
@@ -239,6 +248,7 @@ def test_a_tool_filtered_out_after_the_run_listed_it_is_offered_no_more():
     later.close()
 
 
+@pytest.mark.slow
 def test_a_credential_removed_mid_run_stops_it_before_the_batch_sends_anything():
     model = ScriptedModel([text("done")])
     listed = loop_with(model, access(), journal=MemoryJournal())
@@ -255,6 +265,7 @@ def test_a_credential_removed_mid_run_stops_it_before_the_batch_sends_anything()
     assert reach.sent == [] and state.pending_batch is not None  # kept for the resume
 
 
+@pytest.mark.slow
 def test_a_credential_missing_in_the_model_s_turn_keeps_its_calls_for_the_resume():
     idempotent = ServerUse(id="s-time", name="time", idempotent=True)  # no early checkpoint
     model = ScriptedModel([tool_call(NOW, ASK, call_id="c1"), text("done")])

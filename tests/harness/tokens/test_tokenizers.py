@@ -142,6 +142,7 @@ def test_models_of_a_family_share_one_content_cache():
     assert three._content is three_opus._content  # …their content counts do not
 
 
+@pytest.mark.slow
 def test_counting_touches_no_network_and_loads_data_from_the_packages(tmp_path):
     """Every family counts with sockets forbidden, and a home and cache directory of its own
     that stay empty; the only data files read are inside the packages."""
