@@ -27,12 +27,12 @@ from typing import NamedTuple
 from harness import context
 from harness.chain import ModelRequest
 from harness.history import is_summary
-from harness.messages import Block, ImageBlock, Message, Request, TextBlock, ToolDef
+from harness.messages import Message, Request, TextBlock
 from harness.providers import openai_wire
 from harness.providers.openai_chat import map_request
 from harness.providers.served_count import ServerCounter, ServerCountError
 from harness.snapshot_parts import Part
-from harness.tokens.base import Counted, Tokenizer
+from harness.tokens.base import ContentCounts, Counted, Tokenizer
 from harness.tokens.counts import EncodingCounts
 
 # Texts one inspection may ask the server to count (the rest were counted before): past it the
@@ -166,7 +166,7 @@ def _found(needle: str, folded: str) -> bool:
 # -- counting with the server's tokenizer --------------------------------------------------------
 
 
-class ServedTokenizer:
+class ServedTokenizer(ContentCounts):
     """A :class:`~harness.tokens.base.Tokenizer` whose content counts are the server's (each
     text asked once: remembered per server, up to :data:`MAX_ASKS` new ones per instance) and
     whose framing is ``framing``'s, the family's estimate of what the wire adds."""
@@ -199,31 +199,11 @@ class ServedTokenizer:
         remembered.put(text, count)
         return count
 
-    def text(self, text: str) -> int:
-        return self._content.text(text)
-
-    def block(self, block: Block) -> int:
-        return self._content.block(block)
-
-    def image(self, image: ImageBlock) -> int:
-        return self._content.image(image)
-
-    def message(self, message: Message) -> int:
-        return self._content.message(message)
-
-    def tool(self, tool: ToolDef) -> int:
-        return self._content.tool(tool)
-
     def message_framing(self, message: Message) -> int:
         return self.framing_tokenizer.message_framing(message)
 
     def framing(self, request: Request) -> int:
         return self.framing_tokenizer.framing(request)
-
-    def request(self, request: Request) -> int:
-        return (sum(self.block(b) for b in request.system)
-                + sum(self.tool(t) for t in request.tools)
-                + sum(self.message(m) for m in request.messages) + self.framing(request))
 
     @property
     def counts_key(self) -> str | None:

@@ -143,7 +143,7 @@ class Framing:
         return self.request + system + tools
 
 
-class _ContentCounts(ABC):
+class ContentCounts(ABC):
     """The content half of a :class:`Tokenizer`, through one cached :class:`EncodingCounts`; the
     framing half is the subclass's."""
 
@@ -180,7 +180,7 @@ class _ContentCounts(ABC):
                 + sum(self.message(m) for m in request.messages) + self.framing(request))
 
 
-class FamilyTokenizer(_ContentCounts):
+class FamilyTokenizer(ContentCounts):
     """A model family's encoding with one model's framing."""
 
     source: Counted = "tokenizer"
@@ -205,7 +205,7 @@ class FamilyTokenizer(_ContentCounts):
 # -- the estimator, where no tokenizer fits ------------------------------------------------------
 
 
-class Estimate(_ContentCounts):
+class Estimate(ContentCounts):
     """:mod:`harness.tokens.estimator` behind the same interface, its overheads as the framing.
     Its texts go through the same bounded content cache as a tokenizer's, so a state rebuilt
     from the database — the inspector's, every request — finds a long history counted
