@@ -12,6 +12,7 @@ from agents.models import Agent
 from runs.models import Message, Session
 from tests.support.browser import screenshot, watch_errors
 from tests.support.panel import HEIGHT, open_panel, settled, staff
+from tests.support.servers import GunicornProcess
 
 pytestmark = pytest.mark.slow
 
@@ -102,6 +103,16 @@ def open_low_part(page: Page) -> None:
     expect(page.locator("#cp-detail-content")).to_contain_text("Message 39: lorem ipsum")
 
 
+def edit_low_part(page: Page, web: GunicornProcess, user, session: Session) -> None:
+    """The panel of ``session`` opened as ``user``, message 39 edited to "Only this, now."."""
+    open_panel(page, web, user, session)
+    settled(page)
+    open_low_part(page)
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.fill("#cp-edit-text", "Only this, now.")
+    page.get_by_role("button", name="Use this text").click()
+
+
 def assert_card_in_view(page: Page) -> None:
     """The part's card is wholly in the viewport, beside the parts, below the Save bar."""
     box = page.locator("#cp-detail").bounding_box()
@@ -156,12 +167,7 @@ def test_below_the_parts_on_a_narrow_screen_the_card_is_scrolled_to(page, web, l
 @pytest.mark.parametrize("page", WIDTHS, indirect=True, ids=lambda w: f"{w}px")
 def test_an_edit_shows_in_the_part_card(page, web, long_session, tenant):
     errors = watch_errors(page)
-    open_panel(page, web, staff("kim@acme.test", tenant), long_session)
-    settled(page)
-    open_low_part(page)
-    page.get_by_role("button", name="Edit", exact=True).click()
-    page.fill("#cp-edit-text", "Only this, now.")
-    page.get_by_role("button", name="Use this text").click()
+    edit_low_part(page, web, staff("kim@acme.test", tenant), long_session)
     # At once, the card shows the text the selection sends, and what it replaces.
     content = page.locator("#cp-detail-content")
     expect(content).to_contain_text('"text": "Only this, now."')
@@ -187,12 +193,7 @@ def test_save_is_in_view_where_the_edit_was_made(page, web, long_session, tenant
     """Far down a long session's parts (~4,800 px of page), Save and what it answers stay in
     view: the reader does not scroll back to the top to store an edit."""
     errors = watch_errors(page)
-    open_panel(page, web, staff("kim@acme.test", tenant), long_session)
-    settled(page)
-    open_low_part(page)
-    page.get_by_role("button", name="Edit", exact=True).click()
-    page.fill("#cp-edit-text", "Only this, now.")
-    page.get_by_role("button", name="Use this text").click()
+    edit_low_part(page, web, staff("kim@acme.test", tenant), long_session)
     settled(page)
     where = page.evaluate("window.scrollY")
     assert where > 2 * HEIGHT, where
