@@ -161,6 +161,7 @@ def test_a_reconciler_take_over_counts_it_and_says_so(alice, make_session, by_ha
     assert claim_run(stale.pk, "host:2:1") is not None and len(_takeovers(stale)) == 1
 
 
+@pytest.mark.slow
 @ONE_STATEMENT
 @pytest.mark.django_db(transaction=True)
 def test_a_gevent_process_whose_greenlets_keep_the_cpu_still_renews(alice, make_session,
@@ -191,6 +192,7 @@ def test_a_gevent_process_whose_greenlets_keep_the_cpu_still_renews(alice, make_
     assert not Run.objects.exclude(status=RunStatus.RUNNING).filter(pk__in=[r.pk for r in runs])
 
 
+@pytest.mark.slow
 @ONE_STATEMENT
 def test_a_worker_keeps_its_lease_through_long_calls_and_stops_once_taken_over(
         alice, make_agent, start_worker):

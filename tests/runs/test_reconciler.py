@@ -54,6 +54,7 @@ def test_an_interval_must_be_positive():
         ReconcilerThread(0)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_pass_sends_again_only_the_queued_run_whose_task_the_queue_does_not_hold(
         alice, make_session, private_broker):
@@ -71,6 +72,7 @@ def test_a_pass_sends_again_only_the_queued_run_whose_task_the_queue_does_not_ho
     assert Run.objects.get(pk=lost.pk).updated_at > long_ago
 
 
+@pytest.mark.slow
 def test_a_reservation_is_waiting_while_recent_and_a_waiting_task_keeps_it_so(private_broker):
     private_broker.start()
     run_id = uuid.uuid4()
