@@ -176,10 +176,16 @@ class Checks:
             self.row("provider count", None,
                      f"not available ({counted}): ?counted=provider fell back to the estimate")
             return
-        ours, theirs = int(snap["totals"]["after"]), self.server_parts
+        # The same parts as parts_counted's, now counted by the server through hango; the
+        # total adds the framing, which this server (it templates nothing on request) leaves to
+        # the family's estimate: provider_count says so.
+        ours = sum(int(p["tokens"]) for p in (*snap["system"], *snap["messages"])
+                   if p["included"])
+        theirs, said = self.server_parts, (snap.get("provider_count") or {}).get("fallback")
         self.row("provider count", near(ours, theirs),
-                 f"counted {counted}: {ours} vs the server's tokenize of the parts {theirs}, "
-                 f"ratio {ratio(ours, theirs)}")
+                 f"counted {counted}: parts {ours} vs the server's tokenize of the parts "
+                 f"{theirs}, ratio {ratio(ours, theirs)}; total {snap['totals']['after']}; "
+                 f"fallback: {said or 'none'}")
 
     def stopped_mid_run(self) -> None:
         session = self.api.session(self.long)
