@@ -208,8 +208,7 @@ class Bench:
             while Run.objects.filter(pk__in=warm, finished_at__isnull=True).exists():
                 time.sleep(0.2)  # the warm-up's runs end before the clock starts
             meter = CpuMeter({"web": lambda: descendants(server.proc.pid),
-                              "worker": lambda: [p for w in self.hango.workers
-                                                 for p in descendants(w.pid)],
+                              "worker": self.hango.worker_pids,
                               "postgres": self.backends}).start()
             started = time.time()
             out = self.post(server.port, self.a.runs, f"e2e{time.time_ns()}")
