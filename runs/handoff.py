@@ -62,6 +62,19 @@ def cancel_kept_by_a_pause(run_id: str) -> uuid.UUID | None:
 RECONCILE_BATCH = 200
 
 
+def _untouched_before(now: datetime, since: datetime | None) -> datetime:
+    """When a queued run with no lease was last touched, at the latest, to count as stranded."""
+    untouched = now - timedelta(seconds=hango().reconcile_grace_seconds)
+    return untouched if since is None else min(untouched, since)
+
+
+def any_overdue_unleased(*, since: datetime | None = None) -> bool:
+    """Whether any active run with no lease has waited past the grace period: the only runs
+    the broker's queue is read for (:func:`reconcile_runs`' ``waiting``)."""
+    return Run.objects.filter(status__in=BUSY_RUN_STATUSES, lease_expires_at__isnull=True,
+                              updated_at__lt=_untouched_before(timezone.now(), since)).exists()
+
+
 def reconcile_runs(*, since: datetime | None = None,
                    waiting: Collection[uuid.UUID] = ()) -> list[uuid.UUID]:
     """The active runs nobody is advancing, for the caller to re-enqueue: an expired lease, or
@@ -77,9 +90,7 @@ def reconcile_runs(*, since: datetime | None = None,
     run with no lease whose task the broker's queue holds (``waiting``:
     :mod:`runs.queued_tasks`); an expired lease is taken over whatever the queue holds."""
     now = timezone.now()
-    untouched = now - timedelta(seconds=hango().reconcile_grace_seconds)
-    if since is not None:
-        untouched = min(untouched, since)
+    untouched = _untouched_before(now, since)
     with transaction.atomic():
         stale = (Run.objects.select_for_update(skip_locked=True)
                  .filter(status__in=BUSY_RUN_STATUSES)

@@ -6,8 +6,8 @@ crash between commit and send). But under a backlog a run's task can simply wait
 longer than that — 5,000 runs posted at once on two worker processes of 1,000 slots each wait
 minutes — and every pass then sent thousands of duplicates, at the recovered priority, ahead of
 the runs they duplicated. A run whose task the queue still holds is not stranded: its turn
-comes. So a pass first reads which runs the queue holds (:func:`waiting_runs`) and passes them
-over; what it sends is what the broker truly lost.
+comes. So a pass that finds such an overdue run first reads which runs the queue holds
+(:func:`waiting_runs`) and passes them over; what it sends is what the broker truly lost.
 
 The tasks workers have reserved count too while they are recent (kombu's ``unacked_index``
 holds when each was delivered): a worker holds a thousand reservations, and a run whose task

@@ -110,10 +110,13 @@ def reconcile() -> int:
     again at once instead of a grace period later. (A worker handed one meanwhile waits for its
     row lock in the claim; one sent twice is skipped by the second claim.)"""
     sent, started = 0, timezone.now()
-    # Runs whose tasks wait in the queue are not stranded, however long they have waited.
+    # Runs whose tasks wait in the queue are not stranded, however long they have waited. The
+    # queue (a backlog of thousands of messages) is read only when some run with no lease is
+    # overdue: most passes find none, and an expired lease is taken over whatever it holds.
     knobs = hango()
     waiting = (queued_tasks.waiting_runs(knobs.reconcile_grace_seconds)
-               if knobs.broker_url and not knobs.run_inline else frozenset())
+               if knobs.broker_url and not knobs.run_inline
+               and handoff.any_overdue_unleased(since=started) else frozenset())
     while True:
         batch = _reconcile_batch(started, waiting)
         if batch is None:
