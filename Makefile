@@ -89,7 +89,7 @@ serve: install
 # each a greenlet (the gevent pool) that holds no database connection while its model call is
 # out (docs/architecture.md, "Runs in flight"). Every worker also runs the reconciler
 # (re-enqueues runs whose worker died) every HANGO_RECONCILE_SECONDS: no beat to start
-# (runs/reconciler.py says why).
+# (runs/execution/reconciler.py says why).
 worker: install
 	$(PY) -m hango_project.worker_group --loglevel INFO
 

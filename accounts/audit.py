@@ -1,5 +1,5 @@
 """The audit log: one row per successful write (and per refused trigger message: its reason,
-:mod:`runs.triggers`), and the owners' and admins' read of it.
+:mod:`runs.intake.triggers`), and the owners' and admins' read of it.
 
 Every write service calls :func:`audit_record` inside the transaction of its write, so a write
 that fails (and rolls back) leaves no row, and a row never outlives the write it describes. A

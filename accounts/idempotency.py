@@ -37,7 +37,7 @@ REPLAYED_HEADER: Final = "Idempotent-Replayed"
 WRITE_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_KEY_CHARS: Final = 255
 # The advisory lock space of idempotency keys (two-key form: this, then 32 bits of a hash of the
-# tenant and the key). runs.queue's session locks use another.
+# tenant and the key). runs.execution.queue's session locks use another.
 _KEY_LOCKS: Final = 0x6B657973  # "keys"
 
 

@@ -21,7 +21,7 @@ class NewKey:
     prefix: str
     plaintext: str
     digest: str
-    trigger_key: str  # what signs the key's broker messages (runs/triggers.py)
+    trigger_key: str  # what signs the key's broker messages (runs/intake/triggers.py)
 
 
 def digest(plaintext: str) -> str:

@@ -177,7 +177,8 @@ class TenantPrice(models.Model):
 
 class UsageRecord(TokenCounts):
     """One model call's tokens. Written as the call ends, in a transaction of its own, whether or
-    not the turn that made it lands (``runs/call_ledger.py``): the provider charged for it.
+    not the turn that made it lands (``runs/execution/call_ledger.py``): the provider charged for
+    it.
     ``dedupe_key`` names the call (``<run>/<epoch>:<turn>:<call index>``, ``<run>:<turn>:<call
     index>`` before calls named their claim; ``try:<uuid>`` for a context try); it is not
     unique-indexed: the loop tells each call once, and the index cost every call an insert

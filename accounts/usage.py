@@ -1,13 +1,14 @@
 """Usage and quotas: the usage selectors behind ``GET /v1/usage`` and the quota's holds.
 
 **Accounting.** One ``usage_records`` row per model call, written as the call ends, whether or
-not its turn ever lands (:mod:`runs.call_ledger`), keyed ``<run>/<claim's epoch>:<turn>:<call
-index>``: each call once, and a turn redone by the next claim a call of its own. A tenant's
+not its turn ever lands (:mod:`runs.execution.call_ledger`), keyed ``<run>/<claim's
+epoch>:<turn>:<call index>``: each call once, and a turn redone by the next claim a call of its own.
+A tenant's
 *spend* in a period is the sum of all four token columns of its rows created in that period;
 periods are calendar UTC days or months.
 
 **Admission.** Whether one more run may start spending is decided under the tenant's row lock
-by :mod:`runs.admission`, over this module's :func:`locked_tenant` and :func:`quota_state`.
+by :mod:`runs.intake.admission`, over this module's :func:`locked_tenant` and :func:`quota_state`.
 
 **Holds (no overspend).** Admission gates a run's start; each model call is gated too. Before a
 call is sent, its worst case — the request's input as the model family's tokenizer counts it,

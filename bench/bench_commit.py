@@ -2,12 +2,12 @@
 the same statement parsed and planned at every call, and against the floor of any durable
 checkpoint; prints figures only.
 
-A workload run's turn writes are captured (``runs.checkpoint.commit_turn``), then replayed on a
-freshly claimed run, turn after turn — each commit a new turn of that run, with its messages
-and events (a call's usage row is written as the call ends: ``runs/call_ledger.py``) — in
-rounds that alternate the three ways. Per commit: wall time and the PostgreSQL backend's CPU
-(``/proc/<pid>/schedstat``); the first 5 commits of a round (the statement being prepared,
-custom plans) are left out.
+A workload run's turn writes are captured (``runs.execution.turn_commit.commit_turn``), then
+replayed on a freshly claimed run, turn after turn — each commit a new turn of that run, with its
+messages and events (a call's usage row is written as the call ends:
+``runs/execution/call_ledger.py``) — in rounds that alternate the three ways. Per commit: wall time
+and the PostgreSQL backend's CPU (``/proc/<pid>/schedstat``); the first 5 commits of a round (the
+statement being prepared, custom plans) are left out.
 
 The floor (``bench/floor.py``, on a connection of its own) is the least a checkpoint that
 survives a crash can write: one prepared statement, its own transaction, updating one JSONB
@@ -49,8 +49,8 @@ def main() -> None:
     from django.db import connection
 
     from hango_project.ids import time_ordered_uuid
-    from runs import checkpoint, checkpointer
-    from runs.worker import claim_run
+    from runs.execution import checkpointer, turn_commit
+    from runs.execution.worker import claim_run
 
     writes = []
     commit = checkpointer.commit_turn
@@ -61,7 +61,7 @@ def main() -> None:
 
     class Plain:  # the same statement, parsed and planned by every call
         def run(self, cursor, params):
-            cursor.execute(checkpoint._STATEMENTS[False], params)
+            cursor.execute(turn_commit._STATEMENTS[False], params)
 
     floor = Floor(a.db)
 
@@ -69,7 +69,7 @@ def main() -> None:
         return floor.commit(write.state_json, write.messages[0].id, [
             {"role": m.role, "content": m.content} for m in write.messages])
 
-    ways = {"prepared": checkpoint._TURN[False], "plain": Plain(), "floor": floor}
+    ways = {"prepared": turn_commit._TURN[False], "plain": Plain(), "floor": floor}
     results: dict[str, tuple[list[float], list[float], list[float]]] = {
         w: ([], [], []) for w in ways}
     for n in range(len(ways) * a.rounds):
@@ -80,8 +80,8 @@ def main() -> None:
         run = claim_run(str(queued.pk), "bench")
         assert run is not None
         if way != "floor":
-            checkpoint._TURN[False] = ways[way]
-        write_turn = floor_commit if way == "floor" else checkpoint.commit_turn
+            turn_commit._TURN[False] = ways[way]
+        write_turn = floor_commit if way == "floor" else turn_commit.commit_turn
         seq, wall, cpu, client = 2, [], [], []
         for i in range(a.commits):
             w = template[i % len(template)]
@@ -102,7 +102,7 @@ def main() -> None:
                 client.append(h1 - h0)
         for kept, new in zip(results[way], (wall, cpu, client), strict=True):
             kept.extend(new)
-    checkpoint._TURN[False] = ways["prepared"]
+    turn_commit._TURN[False] = ways["prepared"]
     floor.close()
     print(f"hango commit benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  cpus {os.cpu_count()}"
           f"  load {os.getloadavg()[0]:.2f}")

@@ -7,7 +7,7 @@ run it and the targets: README.md ("Runs in flight").
 
 hango's runs are queued as a post leaves them (session, user message, queued run and its
 status event, written in bulk beforehand: posting is not what is measured), then handed to the
-worker as a post hands them over, one task each (``runs.tasks.send_run`` at the run's fair
+worker as a post hands them over, one task each (``runs.execution.tasks.send_run`` at the run's fair
 priority), the clock starting at the first. The worker group imports
 :mod:`bench.concurrency_app` (``-I``), which stamps each run's first model call; the runs'
 ``finished_at`` end the clock. While they go the benchmark samples the runs in flight, the

@@ -95,7 +95,7 @@ def send(run_ids: list[str]) -> None:
     """Hand the runs to the worker as posts do, one task each at its fair priority."""
     from django.db import connection
 
-    from runs import tasks
+    from runs.execution import tasks
 
     for run_id in run_ids:
         tasks.send_run(run_id, priority=tasks.fair_priority(run_id))
@@ -165,8 +165,8 @@ def main() -> None:
 
 
 def report(a, run_ids, got, seconds, all_open, rss, samples) -> None:
-    from runs.selectors import run_events_after
-    from runs.serializers import RunEventOutput
+    from runs.api.serializers import RunEventOutput
+    from runs.intake.selectors import run_events_after
 
     in_order = with_live = 0
     problems: list[str] = []

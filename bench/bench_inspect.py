@@ -147,7 +147,7 @@ def main() -> None:
     from accounts.services import api_key_issue, tenant_bootstrap
     from agents.services import agent_create
     from inspector.selectors import context_snapshot
-    from runs import history as stored
+    from runs.execution import history as stored
     from runs.models import Message, Session
 
     member = tenant_bootstrap(tenant_name=f"bench-{uuid.uuid4().hex[:8]}",

@@ -94,7 +94,7 @@ class Bench:
 
     def triggers(self, n: int) -> dict:
         from hango_project.celery import app
-        from runs.trigger_messages import sign
+        from runs.intake.trigger_payload import sign
 
         app.conf.update(result_backend=self.env["CELERY_BROKER_URL"])
         messages = []

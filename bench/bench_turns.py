@@ -202,7 +202,8 @@ class Durable:
         from accounts.services import tenant_bootstrap
         from agents.services import agent_create
         from harness.providers import registry
-        from runs import services, tasks, worker
+        from runs.execution import tasks, worker
+        from runs.intake import services
 
         call_command("migrate", verbosity=0)
         tasks.enqueue_run = lambda run_id: None

@@ -5,7 +5,7 @@ The workers are ``make worker``'s group at its documented defaults
 (``python -m hango_project.worker_group``: a gevent process per CPU), importing
 :mod:`bench.worker_app` (``-I``) for its stamps, started and stopped here; the runs are the
 shared workload (``scripted:workload-<T>``), queued with the service that makes them
-(``runs.services.message_post``) and handed to the workers as hango hands them over (the
+(``runs.intake.services.message_post``) and handed to the workers as hango hands them over (the
 ``runs.execute_run`` task).
 """
 
@@ -58,7 +58,8 @@ class Bench:
 
         from accounts.services import tenant_bootstrap
         from agents.services import agent_create
-        from runs import services, tasks
+        from runs.execution import tasks
+        from runs.intake import services
 
         call_command("migrate", verbosity=0)
         self.redis = redis.Redis.from_url(broker)

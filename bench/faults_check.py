@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from accounts.models import UsageRecord
 from bench.faults_model import job_of
-from runs.call_ledger import key_parts
+from runs.execution.call_ledger import key_parts
 from runs.models import Message, Run, RunEvent, SessionFile
 
 ProblemKind = Literal["duplicate", "loss", "write_after_cancel", "fenced_write", "inconsistent",

@@ -32,8 +32,8 @@ from django.utils import timezone
 from bench.faults_check import Cancel, Fault
 from bench.faults_load import ACTIVE, Api, Driver, now
 from bench.faults_stack import Postgres, Redis, Worker, alive, wait_until
+from runs.execution.tasks import execute_run
 from runs.models import Run, RunEvent
-from runs.tasks import execute_run
 
 KINDS = ("kill_child", "kill_main", "stall_cancel", "stall_approval", "duplicate",
          "redis_restart", "pg_restart")
@@ -44,7 +44,7 @@ def held_runs() -> dict[str, int]:
     connection.close()  # a fresh connection: the server may have restarted since the last one
     rows = Run.objects.filter(status="running", lease_expires_at__gt=timezone.now()).values_list(
         "id", "lease_owner")
-    # lease_owner is runs.worker.worker_identity(): host:pid:thread.
+    # lease_owner is runs.execution.worker.worker_identity(): host:pid:thread.
     return {str(run): int(owner.split(":")[1]) for run, owner in rows if owner.count(":") == 2}
 
 

@@ -15,7 +15,7 @@ from bench.databases import backend_cpu, ensure_database
 from hango_project.ids import time_ordered_uuid
 from harness.serde import message_to_json
 from harness.state import state_to_json
-from runs.prepared import Prepared
+from runs.execution.prepared import Prepared
 
 TABLES = """
 DROP TABLE IF EXISTS bench_floor_messages, bench_floor_state;

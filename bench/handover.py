@@ -17,8 +17,8 @@ def queue_runs(member: Any, agent_id: Any, texts: list[str]) -> list[str]:
     sent."""
     from django.db import transaction
 
-    from runs.content import user_content
-    from runs.events import status_event
+    from runs.execution.events import status_event
+    from runs.intake.content import user_content
     from runs.models import Message, Run, RunEvent, RunStatus, Session
 
     sessions = [Session(tenant_id=member.tenant_id, agent_id=agent_id, member=member)
@@ -44,7 +44,7 @@ def hand_over(run_ids: list[str], *, senders: int) -> dict[str, float]:
     senders."""
     from django.db import connection
 
-    from runs import tasks
+    from runs.execution import tasks
 
     sent: dict[str, float] = {}
 

@@ -1,15 +1,15 @@
 """Leases under load: live workers' runs taken over, with the code before the lease change and
 after it, in one invocation. Prints figures; how to run it and what was measured: README.md.
 
-For each tree (``before``: the commit before ``runs/renewer.py`` came, checked out in a
+For each tree (``before``: the commit before ``runs/execution/renewer.py`` came, checked out in a
 temporary worktree; ``after``: this checkout) it starts the workers as ``make worker`` does —
 one ``celery worker --pool gevent`` per core, its defaults (1,000 runs at once, 10 database
 connections) — with ``HANGO_RUN_LEASE_SECONDS=6``, on hango's app with the benchmark's model
 (``bench/leases_app.py``: each call keeps the CPU ``--hog-ms`` without yielding, then waits
 ``--call-seconds``). CPU hogs (``while True: pass`` processes) are added and removed to hold the
 machine's run queue near ``--load``. ``--runs`` runs are posted at once (the service a post
-calls, ``runs.services.message_post``, which hands each task to the broker) and followed until
-every one has ended. No worker is killed or stopped: every take-over is of a live worker.
+calls, ``runs.intake.services.message_post``, which hands each task to the broker) and followed
+until every one has ended. No worker is killed or stopped: every take-over is of a live worker.
 
 Counted per tree: slices that ended fenced (a live worker found its run taken over), runs
 claimed more than once, and — after, where they exist — ``run.lease_taken_over`` events.
@@ -56,7 +56,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)),
                     help="worker processes (make worker: one per core)")
     ap.add_argument("--before", help="the code before (a git revision; default: the parent "
-                                     "of the commit that added runs/renewer.py)")
+                                     "of the commit that added runs/execution/renewer.py)")
     ap.add_argument("--only", choices=["before", "after"], help="one tree only")
     return ap.parse_args()
 
@@ -125,10 +125,10 @@ class Trial:
 def before_tree(rev: str | None) -> tuple[str, Path]:
     if rev is None:
         added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--",
-                                "runs/renewer.py"], cwd=ROOT, capture_output=True, text=True,
-                               check=True).stdout.split()
+                                "runs/execution/renewer.py"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.split()
         if not added:
-            raise SystemExit("runs/renewer.py has no history here: name --before")
+            raise SystemExit("runs/execution/renewer.py has no history here: name --before")
         rev = f"{added[-1]}^"
     path = Path(tempfile.mkdtemp(prefix="hango-leases-before-"))
     subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT,
@@ -158,7 +158,7 @@ class Bench:
 
     def trial(self, tree: str, path: Path, load: Load) -> Trial:
         from agents.services import agent_create
-        from runs import services
+        from runs.intake import services
 
         a = self.a
         self.redis.delete("runs", "unacked", "unacked_index")

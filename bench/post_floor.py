@@ -2,8 +2,8 @@
 on hango's stack and still be a post — the caller's key checked by the project's own lookup
 (:func:`accounts.key_lookup.key_by_prefix`, :mod:`accounts.keys`),
 the session read within the key's tenant, the user message and its queued run inserted in one
-transaction, the run's task published once it commits (:func:`runs.tasks.send_run`) — as a bare
-Django view with no middleware, served by the same gunicorn as ``make serve`` on the same
+transaction, the run's task published once it commits (:func:`runs.execution.tasks.send_run`) — as a
+bare Django view with no middleware, served by the same gunicorn as ``make serve`` on the same
 database and broker. Its settings (``bench.post_floor_settings``) are the benchmark's own: the
 product never routes here.
 
@@ -20,8 +20,8 @@ from django.urls import path
 
 from accounts import keys
 from accounts.key_lookup import key_by_prefix
-from runs import tasks
-from runs.content import user_content
+from runs.execution import tasks
+from runs.intake.content import user_content
 from runs.models import Message, Run, Session
 
 

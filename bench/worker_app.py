@@ -70,7 +70,7 @@ def _instrument_worker() -> None:
     """Stamp the two phases before the first model call, where execute_run calls them (once
     per process, at its first task: Django is set up by then)."""
     global _instrumented
-    from runs import worker
+    from runs.execution import worker
 
     worker.claim_run = _stamped("claimed", worker.claim_run)
     worker.build_execution = _stamped("built", worker.build_execution)

@@ -8,7 +8,7 @@ import re
 # A statement that gave up waiting for its process's pool (hango_project/pgpool/pool.py).
 POOL_TIMEOUT = "database connections of this process stayed in use for"
 # redis-py's pool refusing a taker, a Redis command failing to connect or answer, live deltas
-# dropped after a failed publish (runs/live_redis.py).
+# dropped after a failed publish (runs/live/redis.py).
 REDIS_ERRORS = re.compile(r"MaxConnectionsError|Too many connections|No connection available|"
                           r"redis\.exceptions\.(?:Connection|Timeout)Error|"
                           r"publishing to Redis at \S+ failed")

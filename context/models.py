@@ -23,7 +23,7 @@ class ContextOverride(models.Model):
 
     No tenancy rule of its own: an override is only ever reached through its agent or session,
     which the caller must be allowed to see (``agents.selectors.agent_get``,
-    ``runs.selectors.session_get``)."""
+    ``runs.intake.selectors.session_get``)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="context_overrides")

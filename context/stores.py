@@ -21,7 +21,7 @@ def overrides_of(rows: Iterable[tuple[Any, ...]]) -> list[Override]:
 class DbOverrideStore:
     """The agent's overrides (system and tool parts) and the session's (message parts and the
     summary): what one run of that session applies. ``preloaded``: the rows of a run's
-    preload (:mod:`runs.preload`), the first load's answer."""
+    preload (:mod:`runs.execution.preload`), the first load's answer."""
 
     def __init__(self, tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID, *,
                  preloaded: list[tuple[str, str, str | None]] | None = None) -> None:

@@ -18,8 +18,9 @@ app = Celery("hango")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Each worker's main process runs the reconciler on a thread of its own (not Celery beat: see
-# runs/reconciler.py for why). By name: the module needs Django, set up only once a worker starts.
-app.steps["worker"].add("runs.reconciler:Reconciler")
+# runs/execution/reconciler.py for why). By name: the module needs Django, set up only once a worker
+# starts.
+app.steps["worker"].add("runs.execution.reconciler:Reconciler")
 
 
 def _instrument(**kwargs: object) -> None:

@@ -253,11 +253,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_timeout": HANGO.broker_timeout,
 }
 # One retry (a pooled connection may be stale after the broker restarted), then give up: the
-# run is stored, and the reconciler sends it again (runs/tasks.py::send_run).
+# run is stored, and the reconciler sends it again (runs/execution/tasks.py::send_run).
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2,
 }
-# runs.tasks is found by autodiscovery; the broker trigger's task lives with its service.
-CELERY_IMPORTS = ["runs.triggers"]
+# Autodiscovery looks for an app's top-level tasks module only: the runs app's tasks live in its
+# rooms, named here (the task names stay "runs.execute_run" and "hango.send_message").
+CELERY_IMPORTS = ["runs.execution.tasks", "runs.intake.triggers"]
 CELERY_TASK_ROUTES = {"runs.*": {"queue": "runs"}}
 CELERY_TASK_DEFAULT_QUEUE = "runs"

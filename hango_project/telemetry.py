@@ -76,8 +76,8 @@ def configure() -> None:
         # Request headers (Authorization) are never captured: no header capture is configured.
         DjangoInstrumentor().instrument()
     # The sending side of Celery too (the web's posts, the worker's hand-overs): a task carries
-    # its sender's trace context to the worker's span of it (runs/tracing.py). Only when spans
-    # go somewhere: untraced, the instrumentation's no-op spans would still cost every post.
+    # its sender's trace context to the worker's span of it (runs/tracing.py). Only when
+    # spans go somewhere: untraced, the instrumentation's no-op spans would still cost every post.
     if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         instrument_celery()
 

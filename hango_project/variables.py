@@ -106,7 +106,7 @@ class WorkVariables(_Variables):
     tenant_fair_share: int = Field(20, ge=1)
     """Runs of one tenant, queued or running, whose tasks go at the normal priority; the
     tenant's runs past that go behind every normal one, so another tenant's new run does not
-    wait behind one tenant's backlog (:mod:`runs.fairness`)."""
+    wait behind one tenant's backlog (:mod:`runs.execution.fairness`)."""
     visibility_timeout: int = 3600
     """Seconds after which Redis redelivers an unacknowledged task; must exceed the longest task,
     one run slice plus one turn."""
@@ -136,7 +136,7 @@ class WorkVariables(_Variables):
     schedule may set its own."""
     trigger_order_wait_seconds: float = Field(30, ge=0)
     """How long a ``hango.send_message`` message with a ``sequence`` waits for the message
-    before it in its session; then it is refused (:mod:`runs.triggers`)."""
+    before it in its session; then it is refused (:mod:`runs.intake.triggers`)."""
 
 
 class ApiVariables(_Variables):
@@ -200,10 +200,10 @@ class RunVariables(_Variables):
     """A worker hands a run back (and re-enqueues it) after this long, keeping every task short."""
     cancel_poll_seconds: float = 0.25
     """How old a run's cancel flag may be when it is checked before a tool call: each worker
-    process reads all its runs' flags at once twice in this time (runs/leases.py)."""
+    process reads all its runs' flags at once twice in this time (runs/execution/leases.py)."""
     reconcile_seconds: int = Field(30, gt=0)
     """How often each worker's reconciler looks for stranded runs (a thread of the worker's main
-    process, :mod:`runs.reconciler`)."""
+    process, :mod:`runs.execution.reconciler`)."""
     reconcile_grace_seconds: int = 30
     """How old a queued run without a lease must be before the reconciler re-enqueues it."""
     run_inline: bool = False

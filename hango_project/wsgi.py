@@ -8,4 +8,4 @@ application = get_wsgi_application()
 
 # A server with no broker has no worker: it runs the workers' reconciler thread itself (by name,
 # as the Celery app adds it to workers: the project's package imports no app).
-import_module("runs.reconciler").start_without_workers()
+import_module("runs.execution.reconciler").start_without_workers()

@@ -19,8 +19,8 @@ The lifecycle, and who does what:
    result not known yet (a call still waiting, or one that will run) left empty and said so.
 4. **Close.** A run cancelled while its batch waits: :func:`close` answers every call, so the
    stored history never keeps a call without its result — in the loop when a worker sees the
-   cancel at a turn boundary, in ``runs.endings.close_paused_batch`` when no worker holds the
-   run (a cancel, or a claim that finds one). A cancel in the middle of a batch that has not
+   cancel at a turn boundary, in ``runs.execution.endings.close_paused_batch`` when no worker holds
+   the run (a cancel, or a claim that finds one). A cancel in the middle of a batch that has not
    paused yet answers the calls it did not run with :data:`CANCELLED_BEFORE_RUN`.
 
 A batch may also be kept before any call runs (:func:`in_flight`), its calls pending, not held.

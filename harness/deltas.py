@@ -3,7 +3,7 @@ and :func:`collect`, which hands a stream's text deltas to one and returns its f
 
 The loop (:mod:`harness.loop`) consumes a stream inside its innermost model handler, so the
 chain's wrappers still see one model call and one response; the sink is how the text reaches a
-reader before the turn is committed whole (in the server, ``runs/live.py`` publishes it).
+reader before the turn is committed whole (in the server, ``runs/live/relay.py`` publishes it).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ whether or not the turn that made it ever lands: its worker may be fenced out by
 cancelled mid-call, or die between the answer and the turn's commit. So every call is told to
 the state's ledger as it ends (:meth:`harness.state.State.record_usage`, the one path of the
 run's own calls, the summarizer's and the subagents'), with the number of the turn it belongs
-to; the server's ledger writes its row then (:mod:`runs.call_ledger`). A state without a ledger
-(a harness test, the inspector) only collects its calls for the turn's result.
+to; the server's ledger writes its row then (:mod:`runs.execution.call_ledger`). A state without a
+ledger (a harness test, the inspector) only collects its calls for the turn's result.
 """
 
 from __future__ import annotations

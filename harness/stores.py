@@ -1,8 +1,8 @@
 """What the context middlewares read and write outside the run state, as protocols.
 
 The harness defines the shapes; the Django side implements them over its tables (agents/stores.py,
-runs/stores.py) and hands them in through :class:`harness.stack.RunDeps`. Tests use in-memory
-implementations. Every store is bound to one run's agent or session when it is built.
+runs/execution/stores.py) and hands them in through :class:`harness.stack.RunDeps`. Tests use
+in-memory implementations. Every store is bound to one run's agent or session when it is built.
 
 A store that writes for a run may refuse once the run is no longer the writer's (cancelled, or
 claimed by another worker) by raising :class:`harness.errors.Superseded`; nothing in the harness

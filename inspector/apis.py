@@ -39,9 +39,9 @@ from inspector.serializers import (
     TryInput,
     TryOutput,
 )
-from runs.content import user_content
+from runs.intake.content import user_content
+from runs.intake.selectors import session_get
 from runs.models import Session
-from runs.selectors import session_get
 
 FULL = OpenApiParameter("full", str, description="A part id: answer that part's whole content "
                         "instead of the snapshot.")

@@ -21,8 +21,8 @@ from hango_project.errors import BadQuery, Conflict, NotFound
 from harness import fingerprint, print_diff
 from harness.inspect import Snapshot
 from harness.tokens.tokenizers import tokenizer_for
+from runs.intake.selectors import SentCall, run_calls
 from runs.models import Run, Session
-from runs.selectors import SentCall, run_calls
 
 LAST = "last"
 # `last`, or a run id (hyphenated, any case) and a turn from 1.

@@ -28,8 +28,8 @@ from inspector.override_serializers import (
     OverrideInput,
     OverridesOutput,
 )
+from runs.intake.selectors import session_get
 from runs.models import Session
-from runs.selectors import session_get
 
 
 def _saved(overrides: list[Override], added: list[str]) -> Response:

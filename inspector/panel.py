@@ -26,8 +26,8 @@ from django.utils.html import format_html
 
 from accounts.models import Member
 from hango_project.errors import NotFound
+from runs.intake.selectors import session_get
 from runs.models import Session
-from runs.selectors import session_get
 
 if TYPE_CHECKING:
     _AdminBase = admin.ModelAdmin[Session]

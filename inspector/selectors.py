@@ -1,5 +1,5 @@
 """Reads of the context inspector's overrides; the caller has already been allowed to see the
-agent or session (``agents.selectors.agent_get``, ``runs.selectors.session_get``)."""
+agent or session (``agents.selectors.agent_get``, ``runs.intake.selectors.session_get``)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ from harness.serde import content_from_json
 from harness.snapshot_parts import Part, content_json, message_text, preview
 from harness.tokens.base import Tokenizer
 from harness.tokens.tokenizers import tokenizer_for
-from runs.execution import build_loop, new_state, provider_settings, run_state
-from runs.history import preloaded_history
+from runs.execution.assembly import build_loop, new_state, provider_settings, run_state
+from runs.execution.history import preloaded_history
+from runs.execution.preload import Preloaded, preload
 from runs.models import ACTIVE_RUN_STATUSES, PendingMessage, Run, Session
-from runs.preload import Preloaded, preload
 
 
 def overrides_list(*, target: Agent | Session) -> list[Override]:

@@ -17,7 +17,7 @@ from inspector.count_output import ProviderCountOutput
 from inspector.diff_output import DiffOutput
 from inspector.override_serializers import MAX_OVERRIDES, OverrideInput
 from inspector.settings_output import ModelSettingsOutput
-from runs.content_fields import UserContentField
+from runs.intake.content_fields import UserContentField
 from runs.models import ACTIVE_RUN_STATUSES
 
 COUNTED = list(get_args(Counted))

@@ -33,7 +33,7 @@ from harness import context, history
 from harness.context import Override, OverrideSet, part_kind
 from harness.messages import Message as HMessage
 from inspector.selectors import overrides_list
-from runs.history import session_history
+from runs.execution.history import session_history
 from runs.models import Session
 
 AGENT_KINDS = ("system", "tool")

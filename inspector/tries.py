@@ -34,9 +34,9 @@ from harness.middleware import summarization
 from harness.state import State
 from harness.tokens.tokenizers import tokenizer_for
 from inspector.selectors import with_agent_and_tenant
-from runs.admission import quota_admit
-from runs.execution import DbBudget, build_loop, new_state, provider_settings
-from runs.history import session_history
+from runs.execution.assembly import DbBudget, build_loop, new_state, provider_settings
+from runs.execution.history import session_history
+from runs.intake.admission import quota_admit
 from runs.models import Session
 
 

@@ -90,7 +90,7 @@ def check_writer(member: Member, scope: Scope) -> None:
 
 
 # Sent once a credential is set (committed): the runs that stopped for want of it go on
-# (runs/resumption.py; this app cannot import the runs above it).
+# (runs/intake/resumption.py; this app cannot import the runs above it).
 credential_was_set = Signal()
 
 

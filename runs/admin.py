@@ -16,7 +16,8 @@ from accounts.models import UsageRecord
 from accounts.usage import CLOCK_SKEW, cost_line
 from hango_project.admin import ActionsAdmin, AppWrittenAdmin, ServiceWrittenAdmin
 from hango_project.errors import ApplicationError
-from runs import admin_display, services
+from runs import admin_display
+from runs.intake import services
 from runs.models import (
     Message,
     PendingMessage,
@@ -189,7 +190,7 @@ class MessageAdmin(AppWrittenAdmin, admin.ModelAdmin):
 @admin.register(PendingMessage)
 class PendingMessageAdmin(ServiceWrittenAdmin, AppWrittenAdmin, admin.ModelAdmin):
     """Messages waiting in their session's queue for the runs before them to end. Deleting one
-    withdraws it with its run (:func:`runs.services.run_withdraw`, audited); cancelling the
+    withdraws it with its run (:func:`runs.intake.services.run_withdraw`, audited); cancelling the
     waiting run instead (on its page) keeps the message and skips the run."""
 
     may_delete = True

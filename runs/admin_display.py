@@ -25,9 +25,9 @@ from harness.messages import Block, TextBlock, ToolResultBlock, ToolUseBlock
 from harness.middleware import todo
 from harness.serde import content_from_json, json_text
 from harness.state import todo_from_json
-from runs import events
+from runs.execution import events
+from runs.intake.selectors import run_calls
 from runs.models import Message, Run, RunEvent, Session
-from runs.selectors import run_calls
 
 # A text of more lines or characters than these is folded: its first PREVIEW_LINES lines (at
 # most PREVIEW_CHARS characters) show, the rest opens on a click.

@@ -8,11 +8,12 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         from accounts.idempotency import purge_expired
         from integrations.credentials import credential_was_set
-        from runs import client_results, reconciler, resumption
+        from runs.execution import reconciler
+        from runs.intake import client_results, resumption
 
         # A run stopped for want of a credential goes on once it is set.
         credential_was_set.connect(resumption.on_credential_set,
-                                   dispatch_uid="runs.resumption")
+                                   dispatch_uid="runs.intake.resumption")
         # Idempotency keys past HANGO_IDEMPOTENCY_KEY_HOURS go, from every worker's reconciler
         # thread: no process of their own. A key lives up to this beat longer than the setting.
         reconciler.register("idempotency_keys", purge_expired, lambda: PURGE_EVERY_SECONDS)

@@ -72,7 +72,7 @@ UNFINISHED_RUN_STATUSES = (RunStatus.PENDING, *ACTIVE_RUN_STATUSES)
 # Not ended and not parked: what ``GET /v1/runs/{id}?wait=`` waits out.
 MOVING_RUN_STATUSES = (RunStatus.PENDING, *BUSY_RUN_STATUSES)
 # The key of a completed run's ``state_json`` that says where its answer is:
-# ``{"seq": <its last assistant message>, "stop_reason"}`` (runs.checkpointer).
+# ``{"seq": <its last assistant message>, "stop_reason"}`` (runs.execution.checkpointer).
 ANSWER = "answer"
 
 
@@ -106,7 +106,7 @@ class Run(TokenCounts):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # The webhook endpoint told of this run's end besides its agent's: named by the trigger
-    # message or the schedule that started it (runs/webhooked.py).
+    # message or the schedule that started it (runs/execution/webhooked.py).
     webhook = models.ForeignKey(Endpoint, null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="+", db_index=False)
     # The traceparent of the request that created the run: its slices continue that trace
@@ -121,11 +121,11 @@ class Run(TokenCounts):
             # An endpoint's runs, for its deletion: only the few runs that name one.
             models.Index(fields=["webhook"], condition=Q(webhook__isnull=False),
                          name="run_by_webhook"),
-            # A tenant's runs queued or running, through its agents (runs/fairness.py): small
-            # however many runs and sessions the tenant has had.
+            # A tenant's runs queued or running, through its agents (runs/execution/fairness.py):
+            # small however many runs and sessions the tenant has had.
             models.Index(fields=["agent"], condition=Q(status__in=BUSY_RUN_STATUSES),
                          name="run_busy_by_agent"),
-            # The parked runs whose client calls expire, soonest first (runs.client_results):
+            # The parked runs whose client calls expire, soonest first (runs.intake.client_results):
             # only the few that wait on a deadline.
             models.Index(fields=["action_expires_at"],
                          condition=Q(action_expires_at__isnull=False), name="run_action_expiry"),
@@ -190,12 +190,12 @@ class PendingMessage(models.Model):
     """A user message posted while its session had an active run (``multitask`` ``enqueue`` or
     ``interrupt``). It waits here, out of the history, until every run before it has ended; it
     then joins the history as the message ``message_id`` with the session's next seq, and its
-    run (``pending`` meanwhile) starts (:mod:`runs.queue`)."""
+    run (``pending`` meanwhile) starts (:mod:`runs.execution.queue`)."""
 
     tenancy = Tenancy(tenant="session__tenant", owner="session__member")
 
-    # The queue's order: assigned under the session's lock (runs.queue.lock_session), so it is
-    # the order of the posts.
+    # The queue's order: assigned under the session's lock (runs.execution.queue.lock_session), so
+    # it is the order of the posts.
     position = models.BigAutoField(primary_key=True)
     # No index of its own: the (session, position) index serves every lookup by session.
     session = models.ForeignKey(Session, on_delete=models.CASCADE,
@@ -265,8 +265,8 @@ class SessionFile(PathFile):
 
 class Trigger(models.Model):
     """A message another service sent through the broker (the ``hango.send_message`` task,
-    :mod:`runs.triggers`) and hango took: kept so that the same idempotency key answers with the
-    same run however often it comes, and so that a session's messages sent with a ``sequence``
+    :mod:`runs.intake.triggers`) and hango took: kept so that the same idempotency key answers with
+    the same run however often it comes, and so that a session's messages sent with a ``sequence``
     are taken in that order."""
 
     tenancy = Tenancy(tenant="tenant", owner="member")

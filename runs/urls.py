@@ -2,7 +2,9 @@
 
 from django.urls import path
 
-from runs.apis import (
+from runs.api.file_views import SessionFileDetailApi, SessionFilesApi
+from runs.api.tool_result_views import RunToolResultsApi
+from runs.api.views import (
     RunApproveApi,
     RunCancelApi,
     RunDetailApi,
@@ -13,8 +15,6 @@ from runs.apis import (
     SessionMessagesApi,
     SessionRunsApi,
 )
-from runs.file_apis import SessionFileDetailApi, SessionFilesApi
-from runs.tool_result_apis import RunToolResultsApi
 
 urlpatterns = [
     path("sessions", SessionListApi.as_view(), name="sessions"),

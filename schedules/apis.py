@@ -18,7 +18,7 @@ from hango_api.views import ListApi, paginated, validated
 from hango_project.errors import NotFound, Unprocessable
 from inspector.apis import snapshot_response
 from inspector.serializers import SnapshotOutput
-from runs.selectors import session_get
+from runs.intake.selectors import session_get
 from schedules import services
 from schedules.serializers import (
     FireOutput,

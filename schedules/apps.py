@@ -7,7 +7,7 @@ class SchedulesConfig(AppConfig):
 
     def ready(self) -> None:
         from hango_project.config import hango
-        from runs import reconciler
+        from runs.execution import reconciler
         from schedules import firing
 
         reconciler.register("schedules", firing.tick, lambda: hango().schedule_tick_seconds)

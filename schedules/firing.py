@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from hango_project.config import hango
 from hango_project.errors import ApplicationError
-from runs import services as run_services
+from runs.intake import services as run_services
 from runs.models import Run, RunStatus
 from schedules import cron
 from schedules.models import FINISHED, Fire, FireStatus, Schedule

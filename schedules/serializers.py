@@ -7,9 +7,9 @@ from rest_framework import serializers
 from accounts.usage_apis import UsageOutput
 from hango_api import fields as strict
 from hango_api.inputs import Input
-from runs.content_fields import UserContentField
-from runs.queue import Multitask
-from runs.serializers import ContentField, RunErrorField
+from runs.api.serializers import ContentField, RunErrorField
+from runs.execution.queue import Multitask
+from runs.intake.content_fields import UserContentField
 from schedules.models import Fire, Schedule
 
 

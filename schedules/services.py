@@ -15,7 +15,7 @@ from accounts.models import AuditAction, Member
 from accounts.scoping import get_visible, visible_to
 from hango_project.config import hango
 from hango_project.errors import Conflict, Unprocessable
-from runs.content import user_content
+from runs.intake.content import user_content
 from runs.models import Run, Session
 from schedules import cron, firing
 from schedules.models import Fire, Schedule

@@ -24,7 +24,7 @@ from hango_project.config import HangoSettings
 from harness.messages import Request, Response
 from harness.providers import ProviderFactory, registry
 from harness.providers.base import Provider, ProviderSettings
-from runs.tasks import drain_local_runs
+from runs.execution.tasks import drain_local_runs
 from tests.support.api import AGENT_BODY, Caller, make_caller
 from tests.support.broker import RedisServer, broker_url, celery_broker
 from tests.support.flush import delete_instead_of_truncate
@@ -223,8 +223,8 @@ def inline_runs(hango_settings, transactional_db):
 @pytest.fixture
 def queued_run(alice, make_session, hango_settings):
     """A run whose task nobody executes (no broker, not inline): the test drives it by hand."""
+    from runs.intake.services import message_post
     from runs.models import Session
-    from runs.services import message_post
 
     hango_settings(run_inline=False, broker_url="")
     session = make_session(alice)

@@ -5,8 +5,8 @@ Django opens a connection per thread and keeps it until it closes it; here openi
 from the pool and closing gives it back, so a thread (a greenlet of a gevent worker, where every
 run in flight is one) holds a server connection only between its first statement and the next
 :func:`hango_project.pgpool.release` — a run gives its connection back before each model call,
-a request at its end. Statements prepared on a connection (:mod:`runs.prepared`) stay with it
-from one taker to the next.
+a request at its end. Statements prepared on a connection (:mod:`runs.execution.prepared`) stay with
+it from one taker to the next.
 
 Why not a library: Django's own pool needs psycopg 3; django-db-geventpool sends ``SELECT 1``
 on every checkout (a second round trip per turn), waits forever for a free connection, and

@@ -1,8 +1,8 @@
 """Stopping a model call in flight from another thread: the :class:`CallAbort` handle.
 
 A cancel is seen by whoever polls the run's flag (in the server, the process's watch thread,
-:mod:`runs.leases`), not by the thread that is blocked reading the model's stream. The loop
-makes a handle for each streamed call and sets it as the call's current one
+:mod:`runs.execution.leases`), not by the thread that is blocked reading the model's stream. The
+loop makes a handle for each streamed call and sets it as the call's current one
 (:func:`current`); an adapter that opens a stream hands it a closer (:func:`on_abort`); the
 watcher calls :meth:`CallAbort.abort`, which runs the closers at once. Closing an HTTP response
 from another thread does not wake a read blocked on its socket, so the closer shuts the socket

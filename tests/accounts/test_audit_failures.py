@@ -13,7 +13,7 @@ from django.db import transaction
 from accounts.audit import audit_record
 from accounts.models import ApiKey, AuditAction
 from accounts.services import api_key_issue, api_key_revoke
-from runs import services as run_services
+from runs.intake import services as run_services
 from runs.models import Run, Session
 from tests.accounts.test_audit import new_rows, queued_run, row_ids
 from tests.support.api import AGENT_BODY, post_message
@@ -44,7 +44,7 @@ def test_a_write_that_fails_after_recording_rolls_its_row_back(alice, world, mon
     def broken(run_id):
         raise RuntimeError("broker down")
 
-    monkeypatch.setattr("runs.tasks.enqueue_run", broken)
+    monkeypatch.setattr("runs.execution.tasks.enqueue_run", broken)
     before = row_ids()
     with pytest.raises(RuntimeError):
         run_services.message_post(session=session, content="hi", actor=alice.member)

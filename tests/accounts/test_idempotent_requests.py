@@ -214,7 +214,7 @@ def test_keys_older_than_the_setting_are_removed_and_no_longer_answer(alice, han
 
 
 def test_every_worker_s_reconciler_removes_them():
-    from runs import reconciler
+    from runs.execution import reconciler
 
     passes = {p.name: p for p in reconciler._passes}
     assert passes["idempotency_keys"].run is purge_expired

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from cli.client import Client
 from cli.main import cli
-from runs import live
+from runs.live import relay
 from tests.support.api import HITL
 from tests.support.cli import ok_json
 from tests.support.servers import free_port
@@ -94,14 +94,14 @@ def test_send_follow_that_connects_after_the_first_word_prints_it(hango, quickst
     # The run starts writing as soon as its message is posted; the follower's stream opens a
     # little later (here: once the first word is out, as it did about half the time).
     first_word = threading.Event()
-    publish = live.LOCAL.publish
+    publish = relay.LOCAL.publish
 
     def spied(channel: str, payload: str) -> None:
         publish(channel, payload)
         if '"index": 0' in payload:
             first_word.set()
 
-    monkeypatch.setattr(live.LOCAL, "publish", spied)
+    monkeypatch.setattr(relay.LOCAL, "publish", spied)
     connect = Client.events
 
     def late(self, run_id, **options):

@@ -13,7 +13,7 @@ from django.db import OperationalError, connection
 
 from hango_project.pgpool import release
 from hango_project.pgpool.pool import ConnectionPool, PoolTimeout
-from runs.prepared import Prepared
+from runs.execution.prepared import Prepared
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -269,7 +269,7 @@ def test_the_counts_a_run_stored_are_the_ones_shown(alice, make_agent, make_sess
     (made wrong here on purpose, to see it is taken), and counts one stored under another."""
     from harness.serde import content_from_json
     from harness.tokens.tokenizers import tokenizer_for
-    from runs.history import drop_shared_messages
+    from runs.execution.history import drop_shared_messages
 
     model = "anthropic:claude-sonnet-4-6"
     serve_model(model, ScriptedModel([tool_call("echo", {"text": "alpha"}), text("Done.")]))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import Tenant, UsageRecord
-from runs import tasks
+from runs.execution import tasks
+from runs.execution.worker import claim_run
+from runs.intake.services import message_post
 from runs.models import Run, Session
-from runs.services import message_post
-from runs.worker import claim_run
 from tests.support.api import make_caller
 
 POLL = 0.05

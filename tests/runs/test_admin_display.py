@@ -16,8 +16,8 @@ from accounts.prices import Price, stored
 from accounts.usage import money
 from runs import admin_display
 from runs.admin_display import event_summary, fold, pretty_json
+from runs.intake.selectors import run_calls
 from runs.models import Message, Run, RunEvent, RunStatus, Session
-from runs.selectors import run_calls
 
 SCRIPT = "<script>alert(1)</script>"
 LONG = "\n".join(f"line {i}" for i in range(1, 41))

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from accounts.models import Tenant
 from hango_project.errors import QuotaExceeded
-from runs.admission import quota_admit
+from runs.intake.admission import quota_admit
 
 
 def refusal(tenant: Tenant) -> str:

@@ -103,7 +103,7 @@ def test_cancel_and_resume_a_queued_run(alice, session, hango_settings):
 def test_cancelling_a_leased_running_run_asks_the_worker(alice, session, hango_settings):
     hango_settings(run_inline=False, broker_url="")
     run_id = post(alice, session, "hello").json()["run"]["id"]
-    from runs.worker import claim_run
+    from runs.execution.worker import claim_run
 
     claim_run(run_id, "somebody")
     response = alice.client.post(f"/v1/runs/{run_id}/cancel")

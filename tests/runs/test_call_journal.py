@@ -1,4 +1,4 @@
-"""The journal of a run's MCP calls (runs.stores.DbCallJournal): written under the claim's
+"""The journal of a run's MCP calls (runs.execution.stores.DbCallJournal): written under the claim's
 guard before a call is sent, read by the next claim to know what was sent before it, and
 cleared of a call a human decided on knowing its outcome was unknown."""
 
@@ -13,12 +13,12 @@ from harness import serde
 from harness.approval_values import PendingBatch, PendingCall
 from harness.errors import Superseded
 from harness.mcp.values import idempotency_key
-from runs.endings import sent_calls
-from runs.fence import Claim
+from runs.execution.endings import sent_calls
+from runs.execution.fence import Claim
+from runs.execution.stores import DbCallJournal
+from runs.execution.worker import claim_run
+from runs.intake.services import run_approve, run_cancel
 from runs.models import Run, RunStatus, ToolCallStart
-from runs.services import run_approve, run_cancel
-from runs.stores import DbCallJournal
-from runs.worker import claim_run
 
 
 def test_a_call_recorded_by_one_claim_is_sent_before_for_the_next(queued_run):

@@ -1,6 +1,6 @@
-"""Each model call recorded as it ends (runs/call_ledger.py), by either path — the one statement
-(PostgreSQL) and the ORM transaction (SQLite) — on one of two runs made alike: its usage row
-priced as the table or the tenant says, the run's counters, its quota hold released with it,
+"""Each model call recorded as it ends (runs/execution/call_ledger.py), by either path — the one
+statement (PostgreSQL) and the ORM transaction (SQLite) — on one of two runs made alike: its usage
+row priced as the table or the tenant says, the run's counters, its quota hold released with it,
 its key naming the claim, and its request print as the edit of the claim's call before."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from accounts.models import QuotaHold, TenantPrice, UsageRecord
 from accounts.usage import committed_spend, quota_hold
 from harness import fingerprint
 from harness.messages import ModelUsage, PartPrint, RequestPrint, Usage
-from runs import call_ledger
-from runs.call_ledger import DbLedger, key_parts
+from runs.execution import call_ledger
+from runs.execution.call_ledger import DbLedger, key_parts
+from runs.intake.selectors import run_calls
 from runs.models import Run
-from runs.selectors import run_calls
 from tests.runs.conftest import EARLIER
 
 ONE_STATEMENT = pytest.mark.postgresql(reason="the one-statement path (PREPAREd, CTEs)")

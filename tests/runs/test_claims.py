@@ -16,9 +16,9 @@ from django.utils import timezone
 
 from accounts.models import QuotaHold, Tenant
 from hango_project.ids import time_ordered_uuid
-from runs import claims, tasks, worker
+from runs.execution import claims, tasks, worker
+from runs.intake.services import message_post
 from runs.models import Message, Run, Session
-from runs.services import message_post
 from tests.runs.conftest import QUOTA
 from tests.runs.test_checkpoint import LEASE, ONE_STATEMENT, STATE, _rows
 from tests.support.api import make_caller

@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounts.models import AuditAction, AuditEntry
 from harness.approvals import CANCELLED_BEFORE_RESULT
 from harness.client_calls import NO_RESULT
-from runs import client_results
+from runs.intake import client_results
 from runs.models import Run, RunEvent
 from tests.support.api import error_of
 from tests.support.approvals import statuses, tool_result

@@ -1,11 +1,11 @@
-"""runs.fairness: a run's tenant is past its fair share when it has more runs queued or running
-than the share, counted across all the tenant's agents and sessions, nobody else's."""
+"""runs.execution.fairness: a run's tenant is past its fair share when it has more runs queued or
+running than the share, counted across all the tenant's agents and sessions, nobody else's."""
 
 from __future__ import annotations
 
 import pytest
 
-from runs.fairness import over_fair_share
+from runs.execution.fairness import over_fair_share
 from runs.models import Run, RunStatus, Session
 
 

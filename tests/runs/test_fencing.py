@@ -20,13 +20,13 @@ from agents.stores import DbMemoryStore
 from harness.errors import Superseded
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from harness.stores import Summary
-from runs import handoff, tasks, worker
-from runs.checkpointer import Fenced
-from runs.fence import Claim
+from runs.execution import handoff, tasks, worker
+from runs.execution.checkpointer import Fenced
+from runs.execution.fence import Claim
+from runs.execution.stores import DbFileStore, DbSummaryStore
+from runs.execution.worker import Outcome, claim_run
+from runs.intake.services import message_post, run_cancel, run_resume
 from runs.models import Message, Run, RunEvent, RunStatus, Session, SessionFile
-from runs.services import message_post, run_cancel, run_resume
-from runs.stores import DbFileStore, DbSummaryStore
-from runs.worker import Outcome, claim_run
 from tests.support.runs import one_turn
 
 

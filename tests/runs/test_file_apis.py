@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from runs.stores import DbFileStore
+from runs.execution.stores import DbFileStore
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import tracemalloc
 import pytest
 
 from harness.messages import TextBlock, ToolUseBlock
-from runs import history as stored
-from runs.history import SHARED_ROW_BYTES, session_history, weight
+from runs.execution import history as stored
+from runs.execution.history import SHARED_ROW_BYTES, session_history, weight
 from runs.models import Message, Session
 
 LONG = "x" * SHARED_ROW_BYTES  # past the weight a shared row may have

@@ -14,12 +14,12 @@ from harness.providers.scripted import ScriptedModel, text
 from harness.serde import image_from_json, image_to_json
 from harness.steps import FinalOutput, Interrupted
 from harness.tools import Tool, ToolResult
-from runs.checkpointer import DbCheckpointer, DbControl
-from runs.execution import build_execution
-from runs.fence import Claim
-from runs.history import session_history
+from runs.execution.assembly import build_execution
+from runs.execution.checkpointer import DbCheckpointer, DbControl
+from runs.execution.fence import Claim
+from runs.execution.history import session_history
+from runs.execution.worker import claim_run
 from runs.models import Message, Run, RunStatus
-from runs.worker import claim_run
 from tests.support.api import HITL, error_of
 from tests.support.history import assert_valid_history
 from tests.support.images import image, png_image

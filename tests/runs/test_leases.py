@@ -1,7 +1,7 @@
-"""The run watch's leases (runs/leases.py, runs/renewer.py): every held run renewed by one
-statement on PostgreSQL (by the ORM's two in one transaction on SQLite), a run whose lease was
-lost named, a take-over counted and written as a run event, and renewals that go on while the
-runs' greenlets keep the CPU."""
+"""The run watch's leases (runs/execution/leases.py, runs/execution/renewer.py): every held run
+renewed by one statement on PostgreSQL (by the ORM's two in one transaction on SQLite), a run whose
+lease was lost named, a take-over counted and written as a run event, and renewals that go on while
+the runs' greenlets keep the CPU."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from harness import telemetry as t
-from runs import handoff, tasks, worker
-from runs.events import EVENT_LEASE_TAKEN_OVER, timestamp
+from runs.execution import handoff, tasks, worker
+from runs.execution.events import EVENT_LEASE_TAKEN_OVER, timestamp
+from runs.execution.renewer import OrmStatements, PostgreSQLStatements
+from runs.execution.worker import claim_run
+from runs.intake.services import message_post
 from runs.models import Run, RunEvent, RunStatus, Session
-from runs.renewer import OrmStatements, PostgreSQLStatements
-from runs.services import message_post
-from runs.worker import claim_run
 from tests.support.api import started_run
 from tests.support.otel import metric_reader, metric_sum
 from tests.support.runs import wait_for_run

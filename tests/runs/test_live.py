@@ -1,4 +1,4 @@
-"""runs.live: a run's deltas through the suite's real Redis (pub/sub) or in this process, and
+"""runs.live.relay: a run's deltas through the suite's real Redis (pub/sub) or in this process, and
 what a Redis that is down, hung or lost costs a publisher and a follower."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import uuid
 
 import pytest
 
-from runs import live
-from runs.live import LOCAL, LocalHub, RunDeltas, Silent
-from runs.live_redis import RedisHub
+from runs.execution.worker import Outcome, execute_run
+from runs.intake.services import message_post
+from runs.live import relay
+from runs.live.redis import RedisHub
+from runs.live.relay import LOCAL, LocalHub, RunDeltas, Silent
 from runs.models import Session
-from runs.services import message_post
-from runs.worker import Outcome, execute_run
 from tests.support.broker import broker_url
 
 TIMEOUT = 0.2
@@ -24,7 +24,7 @@ TIMEOUT = 0.2
 def test_a_delta_is_the_json_of_a_message_delta_event():
     hub = LocalHub()
     run_id = uuid.uuid4()
-    follower = hub.subscribe(live.channel(run_id))
+    follower = hub.subscribe(relay.channel(run_id))
     deltas = RunDeltas(run_id, hub)
     deltas.delta(3, 0, 'He said "hi"\n')
     deltas.delta(3, 1, "ü")
@@ -53,7 +53,7 @@ def test_in_process_followers_get_their_run_s_deltas_until_they_leave():
 
 
 def test_an_in_process_follower_that_falls_behind_loses_deltas_and_never_blocks(monkeypatch):
-    monkeypatch.setattr(live, "FOLLOWER_BACKLOG", 3)
+    monkeypatch.setattr(relay, "FOLLOWER_BACKLOG", 3)
     hub = LocalHub()
     follower = hub.subscribe("a")
     for n in range(5):
@@ -63,27 +63,27 @@ def test_an_in_process_follower_that_falls_behind_loses_deltas_and_never_blocks(
 
 def test_without_a_live_redis_url_the_hub_is_this_process_s(hango_settings):
     hango_settings(live_redis_url="")
-    assert live.hub() is LOCAL
+    assert relay.hub() is LOCAL
     hango_settings(stream_deltas=False)
-    assert live.run_deltas(uuid.uuid4()) is None
+    assert relay.run_deltas(uuid.uuid4()) is None
 
 
 @pytest.fixture
 def redis_hub(hango_settings) -> RedisHub:
     hango_settings(live_redis_url=broker_url(), live_publish_timeout=TIMEOUT)
-    hub = live.hub()
+    hub = relay.hub()
     assert isinstance(hub, RedisHub)
     return hub
 
 
 def test_through_redis_a_follower_gets_what_is_published_after_it_subscribed(redis_hub):
     run_id = uuid.uuid4()
-    probe = redis_hub.subscribe(live.channel(run_id))
+    probe = redis_hub.subscribe(relay.channel(run_id))
     RunDeltas(run_id, redis_hub).delta(1, 0, "too early")
     assert json.loads(probe.get(2) or "null")["text"] == "too early"  # sent, and gone
     probe.close()
-    follower = redis_hub.subscribe(live.channel(run_id))
-    stranger = redis_hub.subscribe(live.channel(uuid.uuid4()))
+    follower = redis_hub.subscribe(relay.channel(run_id))
+    stranger = redis_hub.subscribe(relay.channel(uuid.uuid4()))
     try:
         deltas = RunDeltas(run_id, redis_hub)
         for index, word in enumerate(["One ", "two."]):
@@ -166,16 +166,16 @@ def test_only_a_run_executing_beside_its_streams_keeps_its_call_s_deltas(hango_s
     beside, in_task = uuid.uuid4(), uuid.uuid4()
 
     def publish(run_id: str) -> None:
-        sink = live.run_deltas(run_id)
+        sink = relay.run_deltas(run_id)
         assert sink is not None
         sink.delta(1, 0, "Hello")
 
     publish(str(beside))  # as the quickstart's thread executes a run
     app.task(name="tests.publish_a_delta")(publish).apply((str(in_task),))  # as a worker does
-    kept, missed = live.follow(beside)
+    kept, missed = relay.follow(beside)
     assert [json.loads(p)["text"] for p in missed] == ["Hello"]
     kept.close()
-    kept, missed = live.follow(in_task)
+    kept, missed = relay.follow(in_task)
     assert missed == []
     kept.close()
 
@@ -187,7 +187,7 @@ def test_a_run_s_channel_has_each_turn_s_deltas_before_its_committed_marker(
                    live_publish_timeout=TIMEOUT)
     session = Session.objects.get(pk=make_session(alice)["id"])
     _, run = message_post(session=session, content="hi")  # its task waits: nobody takes it
-    follower = live.hub().subscribe(live.channel(run.pk))
+    follower = relay.hub().subscribe(relay.channel(run.pk))
     try:
         assert execute_run(str(run.pk)) == Outcome.COMPLETED
         run.refresh_from_db()

@@ -12,10 +12,10 @@ from agents.models import Agent, MemoryFile
 from agents.stores import DbMemoryStore
 from context.models import ContextOverride
 from context.stores import DbOverrideStore
-from runs.history import history_of, session_history
+from runs.execution.history import history_of, session_history
+from runs.execution.preload import NOTHING_PRELOADED, preload
+from runs.execution.stores import DbFileStore
 from runs.models import Message, PendingMessage, Run, Session, SessionFile
-from runs.preload import NOTHING_PRELOADED, preload
-from runs.stores import DbFileStore
 
 
 @pytest.fixture

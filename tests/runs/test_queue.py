@@ -1,6 +1,6 @@
-"""runs.queue through ``POST /v1/sessions/{id}/messages``'s ``multitask``: a message posted while
-a run is active waits out of the history, then starts when the runs before it end; interrupt
-cancels them first. Runs are driven by hand here (nothing executes them on its own)."""
+"""runs.execution.queue through ``POST /v1/sessions/{id}/messages``'s ``multitask``: a message
+posted while a run is active waits out of the history, then starts when the runs before it end;
+interrupt cancels them first. Runs are driven by hand here (nothing executes them on its own)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from accounts.models import AuditEntry
 from hango_project.ids import time_ordered_uuid
 from harness.approvals import CANCELLED_BEFORE_DECISION
 from harness.steps import Interrupted
-from runs import handoff, queue, tasks, worker
-from runs.checkpointer import DbCheckpointer, DbControl
-from runs.execution import build_execution
-from runs.fence import Claim
+from runs.execution import handoff, queue, tasks, worker
+from runs.execution.assembly import build_execution
+from runs.execution.checkpointer import DbCheckpointer, DbControl
+from runs.execution.fence import Claim
+from runs.execution.worker import claim_run
 from runs.models import Message, PendingMessage, Run, RunStatus
-from runs.worker import claim_run
 from tests.support.api import HITL, error_of
 from tests.support.history import assert_valid_history
 from tests.support.multitask import user_texts

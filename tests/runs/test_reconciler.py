@@ -12,12 +12,12 @@ import pytest
 from django.utils import timezone
 
 from hango_project.celery import app as celery_app
-from runs import tasks
+from runs.execution import tasks
+from runs.execution.queued_tasks import keeper, waiting_runs
+from runs.execution.reconciler import ReconcilerThread
+from runs.execution.worker import claim_run
+from runs.intake.services import message_post
 from runs.models import Run, Session
-from runs.queued_tasks import keeper, waiting_runs
-from runs.reconciler import ReconcilerThread
-from runs.services import message_post
-from runs.worker import claim_run
 from tests.support.broker import queued_tasks
 from tests.support.runs import wait_for_run
 

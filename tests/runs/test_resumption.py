@@ -1,13 +1,14 @@
-"""Runs stopped for want of a credential (runs.resumption): which of them go on once it is set."""
+"""Runs stopped for want of a credential (runs.intake.resumption): which of them go on once it is
+set."""
 
 from __future__ import annotations
 
 import pytest
 
 from harness.mcp import CREDENTIAL_MISSING
+from runs.intake.resumption import waiting_for
+from runs.intake.services import message_post
 from runs.models import Run, RunStatus, Session
-from runs.resumption import waiting_for
-from runs.services import message_post
 
 STOPPED = {"code": CREDENTIAL_MISSING,
            "message": "The MCP server 'docs' needs the credential 'docs-token', which is not set."}

@@ -10,9 +10,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runs import selectors
+from runs.api.serializers import RunOutput
+from runs.intake import selectors
 from runs.models import Message, Run
-from runs.serializers import RunOutput
 from tests.support.broker import broker_url
 from tests.support.sse import text_of
 from tests.support.streams import execute_in_thread

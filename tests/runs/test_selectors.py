@@ -1,4 +1,4 @@
-"""runs.selectors: a run's own model calls read back with the prints of what they sent, the
+"""runs.intake.selectors: a run's own model calls read back with the prints of what they sent, the
 cache figures each assistant message's event carries, and a stream's read on the engine the
 suite runs on."""
 
@@ -12,9 +12,9 @@ from django.db import connection
 
 from accounts.models import UsageRecord
 from harness import fingerprint
-from runs import selectors
+from runs.intake import selectors
+from runs.intake.selectors import run_calls
 from runs.models import Run
-from runs.selectors import run_calls
 
 pytestmark = pytest.mark.django_db
 

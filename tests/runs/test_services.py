@@ -1,9 +1,9 @@
-"""runs.services: what a failed run may be resumed from."""
+"""runs.intake.services: what a failed run may be resumed from."""
 
 from __future__ import annotations
 
 from harness.errors import retryable_codes
-from runs.services import RESUMABLE_ERRORS
+from runs.intake.services import RESUMABLE_ERRORS
 
 
 def test_resumable_errors_are_the_retryable_provider_errors_a_crash_and_the_quota():

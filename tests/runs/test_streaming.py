@@ -1,4 +1,4 @@
-"""runs.streaming and the events route: durable events with their messages' content, live deltas
+"""runs.api.streaming and the events route: durable events with their messages' content, live deltas
 between them (in this process: no Redis, as in the quickstart), stale deltas dropped."""
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runs import live, selectors, serializers, streaming
+from runs.api import serializers, streaming
+from runs.execution.worker import execute_run
+from runs.intake import selectors
+from runs.live import relay
 from runs.models import Message
-from runs.worker import execute_run
 from tests.support.sse import (
     durable,
     live_text,
@@ -147,7 +149,7 @@ def test_with_stream_deltas_off_runs_are_answered_whole_and_nothing_is_published
     assert [f for f in got if f.event == "message.delta"] == []
     assert got[-1].data["data"]["status"] == "completed"
     # The stream never subscribed (another test's stream, not yet closed, may still be there).
-    assert live.channel(waiting_run.pk) not in live.LOCAL._followers
+    assert relay.channel(waiting_run.pk) not in relay.LOCAL._followers
 
 
 def test_streams_woken_by_one_marker_share_one_read_and_a_later_one_reads_again():

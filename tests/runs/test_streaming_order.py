@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runs import live
+from runs.live import relay
 from runs.models import Message
 from tests.support.sse import (
     Frame,
@@ -77,7 +77,7 @@ def test_a_marker_of_events_already_sent_reads_nothing(alice, marked):
     commit_turn(run_id, 1)
     assert next(frames).id == "2"
     # A later time slice's claim marks the run as it is: nothing new to read.
-    live.events_added(run_id, turn=1, seq=2)
+    relay.events_added(run_id, turn=1, seq=2)
     delta(run_id, 2, 0, "next")
     with CaptureQueriesContext(connection) as queries:
         assert next(frames).data["text"] == "next"
@@ -195,7 +195,7 @@ def test_a_stream_opened_mid_call_starts_with_the_call_s_deltas_so_far(
         ("message.delta", 0, "Let "), ("message.delta", 1, "me "), ("message.delta", 2, "plan.")]
     assert got[3].id == "2"
     # A call that has ended leaves nothing for the streams that open later.
-    subscription, missed = live.follow(run_id)
+    subscription, missed = relay.follow(run_id)
     subscription.close()
     assert missed == []
 
@@ -207,7 +207,7 @@ def test_a_stream_that_missed_a_call_s_first_deltas_sends_none_of_the_turn_s(
     # turn's message.created holds it whole). Published here as a worker publishes them.
     hango_settings(event_stream_max_seconds=5)
     run_id = waiting_run.pk
-    through_redis = live.RunDeltas(run_id, live.LOCAL)
+    through_redis = relay.RunDeltas(run_id, relay.LOCAL)
     through_redis.delta(1, 0, "Let ")
     frames = open_stream(alice, run_id)
     assert next(frames).event == "run.status"

@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from hango_project.celery import app as celery_app
-from runs import tasks
+from runs.execution import tasks
+from runs.execution.worker import Outcome, claim_run
 from runs.models import Run, RunStatus
-from runs.worker import Outcome, claim_run
 from tests.support.broker import queued_tasks
 
 
@@ -72,9 +72,9 @@ def test_a_run_the_reconciler_recovers_is_taken_before_the_runs_already_queued(
 @pytest.mark.slow
 def test_a_pass_takes_many_stranded_runs_in_short_batches_and_sends_them_all(
         alice, make_session, private_broker, hango_settings, monkeypatch):
-    from runs import handoff
+    from runs.execution import handoff
+    from runs.intake.services import message_post
     from runs.models import Session
-    from runs.services import message_post
 
     hango_settings(reconcile_grace_seconds=0)
     private_broker.start()

@@ -14,9 +14,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from accounts.models import Tenant
 from harness import telemetry as t
-from runs import handoff, tracing
+from runs import tracing
+from runs.execution import handoff
+from runs.execution.worker import claim_run
 from runs.models import Run
-from runs.worker import claim_run
 from tests.support.otel import metric_reader, metric_sum
 from tests.support.receiver import receiver
 from webhooks.models import Delivery

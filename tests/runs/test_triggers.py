@@ -1,5 +1,5 @@
-"""The broker trigger's service (runs/triggers.py), in this process: what a message must carry,
-whose it is, the same idempotency key once, a session's sequence in order, a refusal leaving
+"""The broker trigger's service (runs/intake/triggers.py), in this process: what a message must
+carry, whose it is, the same idempotency key once, a session's sequence in order, a refusal leaving
 nothing behind but its reason."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from django.db import connection
 
 from accounts.models import AuditAction, AuditEntry
 from accounts.services import api_key_revoke
-from runs import tasks, triggers
+from runs.execution import tasks
+from runs.intake import triggers
+from runs.intake.trigger_payload import sign
+from runs.intake.triggers import send_message
 from runs.models import Message, PendingMessage, Run, Session, Trigger
-from runs.trigger_messages import sign
-from runs.triggers import send_message
 from tests.support.threads import at_once
 
 
@@ -102,7 +103,7 @@ def test_a_bad_message_is_refused_with_its_reason_and_leaves_nothing(alice, make
     if "session" in change:
         fields.pop("agent")
     payload, signed = message(alice, signed_with=signed_with, **fields)
-    with caplog.at_level(logging.WARNING, logger="runs.triggers"):
+    with caplog.at_level(logging.WARNING, logger="runs.intake.triggers"):
         answer = send_message(payload, signature or signed)
     assert answer["status"] == "rejected" and answer["error"]["code"] == code, answer
     assert not Run.objects.exists() and not Session.objects.exists()
@@ -233,7 +234,7 @@ def test_the_admin_lists_the_messages_taken_and_adds_or_changes_none(staff_clien
 
 
 def test_a_message_may_name_a_webhook_told_of_its_run_s_end(alice, outsider, make_agent):
-    from runs.services import run_cancel
+    from runs.intake.services import run_cancel
     from webhooks.models import Delivery
 
     endpoint = alice.client.post("/v1/webhooks", {"url": "https://hooks.example.com/x"},

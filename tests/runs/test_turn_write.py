@@ -1,4 +1,4 @@
-"""runs.turn_write: which content reads back from PostgreSQL exactly as it was written (a
+"""runs.execution.turn_write: which content reads back from PostgreSQL exactly as it was written (a
 stored count relies on it)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 from django.db import connection
 
-from runs.turn_write import reads_back_as_written
+from runs.execution.turn_write import reads_back_as_written
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,14 +14,14 @@ from django.utils import timezone
 
 from hango_project.pgpool.base import pools
 from harness.providers.scripted import named_script
-from runs import tasks, worker
-from runs.checkpointer import DbCheckpointer, DbControl, Fenced
-from runs.execution import build_execution
-from runs.fence import Claim
-from runs.leases import LeaseKeeper
+from runs.execution import tasks, worker
+from runs.execution.assembly import build_execution
+from runs.execution.checkpointer import DbCheckpointer, DbControl, Fenced
+from runs.execution.fence import Claim
+from runs.execution.leases import LeaseKeeper
+from runs.execution.worker import Outcome, claim_run
+from runs.intake.services import message_post
 from runs.models import Message, Run, RunStatus, Session
-from runs.services import message_post
-from runs.worker import Outcome, claim_run
 from tests.support.runs import one_turn
 
 
@@ -246,7 +246,7 @@ def test_a_run_that_lost_its_database_is_not_failed_and_its_retry_continues(queu
 
 
 def test_a_forked_child_starts_with_a_watch_of_its_own():
-    from runs import leases
+    from runs.execution import leases
 
     before = leases._watch
     leases._forget_in_child()

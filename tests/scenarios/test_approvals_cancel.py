@@ -8,12 +8,12 @@ import time
 
 from harness.approvals import CANCELLED_BEFORE_DECISION
 from harness.steps import Interrupted
-from runs.checkpointer import DbCheckpointer, DbControl
-from runs.endings import finish_run
-from runs.execution import build_execution
-from runs.fence import Claim
+from runs.execution.assembly import build_execution
+from runs.execution.checkpointer import DbCheckpointer, DbControl
+from runs.execution.endings import finish_run
+from runs.execution.fence import Claim
+from runs.execution.worker import claim_run
 from runs.models import Run, RunStatus
-from runs.worker import claim_run
 from tests.support.approvals import (
     CALL_ID,
     approve,

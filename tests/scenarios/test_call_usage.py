@@ -1,6 +1,6 @@
 """Model calls whose turn never lands are still charged, once, against their run
-(runs/call_ledger.py), with real worker processes: a call cut short when its worker lost the
-run to another claim, and a call answered just before its worker was killed (``kill -9``) while
+(runs/execution/call_ledger.py), with real worker processes: a call cut short when its worker lost
+the run to another claim, and a call answered just before its worker was killed (``kill -9``) while
 the turn's tool ran. The turn redone by the next claim is a call of its own (the provider
 charged twice), and the run's counters, its usage rows, the usage route, the tenant's spend and
 the quota's holds all agree. (A cancel mid-call: test_model_streams.py.)"""
@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from accounts.models import QuotaHold, Tenant, UsageRecord
 from accounts.usage import committed_spend, period_bounds, tenant_spend
-from runs.call_ledger import key_parts
-from runs.fence import take_over
+from runs.execution.call_ledger import key_parts
+from runs.execution.fence import take_over
 from runs.models import Run
 from tests.support.api import started_run
 from tests.support.mcp_runs import add_server, mcp_session, send, set_credential, wait_for_call

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from runs.execution import build_execution
+from runs.execution.assembly import build_execution
+from runs.execution.tasks import execute_run
 from runs.models import Message, Run, RunEvent
-from runs.tasks import execute_run
 from tests.support.history import assert_valid_history
 from tests.support.runs import wait_for_run
 from tests.support.workers import ROOT

@@ -17,7 +17,7 @@ from harness.history import summary_message
 from harness.messages import CacheControl, Message, Request, TextBlock, ToolDef
 from harness.providers import anthropic, openai_chat
 from harness.serde import content_from_json
-from runs import tasks
+from runs.execution import tasks
 from runs.models import Message as StoredMessage
 from runs.models import Run, Session
 from tests.support.replay import ReplayServer, wire, wire_json

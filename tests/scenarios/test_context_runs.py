@@ -14,7 +14,7 @@ from harness import approvals
 from harness.messages import Message, Request, Response, ToolUseBlock
 from harness.providers.scripted import text, tool_call
 from harness.serde import content_to_json
-from runs import tasks
+from runs.execution import tasks
 from runs.models import Run
 from tests.support.api import error_of
 from tests.support.approvals import ALL, approve

@@ -18,8 +18,8 @@ from django.utils import timezone
 from bench.faults_check import Cancel, Fault, Report, check, recoveries
 from bench.faults_model import APPROVAL_TOOL, MODEL, job_text
 from bench.faults_stack import Worker, wait_until
+from runs.execution.tasks import execute_run
 from runs.models import ACTIVE_RUN_STATUSES, Run
-from runs.tasks import execute_run
 from tests.support.workers import worker_environment
 
 pytestmark = pytest.mark.slow

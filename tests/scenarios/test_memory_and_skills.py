@@ -11,7 +11,7 @@ from harness import telemetry
 from harness.messages import Request, Response
 from harness.middleware.memory import render
 from harness.providers.scripted import text, tool_call
-from runs import worker
+from runs.execution import worker
 from runs.models import Run
 
 AGENTS_MD = "/memories/AGENTS.md"

@@ -16,8 +16,8 @@ import pytest
 from accounts.models import QuotaPeriod, Tenant, UsageRecord
 from accounts.usage import period_bounds, tenant_spend
 from harness.tokens.tokenizers import tokenizer_for
+from runs.intake.services import RESUMABLE_ERRORS
 from runs.models import Message, RunEvent
-from runs.services import RESUMABLE_ERRORS
 from tests.support import wire_models
 from tests.support.api import started_run
 from tests.support.replay import ReplayServer
@@ -123,7 +123,8 @@ def test_a_cancel_stops_a_slow_stream_within_a_second_and_records_its_usage(
     assert model_server.client_left.wait(timeout=3)  # the server saw the client go
     usage = alice.client.get(f"/v1/runs/{run_id}").json()["usage"]
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
-    # Recorded once, as the call ended (runs/call_ledger.py): the run's usage is its one row.
+    # Recorded once, as the call ended (runs/execution/call_ledger.py): the run's usage is its one
+    # row.
     [row] = UsageRecord.objects.filter(run_id=run_id)
     assert row.usage_source == "estimated" and row.dedupe_key.endswith(":1:0")  # no tokenizer
     assert (row.input_tokens, row.output_tokens) == (usage["input_tokens"],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from runs import worker
+from runs.execution import worker
 from runs.models import Run, RunStatus
 from tests.support.history import assert_valid_history
 from tests.support.multitask import (

@@ -25,13 +25,13 @@ from accounts.usage import (
 )
 from hango_project.errors import QuotaExceeded
 from harness.providers.scripted import ScriptedModel
-from runs import worker
-from runs.admission import run_reservation
-from runs.call_ledger import key_parts
-from runs.checkpointer import Fenced
+from runs.execution import worker
+from runs.execution.call_ledger import key_parts
+from runs.execution.checkpointer import Fenced
+from runs.execution.worker import claim_run
+from runs.intake.admission import run_reservation
+from runs.intake.services import message_post
 from runs.models import Run, RunStatus, Session
-from runs.services import message_post
-from runs.worker import claim_run
 from tests.support.runs import one_turn, wait_for_run
 from tests.support.subagents import SUBAGENT_CONFIG, subagent_steps
 from tests.support.summarization import LONG_TASK
@@ -262,7 +262,7 @@ def test_concurrent_starts_against_a_nearly_spent_quota_never_overspend(
     """100 run starts at once, each on its own session; the quota has room for exactly 10
     reservations. Admission holds the tenant's row lock, so exactly 10 are accepted."""
     hango_settings(run_inline=False, broker_url="", quota_run_reservation_tokens=100)
-    monkeypatch.setattr("runs.tasks.enqueue_run", lambda run_id: None)  # runs stay queued
+    monkeypatch.setattr("runs.execution.tasks.enqueue_run", lambda run_id: None)  # runs stay queued
     agent_id = make_agent(alice)["id"]
     sessions = Session.objects.bulk_create([
         Session(tenant=tenant, agent_id=agent_id, member=alice.member, title=f"s{i}")

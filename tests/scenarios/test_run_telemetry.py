@@ -8,7 +8,7 @@ import json
 from opentelemetry.trace import SpanKind
 
 from harness import telemetry
-from runs.execution import build_execution
+from runs.execution.assembly import build_execution
 from runs.models import Run
 
 

@@ -44,6 +44,6 @@ def test_forty_runs_wait_on_their_model_at_once_on_three_connections(alice, make
     assert statuses == ["completed"] * RUNS
     # Each run's three model calls took 1.5 s: they overlapped, on a few connections.
     assert most_running >= RUNS * 3 // 4
-    # The pool's connections, and the lease watch's own (runs/renewer.py: renewals that no
+    # The pool's connections, and the lease watch's own (runs/execution/renewer.py: renewals that no
     # run waiting for the pool can hold up).
     assert 1 <= most_backends <= POOL + 1

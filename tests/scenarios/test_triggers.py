@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from runs.intake.trigger_payload import sign
 from runs.models import Run, Trigger
-from runs.trigger_messages import sign
 from tests.support.runs import wait_for_run
 
 pytestmark = pytest.mark.slow

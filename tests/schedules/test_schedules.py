@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import UsageRecord
-from runs import tasks
+from runs.execution import tasks
 from runs.models import Run, RunStatus, Session
 from schedules import firing
 from schedules.models import Fire, FireStatus, Schedule

@@ -7,9 +7,9 @@ import time
 from django.db import close_old_connections
 
 from harness.loop import Loop
-from runs.checkpointer import DbCheckpointer, DbControl, Halt
-from runs.execution import build_execution
-from runs.fence import Claim
+from runs.execution.assembly import build_execution
+from runs.execution.checkpointer import DbCheckpointer, DbControl, Halt
+from runs.execution.fence import Claim
 from runs.models import UNFINISHED_RUN_STATUSES, Run
 
 

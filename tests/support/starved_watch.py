@@ -19,7 +19,7 @@ import gevent  # noqa: E402
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
 django.setup()
 
-from runs.leases import LeaseKeeper  # noqa: E402
+from runs.execution.leases import LeaseKeeper  # noqa: E402
 from runs.models import Run  # noqa: E402
 
 

@@ -9,10 +9,10 @@ import threading
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from runs import live
-from runs.events import append_events, status_event
+from runs.execution.events import append_events, status_event
+from runs.execution.worker import execute_run
+from runs.live import relay
 from runs.models import Run, RunEvent
-from runs.worker import execute_run
 from tests.support.sse import chunks_to_lines, frames_of
 
 
@@ -42,13 +42,13 @@ def messages_of(caller, session_id) -> dict[str, dict]:
 
 def delta(run_id, turn: int, index: int, text: str) -> None:
     """A delta as a run executing in this process publishes it."""
-    sink = live.run_deltas(run_id)
+    sink = relay.run_deltas(run_id)
     assert sink is not None
     sink.delta(turn, index, text)
 
 
 def end(run_id, turn: int, count: int) -> None:
-    sink = live.run_deltas(run_id)
+    sink = relay.run_deltas(run_id)
     assert sink is not None
     sink.end(turn, count)
 

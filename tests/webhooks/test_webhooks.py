@@ -14,8 +14,8 @@ from django.test import override_settings
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from accounts.models import AuditAction, AuditEntry
+from runs.intake.services import message_post, run_cancel
 from runs.models import Run, Session
-from runs.services import message_post, run_cancel
 from tests.support.api import error_of
 from tests.support.receiver import receiver
 from webhooks import delivery
@@ -80,7 +80,7 @@ def test_a_run_s_end_is_told_to_its_agent_s_endpoint_signed(alice, make_agent, m
 
 def test_an_end_written_by_the_orm_tells_the_same_data(alice, make_agent, make_session,
                                                        local, monkeypatch):
-    from runs import tasks
+    from runs.execution import tasks
 
     monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)  # the run waits, queued
     agent = make_agent(alice)
@@ -224,7 +224,7 @@ def test_an_ipv4_address_carried_in_ipv6_is_checked_too(address, public):
 def test_a_member_s_endpoint_hears_only_of_the_runs_the_member_may_see(alice, admin, make_agent,
                                                                       make_session, local,
                                                                       monkeypatch):
-    from runs import tasks
+    from runs.execution import tasks
 
     monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
     agent = make_agent(alice)

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from runs.tasks import reconcile
+from runs.execution.tasks import reconcile
 from webhooks.tasks import send_due
 
 

@@ -1,0 +1,131 @@
+"""The runs whose tasks wait in the broker's run queue, for the reconciler to leave alone.
+
+The reconciler sends again a queued run nobody leased once it has waited
+``HANGO_RECONCILE_GRACE_SECONDS``: its task may never have arrived (a send that failed, a
+crash between commit and send). But under a backlog a run's task can simply wait in the queue
+longer than that — 5,000 runs posted at once on two worker processes of 1,000 slots each wait
+minutes — and every pass then sent thousands of duplicates, at the recovered priority, ahead of
+the runs they duplicated. A run whose task the queue still holds is not stranded: its turn
+comes. So a pass that finds such an overdue run first reads which runs the queue holds
+(:func:`waiting_runs`) and passes them over; what it sends is what the broker truly lost.
+
+The tasks workers have reserved count too while they are recent (kombu's ``unacked_index``
+holds when each was delivered): a worker holds a thousand reservations, and a run whose task
+waits for its turn to start (:mod:`runs.execution.concurrency`) is not stranded either. Such a task
+keeps its reservation recent while it waits (:func:`keeper`: under a starved CPU the wait can pass
+the grace period; a process renews all its waiting tasks' reservations in one command). A
+reservation older than the grace period whose run nobody claimed belongs to a worker that died
+(kombu keeps it until the visibility timeout, an hour): its run is sent again, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from celery import current_app
+
+from hango_project.config import hango
+
+log = logging.getLogger(__name__)
+
+RUN_QUEUE = "runs"  # settings.CELERY_TASK_ROUTES: every run task goes there
+CHUNK = 2_000  # messages read at once
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def waiting_runs(grace: float) -> frozenset[uuid.UUID]:
+    """The run ids named by the tasks in the broker's run queue (every priority's list), and by
+    the reservations made in the last ``grace`` seconds, read a chunk at a time; empty when the
+    broker is not Redis or does not answer (the reconciler then judges by age alone)."""
+    found: set[bytes] = set()
+    try:
+        with current_app.connection_for_read() as conn:
+            channel: Any = conn.default_channel  # kombu's Redis channel, untyped
+            if not hasattr(channel, "_q_for_pri"):  # not kombu's Redis transport
+                return frozenset()
+            lists = {channel._q_for_pri(RUN_QUEUE, pri) for pri in channel.priority_steps}
+            with channel.conn_or_acquire() as client:
+                for name in lists:
+                    start = 0
+                    while chunk := client.lrange(name, start, start + CHUNK - 1):
+                        _collect(found, chunk)
+                        start += CHUNK
+                recent = client.zrangebyscore(channel.unacked_index_key, time.time() - grace,
+                                              "+inf")
+                for at in range(0, len(recent), CHUNK):
+                    _collect(found, client.hmget(channel.unacked_key, recent[at:at + CHUNK]))
+    except Exception as exc:  # noqa: BLE001 (whatever the broker did: the pass goes on)
+        log.warning("the run queue was not read (%s): queued runs are judged by age alone",
+                    type(exc).__name__)
+        return frozenset()
+    return frozenset(uuid.UUID(raw.decode()) for raw in found)
+
+
+def _collect(found: set[bytes], messages: list[bytes | None]) -> None:
+    for message in messages:  # a task's one argument is its run's id
+        if message is not None:  # acknowledged between the two reads
+            found.update(_UUID.findall(message))
+
+
+def keeper(request: Any) -> Callable[[], None] | None:
+    """For a task being executed (its ``request``), what it calls while it waits to start: its
+    reservation is kept recent — its delivery's time in kombu's ``unacked_index`` set to now
+    — by this process's :class:`_Renewer`, all the waiting tasks' in one command. None for a
+    task not delivered by kombu's Redis transport (run eagerly, say)."""
+    # Celery passes the message's properties on (its delivery_info leaves the tag out).
+    tag = (getattr(request, "properties", None) or {}).get("delivery_tag")
+    if not tag:
+        return None
+    return lambda: _Renewer.get().waits(tag)
+
+
+class _Renewer:
+    """A thread of its own (a greenlet under gevent) that, every third of the reconciler's
+    grace period, sets the delivery time of every reservation whose task said it waits since
+    the last round to now: one Redis command for a thousand waiting tasks, not a thousand."""
+
+    _one: _Renewer | None = None
+    _one_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.every = max(0.5, hango().reconcile_grace_seconds / 3)
+        self._lock = threading.Lock()
+        self._tags: set[str] = set()
+        threading.Thread(target=self._run, name="hango-reservations", daemon=True).start()
+
+    @classmethod
+    def get(cls) -> _Renewer:
+        with cls._one_lock:
+            if cls._one is None:
+                cls._one = cls()
+            return cls._one
+
+    def waits(self, tag: str) -> None:
+        with self._lock:
+            self._tags.add(tag)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                tags, self._tags = self._tags, set()
+            if tags:
+                self._renew(tags)
+            time.sleep(self.every)
+
+    def _renew(self, tags: set[str]) -> None:
+        try:
+            app: Any = current_app  # its broker connection pool, typed wrongly by the stubs
+            with app.pool.acquire(block=True) as conn:
+                channel: Any = conn.default_channel
+                now = time.time()
+                with channel.conn_or_acquire() as client:
+                    client.zadd(channel.unacked_index_key, dict.fromkeys(tags, now), xx=True)
+        except Exception as exc:  # noqa: BLE001 (at worst the reconciler sends a duplicate)
+            log.warning("%d waiting tasks' reservations were not renewed (%s)", len(tags),
+                        type(exc).__name__)
