@@ -61,7 +61,7 @@ CALLS: dict[str, tuple[str, Any, Callable[[Caller, dict[str, str]], dict[str, st
     "runs_cancel": ("alice", None, _fresh_run),
     "runs_resume": ("alice", None, _cancelled_run),
     "runs_approve": ("alice", "paused", None),  # its own test: a run paused on a real batch
-    # Its own test too (tests/runs/test_client_results.py): a run parked on a client call.
+    # Its own test too (tests/runs/intake/test_client_results.py): a run parked on a client call.
     "runs_tool_results": ("alice", "parked", None),
     "mcp_servers_create": ("admin", {"name": "retried", "transport": "sse",
                                      "url": "https://retried.example.invalid/sse"}, None),

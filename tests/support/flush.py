@@ -9,7 +9,7 @@ empty, and the re-creation as long again, after each of some 500 tests. Instead:
   commit, so the order does not matter): a few milliseconds when tables hold a test's few rows;
   on PostgreSQL a ``VACUUM`` then frees the deleted rows' space, so that the next test's rows
   find pages as empty as a ``TRUNCATE`` leaves them (an update stays HOT, the WAL a test
-  measures is its own: tests/runs/test_checkpoint.py);
+  measures is its own: tests/runs/execution/test_turn_commit.py);
 - the content types and permissions stay, as a test inside a transaction leaves them: they are
   the models' own, the same in every test, so ``post_migrate`` finds them all and adds nothing.
 

@@ -1,5 +1,6 @@
 """A gevent process, as a worker's, whose greenlets keep the CPU while its run watch holds
-runs: ``python -m tests.support.starved_watch SECONDS RUN_ID...`` (tests/runs/test_leases.py).
+runs: ``python -m tests.support.starved_watch SECONDS RUN_ID...``
+(tests/runs/execution/test_leases.py).
 
 It claims nothing: the test has claimed the runs under ``starved`` and passes their ids; their
 leases are held here, by the same watch a worker runs, while greenlets spin without yielding

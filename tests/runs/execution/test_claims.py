@@ -20,7 +20,7 @@ from runs.execution import claims, tasks, worker
 from runs.intake.services import message_post
 from runs.models import Message, Run, Session
 from tests.runs.conftest import QUOTA
-from tests.runs.test_checkpoint import LEASE, ONE_STATEMENT, STATE, _rows
+from tests.runs.execution.test_turn_commit import LEASE, ONE_STATEMENT, STATE, _rows
 from tests.support.api import make_caller
 
 pytestmark = pytest.mark.django_db(transaction=True)

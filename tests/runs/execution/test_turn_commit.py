@@ -1,7 +1,7 @@
 """The two ways a turn commits write the same rows: the one statement (PostgreSQL, a turn that
 does not end the run) and the ORM transaction (SQLite, the last turn). Each path is called
 directly on one of two runs made alike, and every row the turn touched is compared. (The turn's
-model calls are not the commit's: tests/runs/test_call_ledger.py.)"""
+model calls are not the commit's: tests/runs/execution/test_call_ledger.py.)"""
 
 from __future__ import annotations
 
