@@ -68,6 +68,14 @@ def literal(value: Any) -> str:
     return f"`{value}`"
 
 
+def bounds(field: FieldInfo) -> str:
+    """The field's limits (``Field(ge=…, le=…)``), in words."""
+    words = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
+    found = [f"{words[name]} {getattr(rule, name)}" for rule in field.metadata
+             for name in words if getattr(rule, name, None) is not None]
+    return f" Allowed: {', '.join(found)}." if found else ""
+
+
 def default(field: FieldInfo) -> str:
     if field.default_factory is not None:
         return "derived (see its meaning)"
@@ -92,7 +100,8 @@ def table(group: type) -> Iterator[str]:
         field = HangoSettings.model_fields[name]
         names = " or ".join(f"`{variable}`" for variable in variables(field, name))
         meaning = ROLE.sub(r"`\1`", " ".join((field.description or "").split())).replace("``", "`")
-        yield f"| {names} | {default(field)} | {meaning.replace('|', chr(92) + '|')} |"
+        meaning = (meaning + bounds(field)).replace("|", "\\|")
+        yield f"| {names} | {default(field)} | {meaning} |"
     yield ""
 
 
