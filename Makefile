@@ -90,7 +90,7 @@ serve: install
 # A Celery worker per core (HANGO_WORKER_PROCESSES), supervised as one group
 # (hango_project/worker_group.py). Each process runs up to HANGO_WORKER_CONCURRENCY runs at once,
 # each a greenlet (the gevent pool) that holds no database connection while its model call is
-# out (docs/architecture.md, "Runs in flight"). Every worker also runs the reconciler
+# out (docs/operations/scaling.md, "Runs in flight"). Every worker also runs the reconciler
 # (re-enqueues runs whose worker died) every HANGO_RECONCILE_SECONDS: no beat to start
 # (runs/reconciler.py says why).
 worker: install
