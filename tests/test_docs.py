@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from harness import telemetry
 from tests.support.openapi import api_schema
 from tools import api_reference
 
@@ -55,3 +56,11 @@ def test_the_api_reference_shows_every_operation():
         for method in api_reference.METHODS:
             if method in item:
                 assert f"## `{method.upper()} {path}`" in text
+
+
+def test_the_telemetry_page_lists_every_metric():
+    page = (DOCS / "operations" / "telemetry.md").read_text()
+    names = [value for key, value in vars(telemetry).items() if key.startswith("METRIC_")]
+    names.append(telemetry.ATTR_CONTEXT_TRY)  # a counter named by its attribute
+    assert len(names) >= 20
+    assert [name for name in names if f"`{name}`" not in page] == []
