@@ -62,3 +62,10 @@ def test_the_telemetry_page_lists_every_metric():
     names.append(telemetry.ATTR_CONTEXT_TRY)  # a counter named by its attribute
     assert len(names) >= 20
     assert [name for name in names if f"`{name}`" not in page] == []
+
+
+def test_the_readme_is_an_entry_point_not_a_manual():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200, "move the detail into a page of docs/"
+    for command in ("make quickstart", "make test", "hango_client", ".venv/bin/hango"):
+        assert command in readme
