@@ -41,6 +41,8 @@ DURATIONS         := var/durations
 CHECK_PASS = DATABASE_URL=sqlite:///:memory: HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) \
 	$(PY) -m pytest -m "not slow and not database" --durations-file=$(DURATIONS)/check.json
 
+# The docs site, built strict (below, `make docs`). NO_MKDOCS_2_WARNING silences the Material
+# theme's banner about its successor, printed on every build.
 DOCS_BUILD = NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # The embedded defaults: whatever the shell exports, the quickstart uses none of it. The demo
@@ -123,7 +125,8 @@ test: install browser
 test-sqlite: install
 	$(SQLITE_PASS)
 
-# The fast tier: the linters, then every test that starts no process and uses no database.
+# The fast tier: the linters, the docs site (a few seconds), then every test that starts no
+# process and uses no database.
 check: lint
 	$(DOCS_BUILD)
 	$(CHECK_PASS)
