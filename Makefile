@@ -4,6 +4,7 @@
 #                     tests and the quickstart's scenarios again on SQLite (make test-sqlite)
 # And while changing code, the fast tier:
 #   make check        the linters and every test that starts no process and uses no database
+#   make docs         the docs site (MkDocs) into var/site, built strict
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -40,12 +41,16 @@ DURATIONS         := var/durations
 CHECK_PASS = DATABASE_URL=sqlite:///:memory: HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) \
 	$(PY) -m pytest -m "not slow and not database" --durations-file=$(DURATIONS)/check.json
 
+# The docs site, built strict (below, `make docs`). NO_MKDOCS_2_WARNING silences the Material
+# theme's banner about its successor, printed on every build.
+DOCS_BUILD = NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 # The embedded defaults: whatever the shell exports, the quickstart uses none of it. The demo
 # model streams its words 50 ms apart, so a follower of a run sees the answer being written.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u HANGO_BROKER_URL DJANGO_DEBUG=1 \
 	HANGO_SCRIPTED_WORD_DELAY_MS=50
 
-.PHONY: install quickstart serve worker browser test test-sqlite check lint clean
+.PHONY: install quickstart serve worker browser test test-sqlite check lint docs clean
 
 PIP    := $(PY) -m pip --quiet --disable-pip-version-check
 # pip's own output (its warnings, a root-user notice) goes here, and to the screen only on failure.
@@ -87,7 +92,7 @@ serve: install
 # A Celery worker per core (HANGO_WORKER_PROCESSES), supervised as one group
 # (hango_project/worker_group.py). Each process runs up to HANGO_WORKER_CONCURRENCY runs at once,
 # each a greenlet (the gevent pool) that holds no database connection while its model call is
-# out (docs/architecture.md, "Runs in flight"). Every worker also runs the reconciler
+# out (docs/operations/scaling.md, "Runs in flight"). Every worker also runs the reconciler
 # (re-enqueues runs whose worker died) every HANGO_RECONCILE_SECONDS: no beat to start
 # (runs/execution/reconciler.py says why).
 worker: install
@@ -111,6 +116,7 @@ test: install browser
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-cache
+	$(DOCS_BUILD)
 	DATABASE_URL=$(TEST_DATABASE_URL) HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest \
 	  --durations-file=$(DURATIONS)/postgresql.json
 	$(SQLITE_PASS)
@@ -119,14 +125,23 @@ test: install browser
 test-sqlite: install
 	$(SQLITE_PASS)
 
-# The fast tier: the linters, then every test that starts no process and uses no database.
+# The fast tier: the linters, the docs site (a few seconds), then every test that starts no
+# process and uses no database.
 check: lint
+	$(DOCS_BUILD)
 	$(CHECK_PASS)
 
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-cache
+
+# The docs site (mkdocs.yml): pages under docs/, and the configuration and API references that
+# tools/docs_hooks.py writes at build time. Strict: a broken link or anchor, or a page missing
+# from the nav, fails the build. Serve it while writing with `.venv/bin/mkdocs serve`.
+docs: install
+	$(DOCS_BUILD)
+	@echo "The site is in var/site (open var/site/index.html)."
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -66,7 +66,7 @@ class ProcessVariables(_Variables):
     database_url: SecretStr | None = Field(None, validation_alias="DATABASE_URL")
     """``postgres://user:pass@host:port/db`` (psycopg2); unset, a SQLite file in ``var_dir``."""
     database_conn_max_age: int = Field(60, validation_alias="DATABASE_CONN_MAX_AGE")
-    """Seconds a database connection is kept open for reuse."""
+    """Seconds a database connection is kept open for reuse (its pool then opens a fresh one)."""
     database_pool_size: int = Field(10, ge=1)
     """PostgreSQL connections each process may have open at once: its threads (a gevent
     worker's runs, a gevent web process's requests) take one in turn and give it back after
@@ -152,7 +152,8 @@ class ApiVariables(_Variables):
     max_body_bytes: int = 1024 * 1024
     """The request body cap; larger bodies answer 413."""
     rate_limit_per_minute: int = 600
-    """Requests per minute per API key unless the key or its tenant sets one (0 = no limit)."""
+    """Requests per minute per API key unless the key or its tenant sets one (0 = no limit); allowed
+    when the Redis it counts in is down."""
     rate_limit_redis_url: str = Field(default_factory=_redis_or_none)
     """The Redis the rate limit counts in, so the limit holds across web processes; by default the
     broker's if it is Redis. Empty: an in-process counter (then the limit is per process)."""
@@ -161,7 +162,7 @@ class ApiVariables(_Variables):
     to start, so concurrent starts cannot overspend a nearly spent quota."""
     idempotency_key_hours: int = Field(24, ge=24)
     """Hours an ``Idempotency-Key`` and its first answer are kept (at least a day); each worker's
-    reconciler removes older ones."""
+    reconciler removes older ones every 10 minutes."""
 
 
 class AgentVariables(_Variables):
@@ -203,7 +204,8 @@ class RunVariables(_Variables):
     process reads all its runs' flags at once twice in this time (runs/execution/leases.py)."""
     reconcile_seconds: int = Field(30, gt=0)
     """How often each worker's reconciler looks for stranded runs (a thread of the worker's main
-    process, :mod:`runs.execution.reconciler`)."""
+    process, :mod:`runs.execution.reconciler`). A dead worker's run is taken over within the lease and this
+    interval (and a slice, if every worker is busy)."""
     reconcile_grace_seconds: int = 30
     """How old a queued run without a lease must be before the reconciler re-enqueues it."""
     run_inline: bool = False
@@ -287,7 +289,8 @@ class McpVariables(_Variables):
     server on the same network); refused by default, as for webhooks (SSRF)."""
     mcp_stdio_servers: Annotated[dict[StdioName, StdioServer], NoDecode] = {}
     """The stdio MCP servers tenants may use, as a JSON object: name -> ``{"command": str,
-    "args": [str], "env": {str: str}}``; an MCP server of transport ``stdio`` names one."""
+    "args": [str], "env": {str: str}}``; an MCP server of transport ``stdio`` names one (a tenant
+    never gives a program). Checked at start-up."""
     mcp_timeout_seconds: float = Field(30, ge=1, le=600)
     """An MCP server's per-call (and listing) time limit unless the server sets its own."""
     mcp_max_result_chars: int = Field(1_000_000, ge=1)

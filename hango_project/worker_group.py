@@ -1,7 +1,7 @@
 """``make worker``: Celery workers on the gevent pool, one process per core, as one group.
 
 A gevent worker runs every run it holds on one core: past about 1,000 runs in flight their
-turns' CPU fills it (docs/architecture.md, *Runs in flight*), while a second core sits idle.
+turns' CPU fills it (docs/operations/scaling.md, *Runs in flight*), while a second core sits idle.
 This starts ``HANGO_WORKER_PROCESSES`` workers (unset: one per CPU this process may run on),
 each a plain ``celery worker --pool gevent`` with a name of its own (``w<k>@<host>``) and the
 arguments given here, sharing the queue; each has its own run cap, connection pool and

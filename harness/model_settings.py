@@ -45,7 +45,7 @@ class NamedToolChoice(Document):
 
 class ModelSettingsOptions(Document):
     """``config.model_settings``: what the agent's model calls ask for; each left out takes
-    the model's default (the README's table) or, for sampling, the server's own."""
+    the model's default (the docs' table of model settings) or, for sampling, the server's own."""
 
     max_output_tokens: Annotated[int | None, NeverNull()] = Field(None, ge=1)
     """The most tokens one answer may take; at most the model's context window."""

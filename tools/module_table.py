@@ -1,4 +1,4 @@
-"""The module tables of ``docs/architecture.md``, generated from the modules' own docstrings.
+"""The module tables of the docs site (``docs/design/harness.md``), generated from docstrings.
 
 A hand-written table drifted from the code it described; this one is each module's name and the
 first sentence of its docstring, so the module says what it is for and the document follows. A
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "architecture.md"
+DOC = ROOT / "docs" / "design" / "harness.md"
 TABLE = re.compile(r"(<!-- modules: (\S+) -->\n).*?(<!-- end modules -->)", re.DOTALL)
 ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")  # :mod:`x`, :class:`~x` ... read as `x`
 

@@ -1,5 +1,5 @@
 """The broker trigger end to end: another process sends ``hango.send_message`` through the
-suite's Redis, as the README shows, to a real worker, and reads its answer."""
+suite's Redis, as docs/triggers.md shows, to a real worker, and reads its answer."""
 
 from __future__ import annotations
 
@@ -21,42 +21,42 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_example() -> str:
-    """The README's ``send_message.py`` block, as a reader would copy it."""
-    readme = (ROOT / "README.md").read_text()
-    found = re.search(r"```python\n(# send_message\.py:.*?)```", readme, re.S)
-    assert found, "the README lost its send_message.py example"
+def docs_example() -> str:
+    """The docs' ``send_message.py`` block (docs/triggers.md), as a reader would copy it."""
+    page = (ROOT / "docs" / "triggers.md").read_text()
+    found = re.search(r"```python\n(# send_message\.py:.*?)```", page, re.S)
+    assert found, "docs/triggers.md lost its send_message.py example"
     # The extra bounds the redis client to what kombu's transport supports; "celery redis" does not.
     assert 'pip install "celery[redis]"' in found.group(1)
     return found.group(1)
 
 
-def send_readme_example(caller, agent: dict, broker: str, *, tenant: str) -> dict:
-    """The README's example run in another process with ``caller``'s key; its answer."""
+def send_docs_example(caller, agent: dict, broker: str, *, tenant: str) -> dict:
+    """The docs' example run in another process with ``caller``'s key; its answer."""
     sent = subprocess.run(
-        [sys.executable, "-c", readme_example()], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", docs_example()], capture_output=True, text=True, timeout=60,
         env={"PATH": "/usr/bin:/bin", "BROKER_URL": broker, "HANGO_API_KEY": caller.key,
              "HANGO_TENANT": tenant, "HANGO_AGENT": agent["id"]})
     assert sent.returncode == 0, sent.stderr
     return json.loads(sent.stdout.strip().splitlines()[-1])
 
 
-def test_the_readme_example_starts_a_run_from_another_process(alice, make_agent, start_worker,
+def test_the_docs_example_starts_a_run_from_another_process(alice, make_agent, start_worker,
                                                              broker):
     start_worker()
     agent = make_agent(alice, model="scripted:demo")
-    answer = send_readme_example(alice, agent, broker, tenant=str(alice.member.tenant_id))
+    answer = send_docs_example(alice, agent, broker, tenant=str(alice.member.tenant_id))
     assert answer["status"] == "accepted", answer
     run = wait_for_run(answer["run"])
     assert run.status == "completed" and str(run.session_id) == answer["session"]
     assert run.session.member_id == alice.member.pk
 
 
-def test_the_readme_example_naming_the_tenant_by_name_is_told_where_its_id_is(
+def test_the_docs_example_naming_the_tenant_by_name_is_told_where_its_id_is(
         alice, make_agent, start_worker, broker):
     start_worker()
     agent = make_agent(alice, model="scripted:demo")
-    answer = send_readme_example(alice, agent, broker, tenant=alice.member.tenant.name)
+    answer = send_docs_example(alice, agent, broker, tenant=alice.member.tenant.name)
     assert answer["status"] == "rejected", answer
     assert answer["error"]["code"] == "unknown_tenant"
     assert "hango whoami" in answer["error"]["message"]
