@@ -23,7 +23,7 @@ WAL to reach the disk (``synchronous_commit`` off for that transaction alone): a
 after it loses nothing, the turn's commit after it (synchronous) flushes it with its own, and
 only a crash of PostgreSQL itself in the fraction of a second between them could lose the row —
 along with the turn, which the next claim redoes. Waiting for a flush per call doubled what a
-turn cost a loaded machine (``docs/architecture.md``, *Each call recorded as it ends*).
+turn cost a loaded machine (``docs/design/calls.md``, *Each call recorded as it ends*).
 """
 
 from __future__ import annotations

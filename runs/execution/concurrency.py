@@ -10,7 +10,7 @@ the pool's timeout: tasks retried, runs "lost their database". Here a run waits 
 no time limit (its task is reserved and its row untouched until it claims), until fewer than
 half the pool's connections are going to starts; the other half stays for the runs already in
 flight. Admission then goes as fast as the pool serves, and no faster: backpressure, not
-failures. ``docs/architecture.md`` (*Runs in flight*) says what was measured.
+failures. ``docs/operations/scaling.md`` (*Runs in flight*) says what was measured.
 """
 
 from __future__ import annotations
