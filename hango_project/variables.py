@@ -204,8 +204,8 @@ class RunVariables(_Variables):
     process reads all its runs' flags at once twice in this time (runs/execution/leases.py)."""
     reconcile_seconds: int = Field(30, gt=0)
     """How often each worker's reconciler looks for stranded runs (a thread of the worker's main
-    process, :mod:`runs.execution.reconciler`). A dead worker's run is taken over within the lease and this
-    interval (and a slice, if every worker is busy)."""
+    process, :mod:`runs.execution.reconciler`). A dead worker's run is taken over within the lease
+    and this interval (and a slice, if every worker is busy)."""
     reconcile_grace_seconds: int = 30
     """How old a queued run without a lease must be before the reconciler re-enqueues it."""
     run_inline: bool = False
