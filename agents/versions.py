@@ -13,12 +13,15 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from typing import Any
+import uuid
+from typing import Any, Protocol
 
 from django.db import transaction
+from django.db.models.base import ModelState
 
 from accounts.models import Member
 from agents.models import Agent, AgentVersion
+from hango_project.errors import Unprocessable
 
 # The fields of an agent a version holds, in the order its API shows them.
 CONTENT_FIELDS = ("system_prompt", "model", "allowed_tools", "config")
@@ -74,7 +77,31 @@ def executed(agent: Agent, number: int | None) -> Agent:
     return as_of(agent, AgentVersion.objects.get(agent_id=agent.pk, number=number))
 
 
-def latest_or_pinned(agent: Agent, pinned: int | None) -> int | None:
-    """The version a new run of ``agent`` in a session pinned to ``pinned`` (or not) records:
-    None only for an agent that has none (made without the services, as tests do)."""
-    return pinned if pinned is not None else (agent.version or None)
+class Pinning(Protocol):
+    """A session as this module sees it (runs.models.Session: agents does not import runs)."""
+
+    agent_id: uuid.UUID
+    agent_version: int | None
+    _state: ModelState
+
+
+def for_new_run(session: Pinning) -> int | None:
+    """The number of the version a run created now in ``session`` records and executes: the
+    session's pinned one, else its agent's latest — from the agent the caller loaded with the
+    session where it did (the version latest when the request read it), else read now. None
+    only for an agent that has none (made without the services, as some tests do)."""
+    if session.agent_version is not None:
+        return session.agent_version
+    agent = session._state.fields_cache.get("agent")
+    number = (agent.version if isinstance(agent, Agent) else
+              Agent.objects.filter(pk=session.agent_id).values_list("version", flat=True).first())
+    return number or None
+
+
+def check_pin(agent: Agent, number: int | None) -> int | None:
+    """``number`` when ``agent`` has such a version (or it is None: no pin); else a 422."""
+    if number is not None and not AgentVersion.objects.filter(agent=agent,
+                                                              number=number).exists():
+        raise Unprocessable(detail={"agent_version": [
+            f"The agent has no version {number}; its latest is {agent.version}."]})
+    return number
