@@ -17,7 +17,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def version_diff(old: AgentVersion, new: AgentVersion) -> dict[str, Any]:
     """``old`` against ``new`` (both of one agent), in the API's shape."""
     prompt = "".join(difflib.unified_diff(
-        old.system_prompt.splitlines(keepends=True), new.system_prompt.splitlines(keepends=True),
+        _lines(old.system_prompt), _lines(new.system_prompt),
         fromfile=f"version {old.number}", tofile=f"version {new.number}"))
     return {
         "agent": old.agent_id, "from_version": old.number, "to_version": new.number,
@@ -27,6 +27,14 @@ def version_diff(old: AgentVersion, new: AgentVersion) -> dict[str, Any]:
         "allowed_tools": _json_field(old.allowed_tools, new.allowed_tools),
         "config": _json_field(old.config, new.config),
     }
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines, each with its end; a last line without one marked as diff marks it."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines
 
 
 def _json_field(old: Any, new: Any) -> dict[str, Any]:

@@ -22,3 +22,18 @@ def test_names_in_another_order_are_reordered_and_types_count():
     assert json_changes(None, ["ls"]) == [
         {"path": "$", "change": "changed", "old": None, "new": ["ls"]}]
     assert json_changes({"a": [1, {"b": 2}]}, {"a": [1, {"b": 2}]}) == []
+
+
+def test_a_prompt_without_a_last_newline_diffs_line_by_line():
+    from agents.models import AgentVersion
+    from agents.version_diff import version_diff
+
+    def version(number: int, prompt: str) -> AgentVersion:
+        return AgentVersion(number=number, system_prompt=prompt, model="scripted:demo",
+                            allowed_tools=None, config={}, content_hash=str(number))
+
+    diff = version_diff(version(1, "Same.\nBe kind."), version(2, "Same.\nBe brief."))
+    assert diff["system_prompt"]["diff"].splitlines()[3:] == [
+        " Same.", "-Be kind.", "\\ No newline at end of file", "+Be brief.",
+        "\\ No newline at end of file"]
+    assert version_diff(version(1, "a"), version(2, "a\n"))["system_prompt"]["diff"]
