@@ -61,6 +61,22 @@ def test_a_message_runs_to_its_answer(alice, server):
         assert [a["id"] for a in client.agents.iter()] == [agent["id"]]
 
 
+def test_agent_versions_and_a_pinned_session(alice, server):
+    with Client(server.url, alice.key) as client:
+        agent = client.agents.create(name="sdk", model="scripted:demo", system_prompt="One.")
+        assert client.agents.update(agent, system_prompt="Two.")["version"] == 2
+        assert [v["number"] for v in client.agents.iter_versions(agent, limit=1)] == [2, 1]
+        first = client.agents.version(agent, 1)
+        assert first["system_prompt"] == "One." and first["author"] == str(alice.member.pk)
+        diff = client.agents.diff(agent, 1, 2)
+        assert diff["system_prompt"]["changed"] and not diff["model"]["changed"]
+        session = client.sessions.create(agent=agent, agent_version=1)
+        assert session["agent_version"] == 1
+        answer = client.run(session, MESSAGE, timeout=120)
+        assert answer.run["agent_version"] == 1
+        assert client.sessions.update(session, agent_version=None)["agent_version"] is None
+
+
 def test_events_carry_on_across_a_cut_connection(alice, server, proxy):
     with Client(server.url, alice.key) as direct, \
             Client(proxy.url, alice.key, retry=RetryPolicy(backoff=0.2)) as client:

@@ -28,6 +28,7 @@ from hango_client.errors import (
 from hango_client.retry import NO_RETRIES, RetryPolicy
 from hango_client.types import (
     Agent,
+    AgentVersion,
     Answer,
     Decision,
     Event,
@@ -42,7 +43,8 @@ from hango_client.types import (
 )
 
 __all__ = [
-    "NO_RETRIES", "OMIT", "Agent", "Answer", "ApiError", "ApprovalRequired", "AsyncClient",
+    "NO_RETRIES", "OMIT", "Agent", "AgentVersion", "Answer", "ApiError", "ApprovalRequired",
+    "AsyncClient",
     "AsyncEventStream", "Client", "ConfigurationError", "ConnectionLost", "Decision", "Event",
     "EventStream", "HangoError", "Message", "NoKey", "NotAnApi", "Omit", "Page",
     "PostedMessage", "Ref", "RequiredAction", "RetryPolicy", "Run", "RunCancelled", "RunError",

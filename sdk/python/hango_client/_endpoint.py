@@ -68,9 +68,12 @@ OMIT = Omit()
 
 
 def ref_id(value: Ref) -> str:
-    """The id of ``value``: a string as given, an object's ``id``."""
+    """The id of ``value``: a string as given, an object's ``id``; a number (a version's, in
+    a path) as its digits."""
     if isinstance(value, str):
         return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     try:
         return str(value["id"])
     except (KeyError, TypeError):

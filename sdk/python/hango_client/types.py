@@ -33,14 +33,30 @@ class Agent(TypedDict):
     model: str
     allowed_tools: list[str] | None
     config: dict[str, Any]
+    version: int  # its latest version's number
     owner: str
     created_at: str
     updated_at: str
 
 
+class AgentVersion(TypedDict):
+    """What a run of the agent executes, as it was at one change; never changed."""
+
+    agent: str
+    number: int
+    content_hash: str  # sha256 of the content as canonical JSON
+    system_prompt: str
+    model: str
+    allowed_tools: list[str] | None
+    config: dict[str, Any]
+    author: str | None  # None: the system
+    created_at: str
+
+
 class Session(TypedDict):
     id: str
     agent: str
+    agent_version: int | None  # the version its runs execute; None: the latest
     title: str
     active_run: str | None
     created_at: str
@@ -77,6 +93,7 @@ class Run(TypedDict):
     id: str
     session: str
     agent: str
+    agent_version: int | None  # the agent's version it executes; None: older than versions
     status: RunStatus
     turn: int
     todos: list[dict[str, Any]]

@@ -17,6 +17,7 @@ from hango_client._endpoint import (
 )
 from hango_client.types import (
     Agent,
+    AgentVersion,
     Decision,
     Message,
     Page,
@@ -62,6 +63,19 @@ class Agents(Resource[C]):
     @endpoint("DELETE", "/v1/agents/{agent_id}")
     def delete(self, agent_id: Ref, /) -> None: ...
 
+    @endpoint("GET", "/v1/agents/{agent_id}/versions", query=("limit",))
+    def versions(self, agent_id: Ref, /, *, limit: int | None = None) -> Page[AgentVersion]:
+        """The agent's versions, newest first; going back to one is :meth:`update` with its
+        content (a new version)."""
+    iter_versions = items(versions)
+
+    @endpoint("GET", "/v1/agents/{agent_id}/versions/{number}")
+    def version(self, agent_id: Ref, number: int, /) -> AgentVersion: ...
+
+    @endpoint("GET", "/v1/agents/{agent_id}/versions/{number}/diff/{other}")
+    def diff(self, agent_id: Ref, number: int, other: int, /) -> JSON:
+        """What changed from version ``number`` to ``other``, field by field."""
+
     @endpoint("GET", "/v1/agents/{agent_id}/memory", query=("limit",))
     def memory(self, agent_id: Ref, /, *, limit: int | None = None) -> Page[JSON]: ...
 
@@ -84,10 +98,17 @@ class Sessions(Resource[C]):
     iter = items(list)
 
     @endpoint("POST", "/v1/sessions")
-    def create(self, *, agent: Ref, title: str | Omit = OMIT) -> Session: ...
+    def create(self, *, agent: Ref, title: str | Omit = OMIT,
+               agent_version: int | None | Omit = OMIT) -> Session:
+        """A session; ``agent_version`` pins its runs to that version of the agent."""
 
     @endpoint("GET", "/v1/sessions/{session_id}")
     def get(self, session_id: Ref, /) -> Session: ...
+
+    @endpoint("PATCH", "/v1/sessions/{session_id}")
+    def update(self, session_id: Ref, /, *, title: str | Omit = OMIT,
+               agent_version: int | None | Omit = OMIT) -> Session:
+        """Retitle the session, or pin it to a version of its agent (None: the latest)."""
 
     @endpoint("POST", "/v1/sessions/{session_id}/messages")
     def send(self, session_id: Ref, content: str | Blocks, /, *,
