@@ -301,8 +301,8 @@ def private_broker(redis_server, hango_settings) -> Iterator[RedisServer]:
 
 @pytest.fixture
 def worker_processes(tmp_path, transactional_db):
-    """Start real worker processes on a given broker; every one is stopped at the end of the
-    test. :func:`start_worker` starts them on the suite's Redis."""
+    """Start real worker processes on a given broker; every one is killed at the end of the
+    test (``WorkerProcess.discard``). :func:`start_worker` starts them on the suite's Redis."""
     started: list[WorkerProcess] = []
 
     def _start(name: str, broker: str, *, pool: str = "gevent", ready: bool = True,
@@ -314,7 +314,7 @@ def worker_processes(tmp_path, transactional_db):
 
     yield _start
     for worker in started:
-        worker.stop()
+        worker.discard()
 
 
 @pytest.fixture

@@ -9,6 +9,11 @@ from typing import Protocol, runtime_checkable
 from harness.errors import ProviderAuthError
 from harness.messages import Request, Response
 
+# OpenAI's own API, where the openai SDK goes when no base URL is set. Here rather than beside
+# the adapter, so that a module asking whether a URL is OpenAI's does not import the SDK (over a
+# second of CPU in every worker and web process that starts).
+OPENAI_API_URL = "https://api.openai.com/v1"
+
 
 @dataclass(frozen=True, kw_only=True)
 class ProviderSettings:

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
-
-from openai.types import CompletionUsage
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ProviderError
 from harness.messages import (
@@ -31,6 +28,10 @@ from harness.messages import (
     Usage,
 )
 from harness.providers.openai_wire import PROVIDER, tool_result_content
+
+if TYPE_CHECKING:  # the SDK's types name what is mapped; the SDK itself loads with its adapter
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",

@@ -27,7 +27,13 @@ from harness.errors import (
 )
 from harness.messages import Request, Response
 from harness.providers import abort, rejections
-from harness.providers.base import ProviderSettings, StreamDone, StreamEvent, TextDelta
+from harness.providers.base import (
+    OPENAI_API_URL,
+    ProviderSettings,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+)
 from harness.providers.http import http_client, saw_done
 from harness.providers.openai_chat import (
     StreamAccumulator,
@@ -37,7 +43,6 @@ from harness.providers.openai_chat import (
 )
 from harness.providers.openai_wire import PROVIDER
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local servers ignore the key, but the SDK refuses to start without one.
 PLACEHOLDER_KEY = "not-needed"
 
@@ -51,7 +56,7 @@ class OpenAICompatProvider:
         base_url = settings.openai_base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = settings.openai_api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            if base_url is None or base_url.rstrip("/") == DEFAULT_BASE_URL:
+            if base_url is None or base_url.rstrip("/") == OPENAI_API_URL:
                 raise ProviderAuthError(
                     "no OpenAI API key: set OPENAI_API_KEY, or use the offline model "
                     "scripted:demo", provider=PROVIDER)
@@ -59,7 +64,7 @@ class OpenAICompatProvider:
         self._key = key
         self._no_counter = False  # the server answered the count endpoint with a 404 or 405
         self._client = openai.OpenAI(
-            api_key=key, base_url=base_url or DEFAULT_BASE_URL,
+            api_key=key, base_url=base_url or OPENAI_API_URL,
             timeout=settings.timeout_seconds, max_retries=settings.max_retries,
             http_client=http_client(openai.DefaultHttpxClient))
 

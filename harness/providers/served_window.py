@@ -20,9 +20,8 @@ from typing import Any
 import httpx2
 
 from harness.providers import split_model
-from harness.providers.base import ProviderSettings
+from harness.providers.base import OPENAI_API_URL, ProviderSettings
 from harness.providers.models import known_window
-from harness.providers.openai_compat import DEFAULT_BASE_URL
 
 TTL = 300.0  # seconds an answer (or its absence) is kept
 TIMEOUT = 2.0  # seconds the server is given to answer
@@ -52,7 +51,7 @@ def own_server(model: str, settings: ProviderSettings) -> str | None:
     address, as a model server beside hango usually is; anything else is not asked."""
     provider = split_model(model)[0]
     base = settings.openai_base_url or os.environ.get("OPENAI_BASE_URL")
-    if provider != "openai" or not base or base.rstrip("/") == DEFAULT_BASE_URL \
+    if provider != "openai" or not base or base.rstrip("/") == OPENAI_API_URL \
             or known_window(model)[1]:
         return None
     return base

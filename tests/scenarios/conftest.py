@@ -92,26 +92,48 @@ def empty_database(transactional_db) -> Iterator[str]:
 
 
 # -- the Context panel's tests: hango under gunicorn, its model a local server, a page -------
+# One gunicorn and one model server for a module's tests: each test has its own database rows
+# (``transactional_db``), its own browser context and log-in, and the model server as new.
 
-@pytest.fixture
-def model_server():
+def _model_env(server: ReplayServer) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.url,
+            "HANGO_PROVIDER_MAX_RETRIES": "0"}
+
+
+@pytest.fixture(scope="module")
+def shared_model_server() -> Iterator[ReplayServer]:
     server = ReplayServer()
     yield server
     server.close()
 
 
 @pytest.fixture
-def model_env(model_server) -> dict[str, str]:
-    """The agent's model, openai:gpt-4o, is the local server, for the web and the worker."""
-    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model_server.url,
-            "HANGO_PROVIDER_MAX_RETRIES": "0"}
+def model_server(shared_model_server) -> ReplayServer:
+    """The module's model server, nothing queued or recorded yet."""
+    shared_model_server.reset()
+    return shared_model_server
 
 
 @pytest.fixture
-def web(transactional_db, tmp_path, model_env):
-    server = GunicornProcess(tmp_path, database_url=workers.test_database_url(), env=model_env)
+def model_env(model_server) -> dict[str, str]:
+    """The agent's model, openai:gpt-4o, is the local server, for the web and the worker."""
+    return _model_env(model_server)
+
+
+@pytest.fixture(scope="module")
+def shared_web(tmp_path_factory, django_db_setup, shared_model_server) -> Iterator[GunicornProcess]:
+    server = GunicornProcess(tmp_path_factory.mktemp("web"),
+                             database_url=workers.test_database_url(),
+                             env=_model_env(shared_model_server))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def web(shared_web, transactional_db, model_server) -> GunicornProcess:
+    """The module's gunicorn on the test database, its model the module's server (as new)."""
+    assert shared_web.proc.poll() is None, f"gunicorn exited:\n{shared_web.log()}"
+    return shared_web
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from runs.models import Message, Run
 from tests.support import workers
 from tests.support.api import HITL
 from tests.support.servers import ROOT, GunicornProcess
+from tests.support.workers import WorkerProcess
 
 pytestmark = pytest.mark.slow
 
@@ -33,12 +34,24 @@ def serve(broker: str, tmp_path) -> GunicornProcess:
         "CELERY_BROKER_URL": broker, "HANGO_RUN_INLINE": "0", "HANGO_EVENT_POLL_SECONDS": "0.1"})
 
 
+def serve_beside(worker: WorkerProcess, broker: str, tmp_path) -> GunicornProcess:
+    """gunicorn started while ``worker`` boots (each takes seconds of its own), once both are
+    ready."""
+    served = serve(broker, tmp_path)
+    try:
+        worker.wait_for(lambda log: " ready." in log, what="worker ready")
+    except BaseException:  # never left running by a test that could not use it
+        served.stop()
+        raise
+    return served
+
+
 @pytest.fixture
 def server(alice, broker, start_worker, tmp_path) -> Iterator[GunicornProcess]:
     """gunicorn on the test database and the suite's Redis, and one worker whose demo model
     takes 0.4 s a call (time to press Ctrl-C mid-run)."""
-    start_worker(HANGO_SCRIPTED_DELAY_MS="400")
-    served = serve(broker, tmp_path)
+    served = serve_beside(start_worker(HANGO_SCRIPTED_DELAY_MS="400", ready=False), broker,
+                          tmp_path)
     yield served
     served.stop()
 
@@ -47,8 +60,8 @@ def server(alice, broker, start_worker, tmp_path) -> Iterator[GunicornProcess]:
 def writing_server(alice, broker, start_worker, tmp_path) -> Iterator[GunicornProcess]:
     """The same, whose demo model writes a word every 0.1 s (time to press Ctrl-C while it
     writes its answer)."""
-    start_worker(HANGO_SCRIPTED_WORD_DELAY_MS="100")
-    served = serve(broker, tmp_path)
+    served = serve_beside(start_worker(HANGO_SCRIPTED_WORD_DELAY_MS="100", ready=False), broker,
+                          tmp_path)
     yield served
     served.stop()
 

@@ -58,7 +58,7 @@ class SharedWorker:
         return self.current
 
     def stop(self) -> None:
-        self.current.stop()
+        self.current.discard()
 
 
 # -- the tenant's servers and credentials, through the API ---------------------------------------

@@ -93,6 +93,16 @@ class ReplayServer:
         self._standing[path] = Canned(status, {"content-type": "application/json"},
                                       json.dumps(body).encode())
 
+    def reset(self) -> None:
+        """As new: nothing recorded, queued or standing, no validator (a server shared by a
+        module's tests, each starting from scratch)."""
+        with self._lock:
+            self.requests.clear()
+            self._canned.clear()
+            self._standing.clear()
+            self.validate = None
+            self.client_left.clear()
+
     def requests_to(self, path: str) -> list[Recorded]:
         return [r for r in self.requests if r.path.startswith(path)]
 
