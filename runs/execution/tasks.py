@@ -36,6 +36,7 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
 from runs.execution import fairness, handoff, queued_tasks, worker
+from runs.execution.timings import RunTimings, current
 from runs.execution.worker import Outcome
 
 log = logging.getLogger(__name__)
@@ -143,11 +144,13 @@ def _reconcile_batch(started: datetime, waiting: frozenset[uuid.UUID]) -> int | 
     return len(stranded)
 
 
-def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None) -> Outcome:
+def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None,
+                timings: RunTimings | None = None) -> Outcome:
     """Advance the run for one time slice; a run whose slice ran out goes back in the queue, and
     one that ended hands its session on to the next message waiting there. ``waiting`` is
-    called now and then while the run waits to start (:func:`runs.execution.worker.execute_run`)."""
-    outcome = worker.execute_run(run_id, waiting=waiting)
+    called now and then while the run waits to start (:func:`runs.execution.worker.execute_run`,
+    which ``timings`` are for)."""
+    outcome = worker.execute_run(run_id, waiting=waiting, timings=timings)
     if outcome is Outcome.YIELDED:
         enqueue_run(run_id)
     elif outcome in worker.MAY_HAVE_ENDED and (started := handoff.start_queued(run_id)):
@@ -170,7 +173,9 @@ def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None) -> Ou
 def execute_run(self: Task, run_id: str) -> str:
     """Advance a run until it ends or its time slice is used; safe to deliver twice. While the
     run waits for its worker to start it, its reservation is kept fresh for the reconciler."""
-    return advance_run(run_id, waiting=queued_tasks.keeper(self.request)).value
+    timings = current()
+    waiting = queued_tasks.keeper(self.request, timings.reservation_beat)
+    return advance_run(run_id, waiting=waiting, timings=timings).value
 
 
 def _local_executor() -> ThreadPoolExecutor:
