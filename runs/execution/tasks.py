@@ -115,11 +115,12 @@ def reconcile() -> int:
     # queue (a backlog of thousands of messages) is read only when some run with no lease is
     # overdue: most passes find none, and an expired lease is taken over whatever it holds.
     knobs = hango()
-    waiting = (queued_tasks.waiting_runs(knobs.reconcile_grace_seconds)
-               if knobs.broker_url and not knobs.run_inline
-               and handoff.any_overdue_unleased(since=started) else frozenset())
+    grace, sends = knobs.reconcile_grace_seconds, bool(knobs.broker_url) and not knobs.run_inline
+    waiting = (queued_tasks.waiting_runs(grace)
+               if sends and handoff.any_overdue_unleased(grace=grace, since=started)
+               else frozenset())
     while True:
-        batch = _reconcile_batch(started, waiting)
+        batch = _reconcile_batch(started, waiting, grace=grace, sends=sends)
         if batch is None:
             return sent
         sent += batch
@@ -127,16 +128,17 @@ def reconcile() -> int:
             return sent
 
 
-def _reconcile_batch(started: datetime, waiting: frozenset[uuid.UUID]) -> int | None:
-    """One batch of the pass begun at ``started``: how many runs it sent, None when a send
-    failed (nothing changed)."""
-    if hango().run_inline or not hango().broker_url:
-        stranded = handoff.reconcile_runs(since=started)
+def _reconcile_batch(started: datetime, waiting: frozenset[uuid.UUID], *, grace: float,
+                     sends: bool) -> int | None:
+    """One batch of the pass begun at ``started``: how many runs it sent (to the broker when
+    ``sends``, else run here), None when a send failed (nothing changed)."""
+    if not sends:
+        stranded = handoff.reconcile_runs(grace=grace, since=started)
         for run_id in stranded:
             enqueue_run(run_id)
         return len(stranded)
     with transaction.atomic():
-        stranded = handoff.reconcile_runs(since=started, waiting=waiting)
+        stranded = handoff.reconcile_runs(grace=grace, since=started, waiting=waiting)
         for run_id in stranded:
             if not send_run(str(run_id), priority=PRIORITY_RECOVERED):
                 transaction.set_rollback(True)
