@@ -13,6 +13,7 @@ from accounts.models import Member
 from agents import services
 from agents.forms import AgentForm, MemoryFileForm, MemoryFileFormSet, OneMemoryFileForm, SkillForm
 from agents.models import Agent, MemoryFile, Skill
+from agents.version_admin import versions_table
 from hango_project.admin import OwnerAdmin, ServiceWrittenAdmin, adopt, written
 
 
@@ -85,10 +86,14 @@ class AgentAdmin(OwnerAdmin, TenantOwnedAdmin):
     list_display = ["name", "tenant", "owner", "model", "updated_at"]
     list_filter = ["tenant", "model"]
     search_fields = ["name", "description"]
-    readonly_fields = ["id", "created_at", "updated_at"]
+    readonly_fields = ["id", "version", "versions", "created_at", "updated_at"]
     autocomplete_fields = ["owner"]
     inlines = [MemoryFileInline]
     written_fields = services.WRITABLE_FIELDS
+
+    @admin.display(description="Versions (newest first; read-only)")
+    def versions(self, obj: Agent) -> Any:
+        return versions_table(obj)
 
     def create(self, owner: Member, data: dict[str, Any], actor: Member | None) -> Agent:
         return services.agent_create(member=owner, data=data, actor=actor)

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from cli.agent_versions import agent_diff, agent_restore, agent_version, agent_versions
 from cli.chat import chat
 from cli.client import DEFAULT_URL, path_id
 from cli.context import context
@@ -191,11 +192,15 @@ def sessionsshow_record(state: State, session_id: str) -> None:
 @sessions.command("create")
 @click.option("--agent", "agent_id", required=True, help="The agent's id.")
 @click.option("--title")
+@click.option("--agent-version", type=click.IntRange(min=1),
+              help="Pin the session's runs to this version of the agent (default: its latest).")
 @json_option
 @click.pass_obj
-def sessions_create(state: State, agent_id: str, title: str | None) -> None:
+def sessions_create(state: State, agent_id: str, title: str | None,
+                    agent_version: int | None) -> None:
     """Start a session with an agent and show it."""
-    body = {"agent": agent_id} | ({"title": title} if title is not None else {})
+    optional = {"title": title, "agent_version": agent_version}
+    body = {"agent": agent_id} | {k: v for k, v in optional.items() if v is not None}
     show_record(state.client().post("/v1/sessions", body))
 
 
@@ -210,6 +215,8 @@ def sessions_messages(state: State, session_id: str, fetch_all: bool, limit: int
           noun="messages", fetch_all=fetch_all, limit=limit)
 
 
+for command in (agent_versions, agent_version, agent_diff, agent_restore):
+    agents.add_command(command)
 cli.add_command(chat)
 cli.add_command(send)
 cli.add_command(follow_command)

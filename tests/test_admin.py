@@ -14,6 +14,7 @@ from django.db.models import CompositePrimaryKey
 from django.urls import reverse
 
 from accounts.models import Member, Tenant
+from agents.models import AgentVersion
 from runs.models import Run, RunEvent, RunStatus
 from schedules.models import Fire
 from tests.support.api import post_message
@@ -24,8 +25,9 @@ OPERATORS_OWN = {Tenant, Member}
 # Models with a composite primary key, which the admin cannot register: their rows are on their
 # parent's pages instead.
 ON_A_PARENTS_PAGE = {RunEvent}
-# Models listed only on their parent's page, as an inline.
-INLINE_ONLY = {Fire}
+# Models listed only on their parent's page: as an inline, or (an agent's versions, which no
+# admin may change or delete: agents/version_admin.py) as a read-only table.
+INLINE_ONLY = {Fire, AgentVersion}
 
 
 def admin_models() -> list:
