@@ -14,6 +14,10 @@ from harness.messages import ImageBlock
 
 Decision = Literal["approve", "edit", "reject", "respond"]
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
+# An agent's interrupt_on as its config validated it (harness.agent.AgentConfig): tool name ->
+# the decisions a human may take, each non-empty and without repeats. The middleware that acts
+# on it takes it as it is; nothing checks it twice.
+InterruptOn = Mapping[str, tuple[Decision, ...]]
 # What answers a held call: a human's decision, or (``result``) the output the API's caller
 # sent for a client tool's call (harness.client_calls); interrupt_on offers only DECISIONS.
 Answering = Decision | Literal["result"]

@@ -17,12 +17,11 @@ wrapper sees the call first, and the allowlist still refuses a forbidden tool af
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import assert_never, cast
+from typing import assert_never
 
 from harness import approvals, telemetry
-from harness.approval_values import DECISIONS, Answer, AwaitingApproval, Decision, RunCall
+from harness.approval_values import Answer, AwaitingApproval, InterruptOn, RunCall
 from harness.chain import ToolCallRequest, ToolHandler, ToolOutcome
 from harness.deps import StackConfig
 from harness.tools.base import ToolResult
@@ -35,21 +34,9 @@ WHY = ("calls to the tools in the agent's interrupt_on pause the run until a hum
 class HumanInTheLoopMiddleware:
     name = NAME
 
-    def __init__(self, *, interrupt_on: Mapping[str, Sequence[str]]) -> None:
-        if not isinstance(interrupt_on, Mapping):
-            raise ValueError("interrupt_on must map tool names to their decisions")
-        checked: dict[str, tuple[Decision, ...]] = {}
-        for tool, decisions in interrupt_on.items():
-            if not isinstance(tool, str) or not tool:
-                raise ValueError(f"interrupt_on: {tool!r} is not a tool name")
-            if isinstance(decisions, str) or not decisions:
-                raise ValueError(f"interrupt_on[{tool!r}] must be a non-empty list of decisions")
-            unknown = [d for d in decisions if d not in DECISIONS]
-            if unknown:
-                raise ValueError(f"interrupt_on[{tool!r}]: unknown decisions {unknown}; "
-                                 f"use {list(DECISIONS)}")
-            checked[tool] = cast(tuple[Decision, ...], tuple(dict.fromkeys(decisions)))
-        self.interrupt_on = checked
+    def __init__(self, *, interrupt_on: InterruptOn) -> None:
+        # Validated once, by the agent's config (harness.agent.AgentConfig): taken as it is.
+        self.interrupt_on = interrupt_on
 
     def wrap_tool_call(self, req: ToolCallRequest, next: ToolHandler) -> ToolOutcome:
         batch = req.state.pending_batch

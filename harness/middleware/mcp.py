@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
 from harness import telemetry
-from harness.approval_values import AwaitingApproval, Decision
+from harness.approval_values import AwaitingApproval, InterruptOn
 from harness.chain import ToolCallRequest, ToolHandler, ToolOutcome
 from harness.deps import StackConfig
 from harness.errors import ConfigurationError, HarnessError
@@ -75,12 +75,12 @@ class McpMiddleware:
     name = NAME
 
     def __init__(self, *, access: McpAccess, journal: CallJournal | None = None,
-                 interrupt_on: Mapping[str, Sequence[Decision]] | None = None,
+                 interrupt_on: InterruptOn | None = None,
                  capture_only: bool = False) -> None:
         if not access.servers:
             raise ValueError("no MCP server to use; leave the mcp slot out instead")
         self.access, self.journal, self.capture_only = access, journal, capture_only
-        self.interrupt_on = dict(interrupt_on or {})
+        self.interrupt_on: InterruptOn = interrupt_on or {}
         self._sessions: dict[str, Connection] = {}
         self._compared: set[str] = set()  # servers this claim's listing was compared for
         self._tools: tuple[Listings, list[Tool]] | None = None

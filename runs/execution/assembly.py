@@ -4,8 +4,9 @@ on the worker side, with :mod:`runs.execution.worker`)."""
 from __future__ import annotations
 
 import json
+import threading
 import uuid
-from functools import cache, lru_cache
+from functools import cache
 
 from pydantic import SecretStr
 
@@ -75,7 +76,7 @@ def agent_spec(agent: Agent) -> AgentSpec:
     """The agent as the harness sees it; its config is parsed here (a malformed one is a
     :class:`~harness.errors.ConfigurationError`, failing the run)."""
     allowed = None if agent.allowed_tools is None else tuple(agent.allowed_tools)
-    config = _parsed_config(json.dumps(agent.config or {}, sort_keys=True))
+    config = _config_of(agent)
     # Asked of the model's server at most once a TTL per process (harness.providers.served_window).
     served = window_reported(agent.model, provider_settings(),
                              agent_window=config.model_settings.context_window)
@@ -84,12 +85,29 @@ def agent_spec(agent: Agent) -> AgentSpec:
                      default_max_turns=hango().default_max_turns, server_window=served)
 
 
-@lru_cache(maxsize=1024)
-def _parsed_config(document: str) -> AgentConfig:
-    """A config document parsed and checked against its schema, once per distinct document in
-    a process (the check was ~3 % of a busy worker's CPU, run for every run of the same agent);
-    an AgentConfig never changes, so runs share it. One that fails is not kept: it fails again."""
-    return AgentConfig.from_json(document)
+# Parsed configs by their agent's content hash (agents.versions.content_hash: computed once,
+# when the content is written): at most _CONFIGS_KEPT, the oldest forgotten first.
+_configs: dict[str, AgentConfig] = {}
+_CONFIGS_KEPT = 1024
+_configs_lock = threading.Lock()
+
+
+def _config_of(agent: Agent) -> AgentConfig:
+    """The agent's config, parsed and checked against its schema once per content in a process
+    (the check was ~3 % of a busy worker's CPU, run for every run of the same agent), keyed by
+    the content hash its version stored when it was written: nothing is serialised again to
+    find it. An AgentConfig never changes, so runs share it. One that fails is not kept: it
+    fails again. An agent written without the services has no hash: parsed every time."""
+    key = agent.content_hash
+    if key and (found := _configs.get(key)) is not None:
+        return found
+    config = AgentConfig.from_json(json.dumps(agent.config or {}))
+    if key:
+        with _configs_lock:  # the runs' threads share it
+            if len(_configs) >= _CONFIGS_KEPT:
+                _configs.pop(next(iter(_configs)), None)
+            _configs[key] = config
+    return config
 
 
 class DbBudget:

@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from accounts.usage import period_bounds
-from hango_project.config import hango
 from hango_project.ids import time_ordered_uuid
 from harness import client_calls
 from harness.agent import DEFAULT_CLIENT_TOOL_TIMEOUT
@@ -26,7 +25,6 @@ from harness.steps import Failed, FinalOutput, Interrupted, NextStep, RunAgain, 
 from harness.tokens.tokenizers import tokenizer_for
 from runs.execution.events import EVENT_MESSAGE, timestamp
 from runs.execution.fence import Claim, poll
-from runs.execution.leases import lease_length
 from runs.execution.turn_commit import commit_turn
 from runs.execution.turn_write import NewMessage, TurnWrite, reads_back_as_written
 from runs.models import ANSWER, Run, RunStatus
@@ -56,12 +54,13 @@ Halt = Fenced | SliceUsed | QuotaSpent
 class DbControl:
     """Cancellation as the worker sees it: the flag read at each commit and by the process's
     watch (:mod:`runs.execution.leases`), and read here before a tool when neither did for
-    ``HANGO_CANCEL_POLL_SECONDS``. A claim that was taken over
-    (:func:`runs.execution.fence.take_over`; seen by a read or a lease renewal) stops the loop the
-    same way — its commit would be refused anyway."""
+    ``cancel_poll`` seconds (the worker's: :mod:`runs.execution.timings`). A claim that was taken
+    over (:func:`runs.execution.fence.take_over`; seen by a read or a lease renewal) stops the
+    loop the same way — its commit would be refused anyway."""
 
-    def __init__(self, claim: Claim) -> None:
+    def __init__(self, claim: Claim, *, cancel_poll: float) -> None:
         self.claim = claim
+        self.cancel_poll = cancel_poll
         self.flag = False
         self._superseded = False
         self._checked = time.monotonic()
@@ -101,7 +100,7 @@ class DbControl:
             call.abort()
 
     def cancel_requested(self) -> bool:
-        due = time.monotonic() - self._checked >= hango().cancel_poll_seconds
+        due = time.monotonic() - self._checked >= self.cancel_poll
         if not (self.flag or self.superseded) and due:
             asked, held = poll(self.claim)
             self.superseded = not held
@@ -115,9 +114,11 @@ class DbCheckpointer:
     :data:`Halt` says why the loop must stop before the run's end."""
 
     def __init__(self, run: Run, control: DbControl, next_seq: int, deadline: float, *,
+                 lease: timedelta,
                  client_tool_timeout: int = DEFAULT_CLIENT_TOOL_TIMEOUT) -> None:
         self.run = run  # as claimed: its pk, session and epoch are what the fence checks
         self.control = control
+        self.lease = lease  # each commit renews the lease for this long
         # Seconds a park's client calls wait for the caller (the agent's; 0: for ever).
         self.client_tool_timeout = client_tool_timeout
         self.next_seq = next_seq
@@ -160,7 +161,7 @@ class DbCheckpointer:
         write = TurnWrite(
             run_id=self.run.pk, session_id=self.run.session_id, epoch=self.run.epoch,
             expected_turn=self.committed_turn, turn=state.turn, state_json=state_json,
-            lease_expires_at=timezone.now() + lease_length(), messages=messages, events=events,
+            lease_expires_at=timezone.now() + self.lease, messages=messages, events=events,
             finish=terminal, action_expires_at=expires_at, tenant_id=self.run.session.tenant_id,
             agent_id=self.run.agent_id, quota=self.quota, period_start=self.period_start,
         )

@@ -39,14 +39,13 @@ def _semaphore() -> threading.BoundedSemaphore:
 
 
 @contextmanager
-def starting(waiting: Callable[[], None] | None = None) -> Iterator[None]:
+def starting(waiting: Callable[[], None] | None = None, *, every: float) -> Iterator[None]:
     """Hold one of the process's start slots for the block (a run's claim and build),
-    waiting as long as it takes for one to free; ``waiting()`` is called every third of the
-    reconciler's grace period while it waits (the task keeps its reservation recent, so that
-    the reconciler knows a live worker holds the run: :mod:`runs.execution.queued_tasks`)."""
+    waiting as long as it takes for one to free; ``waiting()`` is called every ``every`` seconds
+    while it waits (the worker's reservation beat: the task keeps its reservation recent, so
+    that the reconciler knows a live worker holds the run: :mod:`runs.execution.queued_tasks`)."""
     gate = _semaphore()
     if not gate.acquire(blocking=False):
-        every = max(0.5, hango().reconcile_grace_seconds / 3)
         if waiting is not None:
             waiting()
         while not gate.acquire(timeout=every):

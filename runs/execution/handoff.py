@@ -14,7 +14,6 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from hango_project import metrics
-from hango_project.config import hango
 from runs.execution.endings import cancel_unheld
 from runs.execution.events import TAKEN_BY_RECONCILER, append_events, takeover_event
 from runs.execution.queue import lock_session, start_next, start_stalled, waiting_after
@@ -62,24 +61,28 @@ def cancel_kept_by_a_pause(run_id: str) -> uuid.UUID | None:
 RECONCILE_BATCH = 200
 
 
-def _untouched_before(now: datetime, since: datetime | None) -> datetime:
-    """When a queued run with no lease was last touched, at the latest, to count as stranded."""
-    untouched = now - timedelta(seconds=hango().reconcile_grace_seconds)
+def _untouched_before(now: datetime, since: datetime | None, grace: float) -> datetime:
+    """When a queued run with no lease was last touched, at the latest, to count as stranded
+    (``grace`` seconds before ``now``)."""
+    untouched = now - timedelta(seconds=grace)
     return untouched if since is None else min(untouched, since)
 
 
-def any_overdue_unleased(*, since: datetime | None = None) -> bool:
-    """Whether any active run with no lease has waited past the grace period: the only runs
-    the broker's queue is read for (:func:`reconcile_runs`' ``waiting``)."""
+def any_overdue_unleased(*, grace: float, since: datetime | None = None) -> bool:
+    """Whether any active run with no lease has waited past the grace period (``grace``
+    seconds): the only runs the broker's queue is read for (:func:`reconcile_runs`'
+    ``waiting``)."""
+    untouched = _untouched_before(timezone.now(), since, grace)
     return Run.objects.filter(status__in=BUSY_RUN_STATUSES, lease_expires_at__isnull=True,
-                              updated_at__lt=_untouched_before(timezone.now(), since)).exists()
+                              updated_at__lt=untouched).exists()
 
 
-def reconcile_runs(*, since: datetime | None = None,
+def reconcile_runs(*, grace: float, since: datetime | None = None,
                    waiting: Collection[uuid.UUID] = ()) -> list[uuid.UUID]:
     """The active runs nobody is advancing, for the caller to re-enqueue: an expired lease, or
-    a queued run whose task never arrived (older than the grace period); and the runs started
-    for sessions whose queue waited with no active run (:func:`runs.execution.queue.start_stalled`).
+    a queued run whose task never arrived (older than the grace period, ``grace`` seconds);
+    and the runs started for sessions whose queue waited with no active run
+    (:func:`runs.execution.queue.start_stalled`).
     At most :data:`RECONCILE_BATCH` of the first kind.
 
     Each one's lease is cleared, its epoch advanced (a stalled holder is fenced out) and its
@@ -90,7 +93,7 @@ def reconcile_runs(*, since: datetime | None = None,
     run with no lease whose task the broker's queue holds (``waiting``:
     :mod:`runs.execution.queued_tasks`); an expired lease is taken over whatever the queue holds."""
     now = timezone.now()
-    untouched = _untouched_before(now, since)
+    untouched = _untouched_before(now, since, grace)
     with transaction.atomic():
         stale = (Run.objects.select_for_update(skip_locked=True)
                  .filter(status__in=BUSY_RUN_STATUSES)

@@ -28,13 +28,11 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Protocol
 
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from hango_project.config import hango
 from hango_project.database import database
 from runs.execution.renewer import (
     Key,
@@ -46,6 +44,7 @@ from runs.execution.renewer import (
     os_lock,
     start_thread,
 )
+from runs.execution.timings import RunTimings
 from runs.models import Run
 
 log = logging.getLogger(__name__)
@@ -61,10 +60,6 @@ class Control(Protocol):
         ...
 
 
-def lease_length() -> timedelta:
-    return timedelta(seconds=hango().run_lease_seconds)
-
-
 class _Watch:
     """The process's watching thread and the runs it watches: (run id, epoch) → the run's
     control, told what each read found."""
@@ -74,16 +69,18 @@ class _Watch:
         self._held: dict[Key, Control] = {}
         self._wake = Wake()
         self._until = float("inf")  # when the thread's wait ends (monotonic)
+        self._timings: RunTimings | None = None  # the last added run's worker's
         self._started = False
         # How the thread tells a run's control what it found: where the runs run.
         self._tell: Callable[[Callable[[], None]], None] = lambda fn: fn()
 
-    def add(self, run_id: uuid.UUID, epoch: int, control: Control) -> None:
-        due = time.monotonic() + min(_intervals())
+    def add(self, run_id: uuid.UUID, epoch: int, control: Control, timings: RunTimings) -> None:
+        due = time.monotonic() + min(timings.renewal_beat, timings.watch_read)
         with self._lock:
             self._held[(run_id, epoch)] = control
+            self._timings = timings
             start, self._started = not self._started, True
-            wake = not start and due < self._until  # idle, or the settings got shorter
+            wake = not start and due < self._until  # idle, or the timings got shorter
         if start:  # once per process: the runs after it start none
             try:
                 self._tell = hand_to_runs()  # the hub of the runs (the first one's)
@@ -118,11 +115,13 @@ class _Watch:
         renewed: float | None = None
         read: float | None = None
         while True:
-            beat, read_every = _intervals()
             with self._lock:
                 held = list(self._held.items())
+                timings = self._timings
+            beat, read_every = ((timings.renewal_beat, timings.watch_read) if timings
+                                else (float("inf"), float("inf")))
             now = time.monotonic()
-            if not held:
+            if not held or timings is None:  # (timings: set by the first add())
                 renewed = read = None
             elif renewed is None or read is None:
                 renewed = read = now
@@ -133,7 +132,7 @@ class _Watch:
                         self._read(statements, held)
                     if now - renewed >= beat:
                         renewed = now
-                        self._renew_all(statements, held, beat)
+                        self._renew_all(statements, held, timings)
                 except Exception:  # the watch must outlive any one beat's trouble
                     log.exception("the run watch's beat failed; the next one tries again")
                     statements.close()
@@ -151,11 +150,11 @@ class _Watch:
             self._wake.wait(wait)
 
     def _renew_all(self, statements: Statements, held: list[tuple[Key, Control]],
-                   beat: float) -> None:
+                   timings: RunTimings) -> None:
         """Every held run's lease in one statement; a run found lost is told to stop (its
         commit would be refused: it was taken over, or ended)."""
-        lost = statements.renew([key for key, _ in held], timezone.now() + lease_length(),
-                                lock_wait=beat / 3)
+        lost = statements.renew([key for key, _ in held], timezone.now() + timings.lease,
+                                lock_wait=timings.renewal_lock_wait)
         for key, control in held:
             if key in lost:
                 self.remove(*key)
@@ -201,15 +200,6 @@ def _statements() -> Statements:
     return OrmStatements()
 
 
-def _intervals() -> tuple[float, float]:
-    """The watch's two beats: lease renewal, and reading the cancel flags twice per poll
-    interval (so a run always finds a read younger than the interval; none with no interval,
-    where every check reads its own)."""
-    knobs = hango()
-    poll = knobs.cancel_poll_seconds
-    return knobs.run_lease_seconds / 3, poll / 2 if poll > 0 else float("inf")
-
-
 _watch = _Watch()
 
 
@@ -228,14 +218,16 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class LeaseKeeper:
-    """Renews the claimed run's lease while the worker advances it; it stops renewing once the
-    run is taken over (and tells ``control``) or the block ends."""
+    """Renews the claimed run's lease while the worker advances it, on the beats of
+    ``timings``; it stops renewing once the run is taken over (and tells ``control``) or the
+    block ends."""
 
-    def __init__(self, run: Run, control: Control) -> None:
+    def __init__(self, run: Run, control: Control, timings: RunTimings) -> None:
         self.run_id, self.epoch, self.control = run.pk, run.epoch, control
+        self.timings = timings
 
     def __enter__(self) -> LeaseKeeper:
-        _watch.add(self.run_id, self.epoch, self.control)
+        _watch.add(self.run_id, self.epoch, self.control, self.timings)
         return self
 
     def __exit__(self, *exc: object) -> None:

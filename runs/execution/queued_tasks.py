@@ -30,8 +30,6 @@ from typing import Any
 
 from celery import current_app
 
-from hango_project.config import hango
-
 log = logging.getLogger(__name__)
 
 RUN_QUEUE = "runs"  # settings.CELERY_TASK_ROUTES: every run task goes there
@@ -73,37 +71,39 @@ def _collect(found: set[bytes], messages: list[bytes | None]) -> None:
             found.update(_UUID.findall(message))
 
 
-def keeper(request: Any) -> Callable[[], None] | None:
+def keeper(request: Any, every: float) -> Callable[[], None] | None:
     """For a task being executed (its ``request``), what it calls while it waits to start: its
     reservation is kept recent — its delivery's time in kombu's ``unacked_index`` set to now
-    — by this process's :class:`_Renewer`, all the waiting tasks' in one command. None for a
+    — by this process's :class:`_Renewer` (every ``every`` seconds, the worker's reservation
+    beat: :mod:`runs.execution.timings`), all the waiting tasks' in one command. None for a
     task not delivered by kombu's Redis transport (run eagerly, say)."""
     # Celery passes the message's properties on (its delivery_info leaves the tag out).
     tag = (getattr(request, "properties", None) or {}).get("delivery_tag")
     if not tag:
         return None
-    return lambda: _Renewer.get().waits(tag)
+    return lambda: _Renewer.get(every).waits(tag)
 
 
 class _Renewer:
-    """A thread of its own (a greenlet under gevent) that, every third of the reconciler's
-    grace period, sets the delivery time of every reservation whose task said it waits since
-    the last round to now: one Redis command for a thousand waiting tasks, not a thousand."""
+    """A thread of its own (a greenlet under gevent) that, every reservation beat (a third of
+    the reconciler's grace period; the first waiting task's, once per process), sets the
+    delivery time of every reservation whose task said it waits since the last round to now:
+    one Redis command for a thousand waiting tasks, not a thousand."""
 
     _one: _Renewer | None = None
     _one_lock = threading.Lock()
 
-    def __init__(self) -> None:
-        self.every = max(0.5, hango().reconcile_grace_seconds / 3)
+    def __init__(self, every: float) -> None:
+        self.every = every
         self._lock = threading.Lock()
         self._tags: set[str] = set()
         threading.Thread(target=self._run, name="hango-reservations", daemon=True).start()
 
     @classmethod
-    def get(cls) -> _Renewer:
+    def get(cls, every: float) -> _Renewer:
         with cls._one_lock:
             if cls._one is None:
-                cls._one = cls()
+                cls._one = cls(every)
             return cls._one
 
     def waits(self, tag: str) -> None:

@@ -33,6 +33,7 @@ from django.db import close_old_connections, connection
 
 from hango_project.config import hango
 from runs.execution import tasks
+from runs.execution.timings import current
 from webhooks import tasks as webhook_tasks
 
 log = logging.getLogger(__name__)
@@ -72,10 +73,11 @@ class ReconcilerThread:
     registered pass on its own beat; a pass that fails (a database outage, say) is tried again
     at its next beat."""
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, *, stop_wait: float) -> None:
         if interval <= 0:
             raise ValueError("the reconciler interval must be positive")
         self.interval = interval
+        self.stop_wait = stop_wait  # how long stop() waits for a pass under way
         self._own = Pass("reconciler", reconcile, lambda: interval)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hango-reconciler", daemon=True)
@@ -87,7 +89,7 @@ class ReconcilerThread:
     def stop(self, *, wait: bool = True) -> None:
         self._stop.set()
         if wait:  # a pass under way ends within its sends' bound; a daemon never holds up exit
-            self._thread.join(timeout=2 * hango().broker_timeout + 1)
+            self._thread.join(timeout=self.stop_wait)
 
     def _run(self) -> None:
         try:
@@ -127,7 +129,8 @@ def start_without_workers() -> None:
     knobs = hango()
     if knobs.broker_url or knobs.run_inline or _embedded is not None:
         return
-    _embedded = ReconcilerThread(knobs.reconcile_seconds)
+    timings = current()
+    _embedded = ReconcilerThread(timings.reconcile_every, stop_wait=timings.reconciler_stop_wait)
     _embedded.start()
 
 
@@ -143,7 +146,9 @@ class Reconciler(bootsteps.StartStopStep):
         self.thread: ReconcilerThread | None = None
 
     def start(self, parent: object) -> None:
-        self.thread = ReconcilerThread(hango().reconcile_seconds)
+        timings = current()
+        self.thread = ReconcilerThread(timings.reconcile_every,
+                                       stop_wait=timings.reconciler_stop_wait)
         self.thread.start()
 
     def stop(self, parent: object) -> None:

@@ -36,6 +36,7 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
 from runs.execution import fairness, handoff, queued_tasks, worker
+from runs.execution.timings import RunTimings, current
 from runs.execution.worker import Outcome
 
 log = logging.getLogger(__name__)
@@ -114,11 +115,12 @@ def reconcile() -> int:
     # queue (a backlog of thousands of messages) is read only when some run with no lease is
     # overdue: most passes find none, and an expired lease is taken over whatever it holds.
     knobs = hango()
-    waiting = (queued_tasks.waiting_runs(knobs.reconcile_grace_seconds)
-               if knobs.broker_url and not knobs.run_inline
-               and handoff.any_overdue_unleased(since=started) else frozenset())
+    grace, sends = knobs.reconcile_grace_seconds, bool(knobs.broker_url) and not knobs.run_inline
+    waiting = (queued_tasks.waiting_runs(grace)
+               if sends and handoff.any_overdue_unleased(grace=grace, since=started)
+               else frozenset())
     while True:
-        batch = _reconcile_batch(started, waiting)
+        batch = _reconcile_batch(started, waiting, grace=grace, sends=sends)
         if batch is None:
             return sent
         sent += batch
@@ -126,16 +128,17 @@ def reconcile() -> int:
             return sent
 
 
-def _reconcile_batch(started: datetime, waiting: frozenset[uuid.UUID]) -> int | None:
-    """One batch of the pass begun at ``started``: how many runs it sent, None when a send
-    failed (nothing changed)."""
-    if hango().run_inline or not hango().broker_url:
-        stranded = handoff.reconcile_runs(since=started)
+def _reconcile_batch(started: datetime, waiting: frozenset[uuid.UUID], *, grace: float,
+                     sends: bool) -> int | None:
+    """One batch of the pass begun at ``started``: how many runs it sent (to the broker when
+    ``sends``, else run here), None when a send failed (nothing changed)."""
+    if not sends:
+        stranded = handoff.reconcile_runs(grace=grace, since=started)
         for run_id in stranded:
             enqueue_run(run_id)
         return len(stranded)
     with transaction.atomic():
-        stranded = handoff.reconcile_runs(since=started, waiting=waiting)
+        stranded = handoff.reconcile_runs(grace=grace, since=started, waiting=waiting)
         for run_id in stranded:
             if not send_run(str(run_id), priority=PRIORITY_RECOVERED):
                 transaction.set_rollback(True)
@@ -143,11 +146,13 @@ def _reconcile_batch(started: datetime, waiting: frozenset[uuid.UUID]) -> int | 
     return len(stranded)
 
 
-def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None) -> Outcome:
+def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None,
+                timings: RunTimings | None = None) -> Outcome:
     """Advance the run for one time slice; a run whose slice ran out goes back in the queue, and
     one that ended hands its session on to the next message waiting there. ``waiting`` is
-    called now and then while the run waits to start (:func:`runs.execution.worker.execute_run`)."""
-    outcome = worker.execute_run(run_id, waiting=waiting)
+    called now and then while the run waits to start (:func:`runs.execution.worker.execute_run`,
+    which ``timings`` are for)."""
+    outcome = worker.execute_run(run_id, waiting=waiting, timings=timings)
     if outcome is Outcome.YIELDED:
         enqueue_run(run_id)
     elif outcome in worker.MAY_HAVE_ENDED and (started := handoff.start_queued(run_id)):
@@ -170,7 +175,9 @@ def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None) -> Ou
 def execute_run(self: Task, run_id: str) -> str:
     """Advance a run until it ends or its time slice is used; safe to deliver twice. While the
     run waits for its worker to start it, its reservation is kept fresh for the reconciler."""
-    return advance_run(run_id, waiting=queued_tasks.keeper(self.request)).value
+    timings = current()
+    waiting = queued_tasks.keeper(self.request, timings.reservation_beat)
+    return advance_run(run_id, waiting=waiting, timings=timings).value
 
 
 def _local_executor() -> ThreadPoolExecutor:

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from datetime import timedelta
 from enum import StrEnum
 from typing import assert_never
 
@@ -28,7 +29,6 @@ from django.utils import timezone
 
 from accounts.usage import quota_release
 from hango_project import metrics
-from hango_project.config import hango
 from hango_project.database import database
 from hango_project.errors import QuotaExceeded
 from harness import telemetry
@@ -49,7 +49,8 @@ from runs.execution.claims import claim_unheld
 from runs.execution.endings import INTERNAL_ERROR, cancel_unheld, finish_run
 from runs.execution.events import TAKEN_BY_CLAIM, append_events, status_event, takeover_event
 from runs.execution.fence import Claim
-from runs.execution.leases import LeaseKeeper, lease_length
+from runs.execution.leases import LeaseKeeper
+from runs.execution.timings import RunTimings, current
 from runs.models import BUSY_RUN_STATUSES, Run, RunStatus
 
 log = logging.getLogger(__name__)
@@ -72,11 +73,13 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
 
 
-def claim_run(run_id: str, owner: str) -> Run | None:
-    """Take the run's lease under a new epoch, or None when there is nothing to do."""
+def claim_run(run_id: str, owner: str, *, lease: timedelta | None = None) -> Run | None:
+    """Take the run's lease (for ``lease`` from now: the worker's, the settings' for a caller
+    outside a worker) under a new epoch, or None when there is nothing to do."""
+    lease = current().lease if lease is None else lease
     if database().one_statement:  # the common case in one statement
         now = timezone.now()
-        if (run := claim_unheld(run_id, owner, now + lease_length(), now)) is not None:
+        if (run := claim_unheld(run_id, owner, now + lease, now)) is not None:
             if run.started_at == now:  # set by this claim: the run's first
                 metrics.run_started(run.created_at, now)
             return run
@@ -97,7 +100,7 @@ def claim_run(run_id: str, owner: str) -> Run | None:
         held = run.lease_owner, run.epoch, run.lease_expires_at
         taken = held[0] not in ("", owner) and held[2] is not None  # expired: checked above
         run.epoch += 1
-        run.lease_owner, run.lease_expires_at = owner, now + lease_length()
+        run.lease_owner, run.lease_expires_at = owner, now + lease
         events = []
         if run.status == RunStatus.QUEUED:
             run.status = RunStatus.RUNNING
@@ -136,24 +139,27 @@ def _release(run: Run) -> None:
 
 
 def execute_run(run_id: str, *, owner: str | None = None,
-                waiting: Callable[[], None] | None = None) -> Outcome:
+                waiting: Callable[[], None] | None = None,
+                timings: RunTimings | None = None) -> Outcome:
     """Advance the run for up to one time slice and say what happened. It never enqueues: a
     :attr:`Outcome.YIELDED` run is for the caller (:mod:`runs.execution.tasks`) to hand on.
 
     The slice is a span of the run's trace (:func:`runs.tracing.slice_span`), and the run
     counts as in flight in this process while it runs. Its claim and build wait for one of the
     process's start slots (:mod:`runs.execution.concurrency`, calling ``waiting()`` now and then
-    while they wait), given back once the loop is built."""
+    while they wait), given back once the loop is built. ``timings`` are the worker's
+    (:func:`runs.execution.timings.run_timings`; the settings' when not given)."""
     owner = owner or worker_identity()
+    timings = timings or current()
     with ExitStack() as start:
-        start.enter_context(concurrency.starting(waiting))
-        run = claim_run(run_id, owner)
+        start.enter_context(concurrency.starting(waiting, every=timings.reservation_beat))
+        run = claim_run(run_id, owner, lease=timings.lease)
         if run is None:
             start.close()
             metrics.slices.add(1, {telemetry.ATTR_SLICE_OUTCOME: Outcome.SKIPPED.value})
             return Outcome.SKIPPED
         with metrics.in_flight(), tracing.slice_span(run, owner) as span:
-            outcome = _advance(run, run_id, started=start.close)
+            outcome = _advance(run, run_id, timings, started=start.close)
             span.set_attribute(telemetry.ATTR_SLICE_OUTCOME, outcome.value)
     metrics.slices.add(1, {telemetry.ATTR_SLICE_OUTCOME: outcome.value})
     if outcome in ENDED:
@@ -163,7 +169,8 @@ def execute_run(run_id: str, *, owner: str | None = None,
     return outcome
 
 
-def _advance(run: Run, run_id: str, *, started: Callable[[], None]) -> Outcome:
+def _advance(run: Run, run_id: str, timings: RunTimings, *,
+             started: Callable[[], None]) -> Outcome:
     """:func:`execute_run` past the claim: the slice itself; ``started()`` once it is built."""
     try:
         loop, state, next_seq = build_execution(run)
@@ -172,12 +179,12 @@ def _advance(run: Run, run_id: str, *, started: Callable[[], None]) -> Outcome:
         return Outcome.FAILED
     finally:
         started()
-    control = DbControl(Claim(run.pk, run.epoch))
-    deadline = time.monotonic() + hango().run_slice_seconds
-    checkpointer = DbCheckpointer(run, control, next_seq, deadline,
+    control = DbControl(Claim(run.pk, run.epoch), cancel_poll=timings.cancel_poll)
+    deadline = time.monotonic() + timings.slice
+    checkpointer = DbCheckpointer(run, control, next_seq, deadline, lease=timings.lease,
                                   client_tool_timeout=loop.agent.config.client_tool_timeout)
     try:
-        with LeaseKeeper(run, control):
+        with LeaseKeeper(run, control, timings):
             end: NextStep | Halt = loop.run(state, control=control, checkpointer=checkpointer)
     except Superseded:  # a store refused a tool's write: the run is someone else's now
         log.info("run %s was taken over; worker %s stops", run_id, run.lease_owner)

@@ -69,7 +69,7 @@ def test_a_lease_taken_over_by_the_reconciler_is_counted(queued_run):
     stale = claim_run(queued_run.pk, "worker-a")
     Run.objects.filter(pk=stale.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     before = metric_sum(t.METRIC_LEASE_TAKEOVERS)
-    assert handoff.reconcile_runs() == [stale.pk]
+    assert handoff.reconcile_runs(grace=30) == [stale.pk]
     assert metric_sum(t.METRIC_LEASE_TAKEOVERS) == before + 1
 
 

@@ -23,6 +23,7 @@ from tests.support.approvals import (
 )
 from tests.support.broker import queued_tasks
 from tests.support.history import assert_valid_history
+from tests.support.runs import timings
 
 
 def test_cancelling_a_paused_run_answers_every_call_and_the_session_goes_on(alice, hitl_session,
@@ -116,8 +117,10 @@ def test_a_cancel_seen_by_the_loop_before_the_batch_finishes_answers_every_call(
         def cancel_requested(self) -> bool:
             return True
 
-    checkpointer = DbCheckpointer(run, DbControl(Claim(run.pk, run.epoch)), next_seq,
-                                  time.monotonic() + 60)
+    given = timings()
+    checkpointer = DbCheckpointer(run, DbControl(Claim(run.pk, run.epoch),
+                                                 cancel_poll=given.cancel_poll),
+                                  next_seq, time.monotonic() + 60, lease=given.lease)
     assert loop.run(state, control=Cancelled(), checkpointer=checkpointer) == \
         Interrupted("cancelled")
     run.refresh_from_db()

@@ -21,6 +21,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hango_project.settings")
 django.setup()
 
 from runs.execution.leases import LeaseKeeper  # noqa: E402
+from runs.execution.timings import current  # noqa: E402
 from runs.models import Run  # noqa: E402
 
 
@@ -39,7 +40,8 @@ def spin(seconds: float) -> None:
 
 def main() -> None:
     seconds, ids = float(sys.argv[1]), sys.argv[2:]
-    keepers = [LeaseKeeper(run, Control()) for run in Run.objects.filter(pk__in=ids)]
+    given = current()  # the environment's (HANGO_RUN_LEASE_SECONDS), as a worker's
+    keepers = [LeaseKeeper(run, Control(), given) for run in Run.objects.filter(pk__in=ids)]
     for keeper in keepers:
         keeper.__enter__()
     print("holding", flush=True)

@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from pydantic import ValidationError
 
 from harness import approvals, telemetry
+from harness.agent import AgentConfig
 from harness.approval_values import ApprovalDecision, PendingBatch, PendingCall, Result
 from harness.approvals import CANCELLED_BEFORE_DECISION, REJECTED
 from harness.chain import ToolCallRequest
@@ -172,7 +174,7 @@ def test_a_mixed_batch_keeps_call_order_and_runs_the_free_calls_once():
 def test_a_recorded_decision_wins_over_the_current_config():
     # The agent stopped requiring approval for the tool after the pause: the recorded reject
     # still holds, and the tool never runs.
-    middleware = HumanInTheLoopMiddleware(interrupt_on={"echo": ["approve"]})
+    middleware = HumanInTheLoopMiddleware(interrupt_on={"echo": ("approve",)})
     call = ToolUseBlock(id="d1", name="delete", input={"path": "/"})
     batch = PendingBatch(
         pending=[PendingCall(tool_use_id="d1", name="delete", input={"path": "/"},
@@ -227,9 +229,10 @@ def test_from_config_always_builds_the_middleware():
     None, "delete", {"delete": []}, {"delete": "approve"}, {"delete": ["maybe"]},
     {"": ["edit"]},
 ])
-def test_the_constructor_rejects_bad_configuration(bad):
-    with pytest.raises(ValueError):
-        HumanInTheLoopMiddleware(interrupt_on=bad)
+def test_bad_configuration_is_refused_by_the_config_the_middleware_is_built_from(bad):
+    # Validated once, as the agent's config (the API answers 422); the middleware takes it.
+    with pytest.raises(ValidationError):
+        AgentConfig.model_validate({"interrupt_on": bad})
 
 
 def test_a_resumed_call_is_counted_once_by_the_repeat_guard():

@@ -87,7 +87,7 @@ def test_a_resume_after_the_cancel_keeps_the_stalled_holder_out(queued_run):
 def test_the_reconciler_fences_out_the_holder_it_gives_up_on(queued_run):
     stale = claim_run(queued_run.pk, "worker-a")
     _stall(stale)
-    assert handoff.reconcile_runs() == [stale.pk]
+    assert handoff.reconcile_runs(grace=30) == [stale.pk]
 
     # Before any new claim: the stalled holder no longer holds the run.
     assert one_turn(stale)[1] == Fenced()

@@ -23,6 +23,7 @@ from runs.models import Message, Run, RunStatus
 from tests.support.api import HITL, error_of
 from tests.support.history import assert_valid_history
 from tests.support.images import image, png_image
+from tests.support.runs import timings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,9 +57,11 @@ def drive(run_id: str, *steps: Response):
     loop = Loop(agent=built.agent, chain=built.chain, provider=ScriptedModel(list(steps)),
                 model=built.model, prints=built.prints,
                 tools=[screenshot if t.name == "echo" else t for t in built.base_tools])
-    control = DbControl(Claim(run.pk, run.epoch))
+    given = timings()
+    control = DbControl(Claim(run.pk, run.epoch), cancel_poll=given.cancel_poll)
     return loop.run(state, control=control,
-                    checkpointer=DbCheckpointer(run, control, next_seq, deadline=float("inf")))
+                    checkpointer=DbCheckpointer(run, control, next_seq, deadline=float("inf"),
+                                                lease=given.lease))
 
 
 def test_a_paused_batch_keeps_the_image_through_state_json_and_the_approval(alice, paused):

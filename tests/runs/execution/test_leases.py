@@ -150,7 +150,7 @@ def test_a_reconciler_take_over_counts_it_and_says_so(alice, make_session, by_ha
     [stale] = claimed(alice, make_session, 1, owner="host:1:1")
     Run.objects.filter(pk=stale.pk).update(lease_expires_at=timezone.now() - timedelta(1))
     before = metric_sum(t.METRIC_LEASE_TAKEOVERS, **{t.ATTR_TAKEOVER_BY: "reconciler"})
-    assert handoff.reconcile_runs() == [stale.pk]
+    assert handoff.reconcile_runs(grace=30) == [stale.pk]
     assert metric_sum(t.METRIC_LEASE_TAKEOVERS,
                       **{t.ATTR_TAKEOVER_BY: "reconciler"}) == before + 1
     [event] = _takeovers(stale)

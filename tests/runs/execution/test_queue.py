@@ -24,6 +24,7 @@ from tests.support.api import HITL, error_of
 from tests.support.history import assert_valid_history
 from tests.support.multitask import user_texts
 from tests.support.openapi import api_schema, resolved
+from tests.support.runs import timings
 
 
 @pytest.fixture
@@ -206,8 +207,10 @@ def test_a_cancel_kept_by_the_turn_that_paused_is_answered_and_the_queue_starts(
     assert second["status"] == "pending" and Run.objects.get(pk=run.pk).cancel_requested
     Run.objects.filter(pk=run.pk).update(cancel_requested=False)  # not seen in the turn ...
     loop, state, next_seq = build_execution(run)
-    control = DbControl(Claim(run.pk, run.epoch))
-    checkpointer = DbCheckpointer(run, control, next_seq, time.monotonic() + 60)
+    given = timings()
+    control = DbControl(Claim(run.pk, run.epoch), cancel_poll=given.cancel_poll)
+    checkpointer = DbCheckpointer(run, control, next_seq, time.monotonic() + 60,
+                                  lease=given.lease)
     commit = checkpointer.checkpoint
 
     def asked_before_the_pause(state, result):  # ... and asked again as the pause commits
@@ -241,8 +244,10 @@ def test_interrupt_asks_a_running_run_to_stop_at_its_boundary_and_its_end_starts
     assert second["status"] == "pending"
     assert Run.objects.get(pk=first["id"]).cancel_requested
     loop, state, next_seq = build_execution(run)
-    control = DbControl(Claim(run.pk, run.epoch))
-    checkpointer = DbCheckpointer(run, control, next_seq, time.monotonic() + 60)
+    given = timings()
+    control = DbControl(Claim(run.pk, run.epoch), cancel_poll=given.cancel_poll)
+    checkpointer = DbCheckpointer(run, control, next_seq, time.monotonic() + 60,
+                                  lease=given.lease)
     # One turn, whose commit reports the cancel; the next turn boundary ends the run.
     assert loop.run(state, control=control, checkpointer=checkpointer) == \
         Interrupted("cancelled")

@@ -31,7 +31,7 @@ def test_the_thread_reconciles_at_once_and_on_every_interval_until_stopped(
     private_broker.start()
     claim_run(run.pk, "worker-gone")
     Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
-    thread = ReconcilerThread(0.2)
+    thread = ReconcilerThread(0.2, stop_wait=7)
     started = time.monotonic()
     thread.start()
     try:
@@ -51,7 +51,7 @@ def test_the_thread_reconciles_at_once_and_on_every_interval_until_stopped(
 
 def test_an_interval_must_be_positive():
     with pytest.raises(ValueError, match="positive"):
-        ReconcilerThread(0)
+        ReconcilerThread(0, stop_wait=7)
 
 
 @pytest.mark.slow
@@ -85,7 +85,7 @@ def test_a_reservation_is_waiting_while_recent_and_a_waiting_task_keeps_it_so(pr
         client = channel.client
         client.zadd(channel.unacked_index_key, {reserved.delivery_tag: time.time() - 60})
         assert run_id not in waiting_runs(30)  # its worker may be dead
-        keep = keeper(SimpleNamespace(properties=reserved.properties))  # a task's request
+        keep = keeper(SimpleNamespace(properties=reserved.properties), 10)  # a task's request
         assert keep is not None
         keep()  # what the task does while it waits to start; its process renews it soon
         deadline = time.monotonic() + 20
@@ -94,4 +94,4 @@ def test_a_reservation_is_waiting_while_recent_and_a_waiting_task_keeps_it_so(pr
             time.sleep(0.2)
         reserved.ack()
     assert run_id not in waiting_runs(30)
-    assert keeper(SimpleNamespace(properties={})) is None  # run eagerly
+    assert keeper(SimpleNamespace(properties={}), 10) is None  # run eagerly

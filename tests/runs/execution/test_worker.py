@@ -19,10 +19,11 @@ from runs.execution.assembly import build_execution
 from runs.execution.checkpointer import DbCheckpointer, DbControl, Fenced
 from runs.execution.fence import Claim
 from runs.execution.leases import LeaseKeeper
+from runs.execution.timings import RunTimings
 from runs.execution.worker import Outcome, claim_run
 from runs.intake.services import message_post
 from runs.models import Message, Run, RunStatus, Session
-from tests.support.runs import one_turn
+from tests.support.runs import one_turn, timings
 
 
 def test_a_second_claim_is_refused_while_the_lease_is_live(queued_run):
@@ -55,8 +56,10 @@ def test_a_turn_already_committed_is_not_committed_again(queued_run):
     # Replaying the same turn from the same claim (a duplicate) finds the turn moved on.
     loop, state, _ = build_execution(run)
     state.turn = 0
-    duplicate = DbCheckpointer(run, DbControl(Claim(run.pk, run.epoch)), 2, deadline=float("inf"))
-    result = loop.turn(state, DbControl(Claim(run.pk, run.epoch)))
+    given = timings()
+    control = DbControl(Claim(run.pk, run.epoch), cancel_poll=given.cancel_poll)
+    duplicate = DbCheckpointer(run, control, 2, deadline=float("inf"), lease=given.lease)
+    result = loop.turn(state, control)
     assert duplicate.checkpoint(state, result) == Fenced()
     assert Message.objects.filter(session_id=queued_run.session_id).count() == 3
 
@@ -105,13 +108,14 @@ def by_hand(monkeypatch):
 @pytest.mark.django_db(transaction=True)
 def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, hango_settings,
                                                         by_hand):
-    hango_settings(run_inline=False, broker_url="", run_lease_seconds=0.9)  # a beat: 0.3 s
+    hango_settings(run_inline=False, broker_url="")
+    given = timings(run_lease_seconds=0.9)  # a beat: 0.3 s
     session = make_session(alice)
     _, run = message_post(session=Session.objects.get(pk=session["id"]), content="hi")
-    claimed = claim_run(run.pk, "worker-a")
+    claimed = claim_run(run.pk, "worker-a", lease=given.lease)
     first = claimed.lease_expires_at
-    control = DbControl(Claim(claimed.pk, claimed.epoch))
-    with LeaseKeeper(claimed, control):
+    control = DbControl(Claim(claimed.pk, claimed.epoch), cancel_poll=given.cancel_poll)
+    with LeaseKeeper(claimed, control, given):
         time.sleep(0.5)
         renewed = Run.objects.get(pk=run.pk).lease_expires_at
         assert renewed is not None and renewed > first and not control.superseded
@@ -123,26 +127,31 @@ def test_the_lease_keeper_renews_the_lease_until_fenced(alice, make_session, han
         assert control.superseded and control.cancel_requested()  # and the loop stops
 
 
-def claimed_runs(caller, make_session, count: int) -> tuple[list[Run], list[DbControl]]:
-    """``count`` runs of new sessions, claimed by one worker, and a control for each."""
+def claimed_runs(caller, make_session, count: int, given: RunTimings,
+                 ) -> tuple[list[Run], list[DbControl]]:
+    """``count`` runs of new sessions, claimed by one worker with ``given`` timings, and a
+    control for each."""
     claimed = []
     for _ in range(count):
         _, run = message_post(session=Session.objects.get(pk=make_session(caller)["id"]),
                               content="hi")
-        claimed.append(claim_run(run.pk, "worker-a"))
-    return claimed, [DbControl(Claim(c.pk, c.epoch)) for c in claimed]
+        claimed.append(claim_run(run.pk, "worker-a", lease=given.lease))
+    return claimed, [DbControl(Claim(c.pk, c.epoch), cancel_poll=given.cancel_poll)
+                     for c in claimed]
 
 
 @pytest.mark.postgresql(reason="counts the watch's prepared statements")
 @pytest.mark.django_db(transaction=True)
 def test_one_thread_renews_every_lease_of_the_process(alice, make_session, hango_settings,
                                                      by_hand):
-    hango_settings(run_inline=False, broker_url="", run_lease_seconds=0.3)
-    claimed, controls = claimed_runs(alice, make_session, 3)
+    hango_settings(run_inline=False, broker_url="")
+    given = timings(run_lease_seconds=0.3)
+    claimed, controls = claimed_runs(alice, make_session, 3, given)
     first = {c.pk: c.lease_expires_at for c in claimed}
-    with LeaseKeeper(claimed[0], controls[0]):
+    with LeaseKeeper(claimed[0], controls[0], given):
         threads = threading.active_count()
-        with LeaseKeeper(claimed[1], controls[1]), LeaseKeeper(claimed[2], controls[2]):
+        with LeaseKeeper(claimed[1], controls[1], given), \
+                LeaseKeeper(claimed[2], controls[2], given):
             assert threading.active_count() == threads  # no thread per run
             Run.objects.filter(pk=claimed[1].pk).update(epoch=claimed[1].epoch + 1)
             time.sleep(0.5)
@@ -162,14 +171,16 @@ def test_one_thread_renews_every_lease_of_the_process(alice, make_session, hango
 def test_a_renewal_waiting_for_a_locked_row_does_not_hold_up_the_others(alice, make_session,
                                                                          hango_settings,
                                                                          by_hand):
-    hango_settings(run_inline=False, broker_url="", run_lease_seconds=0.9)  # a beat: 0.3 s
-    claimed, controls = claimed_runs(alice, make_session, 2)
+    hango_settings(run_inline=False, broker_url="")
+    given = timings(run_lease_seconds=0.9)  # a beat: 0.3 s
+    claimed, controls = claimed_runs(alice, make_session, 2, given)
     first = {c.pk: c.lease_expires_at for c in claimed}
     blocker = psycopg2.connect(**connection.get_connection_params())
     try:  # another transaction holds the first run's row
         blocker.cursor().execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE",
                                  [str(claimed[0].pk)])
-        with LeaseKeeper(claimed[0], controls[0]), LeaseKeeper(claimed[1], controls[1]):
+        with LeaseKeeper(claimed[0], controls[0], given), \
+                LeaseKeeper(claimed[1], controls[1], given):
             time.sleep(0.8)
             leases = dict(Run.objects.values_list("pk", "lease_expires_at"))
             assert leases[claimed[1].pk] > first[claimed[1].pk]  # renewed all the same
@@ -183,10 +194,12 @@ def test_a_renewal_waiting_for_a_locked_row_does_not_hold_up_the_others(alice, m
 @pytest.mark.django_db(transaction=True)
 def test_the_watch_reads_every_held_run_s_cancel_in_one_statement(alice, make_session,
                                                                    hango_settings, by_hand):
-    hango_settings(run_inline=False, broker_url="", cancel_poll_seconds=0.2)
-    claimed, controls = claimed_runs(alice, make_session, 3)
-    with LeaseKeeper(claimed[0], controls[0]), LeaseKeeper(claimed[1], controls[1]), \
-            LeaseKeeper(claimed[2], controls[2]):
+    hango_settings(run_inline=False, broker_url="")
+    given = timings(cancel_poll_seconds=0.2)
+    claimed, controls = claimed_runs(alice, make_session, 3, given)
+    with LeaseKeeper(claimed[0], controls[0], given), \
+            LeaseKeeper(claimed[1], controls[1], given), \
+            LeaseKeeper(claimed[2], controls[2], given):
         Run.objects.filter(pk=claimed[0].pk).update(cancel_requested=True)
         Run.objects.filter(pk=claimed[1].pk).update(epoch=claimed[1].epoch + 1)  # taken over
         time.sleep(0.4)  # two of the watch's reads
@@ -202,11 +215,12 @@ def test_the_watch_reads_every_held_run_s_cancel_in_one_statement(alice, make_se
 @pytest.mark.django_db(transaction=True)
 def test_a_run_reads_its_own_cancel_when_the_watch_has_not(alice, make_session,
                                                            hango_settings, by_hand):
-    hango_settings(run_inline=False, broker_url="", cancel_poll_seconds=0.05)
+    hango_settings(run_inline=False, broker_url="")
     _, run = message_post(session=Session.objects.get(pk=make_session(alice)["id"]),
                           content="hi")
     claimed = claim_run(run.pk, "worker-a")
-    control = DbControl(Claim(claimed.pk, claimed.epoch))  # not watched: no LeaseKeeper
+    control = DbControl(Claim(claimed.pk, claimed.epoch),  # not watched: no LeaseKeeper
+                        cancel_poll=0.05)
     Run.objects.filter(pk=claimed.pk).update(cancel_requested=True)
     time.sleep(0.1)
     with CaptureQueriesContext(connection) as queries:
