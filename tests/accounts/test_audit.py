@@ -154,6 +154,8 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
         f"/v1/skills/{w['skill']}", None, lambda r: w["skill"])),
     ("sessions", "post"): (AuditAction.SESSION_CREATE, "session", lambda c, w: (
         "/v1/sessions", {"agent": w["agent"]}, _from_body)),
+    ("session", "patch"): (AuditAction.SESSION_UPDATE, "session", lambda c, w: (
+        f"/v1/sessions/{w['session']}", {"agent_version": 1}, lambda r: w["session"])),
     ("messages", "post"): (AuditAction.RUN_CREATE, "run", lambda c, w: (
         f"/v1/sessions/{w['session']}/messages", {"content": "hello"},
         lambda r: r.json()["run"]["id"])),
@@ -345,7 +347,7 @@ def test_no_read_route_records_a_row(owner, alice, world):
     ids = {"agent_id": world["agent"], "session_id": world["session"], "run_id": run_id,
            "skill_id": world["skill"], "webhook_id": world["webhook"], "delivery_id": ping["id"],
            "schedule_id": world["schedule"], "model": _a_price(owner).rsplit("/", 1)[1],
-           "mcp_server_id": world["mcp_server"]}
+           "mcp_server_id": world["mcp_server"], "number": "1", "other": "1"}
     paths = {"agent-memory-file": "memories/old.md", "session-file": "notes/plan.md"}
     before = row_ids()
     called = []

@@ -155,5 +155,5 @@ def test_the_action_set_is_closed_and_reserves_the_inspector():
     assert {"context.override", "context.try"} <= set(AuditAction.values)
     assert {"mcp_server.create", "mcp_server.update", "mcp_server.delete", "credential.set",
             "credential.delete"} <= set(AuditAction.values)
-    assert "run.tool_results" in AuditAction.values
-    assert len(AuditAction.values) == 36
+    assert {"run.tool_results", "session.update"} <= set(AuditAction.values)
+    assert len(AuditAction.values) == 37
