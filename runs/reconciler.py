@@ -32,7 +32,7 @@ from celery import bootsteps
 from django.db import close_old_connections, connection
 
 from hango_project.config import hango
-from runs import tasks
+from runs import queued_tasks, tasks
 from webhooks import tasks as webhook_tasks
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,8 @@ def start_without_workers() -> None:
 
 class Reconciler(bootsteps.StartStopStep):
     """The worker bootstep that starts :class:`ReconcilerThread` with the worker and stops it
-    at shutdown (registered in :mod:`hango_project.celery`)."""
+    at shutdown (registered in :mod:`hango_project.celery`), and the renewal of the process's
+    task reservations (:func:`runs.queued_tasks.start_renewing`)."""
 
     label = "Reconciler"
     requires = ("celery.worker.components:Pool",)  # the pool's children fork before it starts
@@ -145,6 +146,7 @@ class Reconciler(bootsteps.StartStopStep):
     def start(self, parent: object) -> None:
         self.thread = ReconcilerThread(hango().reconcile_seconds)
         self.thread.start()
+        queued_tasks.start_renewing()  # the reservations the pass reads, kept recent
 
     def stop(self, parent: object) -> None:
         if self.thread is not None:
