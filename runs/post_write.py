@@ -1,6 +1,8 @@
 """A post's rows in one statement on PostgreSQL: the queued run, the user message at the
 session's next seq, the run's first status event, the session's ``updated_at`` and the post's
-audit row — what :func:`runs.services.message_post` writes for a message that starts its run now.
+audit row — what :func:`runs.services.message_post` writes for a message that starts its run now;
+the statement also counts the tenant's busy runs, for the priority its task is sent at
+(:mod:`runs.fairness`).
 
 The ORM wrote them as five statements, each compiled anew on every post: the largest part of a
 post's web CPU once the rest was cut (bench/README.md, "A post over HTTP"). The statement is
@@ -22,7 +24,7 @@ from django.utils import timezone
 from accounts.models import AuditEntry
 from hango_project.database import database
 from hango_project.rows import insert, insert_fields, insert_sql, insert_values
-from runs import live
+from runs import fairness, live
 from runs.events import append_events, status_event
 from runs.models import Message, Run, RunEvent, Session
 
@@ -30,24 +32,25 @@ Audit = Callable[[Run, Message], AuditEntry]  # the post's audit row, for its ru
 
 
 def start_now(session: Session, blocks: list[dict[str, Any]],
-              audit: Audit) -> tuple[Message, Run]:
+              audit: Audit) -> tuple[Message, Run, bool | None]:
     """The message joins the history and its run is queued, in the caller's transaction, which
     holds the session's lock (nothing active, nothing waiting), with the audit row ``audit``
     makes for them (:func:`accounts.audit.audit_entry`); its followers are told once it
-    commits. The caller sends the run's task."""
+    commits. The caller sends the run's task: the third value says whether the tenant is past
+    its fair share with this run (None: not counted here)."""
     now = timezone.now()
     if not database().one_statement:
         message, run = _start_with_orm(session, blocks, now)
         insert(audit(run, message))
-        return message, run
+        return message, run, None
     run = Run(session=session, agent_id=session.agent_id, event_seq=1)
     kind, data = status_event(run)
     event = RunEvent(run=run, seq=1, type=kind, data=data)
     message = Message(session=session, role="user", content=blocks, run=run)
-    _write_start(run, event, message, audit(run, message), now)
+    busy = _write_start(run, event, message, audit(run, message), now)
     run_id = run.pk
     transaction.on_commit(lambda: live.events_added(run_id, turn=0, seq=1))
-    return message, run
+    return message, run, fairness.past_share(busy + 1)
 
 
 def _start_with_orm(session: Session, blocks: list[dict[str, Any]],
@@ -79,19 +82,21 @@ def _statement() -> str:
     sessions = connection.ops.quote_name(Session._meta.db_table)
     return (f"WITH run AS ({run}), event AS ({event}), audit AS ({audit}), "
             f"touched AS (UPDATE {sessions} SET updated_at = %s WHERE id = %s RETURNING 1) "
-            f"{message}")
+            f"{message}, {fairness.BUSY_OF_TENANT}")
 
 
 def _write_start(run: Run, event: RunEvent, message: Message, audit: AuditEntry,
-                 now: Any) -> None:
+                 now: Any) -> int:
     """Insert ``run``, ``event``, ``message`` (its ``seq`` set here: the session's next) and
     ``audit``, and touch the session, in the caller's transaction, which holds the session's
-    lock."""
+    lock: the tenant's busy runs before this one (up to a bound)."""
     session_id = run.session_id
     params = [*insert_values(run), *insert_values(event), *insert_values(audit), now,
-              session_id, *insert_values(message, {"seq": session_id})]
+              session_id, *insert_values(message, {"seq": session_id}),
+              *fairness.busy_of_tenant_params(run.session.tenant_id)]
     with connection.cursor() as cursor:
         cursor.execute(_statement(), params)
-        message.seq = cursor.fetchone()[0]
+        message.seq, busy = cursor.fetchone()
     for obj in (run, event, message, audit):
         obj._state.adding, obj._state.db = False, connection.alias
+    return int(busy)

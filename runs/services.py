@@ -106,8 +106,8 @@ def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
                            detail={**detail, "message_id": str(message.pk)})
 
     if active is None:  # the audit row goes in the post's one statement
-        message, run = start_now(session, blocks, audit)
-        tasks.enqueue_run(run.id)
+        message, run, behind = start_now(session, blocks, audit)
+        tasks.enqueue_run(run.id, behind=behind)  # its tenant's share counted there too
     else:
         detail["multitask"] = strategy.value
         ended = False
