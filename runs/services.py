@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.audit import audit_entry, audit_record
-from accounts.models import AuditAction, AuditEntry, Member
+from accounts.models import AuditAction, AuditEntry, Member, Tenant
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
 from hango_project.rows import insert
@@ -97,7 +97,8 @@ def message_post(*, session: Session, content: Any, multitask: str = Multitask.R
 def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
           active: Run | None, actor: Member | None) -> tuple[Message, Run]:
     """:func:`message_post` past the conflict check, in its transaction."""
-    quota_admit(session.tenant_id)  # 402 when spent; holds the tenant lock until commit
+    # 402 when spent; holds the tenant lock until commit. The caller's key read its tenant.
+    quota_admit(session.tenant_id, known=_tenant_read(actor))
     detail: dict[str, Any] = {"session": str(session.pk)}
 
     def audit(run: Run, message: Message) -> AuditEntry:
@@ -122,6 +123,14 @@ def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
         insert(audit(run, message))
     tracing.mark_request(run)  # the run whose trace this request's span begins
     return message, run
+
+
+def _tenant_read(actor: Member | None) -> Tenant | None:
+    """The actor's tenant if this request has read it already (its API key's lookup loads it),
+    else None: never a read for it."""
+    if actor is None or not Member._meta.get_field("tenant").is_cached(actor):
+        return None
+    return actor.tenant
 
 
 def _started(started: queue.Started | None) -> Run | None:
