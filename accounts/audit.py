@@ -65,16 +65,29 @@ def audit_record(
     (after the write itself), so the row commits or rolls back with it."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction of the write it records")
+    # A plain INSERT built once (hango_project.rows): every write makes one, a message post
+    # included, where compiling the ORM's was a fifteenth of the post's web CPU.
+    return insert(audit_entry(actor=actor, tenant=tenant, action=action, obj_type=obj_type,
+                              obj_id=obj_id, detail=detail))
+
+
+def audit_entry(
+    *,
+    actor: Member | None,
+    tenant: Tenant | uuid.UUID | str,
+    action: AuditAction,
+    obj_type: str,
+    obj_id: object,
+    detail: dict[str, Any] | None = None,
+) -> AuditEntry:
+    """The row :func:`audit_record` inserts, checked and unsaved: for a write that inserts it
+    in its own statement (a message post: :mod:`runs.post_write`), in the same transaction."""
     action = AuditAction(action)  # the closed set: anything else is a bug
     detail = dict(detail or {})
     _check_detail(detail)
     tenant_id = tenant.pk if isinstance(tenant, Tenant) else tenant
-    # A plain INSERT built once (hango_project.rows): every write makes one, a message post
-    # included, where compiling the ORM's was a fifteenth of the post's web CPU.
-    return insert(AuditEntry(
-        tenant_id=tenant_id, actor=actor, action=action, object_type=obj_type,
-        object_id=str(obj_id), detail=detail,
-    ))
+    return AuditEntry(tenant_id=tenant_id, actor=actor, action=action, object_type=obj_type,
+                      object_id=str(obj_id), detail=detail)
 
 
 def audit_list(

@@ -306,9 +306,9 @@ def worker_processes(tmp_path, transactional_db):
     started: list[WorkerProcess] = []
 
     def _start(name: str, broker: str, *, pool: str = "gevent", ready: bool = True,
-               **env: str) -> WorkerProcess:
+               args: tuple[str, ...] = (), **env: str) -> WorkerProcess:
         worker = WorkerProcess(name, broker, tmp_path, env={k: str(v) for k, v in env.items()},
-                               pool=pool, ready=ready)
+                               pool=pool, ready=ready, args=args)
         started.append(worker)
         return worker
 
@@ -323,7 +323,7 @@ def start_worker(broker, worker_processes):
     each is ready when it returns, unless ``ready=False``."""
 
     def _start(name: str = "w1", *, pool: str = "gevent", ready: bool = True,
-               **env: str) -> WorkerProcess:
-        return worker_processes(name, broker, pool=pool, ready=ready, **env)
+               args: tuple[str, ...] = (), **env: str) -> WorkerProcess:
+        return worker_processes(name, broker, pool=pool, ready=ready, args=args, **env)
 
     return _start

@@ -40,12 +40,34 @@ SELECT count(*) FROM (
 """
 
 
+# The same count for a statement that knows the tenant (a post's: :mod:`runs.post_write`), on
+# that statement's snapshot: the run it inserts is not yet among them.
+BUSY_OF_TENANT = f"""
+(SELECT count(*) FROM (
+    SELECT 1 FROM {Run._meta.db_table} r
+    WHERE r.agent_id IN (SELECT a.id FROM {Agent._meta.db_table} a WHERE a.tenant_id = %s)
+      AND r.status IN ({", ".join(["%s"] * len(BUSY_RUN_STATUSES))})
+    LIMIT %s
+) AS busy)
+"""
+
+
+def busy_of_tenant_params(tenant_id: uuid.UUID | str) -> list[object]:
+    """:data:`BUSY_OF_TENANT`'s parameters."""
+    return [uuid_param(tenant_id), *BUSY_RUN_STATUSES, hango().tenant_fair_share + 1]
+
+
+def past_share(busy: int) -> bool:
+    """Whether a tenant with ``busy`` runs queued or running, a new one included, is past its
+    fair share."""
+    return busy > hango().tenant_fair_share
+
+
 def over_fair_share(run_id: uuid.UUID | str) -> bool:
     """Whether the run's tenant has more runs queued or running than its fair share (one
     statement)."""
-    share = hango().tenant_fair_share
     with connection.cursor() as cursor:
         cursor.execute(_ACTIVE_OF_ITS_TENANT,
-                       [uuid_param(run_id), *BUSY_RUN_STATUSES, share + 1])
+                       [uuid_param(run_id), *BUSY_RUN_STATUSES, hango().tenant_fair_share + 1])
         (active,) = cursor.fetchone()
-    return int(active) > share
+    return past_share(int(active))

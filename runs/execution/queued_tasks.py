@@ -11,9 +11,13 @@ comes. So a pass that finds such an overdue run first reads which runs the queue
 
 The tasks workers have reserved count too while they are recent (kombu's ``unacked_index``
 holds when each was delivered): a worker holds a thousand reservations, and a run whose task
-waits for its turn to start (:mod:`runs.execution.concurrency`) is not stranded either. Such a task
-keeps its reservation recent while it waits (:func:`keeper`: under a starved CPU the wait can pass
-the grace period; a process renews all its waiting tasks' reservations in one command). A
+waits for its turn — prefetched and not yet started, or started and waiting at its process's
+start gate (:mod:`runs.execution.concurrency`) — is not stranded either. Under a starved CPU
+such a wait can pass the grace period, so every worker process keeps all its reservations
+recent: a thread of
+its own (:class:`_Renewer`, started with the worker by :func:`start_renewing`) sets the
+delivery time of every task the process holds (Celery's ``reserved_requests``, which counts a
+task from its delivery to its end) to now, a few times a grace period, in one command. A
 reservation older than the grace period whose run nobody claimed belongs to a worker that died
 (kombu keeps it until the visibility timeout, an hour): its run is sent again, as before.
 """
@@ -75,20 +79,50 @@ def keeper(request: Any, every: float) -> Callable[[], None] | None:
     """For a task being executed (its ``request``), what it calls while it waits to start: its
     reservation is kept recent — its delivery's time in kombu's ``unacked_index`` set to now
     — by this process's :class:`_Renewer` (every ``every`` seconds, the worker's reservation
-    beat: :mod:`runs.execution.timings`), all the waiting tasks' in one command. None for a
-    task not delivered by kombu's Redis transport (run eagerly, say)."""
-    # Celery passes the message's properties on (its delivery_info leaves the tag out).
-    tag = (getattr(request, "properties", None) or {}).get("delivery_tag")
+    beat: :mod:`runs.execution.timings`), with all the process's others in one command. None
+    for a task not delivered by kombu's Redis transport (run eagerly, say)."""
+    tag = _tag(request)
     if not tag:
         return None
     return lambda: _Renewer.get(every).waits(tag)
 
 
+def start_renewing(every: float) -> None:
+    """Keep every task this process reserves recent from now on, every ``every`` seconds (a
+    worker's start: the reconciler's bootstep, in the process that reserves the tasks)."""
+    _Renewer.get(every)
+
+
+def _tag(request: Any) -> str | None:
+    # Celery passes the message's properties on (its delivery_info leaves the tag out).
+    return (getattr(request, "properties", None) or {}).get("delivery_tag")
+
+
+def _reserved_tags() -> set[str]:
+    """The delivery tags of the tasks this worker process holds: reserved (prefetched, waiting
+    for a slot), started, or waiting to start a run; empty outside a worker."""
+    from celery.worker import state
+
+    for _ in range(3):  # a non-green pool's consumer thread may add one meanwhile
+        try:
+            requests = list(state.reserved_requests)
+            break
+        except RuntimeError:  # the set changed size during the copy
+            continue
+    else:
+        return set()
+    return {tag for request in requests
+            if (tag := getattr(getattr(request, "message", None), "delivery_tag", None))}
+
+
 class _Renewer:
-    """A thread of its own (a greenlet under gevent) that, every reservation beat (a third of
-    the reconciler's grace period; the first waiting task's, once per process), sets the
-    delivery time of every reservation whose task said it waits since the last round to now:
-    one Redis command for a thousand waiting tasks, not a thousand."""
+    """A thread of its own (a greenlet under gevent) that, every reservation beat (a quarter
+    of the reconciler's grace period: :mod:`runs.execution.timings`), sets the delivery time
+    of every task the process holds — and of any task that said it waits — to now: one Redis
+    command for a thousand reservations, not a thousand. A task reserved and not yet started
+    (prefetched behind a thousand runs, or its greenlet not yet scheduled under a starved CPU)
+    says nothing, and was sent again once its reservation aged past the grace period; the
+    process's list of reservations names it."""
 
     _one: _Renewer | None = None
     _one_lock = threading.Lock()
@@ -114,7 +148,7 @@ class _Renewer:
         while True:
             with self._lock:
                 tags, self._tags = self._tags, set()
-            if tags:
+            if tags := tags | _reserved_tags():
                 self._renew(tags)
             time.sleep(self.every)
 
@@ -127,5 +161,5 @@ class _Renewer:
                 with channel.conn_or_acquire() as client:
                     client.zadd(channel.unacked_index_key, dict.fromkeys(tags, now), xx=True)
         except Exception as exc:  # noqa: BLE001 (at worst the reconciler sends a duplicate)
-            log.warning("%d waiting tasks' reservations were not renewed (%s)", len(tags),
+            log.warning("%d tasks' reservations were not renewed (%s)", len(tags),
                         type(exc).__name__)

@@ -32,7 +32,7 @@ from celery import bootsteps
 from django.db import close_old_connections, connection
 
 from hango_project.config import hango
-from runs.execution import tasks
+from runs.execution import queued_tasks, tasks
 from runs.execution.timings import current
 from webhooks import tasks as webhook_tasks
 
@@ -136,7 +136,8 @@ def start_without_workers() -> None:
 
 class Reconciler(bootsteps.StartStopStep):
     """The worker bootstep that starts :class:`ReconcilerThread` with the worker and stops it
-    at shutdown (registered in :mod:`hango_project.celery`)."""
+    at shutdown (registered in :mod:`hango_project.celery`), and the renewal of the process's
+    task reservations (:func:`runs.queued_tasks.start_renewing`)."""
 
     label = "Reconciler"
     requires = ("celery.worker.components:Pool",)  # the pool's children fork before it starts
@@ -150,6 +151,7 @@ class Reconciler(bootsteps.StartStopStep):
         self.thread = ReconcilerThread(timings.reconcile_every,
                                        stop_wait=timings.reconciler_stop_wait)
         self.thread.start()
+        queued_tasks.start_renewing(timings.reservation_beat)  # what the pass reads, kept recent
 
     def stop(self, parent: object) -> None:
         if self.thread is not None:

@@ -44,13 +44,17 @@ _executor: ThreadPoolExecutor | None = None
 _executor_lock = threading.Lock()
 
 
-def enqueue_run(run_id: uuid.UUID | str) -> None:
-    """Have the run advanced once the current transaction commits (at once outside one)."""
+def enqueue_run(run_id: uuid.UUID | str, *, behind: bool | None = None) -> None:
+    """Have the run advanced once the current transaction commits (at once outside one).
+    ``behind``: whether its tenant is past its fair share, when the caller counted already
+    (a post, in its statement); else counted as it is sent."""
     run_id = str(run_id)
     if hango().run_inline:
         transaction.on_commit(lambda: _execute_locally(run_id, close=False))
     elif hango().broker_url:
-        transaction.on_commit(lambda: send_run(run_id, priority=fair_priority(run_id)))
+        transaction.on_commit(lambda: send_run(run_id, priority=(
+            fair_priority(run_id) if behind is None
+            else PRIORITY_BEHIND if behind else PRIORITY_NORMAL)))
     else:
         transaction.on_commit(lambda: _local_executor().submit(_execute_locally, run_id))
 

@@ -6,7 +6,7 @@ says what it depends on, and a test tunes a worker by passing values.
 The beats are derived from a few settings: a lease is renewed every third of its length (two
 renewals may fail before it runs out), a renewal waits for a row lock at most a third of a beat,
 the cancel flags are read twice per poll interval (a run always finds a read younger than the
-interval), and a task waiting to start keeps its reservation fresh every third of the
+interval), and a worker process keeps its tasks' reservations fresh every quarter of the
 reconciler's grace period (the reconciler then knows a live worker holds it).
 """
 
@@ -30,7 +30,7 @@ class RunTimings:
     slice: float  # how long a worker advances a run before handing it back
     reconcile_every: float  # how often a worker's reconciler thread runs its pass
     reconcile_grace: float  # how long a run nobody holds waits before the reconciler sends it
-    reservation_beat: float  # how often a task waiting to start keeps its reservation fresh
+    reservation_beat: float  # how often a process keeps its tasks' reservations fresh
     reconciler_stop_wait: float  # how long a stopping worker waits for a pass under way
 
 
@@ -47,7 +47,7 @@ def run_timings(knobs: HangoSettings) -> RunTimings:
         slice=knobs.run_slice_seconds,
         reconcile_every=knobs.reconcile_seconds,
         reconcile_grace=knobs.reconcile_grace_seconds,
-        reservation_beat=max(0.5, knobs.reconcile_grace_seconds / 3),
+        reservation_beat=max(0.5, knobs.reconcile_grace_seconds / 4),
         # A pass's sends are bounded by the broker's timeout, with one retry.
         reconciler_stop_wait=2 * knobs.broker_timeout + 1,
     )

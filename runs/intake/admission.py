@@ -25,6 +25,7 @@ import uuid
 
 from django.db import transaction
 
+from accounts.models import Tenant
 from accounts.usage import locked_tenant, quota_state
 from hango_project import metrics
 from hango_project.config import hango
@@ -37,17 +38,23 @@ def run_reservation() -> int:
     return hango().quota_run_reservation_tokens
 
 
-def quota_admit(tenant_id: uuid.UUID) -> None:
+def quota_admit(tenant_id: uuid.UUID, *, known: Tenant | None = None) -> None:
     """Admit one more spending run of the tenant, or raise :class:`QuotaExceeded` (402).
+    ``known``: the tenant's row as this request already read it (with its API key): whether it
+    has a quota at all is taken from it instead of a read of its own.
 
     Must run inside the transaction that stores the posted message and its run: the tenant's
     row lock is held until that transaction commits, so concurrent admissions see each other's
     runs. A run that waits in its session's queue is admitted when posted, not again when it
     starts; if the quota is spent by then, its first model call fails it (resumably)."""
     assert transaction.get_connection().in_atomic_block, "quota_admit needs a transaction"
-    # Plain SQL: read on every post, the ORM compiled it anew each time.
-    unlocked = fetch("SELECT token_quota FROM tenants WHERE id = %s", [uuid_param(tenant_id)])
-    if not unlocked or unlocked[0][0] is None:  # unlimited: no lock, no counting
+    if known is not None and known.pk == tenant_id:  # read a moment ago, as a read here would
+        unlimited = known.token_quota is None
+    else:  # plain SQL: read on every post, the ORM compiled it anew each time
+        unlocked = fetch("SELECT token_quota FROM tenants WHERE id = %s",
+                         [uuid_param(tenant_id)])
+        unlimited = not unlocked or unlocked[0][0] is None
+    if unlimited:  # no lock, no counting
         return
     tenant = locked_tenant(tenant_id)
     if tenant.token_quota is None:

@@ -1,6 +1,8 @@
 """A post's rows in one statement on PostgreSQL: the queued run, the user message at the
-session's next seq, the run's first status event and the session's ``updated_at`` — what
-:func:`runs.intake.services.message_post` writes for a message that starts its run now.
+session's next seq, the run's first status event, the session's ``updated_at`` and the post's
+audit row — what :func:`runs.intake.services.message_post` writes for a message that starts
+its run now; the statement also counts the tenant's busy runs, for the priority its task is sent at
+(:mod:`runs.execution.fairness`).
 
 The ORM wrote them as five statements, each compiled anew on every post: the largest part of a
 post's web CPU once the rest was cut (bench/README.md, "A post over HTTP"). The statement is
@@ -12,36 +14,46 @@ SQLite, single-writer and in process, keeps the ORM's statements.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from accounts.models import AuditEntry
 from agents import versions
 from hango_project.database import database
-from hango_project.rows import insert_fields, insert_sql, insert_values
+from hango_project.rows import insert, insert_fields, insert_sql, insert_values
+from runs.execution import fairness
 from runs.execution.events import append_events, status_event
 from runs.live import relay
 from runs.models import Message, Run, RunEvent, Session
 
+Audit = Callable[[Run, Message], AuditEntry]  # the post's audit row, for its run and message
 
-def start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, Run]:
+
+def start_now(session: Session, blocks: list[dict[str, Any]],
+              audit: Audit) -> tuple[Message, Run, bool | None]:
     """The message joins the history and its run is queued, in the caller's transaction, which
-    holds the session's lock (nothing active, nothing waiting); its followers are told once it
-    commits. The caller sends the run's task."""
+    holds the session's lock (nothing active, nothing waiting), with the audit row ``audit``
+    makes for them (:func:`accounts.audit.audit_entry`); its followers are told once it
+    commits. The caller sends the run's task: the third value says whether the tenant is past
+    its fair share with this run (None: not counted here)."""
     now = timezone.now()
     if not database().one_statement:
-        return _start_with_orm(session, blocks, now)
+        message, run = _start_with_orm(session, blocks, now)
+        insert(audit(run, message))
+        return message, run, None
     run = Run(session=session, agent_id=session.agent_id, event_seq=1,
               agent_version=versions.for_new_run(session))
     kind, data = status_event(run)
     event = RunEvent(run=run, seq=1, type=kind, data=data)
     message = Message(session=session, role="user", content=blocks, run=run)
-    _write_start(run, event, message, now)
+    busy = _write_start(run, event, message, audit(run, message), now)
     run_id = run.pk
     transaction.on_commit(lambda: relay.events_added(run_id, turn=0, seq=1))
-    return message, run
+    return message, run, fairness.past_share(busy + 1)
 
 
 def _start_with_orm(session: Session, blocks: list[dict[str, Any]],
@@ -69,21 +81,26 @@ def _statement() -> str:
     # end (Django's are deferred to the commit), so the parts' order does not matter.
     run = insert_sql(Run, f"VALUES ({row(Run)})", "1")
     event = insert_sql(RunEvent, f"VALUES ({row(RunEvent)})", "1")
+    audit = insert_sql(AuditEntry, f"VALUES ({row(AuditEntry)})", "1")
     message = insert_sql(Message, f"VALUES ({row(Message, 'seq')})", "seq")
     sessions = connection.ops.quote_name(Session._meta.db_table)
-    return (f"WITH run AS ({run}), event AS ({event}), "
+    return (f"WITH run AS ({run}), event AS ({event}), audit AS ({audit}), "
             f"touched AS (UPDATE {sessions} SET updated_at = %s WHERE id = %s RETURNING 1) "
-            f"{message}")
+            f"{message}, {fairness.BUSY_OF_TENANT}")
 
 
-def _write_start(run: Run, event: RunEvent, message: Message, now: Any) -> None:
-    """Insert ``run``, ``event`` and ``message`` (its ``seq`` set here: the session's next) and
-    touch the session, in the caller's transaction, which holds the session's lock."""
+def _write_start(run: Run, event: RunEvent, message: Message, audit: AuditEntry,
+                 now: Any) -> int:
+    """Insert ``run``, ``event``, ``message`` (its ``seq`` set here: the session's next) and
+    ``audit``, and touch the session, in the caller's transaction, which holds the session's
+    lock: the tenant's busy runs before this one (up to a bound)."""
     session_id = run.session_id
-    params = [*insert_values(run), *insert_values(event), now, session_id,
-              *insert_values(message, {"seq": session_id})]
+    params = [*insert_values(run), *insert_values(event), *insert_values(audit), now,
+              session_id, *insert_values(message, {"seq": session_id}),
+              *fairness.busy_of_tenant_params(run.session.tenant_id)]
     with connection.cursor() as cursor:
         cursor.execute(_statement(), params)
-        message.seq = cursor.fetchone()[0]
-    for obj in (run, event, message):
+        message.seq, busy = cursor.fetchone()
+    for obj in (run, event, message, audit):
         obj._state.adding, obj._state.db = False, connection.alias
+    return int(busy)

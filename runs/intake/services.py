@@ -9,11 +9,12 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.audit import audit_record
-from accounts.models import AuditAction, Member
+from accounts.audit import audit_entry, audit_record
+from accounts.models import AuditAction, AuditEntry, Member, Tenant
 from agents import versions
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
+from hango_project.rows import insert
 from harness import approvals, mcp
 from harness.approval_values import PendingBatch
 from harness.errors import retryable_codes
@@ -120,10 +121,18 @@ def message_post(*, session: Session, content: Any, multitask: str = Multitask.R
 def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
           active: Run | None, actor: Member | None) -> tuple[Message, Run]:
     """:func:`message_post` past the conflict check, in its transaction."""
-    quota_admit(session.tenant_id)  # 402 when spent; holds the tenant lock until commit
+    # 402 when spent; holds the tenant lock until commit. The caller's key read its tenant.
+    quota_admit(session.tenant_id, known=_tenant_read(actor))
     detail: dict[str, Any] = {"session": str(session.pk)}
-    if active is None:
-        message, run = _start_now(session, blocks)
+
+    def audit(run: Run, message: Message) -> AuditEntry:
+        return audit_entry(actor=actor, tenant=session.tenant_id, action=AuditAction.RUN_CREATE,
+                           obj_type="run", obj_id=run.pk,
+                           detail={**detail, "message_id": str(message.pk)})
+
+    if active is None:  # the audit row goes in the post's one statement
+        message, run, behind = start_now(session, blocks, audit)
+        tasks.enqueue_run(run.id, behind=behind)  # its tenant's share counted there too
     else:
         detail["multitask"] = strategy.value
         ended = False
@@ -135,17 +144,17 @@ def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
         if ended and (started := queue.start_next(session.pk)) is not None:
             message, run = started.message, started.run
             _started(started)
-    audit_record(actor=actor, tenant=session.tenant_id, action=AuditAction.RUN_CREATE,
-                 obj_type="run", obj_id=run.pk, detail={**detail, "message_id": str(message.pk)})
+        insert(audit(run, message))
     tracing.mark_request(run)  # the run whose trace this request's span begins
     return message, run
 
 
-def _start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, Run]:
-    """The message joins the history and its run is queued (nothing active, nothing waiting)."""
-    message, run = start_now(session, blocks)
-    tasks.enqueue_run(run.id)
-    return message, run
+def _tenant_read(actor: Member | None) -> Tenant | None:
+    """The actor's tenant if this request has read it already (its API key's lookup loads it),
+    else None: never a read for it."""
+    if actor is None or not Member._meta.get_field("tenant").is_cached(actor):
+        return None
+    return actor.tenant
 
 
 def _started(started: queue.Started | None) -> Run | None:

@@ -41,7 +41,7 @@ def test_a_refused_write_records_nothing(alice, bob, world):
 def test_a_write_that_fails_after_recording_rolls_its_row_back(alice, world, monkeypatch):
     session = Session.objects.get(pk=world["session"])
 
-    def broken(run_id):
+    def broken(run_id, **_):
         raise RuntimeError("broker down")
 
     monkeypatch.setattr("runs.execution.tasks.enqueue_run", broken)

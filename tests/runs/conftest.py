@@ -50,7 +50,7 @@ def twin_runs(tenant, other_tenant, make_session, hango_settings,
     per tenant so that neither run's usage counts towards the other's quota. Nothing executes
     them but the test."""
     hango_settings(run_inline=False, broker_url="")
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)
     runs = []
     for owner_tenant, email in ((tenant, "alice@acme.test"), (other_tenant, "carol@globex.test")):
         Tenant.objects.filter(pk=owner_tenant.pk).update(token_quota=QUOTA)

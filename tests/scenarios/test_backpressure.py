@@ -2,7 +2,8 @@
 than its pools (four database connections, a tight pool timeout, a reconciler that calls a run
 stranded after five seconds) admits the runs as fast as its pools serve them, and every run
 completes on its first task — no pool timeout, no task retried for want of a connection, no
-Redis pool exhausted, no run sent again by the reconciler."""
+Redis pool exhausted, no run sent again by the reconciler. A task a worker has reserved but not
+yet started, however long it waits, is not taken for a dead worker's either."""
 
 from __future__ import annotations
 
@@ -42,3 +43,25 @@ def test_a_backlog_larger_than_the_pools_waits_and_every_run_completes_once(
     assert [line for line in log.splitlines() if any(f in line for f in FAILURES)] == []
     # One task a run, each completing it: none delivered again, none skipped as a duplicate.
     assert worker.task_results() == ["completed"] * RUNS
+
+
+def test_a_task_reserved_and_not_started_is_not_sent_again_however_long_it_waits(
+        alice, make_agent, start_worker):
+    # One slot, two tasks prefetched: the second waits, reserved and not started, for the whole
+    # of the first run, several grace periods long, as a prefetched task waits for a slot under a
+    # starved CPU. Its worker is alive: its reservation stays recent, its run is not sent again.
+    agent = make_agent(alice, model="scripted:workload-3")
+    run_ids = []
+    for k in range(2):
+        session = alice.client.post("/v1/sessions", {"agent": agent["id"]}, format="json")
+        posted = alice.client.post(f"/v1/sessions/{session.json()['id']}/messages",
+                                   {"content": f"Run the benchmark task. #{k}"}, format="json")
+        run_ids.append(posted.json()["run"]["id"])
+    worker = start_worker(HANGO_SCRIPTED_DELAY_MS=1500, HANGO_WORKER_CONCURRENCY=1,
+                          HANGO_RECONCILE_SECONDS=1, HANGO_RECONCILE_GRACE_SECONDS=2,
+                          args=("--prefetch-multiplier", "2"))
+    for run_id in run_ids:
+        assert wait_for_run(run_id, timeout=120).status == "completed"
+    log = worker.log()
+    assert [line for line in log.splitlines() if any(f in line for f in FAILURES)] == []
+    assert worker.task_results() == ["completed"] * 2  # no duplicate, skipped

@@ -262,7 +262,8 @@ def test_concurrent_starts_against_a_nearly_spent_quota_never_overspend(
     """100 run starts at once, each on its own session; the quota has room for exactly 10
     reservations. Admission holds the tenant's row lock, so exactly 10 are accepted."""
     hango_settings(run_inline=False, broker_url="", quota_run_reservation_tokens=100)
-    monkeypatch.setattr("runs.execution.tasks.enqueue_run", lambda run_id: None)  # runs stay queued
+    monkeypatch.setattr("runs.execution.tasks.enqueue_run",
+                        lambda run_id, **_: None)  # runs stay queued
     agent_id = make_agent(alice)["id"]
     sessions = Session.objects.bulk_create([
         Session(tenant=tenant, agent_id=agent_id, member=alice.member, title=f"s{i}")

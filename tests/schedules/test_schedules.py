@@ -22,7 +22,7 @@ from tests.support.threads import at_once
 def by_hand(monkeypatch, hango_settings):
     """Fired runs stay queued: the tests look at fires, not at runs executing."""
     hango_settings(run_inline=False, broker_url="", schedule_grace_seconds=120)
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)
 
 
 def make_schedule(caller, **fields) -> dict:

@@ -73,10 +73,10 @@ def worker_environment(broker_url: str, env: dict[str, str]) -> dict[str, str]:
 class WorkerProcess:
     """``celery worker`` as its own process group, logging to a file the test can read: by
     default as ``make worker`` runs it (the gevent pool, ``HANGO_WORKER_CONCURRENCY`` runs at
-    once); another pool takes one task at a time."""
+    once); another pool takes one task at a time. ``args``: more of ``celery worker``'s options."""
 
     def __init__(self, name: str, broker_url: str, log_dir: Path, *, env: dict[str, str],
-                 pool: str = "gevent", ready: bool = True) -> None:
+                 pool: str = "gevent", ready: bool = True, args: tuple[str, ...] = ()) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         cmd = [sys.executable, "-m", "celery", "-A", "hango_project", "worker",
@@ -84,6 +84,7 @@ class WorkerProcess:
                "--hostname", f"{name}@%h", "--without-mingle", "--without-gossip"]
         if pool != "gevent":
             cmd += ["--concurrency", "1"]
+        cmd += args
         full_env = worker_environment(broker_url, env)
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=self._log,

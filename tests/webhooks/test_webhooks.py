@@ -82,7 +82,7 @@ def test_an_end_written_by_the_orm_tells_the_same_data(alice, make_agent, make_s
                                                        local, monkeypatch):
     from runs.execution import tasks
 
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)  # the run waits, queued
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)  # the run waits, queued
     agent = make_agent(alice)
     with receiver() as hook:
         endpoint = make_endpoint(alice, hook.url, agent=agent["id"],
@@ -226,7 +226,7 @@ def test_a_member_s_endpoint_hears_only_of_the_runs_the_member_may_see(alice, ad
                                                                       monkeypatch):
     from runs.execution import tasks
 
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)
     agent = make_agent(alice)
     mine = make_endpoint(alice, "https://hooks.example.com/alice", agent=agent["id"])
     theirs = make_endpoint(admin, "https://hooks.example.com/admin", agent=agent["id"])

@@ -53,7 +53,7 @@ def twin_queued(tenant, other_tenant, make_session, hango_settings,
     """Two queued runs made alike, one per tenant, both tenants with a quota and the run's
     holds left by an earlier claim's call that never committed. Nothing executes them."""
     hango_settings(run_inline=False, broker_url="")
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)
     runs = []
     for owner_tenant, email in ((tenant, "alice@acme.test"), (other_tenant, "carol@globex.test")):
         Tenant.objects.filter(pk=owner_tenant.pk).update(token_quota=QUOTA)

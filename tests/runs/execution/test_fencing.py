@@ -150,7 +150,7 @@ class _Gate:
 def test_a_stalled_worker_whose_run_was_cancelled_writes_no_file_and_stops(
         alice, make_session, hango_settings, serve_model, monkeypatch):
     hango_settings(run_inline=False, broker_url="", cancel_poll_seconds=3600)
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)  # this test is the worker
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)  # this test is the worker
     gate = _Gate(tool_call("write_file", {"path": "/late.md", "content": "too late"},
                            call_id="w1"),
                  text("done"))
@@ -195,7 +195,7 @@ def test_every_connection_is_bounded_in_how_long_it_may_sit_inside_a_transaction
 def test_a_holder_stopped_inside_its_write_blocks_a_cancel_only_until_postgresql_ends_it(
         alice, make_session, hango_settings, monkeypatch):
     hango_settings(run_inline=False, broker_url="")
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)
     session = Session.objects.get(pk=make_session(alice)["id"])
     _, run = message_post(session=session, content="hi")
     held = claim_run(run.pk, "worker-a")

@@ -50,7 +50,7 @@ class _CountedCursor(psycopg2.extensions.cursor):
 @pytest.fixture
 def by_hand(monkeypatch, hango_settings):
     hango_settings(run_inline=False, broker_url="")
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)
 
 
 def claimed(caller, make_session, count: int, owner: str = "worker-a") -> list[Run]:

@@ -79,7 +79,7 @@ def test_a_pass_takes_many_stranded_runs_in_short_batches_and_sends_them_all(
     hango_settings(reconcile_grace_seconds=0)
     private_broker.start()
     monkeypatch.setattr(handoff, "RECONCILE_BATCH", 2)
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)  # their tasks never came
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)  # their tasks never came
     batches: list[int] = []
     taken = handoff.reconcile_runs
     monkeypatch.setattr(handoff, "reconcile_runs",

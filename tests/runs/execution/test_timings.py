@@ -18,7 +18,7 @@ def test_the_beats_are_derived_from_the_lease_the_poll_and_the_grace():
     assert given.renewal_lock_wait == 1.0  # a third of a beat
     assert (given.cancel_poll, given.watch_read) == (0.5, 0.25)  # read twice per poll
     assert (given.slice, given.reconcile_every, given.reconcile_grace) == (120, 7, 30)
-    assert given.reservation_beat == 10.0  # a third of the grace period
+    assert given.reservation_beat == 7.5  # a quarter of the grace period
     assert given.reconciler_stop_wait == 5.0  # a send and its retry, and a second
 
 

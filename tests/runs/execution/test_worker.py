@@ -102,7 +102,7 @@ def test_a_slice_that_runs_out_yields_and_requeues(queued_run, hango_settings, m
 def by_hand(monkeypatch):
     """The runs a test posts are claimed by the test alone: no in-process thread executes them
     when their transaction commits (without a broker, one would)."""
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)
 
 
 @pytest.mark.django_db(transaction=True)

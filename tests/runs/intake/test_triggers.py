@@ -26,7 +26,7 @@ from tests.support.threads import at_once
 def by_hand(monkeypatch, hango_settings):
     """No run executes: the tests look at what a message leaves, not at its run."""
     hango_settings(run_inline=False, broker_url="", trigger_order_wait_seconds=0.5)
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)
 
 
 def message(caller, *, signed_with: str | None = None, **fields) -> tuple[str, str]:
