@@ -184,3 +184,24 @@ def test_another_tenants_suites_and_runs_are_404(alice, outsider, make_agent):
     theirs = outsider.client.post("/v1/eval-runs", {"suite": suite["id"],
                                                     "agent": body["agent"]}, format="json")
     assert theirs.status_code == 422
+
+
+def test_overrides_shape_the_eval_runs_and_are_never_saved(alice, make_agent, serve_model):
+    from context.models import ContextOverride
+    from harness.providers.scripted import ScriptedModel, text
+
+    model = ScriptedModel(steps=[text("Arr.")])
+    serve_model("scripted:recorded", model)
+    agent = make_agent(alice, model="scripted:recorded", system_prompt="You help.")
+    suite = make_suite(alice, {"name": "pirate", "turns": ["hi"],
+                               "graders": [{"type": "exact", "value": "Arr."}]})
+    body = start(alice, suite, agent, overrides={"replace": {"system:agent": "You are a pirate."},
+                                                 "exclude": ["tool:echo"]})
+    assert body["results"][0]["status"] == "passed", body["results"]
+    (request,) = model.calls
+    system = "".join(block.text for block in request.system)
+    assert "You are a pirate." in system and "You help." not in system
+    assert "echo" not in {tool.name for tool in request.tools}
+    assert ContextOverride.objects.count() == 0
+    assert Agent.objects.get(pk=agent["id"]).system_prompt == "You help."
+    assert body["overrides"][0]["part"] == "tool:echo"
