@@ -276,6 +276,7 @@ class AuditAction(models.TextChoices):
     SKILL_UPDATE = "skill.update"
     SKILL_DELETE = "skill.delete"
     SESSION_CREATE = "session.create"
+    SESSION_UPDATE = "session.update"
     RUN_CREATE = "run.create"
     RUN_CANCEL = "run.cancel"
     RUN_RESUME = "run.resume"

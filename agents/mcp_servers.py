@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from accounts.models import Member
+from agents import versions
 from agents.models import Agent
 from hango_project.errors import Unprocessable
 from harness.mcp import names
@@ -44,6 +45,7 @@ def detach(server: McpServer) -> None:
                 if not (isinstance(e, dict) and str(e.get("server")) == server_id)]
         agent.config = {**agent.config, "mcp_servers": kept}
         agent.save(update_fields=["config", "updated_at"])
+        versions.record(agent, author=None)
 
 
 # -- what an agent's config may name of its servers ---------------------------------------------

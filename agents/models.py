@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db import models
 from django.db.models import Q
@@ -31,6 +32,10 @@ class Agent(models.Model):
         null=True, blank=True, help_text="Tool names this agent may use; null means all."
     )
     config = models.JSONField(default=dict, blank=True, help_text="Middleware options.")
+    # Its latest version's number and content hash (agents/versions.py), written with the
+    # version in one transaction: a run of the latest version reads its content from this row.
+    version = models.PositiveIntegerField(default=0, editable=False)
+    content_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -50,6 +55,43 @@ class Agent(models.Model):
     @property
     def provider(self) -> str:
         return self.model.split(":", 1)[0]
+
+
+class AgentVersion(models.Model):
+    """What a run of an agent executes, as it was at one change: immutable once written."""
+
+    tenancy = Tenancy(tenant="agent__tenant", owner="agent__owner")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions",
+                              db_index=False)
+    number = models.PositiveIntegerField()
+    system_prompt = models.TextField(blank=True, default="")
+    model = models.CharField(max_length=210)
+    allowed_tools = models.JSONField(null=True, blank=True)
+    config = models.JSONField(default=dict, blank=True)
+    # sha256 of the content as canonical JSON (agents.versions.content_hash).
+    content_hash = models.CharField(max_length=64)
+    # Who made the change; null: the system (a data migration, a detached skill or server).
+    author = models.ForeignKey(Member, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+", db_index=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "agent_versions"
+        ordering = ["agent", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "number"], name="agent_version_unique"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="agent_version_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"version {self.number}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ValueError("An agent version is immutable: change the agent instead.")
+        super().save(*args, **kwargs)
 
 
 class PathFile(models.Model):

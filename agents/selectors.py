@@ -9,7 +9,7 @@ from rest_framework import status
 
 from accounts.models import Member
 from accounts.scoping import get_visible, visible_to
-from agents.models import Agent, MemoryFile, Skill
+from agents.models import Agent, AgentVersion, MemoryFile, Skill
 from hango_project.errors import ApplicationError, NotFound
 from harness.middleware.memory import path_problem
 
@@ -59,3 +59,17 @@ def skill_get(*, member: Member, skill_id: uuid.UUID | str, to_change: bool = Fa
     if to_change and not may_change_skill(member, skill):
         raise SkillNotEditable()
     return skill
+
+
+def version_list(*, agent: Agent) -> QuerySet[AgentVersion]:
+    """``agent`` comes from :func:`agent_get`: whoever sees the agent sees its versions."""
+    return AgentVersion.objects.filter(agent=agent)
+
+
+def version_get(*, agent: Agent, number: int | str) -> AgentVersion:
+    raw = str(number)
+    version = (AgentVersion.objects.filter(agent=agent, number=int(raw)).first()
+               if raw.isascii() and raw.isdigit() and len(raw) < 10 else None)
+    if version is None:
+        raise NotFound("Agent version not found.", detail={"version": raw})
+    return version

@@ -9,7 +9,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.config import allowed_tools_problems, config_problems
-from agents.models import MODEL_PATTERN, SKILL_NAME_PATTERN, Agent, MemoryFile, Skill
+from agents.models import (
+    MODEL_PATTERN,
+    SKILL_NAME_PATTERN,
+    Agent,
+    AgentVersion,
+    MemoryFile,
+    Skill,
+)
 from hango_api import fields as strict
 from hango_api.inputs import Input
 from hango_api.schema import published
@@ -92,9 +99,30 @@ class AgentOutput(serializers.ModelSerializer):
         model = Agent
         fields = [
             "id", "name", "description", "system_prompt", "model", "allowed_tools", "config",
-            "owner", "created_at", "updated_at",
+            "version", "owner", "created_at", "updated_at",
         ]
         read_only_fields = fields
+        extra_kwargs = {"version": {"help_text": "The number of its latest version: "
+                                                 "`GET /v1/agents/{id}/versions/{number}`."}}
+
+
+class AgentVersionOutput(serializers.ModelSerializer):
+    agent = serializers.UUIDField(source="agent_id", read_only=True)
+    author = serializers.UUIDField(
+        source="author_id", read_only=True, allow_null=True,
+        help_text="The member who made the change; null: the system (a skill or MCP server "
+                  "deleted and detached, or the version every agent had when versions began).")
+    allowed_tools = AllowedToolsField(read_only=True, allow_null=True)
+    config = AgentConfigField(read_only=True)
+
+    class Meta:
+        model = AgentVersion
+        fields = ["agent", "number", "content_hash", "system_prompt", "model", "allowed_tools",
+                  "config", "author", "created_at"]
+        read_only_fields = fields
+        extra_kwargs = {"content_hash": {"help_text": "sha256 (hex) of the content "
+                                         "(system_prompt, model, allowed_tools, config) as "
+                                         "canonical JSON: equal for equal content."}}
 
 
 class MemoryContentField(strict.CharField):

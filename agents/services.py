@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
-from agents import mcp_servers
+from agents import mcp_servers, versions
 from agents.config import may_clash_with_mcp, settings_problems, tool_problems
 from agents.models import Agent, MemoryFile, Skill
 from hango_project.config import hango
@@ -81,17 +81,20 @@ def agent_create(*, member: Member, data: dict[str, Any], actor: Maker = "member
     checked_tools(fields, mcp=partial(mcp_servers.run_tool_names, member.tenant_id,
                                       fields.get("config"), member))
     checked_settings(fields.get("model"), fields.get("config"), fields.get("allowed_tools"))
+    maker = _maker(member, actor)
     with transaction.atomic():
         agent = Agent.objects.create(tenant_id=member.tenant_id, owner=member, **fields)
-        audit_record(actor=_maker(member, actor), tenant=agent.tenant_id,
+        versions.record(agent, author=maker)
+        audit_record(actor=maker, tenant=agent.tenant_id,
                      action=AuditAction.AGENT_CREATE, obj_type="agent", obj_id=agent.pk,
-                     detail={"name": agent.name})
+                     detail={"name": agent.name, "version": agent.version})
     return agent
 
 
 def agent_update(*, agent: Agent, data: dict[str, Any], actor: Member | None = None) -> Agent:
     """The fields given changed, checked first (outside the transaction, as in
-    :func:`agent_create`)."""
+    :func:`agent_create`), on the agent's row as it is once locked; a new version when its
+    content changed (:mod:`agents.versions`)."""
     writer = actor or agent.owner
     if "config" in data:
         data = {**data, "config": checked_config(agent.tenant_id, data["config"], writer)}
@@ -102,12 +105,17 @@ def agent_update(*, agent: Agent, data: dict[str, Any], actor: Member | None = N
         checked_settings(*(data.get(k, getattr(agent, k))
                            for k in ("model", "config", "allowed_tools")))
     with transaction.atomic():
+        # Locked and read again: two changes at once make two versions, one after the other.
+        agent = Agent.objects.select_for_update().get(pk=agent.pk)
         for name in changed:
             setattr(agent, name, data[name])
         if changed:
             agent.save(update_fields=[*changed, "updated_at"])
+        detail: dict[str, Any] = {"changed": changed}
+        if version := versions.record(agent, author=actor):
+            detail["version"] = version.number
         audit_record(actor=actor, tenant=agent.tenant_id, action=AuditAction.AGENT_UPDATE,
-                     obj_type="agent", obj_id=agent.pk, detail={"changed": changed})
+                     obj_type="agent", obj_id=agent.pk, detail=detail)
     return agent
 
 
@@ -237,6 +245,7 @@ def skill_delete(*, skill: Skill, actor: Member | None = None) -> None:
         if skill_id in ids:
             agent.config = {**agent.config, "skills": [i for i in ids if i != skill_id]}
             agent.save(update_fields=["config", "updated_at"])
+            versions.record(agent, author=actor)
     audit_record(actor=actor, tenant=skill.tenant_id, action=AuditAction.SKILL_DELETE,
                  obj_type="skill", obj_id=skill.pk, detail={"name": skill.name})
     skill.delete()

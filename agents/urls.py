@@ -10,6 +10,7 @@ from agents.apis import (
     SkillDetailApi,
     SkillListApi,
 )
+from agents.version_apis import VersionDetailApi, VersionDiffApi, VersionListApi
 
 urlpatterns = [
     path("agents", AgentListApi.as_view(), name="agents"),
@@ -18,6 +19,11 @@ urlpatterns = [
     # The file's path follows without its leading "/" (see agents.apis).
     path("agents/<str:agent_id>/memory/<path:path>", MemoryDetailApi.as_view(),
          name="agent-memory-file"),
+    path("agents/<str:agent_id>/versions", VersionListApi.as_view(), name="agent-versions"),
+    path("agents/<str:agent_id>/versions/<str:number>", VersionDetailApi.as_view(),
+         name="agent-version"),
+    path("agents/<str:agent_id>/versions/<str:number>/diff/<str:other>",
+         VersionDiffApi.as_view(), name="agent-version-diff"),
     path("skills", SkillListApi.as_view(), name="skills"),
     path("skills/<str:skill_id>", SkillDetailApi.as_view(), name="skill"),
 ]

@@ -54,7 +54,8 @@ def eval_run_start(*, member: Member, suite: EvalSuite, agent: Agent, version: i
                                           agent=agent, version=number, overrides=overrides)
         for case in cases:
             session = Session.objects.create(
-                tenant_id=member.tenant_id, agent=agent, member=member, kind=SessionKind.EVAL,
+                tenant_id=member.tenant_id, agent=agent, agent_version=number, member=member,
+                kind=SessionKind.EVAL,
                 title=f"eval {suite.name}: {case.name}"[:200], overrides=overrides)
             SessionFile.objects.bulk_create(
                 SessionFile(session=session, path=path, content=content)

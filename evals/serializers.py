@@ -113,8 +113,8 @@ class EvalRunInput(Input):
     suite = strict.UUIDField()
     agent = strict.UUIDField()
     version = strict.IntegerField(min_value=1, required=False, allow_null=True,
-                                  help_text="The agent's version to run; its current one when "
-                                            "left out.")
+                                  help_text="The agent's version to run; its latest when the "
+                                            "eval run starts if left out.")
     overrides = OverridesInput(required=False)
 
 

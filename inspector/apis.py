@@ -139,6 +139,7 @@ def snapshot_response(session: Session, *, earlier: diffs.Earlier | None = None,
     ``options``) as the API answers it, with its diff against ``earlier`` if given; a
     schedule's preview answers the same way."""
     with selectors.gc_paused():  # the parts' JSON, like the snapshot, is many objects
+        # It leaves the version it showed as the session's agent, which the diff and cost use.
         snapshot = selectors.context_snapshot(session=session, **options)
         out = snapshot_json(snapshot, selectors.tokenizer_name(session))
         if earlier is not None:

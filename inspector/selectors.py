@@ -12,6 +12,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from agents import versions
 from agents.models import Agent
 from context.models import ContextOverride
 from context.stores import overrides_of
@@ -37,11 +38,20 @@ def overrides_list(*, target: Agent | Session) -> list[Override]:
     return overrides_of(rows.values_list("part", "action", "replacement"))
 
 
-def with_agent_and_tenant(session: Session) -> Session:
-    """``session`` with its agent and tenant loaded (read again only when they are not)."""
-    if Session.agent.is_cached(session) and Session.tenant.is_cached(session):
-        return session
-    return Session.objects.select_related("agent", "tenant").get(pk=session.pk)
+def with_agent_and_tenant(session: Session, *, number: int | None = None) -> Session:
+    """``session`` itself, with its tenant loaded and, as its agent, the version its next call
+    executes (read only when not loaded): ``number`` (its active run's, recorded when the run
+    was made), else the one a run made now records (:func:`agents.versions.for_new_run`) — the
+    agent's row, or its pinned version's content. Every model, config and prompt the inspector
+    shows comes from that agent, as a run's do: the caller's object carries it on (the
+    snapshot's diff and cost name its model)."""
+    if not (Session.agent.is_cached(session) and Session.tenant.is_cached(session)):
+        loaded = Session.objects.select_related("agent", "tenant").get(pk=session.pk)
+        session.agent, session.tenant = loaded.agent, loaded.tenant
+    agent = versions.executed(session.agent, number or versions.for_new_run(session))
+    if agent is not session.agent:
+        session.agent = agent
+    return session
 
 
 def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored: bool = True,
@@ -64,6 +74,8 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored
         reads = preload(session.tenant_id, session.agent_id, session.pk,
                         counts_key=tokenizer.counts_key, session_state=True)
         run, queued = _session_state(session, reads)
+        if run is not None and run.agent_version not in (None, session.agent.version):
+            tokenizer, reads, run, queued = _as_run_executes(session, run, tokenizer, reads)
         if run is not None and message is not None:
             raise Conflict("The session has an active run: a message posted now waits behind "
                            "it, and the run's next call does not carry it.",
@@ -93,6 +105,19 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored
                            if p.id == previewed else p for p in snapshot.messages))
 
 
+def _as_run_executes(session: Session, run: Run, tokenizer: Tokenizer, reads: Preloaded,
+                     ) -> tuple[Tokenizer, Preloaded, Run | None, list[tuple[uuid.UUID, Any]]]:
+    """The active ``run`` executes the version it recorded, not the one a new run would: that
+    version becomes ``session``'s agent, and where its model counts tokens another way, the
+    reads are made again with its counts."""
+    with_agent_and_tenant(session, number=run.agent_version)
+    if tokenizer_for(session.agent.model).counts_key != tokenizer.counts_key:
+        tokenizer = tokenizer_for(session.agent.model)
+        reads = preload(session.tenant_id, session.agent_id, session.pk,
+                        counts_key=tokenizer.counts_key, session_state=True)
+    return (tokenizer, reads, *_session_state(session, reads))
+
+
 def _session_state(session: Session, reads: Preloaded,
                    ) -> tuple[Run | None, list[tuple[uuid.UUID, list[dict[str, Any]]]]]:
     """The session's active run (unsaved, as its row holds it, its session the caller's) and
@@ -105,7 +130,7 @@ def _session_state(session: Session, reads: Preloaded,
         found = reads.session.run
         run = None if found is None else Run(
             id=found[0], session_id=session.pk, agent_id=session.agent_id, status=found[1],
-            turn=found[2], state_json=json.loads(found[3]))
+            turn=found[2], state_json=json.loads(found[3]), agent_version=found[4])
         queued = [(message_id, json.loads(content)) for message_id, content in
                   reads.session.queued]
     if run is not None:

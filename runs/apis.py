@@ -29,6 +29,7 @@ from runs.serializers import (
     RunOutput,
     SessionInput,
     SessionOutput,
+    SessionUpdateInput,
     as_created,
 )
 from runs.streaming import EventStreamRenderer, event_stream_response
@@ -53,7 +54,8 @@ class SessionListApi(ListApi):
         except NotFound:
             reason = "Agent not found."
             raise Unprocessable(reason, detail={"agent": [reason]}) from None
-        session = services.session_create(member=member, agent=agent, title=data.get("title", ""))
+        session = services.session_create(member=member, agent=agent, title=data.get("title", ""),
+                                          agent_version=data.get("agent_version"))
         try:
             session = selectors.session_get(member=member, session_id=session.id)
         except (InterfaceError, OperationalError):  # it is stored: answer it as created
@@ -65,6 +67,16 @@ class SessionDetailApi(APIView):
     @extend_schema(operation_id="sessions_retrieve", responses=SessionOutput)
     def get(self, request, session_id):
         session = selectors.session_get(member=caller(request), session_id=session_id)
+        return Response(SessionOutput(session).data)
+
+    @extend_schema(operation_id="sessions_update", request=SessionUpdateInput,
+                   responses=SessionOutput)
+    def patch(self, request, session_id):
+        """Retitle the session or pin its runs to a version of its agent (null: the latest)."""
+        member = caller(request)
+        session = selectors.session_get(member=member, session_id=session_id)
+        data = validated(SessionUpdateInput, request, partial=True)
+        session = services.session_update(session=session, data=data, actor=member)
         return Response(SessionOutput(session).data)
 
 

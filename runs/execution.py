@@ -11,6 +11,7 @@ from pydantic import SecretStr
 
 from accounts.models import UsagePurpose
 from accounts.usage import quota_hold
+from agents import versions
 from agents.models import Agent
 from agents.stores import DbMemoryStore, DbSkillStore, Guard
 from context.stores import DbOverrideStore, overrides_from_json
@@ -212,6 +213,8 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
     from its last checkpoint, and the next message seq."""
     tenant = run.session.tenant
     budget = DbBudget(tenant.pk, run.pk) if tenant.token_quota is not None else None
+    # The version the run recorded, whatever the agent became since (its checkpointer's too).
+    run.agent = versions.executed(run.agent, run.agent_version)
     tokenizer = tokenizer_for(run.agent.model)
     reads = preload(tenant.pk, run.agent_id, run.session_id, counts_key=tokenizer.counts_key)
     loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch), budget=budget,

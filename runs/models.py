@@ -29,6 +29,8 @@ class Session(models.Model):
     id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
+    # The agent's version its runs execute (its number); null: the latest, whichever it is.
+    agent_version = models.PositiveIntegerField(null=True, blank=True)
     member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="sessions")
     title = models.CharField(max_length=200, blank=True, default="")
     # The compaction summary of messages seq 1..summary_seq (0: none); the stored messages
@@ -96,6 +98,9 @@ class Run(TokenCounts):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs",
                                 db_index=False)
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
+    # The number of the agent's version the run executes, fixed when it is created; null for a
+    # run older than versions (it executes the agent as it is).
+    agent_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
     status = models.CharField(max_length=32, choices=RunStatus.choices, default=RunStatus.QUEUED)
     # The checkpoint: todos and every middleware's private state, written at each turn boundary.
     state_json = TextJSONField(default=dict, db_default=models.Value({}, TextJSONField()))

@@ -18,6 +18,7 @@ from django.db import connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from agents import versions
 from hango_project.database import database
 from hango_project.rows import insert_fields, insert_sql, insert_values
 from runs import live
@@ -32,7 +33,8 @@ def start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, 
     now = timezone.now()
     if not database().one_statement:
         return _start_with_orm(session, blocks, now)
-    run = Run(session=session, agent_id=session.agent_id, event_seq=1)
+    run = Run(session=session, agent_id=session.agent_id, event_seq=1,
+              agent_version=versions.for_new_run(session))
     kind, data = status_event(run)
     event = RunEvent(run=run, seq=1, type=kind, data=data)
     message = Message(session=session, role="user", content=blocks, run=run)
@@ -45,7 +47,8 @@ def start_now(session: Session, blocks: list[dict[str, Any]]) -> tuple[Message, 
 def _start_with_orm(session: Session, blocks: list[dict[str, Any]],
                     now: Any) -> tuple[Message, Run]:
     # Stored with its first event's seq already, so no UPDATE of the run follows the event.
-    run = Run.objects.create(session=session, agent_id=session.agent_id, event_seq=1)
+    run = Run.objects.create(session=session, agent_id=session.agent_id, event_seq=1,
+                             agent_version=versions.for_new_run(session))
     run.event_seq = 0
     last = session.messages.aggregate(m=Max("seq"))["m"] or 0
     message = Message.objects.create(session=session, seq=last + 1, role="user",

@@ -46,7 +46,8 @@ class Preloaded:
 class SessionState:
     """Where the session's next call starts from, read with its history (the inspector's)."""
 
-    run: tuple[uuid.UUID, str, int, str] | None  # the active run: id, status, turn, state JSON
+    # The active run: id, status, turn, state JSON, the agent version it executes.
+    run: tuple[uuid.UUID, str, int, str, int | None] | None
     queued: list[tuple[uuid.UUID, str]]  # the messages queued behind it: id, content JSON, in order
 
 
@@ -86,13 +87,19 @@ def _sorted(rows: list[tuple[Any, ...]], *, session_state: bool) -> Preloaded:
                            else (a, b, c) if kind == _OVERRIDES
                            else (a, b) if kind == _MEMORY
                            else (a, number) if kind == _FILES
-                           else (uuid.UUID(c), a, number, b) if kind == _RUN
+                           else _run(number, a, b, c) if kind == _RUN
                            else (uuid.UUID(a), b))
     runs = parts[_RUN]
     return Preloaded(history=parts[_HISTORY], overrides=parts[_OVERRIDES],
                      memory=parts[_MEMORY], files=parts[_FILES],
                      session=SessionState(run=runs[0] if runs else None, queued=parts[_QUEUED])
                      if session_state else None)
+
+
+def _run(turn: int, status: str, state: str, key: str) -> tuple[uuid.UUID, str, int, str,
+                                                                  int | None]:
+    run_id, _, version = key.partition(" ")  # "<id> <agent version>", the version maybe none
+    return uuid.UUID(run_id), status, turn, state, int(version) if version else None
 
 
 _HISTORY, _OVERRIDES, _MEMORY, _FILES, _RUN, _QUEUED = range(_KINDS := 6)
@@ -125,7 +132,7 @@ _PRELOAD = _BRANCHES.format(session="")
 # The inspector's: the active run (at most one: a constraint) and the queue behind it too.
 _PRELOAD_WITH_SESSION = _BRANCHES.format(session=f"""
   UNION ALL
-    SELECT {_RUN}, turn::bigint, status, state_json::text, id::text, 0
+    SELECT {_RUN}, turn::bigint, status, state_json::text, CONCAT(id, ' ', agent_version), 0
     FROM {Run._meta.db_table}
     WHERE session_id = %s AND status IN ({", ".join(["%s"] * len(ACTIVE_RUN_STATUSES))})
   UNION ALL

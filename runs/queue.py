@@ -35,6 +35,7 @@ from django.db import connection
 from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
+from agents import versions
 from hango_project.database import database
 from hango_project.sql import fetch, uuid_param
 from runs.endings import count_cancelled, finish_run
@@ -131,7 +132,7 @@ def enqueue(session: Session, content: list[dict[str, Any]]) -> tuple[Message, R
     """Queue a message behind the session's runs (the caller holds its lock): its run is
     pending; the message, unsaved, has no seq until it joins the history."""
     run = Run.objects.create(session=session, agent_id=session.agent_id,
-                             status=RunStatus.PENDING)
+                             status=RunStatus.PENDING, agent_version=versions.for_new_run(session))
     pending = PendingMessage.objects.create(session=session, run=run, content=content)
     append_events(run, [status_event(run)])
     run.save(update_fields=["event_seq"])

@@ -20,9 +20,22 @@ from runs.models import Message, Run, RunEvent, Session
 from runs.queue import Multitask
 
 
+def _pin(**kwargs: Any) -> strict.IntegerField:
+    return strict.IntegerField(
+        min_value=1, allow_null=True, required=False, **kwargs,
+        help_text="The agent's version (its number) the session's runs execute; null or absent: "
+                  "its latest, whichever it is when each run is made.")
+
+
 class SessionInput(Input):
     agent = strict.UUIDField()
     title = strict.CharField(max_length=200, required=False, allow_blank=True)
+    agent_version = _pin()
+
+
+class SessionUpdateInput(Input):
+    title = strict.CharField(max_length=200, required=False, allow_blank=True)
+    agent_version = _pin()
 
 
 class SessionOutput(serializers.ModelSerializer):
@@ -31,7 +44,8 @@ class SessionOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Session
-        fields = ["id", "agent", "title", "active_run", "created_at", "updated_at"]
+        fields = ["id", "agent", "agent_version", "title", "active_run", "created_at",
+                  "updated_at"]
         read_only_fields = fields
 
 
@@ -131,9 +145,9 @@ class RunOutput(ModelOutput):
 
     class Meta:
         model = Run
-        fields = ["id", "session", "agent", "status", "turn", "todos", "pending_approvals",
-                  "required_action", "error", "output", "usage", "cost", "cancel_requested",
-                  "created_at", "started_at", "finished_at"]
+        fields = ["id", "session", "agent", "agent_version", "status", "turn", "todos",
+                  "pending_approvals", "required_action", "error", "output", "usage", "cost",
+                  "cancel_requested", "created_at", "started_at", "finished_at"]
         read_only_fields = fields
         list_serializer_class = RunListOutput
 

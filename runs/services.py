@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from accounts.audit import audit_record
 from accounts.models import AuditAction, Member
+from agents import versions
 from agents.models import Agent
 from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
 from harness import approvals, mcp
@@ -36,15 +37,34 @@ RESUMABLE_ERRORS = retryable_codes() | {INTERNAL_ERROR, QuotaExceeded.code,
 
 
 @transaction.atomic
-def session_create(*, member: Member, agent: Agent, title: str = "") -> Session:
-    """A new session of ``agent``; the caller must already be allowed to see the agent."""
+def session_create(*, member: Member, agent: Agent, title: str = "",
+                   agent_version: int | None = None) -> Session:
+    """A new session of ``agent``, pinned to its version ``agent_version`` if given (a 422 when
+    it has none such); the caller must already be allowed to see the agent."""
     if agent.tenant_id != member.tenant_id:  # the scoping rule makes this unreachable from the API
         raise ValueError("agent and member belong to different tenants")
     session = Session.objects.create(
-        tenant_id=member.tenant_id, agent=agent, member=member, title=title
-    )
+        tenant_id=member.tenant_id, agent=agent, member=member, title=title,
+        agent_version=versions.check_pin(agent, agent_version))
     audit_record(actor=member, tenant=session.tenant_id, action=AuditAction.SESSION_CREATE,
-                 obj_type="session", obj_id=session.pk, detail={"agent": str(agent.pk)})
+                 obj_type="session", obj_id=session.pk, detail={
+                     "agent": str(agent.pk), "agent_version": agent_version})
+    return session
+
+
+@transaction.atomic
+def session_update(*, session: Session, data: dict[str, Any],
+                   actor: Member | None = None) -> Session:
+    """``title`` and the ``agent_version`` pin (null: the latest) as given; a run already made
+    keeps the version it recorded."""
+    versions.check_pin(session.agent, data.get("agent_version"))
+    changed = [k for k in ("title", "agent_version") if k in data]
+    for name in changed:
+        setattr(session, name, data[name])
+    if changed:
+        session.save(update_fields=[*changed, "updated_at"])
+    audit_record(actor=actor, tenant=session.tenant_id, action=AuditAction.SESSION_UPDATE,
+                 obj_type="session", obj_id=session.pk, detail={"changed": changed})
     return session
 
 

@@ -55,7 +55,7 @@ LISTS = {"agents_list", "agents_memory_list", "skills_list", "sessions_list",
          "sessions_messages_list", "sessions_runs_list", "sessions_files_list", "audit_list",
          "webhooks_list", "webhooks_deliveries_list", "schedules_list", "schedules_fires_list",
          "prices_list", "mcp_servers_list", "credentials_list", "eval_suites_list",
-         "eval_suites_cases_list", "eval_runs_list"}
+         "eval_suites_cases_list", "eval_runs_list", "agents_versions_list"}
 
 
 def test_list_routes_are_documented_as_the_pages_they_answer():

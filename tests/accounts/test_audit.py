@@ -168,6 +168,8 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
         f"/v1/skills/{w['skill']}", None, lambda r: w["skill"])),
     ("sessions", "post"): (AuditAction.SESSION_CREATE, "session", lambda c, w: (
         "/v1/sessions", {"agent": w["agent"]}, _from_body)),
+    ("session", "patch"): (AuditAction.SESSION_UPDATE, "session", lambda c, w: (
+        f"/v1/sessions/{w['session']}", {"title": "renamed"}, lambda r: w["session"])),
     ("messages", "post"): (AuditAction.RUN_CREATE, "run", lambda c, w: (
         f"/v1/sessions/{w['session']}/messages", {"content": "hello"},
         lambda r: r.json()["run"]["id"])),
@@ -384,7 +386,7 @@ def test_no_read_route_records_a_row(owner, alice, world):
            "schedule_id": world["schedule"], "model": _a_price(owner).rsplit("/", 1)[1],
            "mcp_server_id": world["mcp_server"], "suite_id": world["suite"],
            "case_id": world["case"], "eval_run_id": (eval_run := _an_eval_run(alice, world)),
-           "other_id": eval_run}
+           "other_id": eval_run, "number": "1", "other": "1"}
     paths = {"agent-memory-file": "memories/old.md", "session-file": "notes/plan.md"}
     before = row_ids()
     called = []

@@ -158,4 +158,4 @@ def test_the_action_set_is_closed_and_reserves_the_inspector():
     assert "run.tool_results" in AuditAction.values
     assert {"eval_suite.create", "eval_suite.update", "eval_suite.delete", "eval_run.start",
             "eval_run.cancel"} <= set(AuditAction.values)
-    assert len(AuditAction.values) == 41
+    assert len(AuditAction.values) == 42

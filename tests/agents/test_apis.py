@@ -11,8 +11,8 @@ from agents.models import Agent, Skill
 from tests.support.api import AGENT_BODY, error_of, walk
 
 AGENT_FIELDS = {
-    "id", "name", "description", "system_prompt", "model", "allowed_tools", "config", "owner",
-    "created_at", "updated_at",
+    "id", "name", "description", "system_prompt", "model", "allowed_tools", "config", "version",
+    "owner", "created_at", "updated_at",
 }
 
 FULL_CONFIG = {

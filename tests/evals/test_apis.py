@@ -64,6 +64,22 @@ def test_an_eval_run_grades_each_case_and_leaves_the_user_state_alone(alice, mak
     assert purposes == {"eval"}
 
 
+def test_an_eval_run_runs_the_version_asked_for(alice, make_agent):
+    from runs.models import Run
+
+    agent = make_agent(alice, system_prompt="Version one.")
+    changed = alice.client.patch(f"/v1/agents/{agent['id']}", {"system_prompt": "Two."},
+                                 format="json")
+    assert changed.status_code == 200, changed.content
+    suite = make_suite(alice, DEMO_CASE)
+    old = start(alice, suite, agent, version=1)
+    latest = start(alice, suite, agent)
+    assert (old["version"], latest["version"]) == (1, 2)
+    for body, number in ((old, 1), (latest, 2)):
+        run = Run.objects.get(pk=body["results"][0]["run"])
+        assert run.agent_version == number and run.session.agent_version == number
+
+
 def test_multi_turn_cases_post_each_turn_after_the_last_run(alice, make_agent):
     agent = make_agent(alice)
     suite = make_suite(alice, {"name": "two", "turns": ["first words", "second words here"],

@@ -244,8 +244,11 @@ def test_an_inspection_asks_the_counter_once_per_request(alice, make_agent, make
                        openai_api_key="test-key", openai_base_url=server.url)
         agent = make_agent(alice, model="openai:gpt-4o")
         session = make_session(alice, agent_id=agent["id"])
-        alice.client.post(f"/v1/sessions/{session['id']}/messages", {"content": "hi"},
-                          format="json")
+        posted = alice.client.post(f"/v1/sessions/{session['id']}/messages",
+                                   {"content": "hi"}, format="json").json()
+        # The run executes the agent's version it was made with: ended, the next run's call
+        # (the snapshot's) is made with the version the PATCH below makes.
+        alice.client.post(f"/v1/runs/{posted['run']['id']}/cancel")
         measured = snapshot(alice, session)["compaction"]["tokens"]
         assert alice.client.patch(f"/v1/agents/{agent['id']}", {"config": {"summarization": {
             "trigger_tokens": measured}}}, format="json").status_code == 200

@@ -9,7 +9,8 @@ import pytest
 from runs.models import Message, Run, RunStatus, Session
 from tests.support.api import error_of, walk
 
-SESSION_FIELDS = {"id", "agent", "title", "active_run", "created_at", "updated_at"}
+SESSION_FIELDS = {"id", "agent", "agent_version", "title", "active_run", "created_at",
+                  "updated_at"}
 MESSAGE_FIELDS = {"id", "seq", "role", "content", "run", "created_at"}
 
 

@@ -58,7 +58,7 @@ def route_ids(alice, admin, queued_run: Run) -> dict[str, str]:
             "path": "memories/notes.md", "webhook_id": webhook.json()["id"],
             "delivery_id": str(uuid.uuid4()), "schedule_id": schedule.json()["id"],
             "model": "scripted:demo", "mcp_server_id": server.json()["id"],
-            "name": "walker-token"}
+            "name": "walker-token", "number": "1", "other": "1"}
 
 
 def eval_objects(caller, agent_id: str) -> tuple[str, str, str]:
