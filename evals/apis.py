@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from accounts.authentication import caller
 from accounts.models import Member
 from agents.selectors import agent_get
-from evals import execution, results, selectors, services
+from evals import execution, results, selectors, services, tasks
 from evals.serializers import (
     EvalCaseInput,
     EvalCaseOutput,
@@ -170,6 +170,7 @@ class EvalRunListApi(ListApi):
         member = caller(request)
         data = validated(EvalRunInput, request)
         eval_run = execution.eval_run_start(member=member, **_run_args(member, data))
+        tasks.start_cases(eval_run)
         return Response(_run_output(eval_run), status=status.HTTP_201_CREATED)
 
 

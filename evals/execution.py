@@ -43,8 +43,9 @@ from runs.models import (
 def eval_run_start(*, member: Member, suite: EvalSuite, agent: Agent, version: int | None,
                    overrides: list[dict[str, Any]]) -> EvalRun:
     """An eval run of every case of ``suite`` against ``agent``: one session per case, marked
-    as an eval's and carrying ``overrides`` (applied on top of the stored ones, never saved),
-    and its first turn posted as an ordinary message (its run queued through Celery)."""
+    as an eval's and carrying ``overrides`` (applied on top of the stored ones, never saved).
+    No turn is posted yet: :func:`evals.tasks.start_cases` has each case start (on a worker,
+    concurrently), and a read of the eval run starts any case it finds not started."""
     cases = list(suite.cases.all())
     if not cases:
         raise Unprocessable("The suite has no cases to run.", detail={"suite": ["no cases"]})
@@ -66,8 +67,6 @@ def eval_run_start(*, member: Member, suite: EvalSuite, agent: Agent, version: i
                      obj_type="eval_run", obj_id=eval_run.pk,
                      detail={"suite": str(suite.pk), "agent": str(agent.pk), "version": number,
                              "cases": len(cases), "overrides": [o["part"] for o in overrides]})
-    for result_id in eval_run.results.values_list("id", flat=True):
-        case_advance(result_id)
     return eval_run
 
 

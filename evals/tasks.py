@@ -12,7 +12,7 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError, transaction
 
 from evals import execution
-from evals.models import CaseStatus, EvalCaseResult
+from evals.models import CaseStatus, EvalCaseResult, EvalRun
 from hango_project.config import hango
 
 log = logging.getLogger(__name__)
@@ -24,6 +24,13 @@ def on_run_end(sender: Any, *, run_id: str, **kwargs: Any) -> None:
     result_id = (EvalCaseResult.objects.filter(run_id=run_id, status=CaseStatus.RUNNING)
                  .values_list("id", flat=True).first())
     if result_id is not None:
+        enqueue_advance(result_id)
+
+
+def start_cases(eval_run: EvalRun) -> None:
+    """Have each case of a new eval run post its first turn, on the workers (concurrently) once
+    the current transaction commits."""
+    for result_id in eval_run.results.values_list("id", flat=True):
         enqueue_advance(result_id)
 
 
