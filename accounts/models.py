@@ -108,6 +108,8 @@ class UsagePurpose(models.TextChoices):
     SUMMARIZE = "summarize"
     SUBAGENT = "subagent"
     CONTEXT_TRY = "context_try"
+    # An eval's runs and its judge's calls (evals app).
+    EVAL = "eval"
 
 
 class UsageSource(models.TextChoices):
@@ -303,6 +305,11 @@ class AuditAction(models.TextChoices):
     MCP_SERVER_DELETE = "mcp_server.delete"
     CREDENTIAL_SET = "credential.set"  # its name and scope only, never its value
     CREDENTIAL_DELETE = "credential.delete"
+    EVAL_SUITE_CREATE = "eval_suite.create"
+    EVAL_SUITE_UPDATE = "eval_suite.update"  # its fields, or a case added, changed or removed
+    EVAL_SUITE_DELETE = "eval_suite.delete"
+    EVAL_RUN_START = "eval_run.start"
+    EVAL_RUN_CANCEL = "eval_run.cancel"
 
 
 class AuditEntry(models.Model):

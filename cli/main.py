@@ -18,6 +18,7 @@ from cli.chat import chat
 from cli.client import DEFAULT_URL, path_id
 from cli.context import context
 from cli.credentials import credentials
+from cli.evals import eval_group
 from cli.mcp_servers import mcp
 from cli.options import (
     CliGroup,
@@ -227,6 +228,7 @@ cli.add_command(usage)
 cli.add_command(prices)
 cli.add_command(mcp)
 cli.add_command(credentials)
+cli.add_command(eval_group)
 
 
 def main() -> None:

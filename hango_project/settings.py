@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "inspector",
     "webhooks",
     "schedules",
+    "evals",
 ]
 
 MIDDLEWARE = [
@@ -125,7 +126,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Every app's migrations live in the top-level migrations/ package.
 MIGRATION_MODULES = {app: f"migrations.{app}" for app in (
-    "accounts", "integrations", "agents", "runs", "context", "webhooks", "schedules")}
+    "accounts", "integrations", "agents", "runs", "context", "webhooks", "schedules", "evals")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -32,6 +32,7 @@ urlpatterns = [
     path("v1/", include("inspector.urls")),
     path("v1/", include("webhooks.urls")),
     path("v1/", include("schedules.urls")),
+    path("v1/", include("evals.urls")),
     # Last under /v1/: an unknown API route answers the error shape even with DJANGO_DEBUG=1,
     # where Django would answer its HTML debug page instead of handler404.
     re_path(r"^v1/", not_found, name="v1-unknown"),

@@ -48,9 +48,9 @@ class SessionAdmin(AppWrittenAdmin, admin.ModelAdmin):
     registers it again with its Context panel (``inspector/admin.py``)."""
 
     list_display = ["__str__", "agent", "member", "tenant", "updated_at"]
-    list_filter = ["tenant"]
+    list_filter = [admin_display.SessionKindFilter, "tenant"]
     search_fields = ["title", "id"]
-    fields = readonly_fields = ("id", "tenant", "agent", "member", "title", "created_at",
+    fields = readonly_fields = ("id", "tenant", "agent", "member", "title", "kind", "created_at",
                                 "updated_at", "cost", "summary_seq", "summary", "transcript")
     inlines = [RunInline]
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, assert_never
 
-from django.db.models import Count, Sum, Window
+from django.contrib import admin
+from django.db.models import Count, QuerySet, Sum, Window
+from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString
@@ -27,7 +29,7 @@ from harness.serde import content_from_json, json_text
 from harness.state import todo_from_json
 from runs.execution import events
 from runs.intake.selectors import run_calls
-from runs.models import Message, Run, RunEvent, Session
+from runs.models import Message, Run, RunEvent, Session, SessionKind
 
 # A text of more lines or characters than these is folded: its first PREVIEW_LINES lines (at
 # most PREVIEW_CHARS characters) show, the rest opens on a click.
@@ -255,3 +257,19 @@ def checkpoint(run: Run) -> SafeString:
     state = run.state_json
     rest = {k: v for k, v in state.items() if k != "todos"} if isinstance(state, dict) else state
     return render_to_string("runs/admin/raw.html", {"text": fold(pretty_json(rest))})
+
+
+class SessionKindFilter(admin.SimpleListFilter):
+    """The members' conversations by default; an eval's sessions only when asked for."""
+
+    title = "kind (chats unless chosen)"
+    parameter_name = "kind"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(SessionKind.EVAL.value, "eval"), ("all", "chat and eval")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == "all":
+            return queryset
+        return queryset.filter(kind=value or SessionKind.CHAT)

@@ -17,6 +17,12 @@ from runs.tracing import current_traceparent
 from webhooks.models import Endpoint
 
 
+class SessionKind(models.TextChoices):
+    CHAT = "chat"
+    # An eval run's case (evals app): kept out of the member's lists and the admin's default one.
+    EVAL = "eval"
+
+
 class Session(models.Model):
     tenancy = Tenancy(tenant="tenant", owner="member")
 
@@ -31,6 +37,12 @@ class Session(models.Model):
     # themselves are never changed.
     summary = models.TextField(blank=True, default="")
     summary_seq = models.PositiveIntegerField(default=0)
+    kind = models.CharField(max_length=16, choices=SessionKind.choices, default=SessionKind.CHAT,
+                            db_default=SessionKind.CHAT)
+    # Context overrides applied on top of the stored ones and never saved as such (an eval's:
+    # the Context panel's selection): [{"part", "action", "replacement"?}], as harness.context.
+    overrides = models.JSONField(default=list, db_default=models.Value([], models.JSONField()),
+                                 blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

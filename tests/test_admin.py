@@ -15,11 +15,13 @@ from django.urls import reverse
 
 from accounts.models import Member, Tenant
 from agents.models import AgentVersion
+from evals.models import EvalCase, EvalCaseResult
 from runs.models import Run, RunEvent, RunStatus
 from schedules.models import Fire
 from tests.support.api import post_message
 
-HANGO_APPS = ("accounts", "integrations", "agents", "runs", "context", "schedules", "webhooks")
+HANGO_APPS = ("accounts", "integrations", "agents", "runs", "context", "schedules", "webhooks",
+              "evals")
 # Written by the operator, here and from the command line; no API route writes them.
 OPERATORS_OWN = {Tenant, Member}
 # Models with a composite primary key, which the admin cannot register: their rows are on their
@@ -27,7 +29,7 @@ OPERATORS_OWN = {Tenant, Member}
 ON_A_PARENTS_PAGE = {RunEvent}
 # Models listed only on their parent's page: as an inline, or (an agent's versions, which no
 # admin may change or delete: agents/version_admin.py) as a read-only table.
-INLINE_ONLY = {Fire, AgentVersion}
+INLINE_ONLY = {Fire, AgentVersion, EvalCase, EvalCaseResult}
 
 
 def admin_models() -> list:
@@ -50,6 +52,17 @@ def test_admin_pages_render(staff_client, alice, make_session, hango_settings):
     alice.client.post(f"/v1/sessions/{session['id']}/messages",
                       {"content": "and then", "multitask": "enqueue"}, format="json")  # it waits
     run = Run.objects.get(status="queued")
+    suite = alice.client.post("/v1/eval-suites", {"name": "smoke"}, format="json").json()
+    alice.client.post(f"/v1/eval-suites/{suite['id']}/cases",
+                      {"name": "hi", "turns": ["hi"], "graders": [{"type": "contains",
+                                                                   "value": "hi"}]},
+                      format="json")
+    started = alice.client.post("/v1/eval-runs", {"suite": suite["id"],
+                                                  "agent": session["agent"]}, format="json")
+    assert started.status_code == 201, started.content
+    sessions = reverse("admin:runs_session_changelist")
+    assert "eval smoke: hi" not in staff_client.get(sessions).content.decode()
+    assert "eval smoke: hi" in staff_client.get(sessions + "?kind=eval").content.decode()
     for model in admin_models():
         opts = model._meta
         prefix = f"admin:{opts.app_label}_{opts.model_name}"
@@ -68,7 +81,8 @@ def test_admin_pages_render(staff_client, alice, make_session, hango_settings):
     assert response.status_code == 302
     run.refresh_from_db()
     assert run.status == "cancelled"
-    assert Run.objects.get(status="queued").pk != run.pk  # the waiting message's run started
+    # The waiting message's run started.
+    assert Run.objects.get(status="queued", session__kind="chat").pk != run.pk
 
 
 def test_the_admin_index_names_every_model_in_english(staff_client):

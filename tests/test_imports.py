@@ -25,7 +25,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "accounts", "integrations", "agents", "runs", "context", "inspector",
-            "webhooks", "schedules", "cli", "hango_project", "hango_api", "migrations", "tests")
+            "webhooks", "schedules", "evals", "cli", "hango_project", "hango_api", "migrations",
+            "tests")
 
 
 def project_modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:

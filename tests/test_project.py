@@ -26,7 +26,8 @@ def test_migrations_are_in_sync(db):
 
 
 def test_every_app_keeps_migrations_in_the_top_level_package():
-    for app in ("accounts", "integrations", "agents", "runs", "context", "webhooks", "schedules"):
+    for app in ("accounts", "integrations", "agents", "runs", "context", "webhooks", "schedules",
+                "evals"):
         assert (ROOT / "migrations" / app / "__init__.py").exists()
         assert not (ROOT / app / "migrations").exists()
 
@@ -50,10 +51,11 @@ def test_openapi_schema_validates_without_warnings(tmp_path):
     assert schema["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
 
 
-LISTS = {"agents_list", "agents_versions_list", "agents_memory_list", "skills_list",
-         "sessions_list", "sessions_messages_list", "sessions_runs_list", "sessions_files_list",
-         "audit_list", "webhooks_list", "webhooks_deliveries_list", "schedules_list",
-         "schedules_fires_list", "prices_list", "mcp_servers_list", "credentials_list"}
+LISTS = {"agents_list", "agents_memory_list", "skills_list", "sessions_list",
+         "sessions_messages_list", "sessions_runs_list", "sessions_files_list", "audit_list",
+         "webhooks_list", "webhooks_deliveries_list", "schedules_list", "schedules_fires_list",
+         "prices_list", "mcp_servers_list", "credentials_list", "eval_suites_list",
+         "eval_suites_cases_list", "eval_runs_list", "agents_versions_list"}
 
 
 def test_list_routes_are_documented_as_the_pages_they_answer():

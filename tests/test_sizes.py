@@ -8,8 +8,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("accounts", "agents", "cli", "context", "hango_api", "hango_project", "harness",
-            "inspector", "integrations", "runs", "schedules", "webhooks", "sdk/python/hango_client")
+PACKAGES = ("accounts", "agents", "cli", "context", "evals", "hango_api", "hango_project",
+            "harness", "inspector", "integrations", "runs", "schedules", "webhooks",
+            "sdk/python/hango_client")
 MODULE_LINES = 300
 FUNCTION_LINES = 50
 

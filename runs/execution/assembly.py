@@ -10,11 +10,12 @@ from functools import cache
 
 from pydantic import SecretStr
 
+from accounts.models import UsagePurpose
 from accounts.usage import quota_hold
 from agents import versions
 from agents.models import Agent
 from agents.stores import DbMemoryStore, DbSkillStore, Guard
-from context.stores import DbOverrideStore
+from context.stores import DbOverrideStore, overrides_from_json
 from hango_project.config import hango
 from hango_project.errors import QuotaExceeded
 from hango_project.pgpool import release as release_connection
@@ -44,7 +45,7 @@ from runs.execution.mcp_access import DbMcpAccess
 from runs.execution.preload import NOTHING_PRELOADED, Preloaded, preload
 from runs.execution.stores import DbCallJournal, DbFileStore, DbSummaryStore
 from runs.live import relay
-from runs.models import Run, Session
+from runs.models import Run, Session, SessionKind
 
 
 @cache
@@ -173,7 +174,8 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         files=DbFileStore(session.pk, guard=guard, listing=reads.files),
         summaries=ReadSummaryStore(session, guard=guard),
         overrides=DbOverrideStore(session.tenant_id, agent.pk, session.pk,
-                                  preloaded=reads.overrides),
+                                  preloaded=reads.overrides,
+                                  extra=overrides_from_json(session.overrides)),
         provider=provider, model=model, tools=tuple(tool_registry().all()),
         context_window=spec.settings.context_window, tokenizer=tokenizer,
         memory_max_bytes=knobs.memory_max_bytes,
@@ -187,7 +189,11 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
         capture_only=capture_only))
     return Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
                 tools=tool_registry().view(spec.allowed_tools), deltas=deltas,
-                prints=tokenizer)
+                prints=tokenizer, purpose=_PURPOSES.get(session.kind, UsagePurpose.RUN.value))
+
+
+# The usage purpose of a session's run calls, by the session's kind.
+_PURPOSES: dict[str, str] = {SessionKind.EVAL.value: UsagePurpose.EVAL.value}
 
 
 def _provider(spec: AgentSpec, settings: ProviderSettings | None, tokenizer: Tokenizer, *,

@@ -35,6 +35,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from hango_project.config import hango
+from runs import signals
 from runs.execution import fairness, handoff, queued_tasks, worker
 from runs.execution.timings import RunTimings, current
 from runs.execution.worker import Outcome
@@ -159,12 +160,20 @@ def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None,
     outcome = worker.execute_run(run_id, waiting=waiting, timings=timings)
     if outcome is Outcome.YIELDED:
         enqueue_run(run_id)
-    elif outcome in worker.MAY_HAVE_ENDED and (started := handoff.start_queued(run_id)):
-        enqueue_run(started)
+    elif outcome in worker.MAY_HAVE_ENDED:
+        _tell_ended(run_id)
+        if started := handoff.start_queued(run_id):
+            enqueue_run(started)
     elif (outcome in (Outcome.PAUSED, Outcome.SKIPPED)
           and (started := handoff.cancel_kept_by_a_pause(run_id))):
         enqueue_run(started)
     return outcome
+
+
+def _tell_ended(run_id: str) -> None:
+    for receiver, result in signals.run_may_have_ended.send_robust(None, run_id=run_id):
+        if isinstance(result, Exception):
+            log.error("run %s: %r failed on its end: %r", run_id, receiver, result)
 
 
 @shared_task(

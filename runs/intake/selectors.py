@@ -43,7 +43,7 @@ def _sessions() -> QuerySet[Session]:
 
 
 def session_list(*, member: Member) -> QuerySet[Session]:
-    return visible_to(_sessions(), member)
+    return visible_to(_sessions(), member).filter(kind="chat")  # SessionKind: no eval's
 
 
 def session_get(*, member: Member, session_id: uuid.UUID | str) -> Session:

@@ -27,5 +27,9 @@ def world(owner, alice, make_agent, make_session, hango_settings):
     server = owner.client.post("/v1/mcp-servers", {"name": "docs", "transport": "streamable_http",
                                                    "url": "https://docs.example.com/mcp"},
                                format="json").json()
+    suite = alice.client.post("/v1/eval-suites", {"name": "smoke"}, format="json").json()
+    case = alice.client.post(f"/v1/eval-suites/{suite['id']}/cases",
+                             {"name": "hi", "turns": ["hi"]}, format="json").json()
     return {"agent": agent["id"], "session": session["id"], "memory": memory, "skill": skill["id"],
-            "webhook": webhook["id"], "schedule": schedule["id"], "mcp_server": server["id"]}
+            "webhook": webhook["id"], "schedule": schedule["id"], "mcp_server": server["id"],
+            "suite": suite["id"], "case": case["id"]}

@@ -17,11 +17,12 @@ from rest_framework.views import APIView
 
 from accounts.models import AuditAction, AuditEntry, TenantPrice
 from agents.models import MemoryFile
+from evals.models import EvalRun
 from harness.approval_values import PendingBatch, PendingCall
 from harness.serde import batch_to_json
 from integrations.credentials import credential_set
 from integrations.models import Credential
-from runs.models import Run, SessionFile
+from runs.models import Message, Run, SessionFile
 from tests.support.api import AGENT_BODY, HITL, WRITE_METHODS, post_message
 
 CALL_ID = "d5_wc"  # the demo script's word_count call (see tests/scenarios/test_approvals.py)
@@ -130,6 +131,19 @@ def _new_credential_id(response) -> str:
     return str(Credential.objects.get(name="new-token").pk)
 
 
+def _a_user_message(world) -> bool:
+    Message.objects.create(session_id=world["session"], seq=1, role="user",
+                           content=[{"type": "text", "text": "hi"}])
+    return True
+
+
+def _an_eval_run(caller, world) -> str:
+    """An eval run still running, with no case started (its cancel writes one row)."""
+    eval_run = EvalRun.objects.create(tenant_id=caller.member.tenant_id, member=caller.member,
+                                      suite_id=world["suite"], agent_id=world["agent"])
+    return str(eval_run.pk)
+
+
 WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
     ("agents", "post"): (AuditAction.AGENT_CREATE, "agent", lambda c, w: (
         "/v1/agents", AGENT_BODY, _from_body)),
@@ -200,6 +214,27 @@ WRITE_ROUTES: dict[tuple[str, str], tuple[AuditAction, str, Call]] = {
         f"/v1/schedules/{w['schedule']}", {"cron": "0 10 * * *"}, lambda r: w["schedule"])),
     ("schedule", "delete"): (AuditAction.SCHEDULE_DELETE, "schedule", lambda c, w: (
         f"/v1/schedules/{w['schedule']}", None, lambda r: w["schedule"])),
+    ("eval-suites", "post"): (AuditAction.EVAL_SUITE_CREATE, "eval_suite", lambda c, w: (
+        "/v1/eval-suites", {"name": "new"}, _from_body)),
+    ("eval-suite", "patch"): (AuditAction.EVAL_SUITE_UPDATE, "eval_suite", lambda c, w: (
+        f"/v1/eval-suites/{w['suite']}", {"description": "d"}, lambda r: w["suite"])),
+    ("eval-suite", "delete"): (AuditAction.EVAL_SUITE_DELETE, "eval_suite", lambda c, w: (
+        f"/v1/eval-suites/{w['suite']}", None, lambda r: w["suite"])),
+    ("eval-cases", "post"): (AuditAction.EVAL_SUITE_UPDATE, "eval_suite", lambda c, w: (
+        f"/v1/eval-suites/{w['suite']}/cases", {"name": "new", "turns": ["x"]},
+        lambda r: w["suite"])),
+    ("eval-cases-from-session", "post"): (AuditAction.EVAL_SUITE_UPDATE, "eval_suite",
+                                          lambda c, w: (
+        _a_user_message(w) and f"/v1/eval-suites/{w['suite']}/cases/from-session",
+        {"session": w["session"], "name": "replayed"}, lambda r: w["suite"])),
+    ("eval-case", "patch"): (AuditAction.EVAL_SUITE_UPDATE, "eval_suite", lambda c, w: (
+        f"/v1/eval-suites/{w['suite']}/cases/{w['case']}", {"turns": ["y"]},
+        lambda r: w["suite"])),
+    ("eval-case", "delete"): (AuditAction.EVAL_SUITE_UPDATE, "eval_suite", lambda c, w: (
+        f"/v1/eval-suites/{w['suite']}/cases/{w['case']}", None, lambda r: w["suite"])),
+    ("eval-run-cancel", "post"): (AuditAction.EVAL_RUN_CANCEL, "eval_run", lambda c, w: (
+        (eval_run := _an_eval_run(c, w)) and f"/v1/eval-runs/{eval_run}/cancel", None,
+        lambda r: eval_run)),
     # A member's own credential (the tenant's: ADMIN_WRITE_ROUTES).
     ("credential", "put"): (AuditAction.CREDENTIAL_SET, "credential", lambda c, w: (
         "/v1/credentials/new-token?scope=member", {"value": "v"}, _new_credential_id)),
@@ -216,6 +251,8 @@ READS_WITH_A_BODY = {("session-context", "post")}
 # session's overrides with its agent's replaces both sets, as their two PUTs do.
 SEVERAL_WRITES = {("schedule-run", "post"): [AuditAction.SESSION_CREATE, AuditAction.RUN_CREATE,
                                              AuditAction.SCHEDULE_RUN],
+                  # Starting an eval run posts each case's first turn (one case in ``world``).
+                  ("eval-runs", "post"): [AuditAction.EVAL_RUN_START, AuditAction.RUN_CREATE],
                   ("session-context-overrides-both", "put"): [AuditAction.CONTEXT_OVERRIDE,
                                                               AuditAction.CONTEXT_OVERRIDE]}
 
@@ -347,7 +384,9 @@ def test_no_read_route_records_a_row(owner, alice, world):
     ids = {"agent_id": world["agent"], "session_id": world["session"], "run_id": run_id,
            "skill_id": world["skill"], "webhook_id": world["webhook"], "delivery_id": ping["id"],
            "schedule_id": world["schedule"], "model": _a_price(owner).rsplit("/", 1)[1],
-           "mcp_server_id": world["mcp_server"], "number": "1", "other": "1"}
+           "mcp_server_id": world["mcp_server"], "suite_id": world["suite"],
+           "case_id": world["case"], "eval_run_id": (eval_run := _an_eval_run(alice, world)),
+           "other_id": eval_run, "number": "1", "other": "1"}
     paths = {"agent-memory-file": "memories/old.md", "session-file": "notes/plan.md"}
     before = row_ids()
     called = []

@@ -156,4 +156,6 @@ def test_the_action_set_is_closed_and_reserves_the_inspector():
     assert {"mcp_server.create", "mcp_server.update", "mcp_server.delete", "credential.set",
             "credential.delete"} <= set(AuditAction.values)
     assert {"run.tool_results", "session.update"} <= set(AuditAction.values)
-    assert len(AuditAction.values) == 37
+    assert {"eval_suite.create", "eval_suite.update", "eval_suite.delete", "eval_run.start",
+            "eval_run.cancel"} <= set(AuditAction.values)
+    assert len(AuditAction.values) == 42

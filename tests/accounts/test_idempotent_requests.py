@@ -31,7 +31,9 @@ COVERED_POSTS = {
     "v1/runs/<str:run_id>/resume", "v1/runs/<str:run_id>/approve",
     "v1/runs/<str:run_id>/tool-results", "v1/mcp-servers",
     "v1/webhooks", "v1/webhooks/<str:webhook_id>/rotate", "v1/webhooks/<str:webhook_id>/ping",
-    "v1/schedules", "v1/schedules/<str:schedule_id>/run",
+    "v1/schedules", "v1/schedules/<str:schedule_id>/run", "v1/eval-suites",
+    "v1/eval-suites/<str:suite_id>/cases", "v1/eval-suites/<str:suite_id>/cases/from-session",
+    "v1/eval-runs", "v1/eval-runs/<str:eval_run_id>/cancel",
 }
 EXEMPT_POSTS = {
     "v1/sessions/<str:session_id>/context": "a preview: nothing is written",

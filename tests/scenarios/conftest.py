@@ -51,12 +51,27 @@ def route_ids(alice, admin, queued_run: Run) -> dict[str, str]:
     credential = alice.client.put("/v1/credentials/walker-token?scope=member", {"value": "x"},
                                   format="json")
     assert credential.status_code == 201, credential.content
-    return {"agent_id": agent_id, "session_id": str(queued_run.session_id),
+    suite, case, eval_run = eval_objects(alice, agent_id)
+    return {"suite_id": suite, "case_id": case, "eval_run_id": eval_run, "other_id": eval_run,
+            "agent_id": agent_id, "session_id": str(queued_run.session_id),
             "run_id": str(queued_run.pk), "skill_id": skill.json()["id"],
             "path": "memories/notes.md", "webhook_id": webhook.json()["id"],
             "delivery_id": str(uuid.uuid4()), "schedule_id": schedule.json()["id"],
             "model": "scripted:demo", "mcp_server_id": server.json()["id"],
             "name": "walker-token", "number": "1", "other": "1"}
+
+
+def eval_objects(caller, agent_id: str) -> tuple[str, str, str]:
+    """An eval suite of ``caller``'s with one case, and an eval run of it."""
+    suite = caller.client.post("/v1/eval-suites", {"name": "walker"}, format="json")
+    assert suite.status_code == 201, suite.content
+    case = caller.client.post(f"/v1/eval-suites/{suite.json()['id']}/cases",
+                              {"name": "walk", "turns": ["hi"]}, format="json")
+    assert case.status_code == 201, case.content
+    eval_run = caller.client.post("/v1/eval-runs", {"suite": suite.json()["id"],
+                                                    "agent": agent_id}, format="json")
+    assert eval_run.status_code == 201, eval_run.content
+    return suite.json()["id"], case.json()["id"], eval_run.json()["id"]
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from django.db import connection
 
 from accounts.models import AuditEntry, IdempotencyKey
 from agents.models import Agent, MemoryFile, Skill
+from evals.models import EvalRun
 from integrations.models import McpServer
 from runs.models import Message, Run
 from schedules.models import Fire, Schedule
@@ -51,6 +52,13 @@ def _cancelled_run(caller: Caller, ids: dict[str, str]) -> dict[str, str]:
     return ids
 
 
+def _running_eval_run(caller: Caller, ids: dict[str, str]) -> dict[str, str]:
+    """``ids`` with an eval run of its own still running (no case started: nothing ends it)."""
+    eval_run = EvalRun.objects.create(tenant_id=caller.member.tenant_id, member=caller.member,
+                                      suite_id=ids["suite_id"], agent_id=ids["agent_id"])
+    return {**ids, "eval_run_id": str(eval_run.pk)}
+
+
 # How each keyed POST is called: who calls it, its body (None: none), and what it needs first.
 CALLS: dict[str, tuple[str, Any, Callable[[Caller, dict[str, str]], dict[str, str]] | None]] = {
     "agents_create": ("alice", VALID["agents_create"], None),
@@ -70,6 +78,11 @@ CALLS: dict[str, tuple[str, Any, Callable[[Caller, dict[str, str]], dict[str, st
     "webhooks_ping": ("alice", None, None),
     "schedules_create": ("alice", VALID["schedules_create"], None),
     "schedules_run": ("alice", None, None),
+    "eval_suites_create": ("alice", VALID["eval_suites_create"], None),
+    "eval_suites_cases_create": ("alice", VALID["eval_suites_cases_create"], None),
+    "eval_suites_cases_from_session": ("alice", VALID["eval_suites_cases_from_session"], None),
+    "eval_runs_create": ("alice", VALID["eval_runs_create"], None),
+    "eval_runs_cancel": ("alice", None, _running_eval_run),
 }
 
 
@@ -89,7 +102,10 @@ def _effects() -> tuple[int, ...]:
 
 
 def _filled(body: Any, ids: dict[str, str]) -> Any:
-    return json.loads(json.dumps(body).replace("{agent_id}", ids["agent_id"]))
+    text = json.dumps(body)
+    for name in ("agent_id", "session_id", "suite_id"):
+        text = text.replace("{" + name + "}", ids.get(name, ""))
+    return json.loads(text)
 
 
 def test_every_keyed_post_route_is_walked():
@@ -298,8 +314,11 @@ def walk_ids(alice, make_agent, broker) -> dict[str, str]:
     schedule = alice.client.post("/v1/schedules", {"name": "n", "agent": agent,
                                                    "cron": "0 9 * * *", "content": "hi"},
                                  format="json")
+    suite = alice.client.post("/v1/eval-suites", {"name": "walked"}, format="json").json()
+    alice.client.post(f"/v1/eval-suites/{suite['id']}/cases", {"name": "c", "turns": ["hi"]},
+                      format="json")
     return {**ids, "session_id": str(run.session_id), "webhook_id": webhook.json()["id"],
-            "schedule_id": schedule.json()["id"]}
+            "schedule_id": schedule.json()["id"], "suite_id": suite["id"]}
 
 
 def test_each_post_whose_commit_reply_was_lost_answers_its_first_answer_on_retry(

@@ -31,6 +31,9 @@ MAPS: set[tuple[str, Path]] = {
     ("sessions_context_try", ("replace",)),  # part id -> replacement text
     ("mcp_servers_create", ("headers",)),  # header name -> template
     ("mcp_servers_update", ("headers",)),
+    ("eval_runs_create", ("overrides", "replace")),  # part id -> replacement text
+    ("eval_suites_cases_create", ("setup", "files")),  # path -> content
+    ("eval_suites_cases_update", ("setup", "files")),
 }
 
 

@@ -131,10 +131,25 @@ VALID: dict[str, Any] = {
     "schedules_update": {"name": "m", "cron": "0 10 * * *", "timezone": "UTC",
                          "content": "hello", "multitask": "reject", "pause_after_failures": 1,
                          "active": False},
+    "eval_suites_create": {"name": "other", "description": "d"},
+    "eval_suites_update": {"name": "renamed", "description": "e"},
+    "eval_suites_cases_create": {"name": "other", "turns": ["hi"],
+                                 "setup": {"files": {"/notes.md": "x"}},
+                                 "graders": [{"type": "contains", "value": "hi"}]},
+    "eval_suites_cases_update": {"name": "renamed", "turns": ["hello"], "setup": {"files": {}},
+                                 "graders": [{"type": "no_tool_called"}]},
+    "eval_suites_cases_from_session": {"session": "{session_id}", "name": "replayed",
+                                       "expect": "none"},
+    "eval_runs_create": {"suite": "{suite_id}", "agent": "{agent_id}", "version": None,
+                         "overrides": {"exclude": ["system:todo"],
+                                       "replace": {"system:agent": "x"}}},
 }
 
 
 def valid_body(operation: Operation, ids: Mapping[str, str]) -> Any:
-    """:data:`VALID`'s body for ``operation``, its ``{agent_id}`` filled from ``ids``."""
+    """:data:`VALID`'s body for ``operation``, its ids in braces (``{agent_id}``) filled from
+    ``ids``."""
     body = json.dumps(VALID[operation.operation_id])
-    return json.loads(body.replace("{agent_id}", ids["agent_id"]))
+    for name in ("agent_id", "session_id", "suite_id"):
+        body = body.replace("{" + name + "}", ids.get(name, ""))
+    return json.loads(body)

@@ -1,0 +1,11 @@
+"""What runs tells the apps above it, which it does not import (the evals app listens)."""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+# Sent by the process that advanced a run, after a slice that may have ended it (its end, if
+# any, committed): keyword ``run_id`` (str). Sent robustly: a receiver's error is logged, never
+# the run's. A crash before it is sent loses it, so a receiver's work must also be reachable
+# another way (the evals app advances its cases again when its results are read).
+run_may_have_ended = Signal()
