@@ -4,7 +4,7 @@ call's quota hold, in one short transaction of its own, before the turn that mad
 commits. A provider charges for a call whether or not its turn lands, so a call whose turn
 never does — its worker fenced out by a take-over, the run cancelled mid-call, the worker dead
 between the answer and the commit — is still charged, once, against its run; the turn's commit
-writes no usage (:mod:`runs.execution.turn_commit`).
+writes no usage (:mod:`runs.execution.store.pg_turn`).
 
 A row's key names its call: ``<run>/<epoch>:<turn>:<index>``, the claim that made it, the turn,
 and its place among that turn's calls. A turn redone by the next claim makes new calls, which

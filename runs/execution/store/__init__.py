@@ -1,0 +1,64 @@
+"""What the runs app needs from its database, one implementation per engine, chosen once.
+
+A run's hot paths each have two bodies: hand-written PostgreSQL (PREPAREd statements,
+data-modifying CTEs, one round trip) and the ORM's, for SQLite, the quickstart's engine. They
+live here, side by side only in the protocol (:class:`RunStore`): the PostgreSQL store in
+:mod:`runs.execution.store.postgresql`, the ORM's in :mod:`runs.execution.store.orm`.
+:func:`store` picks one per process from the engine of the default connection
+(:func:`hango_project.database.database`); callers ask it and hold no ``if`` of their own.
+
+Both stores answer the same contract (tests/runs/test_store_contract.py runs the same
+assertions against each): a path that drifts from its twin fails there.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from datetime import timedelta
+from typing import TYPE_CHECKING, Protocol
+
+from hango_project.database import database
+
+if TYPE_CHECKING:
+    from runs.execution.fence import Claim
+    from runs.execution.renewer import Statements
+    from runs.execution.turn_write import Committed, TurnWrite
+    from runs.models import Run
+
+
+class RunStore(Protocol):
+    """What a run's worker asks the database."""
+
+    def claim(self, run_id: uuid.UUID | str, owner: str, lease: timedelta) -> Run | None:
+        """Take the run's lease for ``owner``, for ``lease`` from now, under a new epoch (a
+        queued run starts running; a lease expired under another worker is taken over; a cancel
+        asked for while nobody ran it is honoured): the run with its agent, session and tenant,
+        or None when there is nothing to do (finished, unknown, held by a live lease of another
+        owner, cancelled now)."""
+        ...
+
+    def commit_turn(self, write: TurnWrite) -> Committed | None:
+        """Commit one turn (its messages, events, state and counter; the last turn also ends
+        the run) while the writer's epoch holds the running run at the expected turn; None when
+        it was fenced out, and then nothing was written."""
+        ...
+
+    def poll(self, claim: Claim) -> tuple[bool, bool]:
+        """Whether the run's cancel was asked for, and whether ``claim`` still holds it."""
+        ...
+
+    def watch_statements(self) -> Statements:
+        """What the run watch (:mod:`runs.execution.leases`) asks the database, on its
+        thread's own connection: renew the held runs' leases, read their news."""
+        ...
+
+
+@functools.cache
+def store() -> RunStore:
+    """This process's store, picked once from the default connection's engine."""
+    if database().vendor == "postgresql":
+        from runs.execution.store.postgresql import PostgreSQLStore
+        return PostgreSQLStore()
+    from runs.execution.store.orm import OrmStore
+    return OrmStore()
