@@ -11,6 +11,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.models import QuotaHold, Tenant, UsageRecord
+from accounts.usage import quota_hold
+from harness.messages import ModelUsage, Usage
 from runs.execution import tasks
 from runs.execution.fence import Claim, take_over
 from runs.execution.store import RunStore, store
@@ -169,3 +172,21 @@ def test_the_watch_renews_held_leases_and_reads_their_news(runs_store, queued_ru
         assert statements.read([held])[held] == (True, True)
     finally:
         statements.close()
+
+
+def test_a_call_is_recorded_with_its_usage_and_settles_its_holds(runs_store, queued_run):
+    run = runs_store.claim(queued_run.pk, "worker-a", LEASE)
+    tenant = run.session.tenant
+    Tenant.objects.filter(pk=tenant.pk).update(token_quota=10**9)
+    holds = [quota_hold(tenant.pk, 500, run_id=run.pk)]
+    call = ModelUsage(purpose="run", provider="scripted", model="demo",
+                      usage=Usage(input_tokens=7, output_tokens=3, cache_read_tokens=2))
+    runs_store.record_call(run, call, f"{run.pk}/1:1:0", b"print", holds)
+    row = UsageRecord.objects.get(run_id=run.pk)
+    assert (row.dedupe_key, row.input_tokens, row.output_tokens, row.cache_read_tokens) == (
+        f"{run.pk}/1:1:0", 7, 3, 2)
+    assert (row.tenant_id, row.agent_id, bytes(row.request_print)) == (
+        tenant.pk, run.agent_id, b"print")
+    counted = Run.objects.get(pk=run.pk)
+    assert (counted.input_tokens, counted.output_tokens, counted.cache_read_tokens) == (7, 3, 2)
+    assert not QuotaHold.objects.filter(pk__in=holds).exists()

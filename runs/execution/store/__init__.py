@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from hango_project.database import database
 
 if TYPE_CHECKING:
+    from harness.messages import ModelUsage
     from runs.execution.fence import Claim
     from runs.execution.renewer import Statements
     from runs.execution.turn_write import Committed, TurnWrite
@@ -42,6 +43,13 @@ class RunStore(Protocol):
         """Commit one turn (its messages, events, state and counter; the last turn also ends
         the run) while the writer's epoch holds the running run at the expected turn; None when
         it was fenced out, and then nothing was written."""
+        ...
+
+    def record_call(self, run: Run, call: ModelUsage, key: str, printed: bytes | None,
+                    holds: list[int]) -> None:
+        """Record one model call as it ends, in a transaction of its own: its usage row (under
+        ``key``, with the request's ``printed`` fingerprint), the run's token counters, and the
+        release of ``holds``, the quota holds it settles."""
         ...
 
     def poll(self, claim: Claim) -> tuple[bool, bool]:

@@ -8,10 +8,14 @@ import uuid
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
+from accounts import prices
+from accounts.models import QuotaHold, UsageRecord
 from accounts.usage import quota_release, tenant_spend
 from hango_project import metrics
+from harness.messages import ModelUsage
 from runs.execution.endings import cancel_unheld, finish_run
 from runs.execution.events import TAKEN_BY_CLAIM, append_events, status_event, takeover_event
 from runs.execution.fence import Claim
@@ -90,3 +94,22 @@ class OrmStore:
 
     def watch_statements(self) -> Statements:
         return OrmStatements()
+
+    def record_call(self, run: Run, call: ModelUsage, key: str, printed: bytes | None,
+                    holds: list[int]) -> None:
+        usage = call.usage
+        with transaction.atomic():
+            UsageRecord.objects.create(
+                tenant_id=run.session.tenant_id, session_id=run.session_id, run_id=run.pk,
+                agent_id=run.agent_id, purpose=call.purpose, provider=call.provider,
+                model=call.model, usage_source=call.source, input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens, dedupe_key=key, request_print=printed,
+                **prices.columns_for(run.session.tenant_id, call.provider, call.model, usage))
+            Run.objects.filter(pk=run.pk).update(
+                input_tokens=F("input_tokens") + usage.input_tokens,
+                output_tokens=F("output_tokens") + usage.output_tokens,
+                cache_read_tokens=F("cache_read_tokens") + usage.cache_read_tokens,
+                cache_write_tokens=F("cache_write_tokens") + usage.cache_write_tokens)
+            if holds:
+                QuotaHold.objects.filter(pk__in=holds).delete()

@@ -1,8 +1,9 @@
 """PostgreSQL's store (:class:`runs.execution.store.RunStore`): a run's hot paths as hand-written
 statements PREPAREd once per connection (:class:`runs.execution.prepared.Prepared`), each one
 round trip — the claim (:mod:`runs.execution.store.pg_claim`), a turn's commit
-(:mod:`runs.execution.store.pg_turn`), the poll, the watch's renewals and reads on a connection
-of its own (:class:`runs.execution.renewer.PostgreSQLStatements`)."""
+(:mod:`runs.execution.store.pg_turn`), a call's record (:mod:`runs.execution.store.pg_ledger`),
+the poll; and the watch's renewals and reads on a connection of its own
+(:class:`runs.execution.renewer.PostgreSQLStatements`)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from django.db import connection
 from django.utils import timezone
 
 from hango_project import metrics
+from harness.messages import ModelUsage
 from runs.execution.fence import Claim
 from runs.execution.prepared import Prepared
 from runs.execution.renewer import PostgreSQLStatements, Statements
 from runs.execution.store.orm import OrmStore
 from runs.execution.store.pg_claim import claim_unheld
+from runs.execution.store.pg_ledger import record_one_statement
 from runs.execution.store.pg_turn import commit_one_statement
 from runs.execution.turn_write import Committed, TurnWrite
 from runs.models import Run, RunStatus
@@ -57,3 +60,7 @@ class PostgreSQLStore:
     def watch_statements(self) -> Statements:
         # The thread's own connection takes the default connection's parameters.
         return PostgreSQLStatements(connection.get_connection_params())
+
+    def record_call(self, run: Run, call: ModelUsage, key: str, printed: bytes | None,
+                    holds: list[int]) -> None:
+        record_one_statement(run, call, key, printed, holds)
