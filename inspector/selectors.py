@@ -27,7 +27,8 @@ from harness.tokens.base import Tokenizer
 from harness.tokens.tokenizers import tokenizer_for
 from runs.execution.assembly import build_loop, new_state, provider_settings, run_state
 from runs.execution.history import preloaded_history
-from runs.execution.preload import Preloaded, preload
+from runs.execution.preload import Preloaded
+from runs.execution.store import store
 from runs.models import ACTIVE_RUN_STATUSES, PendingMessage, Run, Session
 
 
@@ -61,7 +62,7 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored
         tokenizer = tokenizer_for(session.agent.model)
         # What a run reads before its first call, in the run's one statement, with the active
         # run and its queue: one snapshot, so a turn committed meanwhile is in all or none.
-        reads = preload(session.tenant_id, session.agent_id, session.pk,
+        reads = store().preload(session.tenant_id, session.agent_id, session.pk,
                         counts_key=tokenizer.counts_key, session_state=True)
         run, queued = _session_state(session, reads)
         if run is not None and message is not None:

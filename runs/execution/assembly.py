@@ -39,7 +39,8 @@ from runs.execution.call_ledger import DbLedger
 from runs.execution.fence import Claim
 from runs.execution.history import preloaded_history
 from runs.execution.mcp_access import DbMcpAccess
-from runs.execution.preload import NOTHING_PRELOADED, Preloaded, preload
+from runs.execution.preload import NOTHING_PRELOADED, Preloaded
+from runs.execution.store import store
 from runs.execution.stores import DbCallJournal, DbFileStore, DbSummaryStore
 from runs.live import relay
 from runs.models import Run, Session
@@ -207,7 +208,8 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
     tenant = run.session.tenant
     budget = DbBudget(tenant.pk, run.pk) if tenant.token_quota is not None else None
     tokenizer = tokenizer_for(run.agent.model)
-    reads = preload(tenant.pk, run.agent_id, run.session_id, counts_key=tokenizer.counts_key)
+    reads = store().preload(tenant.pk, run.agent_id, run.session_id,
+                            counts_key=tokenizer.counts_key)
     loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch), budget=budget,
                       preloaded=reads, deltas=relay.run_deltas(run.pk))
     history = preloaded_history(reads, run.session_id, tokenizer)

@@ -9,6 +9,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import QuotaHold, Tenant, UsageRecord
@@ -16,6 +17,7 @@ from accounts.usage import quota_hold
 from harness.messages import ModelUsage, Usage
 from runs.execution import tasks
 from runs.execution.fence import Claim, take_over
+from runs.execution.preload import NOTHING_PRELOADED
 from runs.execution.store import RunStore, store
 from runs.execution.store.orm import OrmStore
 from runs.execution.turn_write import NewMessage, TurnWrite
@@ -190,3 +192,15 @@ def test_a_call_is_recorded_with_its_usage_and_settles_its_holds(runs_store, que
     counted = Run.objects.get(pk=run.pk)
     assert (counted.input_tokens, counted.output_tokens, counted.cache_read_tokens) == (7, 3, 2)
     assert not QuotaHold.objects.filter(pk__in=holds).exists()
+
+
+def test_a_preload_reads_the_run_s_context_or_leaves_it_to_each_store(runs_store, queued_run):
+    session = queued_run.session
+    reads = runs_store.preload(session.tenant_id, queued_run.agent_id, session.pk)
+    # PostgreSQL reads it in one round trip; SQLite's store leaves each store its own read.
+    assert reads is NOTHING_PRELOADED or (
+        [(seq, role) for seq, role, *_ in reads.history] == [(1, "user")]
+        and (reads.overrides, reads.memory, reads.files) == ([], [], []))
+    with transaction.atomic():  # a timeout set for it would outlive the statement: none
+        assert runs_store.preload(session.tenant_id, queued_run.agent_id,
+                                  session.pk) is NOTHING_PRELOADED

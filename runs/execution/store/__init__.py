@@ -23,6 +23,7 @@ from hango_project.database import database
 if TYPE_CHECKING:
     from harness.messages import ModelUsage
     from runs.execution.fence import Claim
+    from runs.execution.preload import Preloaded
     from runs.execution.renewer import Statements
     from runs.execution.turn_write import Committed, TurnWrite
     from runs.models import Run
@@ -50,6 +51,13 @@ class RunStore(Protocol):
         """Record one model call as it ends, in a transaction of its own: its usage row (under
         ``key``, with the request's ``printed`` fingerprint), the run's token counters, and the
         release of ``holds``, the quota holds it settles."""
+        ...
+
+    def preload(self, tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID, *,
+                counts_key: str | None = None, session_state: bool = False) -> Preloaded:
+        """What a run reads before its first model call, in one round trip where the engine
+        has one (:mod:`runs.execution.preload`); :data:`~runs.execution.preload.NOTHING_PRELOADED`
+        where it reads none (each store then reads its own)."""
         ...
 
     def poll(self, claim: Claim) -> tuple[bool, bool]:

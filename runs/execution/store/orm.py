@@ -19,6 +19,7 @@ from harness.messages import ModelUsage
 from runs.execution.endings import cancel_unheld, finish_run
 from runs.execution.events import TAKEN_BY_CLAIM, append_events, status_event, takeover_event
 from runs.execution.fence import Claim
+from runs.execution.preload import NOTHING_PRELOADED, Preloaded
 from runs.execution.renewer import OrmStatements, Statements
 from runs.execution.turn_write import Committed, TurnWrite
 from runs.models import BUSY_RUN_STATUSES, Message, Run, RunStatus
@@ -85,6 +86,11 @@ class OrmStore:
                 quota_release(run_id=run.pk)
                 used = tenant_spend(write.tenant_id, write.period_start or timezone.now())
             return Committed(cancel_requested=run.cancel_requested, quota_used=used)
+
+    def preload(self, tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID, *,
+                counts_key: str | None = None, session_state: bool = False) -> Preloaded:
+        # One local file: each store's own read costs no round trip worth saving.
+        return NOTHING_PRELOADED
 
     def poll(self, claim: Claim) -> tuple[bool, bool]:
         row = (Run.objects.filter(pk=claim.run_id)

@@ -16,11 +16,13 @@ from django.utils import timezone
 from hango_project import metrics
 from harness.messages import ModelUsage
 from runs.execution.fence import Claim
+from runs.execution.preload import Preloaded
 from runs.execution.prepared import Prepared
 from runs.execution.renewer import PostgreSQLStatements, Statements
 from runs.execution.store.orm import OrmStore
 from runs.execution.store.pg_claim import claim_unheld
 from runs.execution.store.pg_ledger import record_one_statement
+from runs.execution.store.pg_preload import preload_one_statement
 from runs.execution.store.pg_turn import commit_one_statement
 from runs.execution.turn_write import Committed, TurnWrite
 from runs.models import Run, RunStatus
@@ -48,6 +50,11 @@ class PostgreSQLStore:
 
     def commit_turn(self, write: TurnWrite) -> Committed | None:
         return commit_one_statement(write)
+
+    def preload(self, tenant_id: uuid.UUID, agent_id: uuid.UUID, session_id: uuid.UUID, *,
+                counts_key: str | None = None, session_state: bool = False) -> Preloaded:
+        return preload_one_statement(tenant_id, agent_id, session_id, counts_key=counts_key,
+                                     session_state=session_state)
 
     def poll(self, claim: Claim) -> tuple[bool, bool]:
         # One prepared statement: a run polls before its tools after every model call.
