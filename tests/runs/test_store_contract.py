@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts.models import QuotaHold, Tenant, UsageRecord
 from accounts.usage import quota_hold
+from harness.errors import Superseded
 from harness.messages import ModelUsage, Usage
 from runs.execution import tasks
 from runs.execution.fence import Claim, take_over
@@ -22,7 +23,15 @@ from runs.execution.store import RunStore, store
 from runs.execution.store.orm import OrmStore
 from runs.execution.turn_write import NewMessage, TurnWrite
 from runs.intake.services import message_post
-from runs.models import Message, Run, RunEvent, RunStatus, Session
+from runs.models import (
+    Message,
+    PendingMessage,
+    Run,
+    RunEvent,
+    RunStatus,
+    Session,
+    ToolCallStart,
+)
 
 # The one statements run in autocommit (each is its own transaction): test them that way.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -204,3 +213,29 @@ def test_a_preload_reads_the_run_s_context_or_leaves_it_to_each_store(runs_store
     with transaction.atomic():  # a timeout set for it would outlive the statement: none
         assert runs_store.preload(session.tenant_id, queued_run.agent_id,
                                   session.pk) is NOTHING_PRELOADED
+
+
+def test_a_queue_waiting_after_a_run_names_its_session(runs_store, queued_run):
+    assert runs_store.waiting_after(queued_run.pk) is None
+    assert runs_store.waiting_after(uuid.uuid4()) is None
+    later = Run.objects.create(session=queued_run.session, agent_id=queued_run.agent_id,
+                               status=RunStatus.PENDING)
+    PendingMessage.objects.create(session=queued_run.session, run=later,
+                                  content=[{"type": "text", "text": "then"}])
+    assert runs_store.waiting_after(queued_run.pk) == queued_run.session_id
+    assert runs_store.waiting_after(str(queued_run.pk)) == queued_run.session_id
+
+
+def test_an_mcp_call_is_journalled_once_under_the_claim(runs_store, queued_run):
+    run = runs_store.claim(queued_run.pk, "worker-a", LEASE)
+    claim = Claim(run.pk, run.epoch)
+    for _ in range(2):  # a key is written once
+        runs_store.journal_call(claim, "mcp:1", tool_use_id="tu_1", tool="search")
+    assert list(ToolCallStart.objects.filter(run_id=run.pk).values_list(
+        "key", "tool_use_id", "tool", "epoch")) == [("mcp:1", "tu_1", "search", run.epoch)]
+    locked = Run.objects.get(pk=run.pk)
+    take_over(locked)
+    locked.save()
+    with pytest.raises(Superseded):
+        runs_store.journal_call(claim, "mcp:2", tool_use_id="tu_2", tool="search")
+    assert ToolCallStart.objects.filter(run_id=run.pk).count() == 1

@@ -60,6 +60,18 @@ class RunStore(Protocol):
         where it reads none (each store then reads its own)."""
         ...
 
+    def waiting_after(self, run_id: uuid.UUID | str) -> uuid.UUID | None:
+        """The session of the run when messages wait in its queue (one indexed read), else
+        None: what the worker asks once a run's end has committed, before it starts the next
+        one (:func:`runs.execution.queue.start_next`)."""
+        ...
+
+    def journal_call(self, claim: Claim, key: str, *, tool_use_id: str, tool: str) -> None:
+        """Write an MCP call's journal entry (once per ``key``) before the call is sent, under
+        the claim's guard; raise :class:`~harness.errors.Superseded` when the claim no longer
+        holds the run, and then nothing was written."""
+        ...
+
     def poll(self, claim: Claim) -> tuple[bool, bool]:
         """Whether the run's cancel was asked for, and whether ``claim`` still holds it."""
         ...

@@ -8,12 +8,13 @@ import uuid
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Subquery
 from django.utils import timezone
 
 from accounts import prices
 from accounts.models import QuotaHold, UsageRecord
 from accounts.usage import quota_release, tenant_spend
+from agents.stores import guarded
 from hango_project import metrics
 from harness.messages import ModelUsage
 from runs.execution.endings import cancel_unheld, finish_run
@@ -22,7 +23,7 @@ from runs.execution.fence import Claim
 from runs.execution.preload import NOTHING_PRELOADED, Preloaded
 from runs.execution.renewer import OrmStatements, Statements
 from runs.execution.turn_write import Committed, TurnWrite
-from runs.models import BUSY_RUN_STATUSES, Message, Run, RunStatus
+from runs.models import BUSY_RUN_STATUSES, Message, PendingMessage, Run, RunStatus, ToolCallStart
 
 
 class OrmStore:
@@ -91,6 +92,18 @@ class OrmStore:
                 counts_key: str | None = None, session_state: bool = False) -> Preloaded:
         # One local file: each store's own read costs no round trip worth saving.
         return NOTHING_PRELOADED
+
+    def waiting_after(self, run_id: uuid.UUID | str) -> uuid.UUID | None:
+        session = Run.objects.filter(pk=run_id).values("session_id")[:1]
+        return (PendingMessage.objects.filter(session_id=Subquery(session))
+                .values_list("session_id", flat=True).first())
+
+    def journal_call(self, claim: Claim, key: str, *, tool_use_id: str, tool: str) -> None:
+        with guarded(claim.hold):
+            ToolCallStart.objects.get_or_create(
+                run_id=claim.run_id, key=key,
+                defaults={"tool": tool[:200], "tool_use_id": tool_use_id[:200],
+                          "epoch": claim.epoch})
 
     def poll(self, claim: Claim) -> tuple[bool, bool]:
         row = (Run.objects.filter(pk=claim.run_id)

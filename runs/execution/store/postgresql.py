@@ -2,8 +2,9 @@
 statements PREPAREd once per connection (:class:`runs.execution.prepared.Prepared`), each one
 round trip — the claim (:mod:`runs.execution.store.pg_claim`), a turn's commit
 (:mod:`runs.execution.store.pg_turn`), a call's record (:mod:`runs.execution.store.pg_ledger`),
-the poll; and the watch's renewals and reads on a connection of its own
-(:class:`runs.execution.renewer.PostgreSQLStatements`)."""
+a run's preload (:mod:`runs.execution.store.pg_preload`), and here the poll, the read of a
+session's queue after a run and an MCP call's journal entry; and the watch's renewals and reads
+on a connection of its own (:class:`runs.execution.renewer.PostgreSQLStatements`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from hango_project import metrics
+from harness.errors import Superseded
 from harness.messages import ModelUsage
 from runs.execution.fence import Claim
 from runs.execution.preload import Preloaded
@@ -25,12 +27,35 @@ from runs.execution.store.pg_ledger import record_one_statement
 from runs.execution.store.pg_preload import preload_one_statement
 from runs.execution.store.pg_turn import commit_one_statement
 from runs.execution.turn_write import Committed, TurnWrite
-from runs.models import Run, RunStatus
+from runs.models import PendingMessage, Run, RunStatus, ToolCallStart
 
 _POLL = Prepared.of(
     "hango_poll", f"SELECT cancel_requested, epoch = %(epoch)s AND status = %(running)s "
     f"FROM {Run._meta.db_table} WHERE id = %(run)s",
     (("run", "uuid"), ("epoch", "bigint"), ("running", "text")))
+
+
+_WAITING_AFTER = Prepared.of("hango_waiting_after", f"""
+SELECT q.session_id FROM {PendingMessage._meta.db_table} q
+WHERE q.session_id = (SELECT r.session_id FROM {Run._meta.db_table} r WHERE r.id = %(run)s)
+LIMIT 1
+""", (("run", "uuid"),))
+
+
+# One statement, one round trip: the run's row locked while the claim holds it (as
+# ``Claim.hold`` does) and the call's row inserted beside it; whether the claim held the run is
+# the answer. A guarded ORM write took six round trips, a sixth of an MCP run's worker CPU.
+_JOURNAL = Prepared.of(
+    "hango_journal_call",
+    f"WITH held AS (SELECT id FROM {Run._meta.db_table} WHERE id = %(run)s "
+    "AND epoch = %(epoch)s AND status = %(running)s FOR NO KEY UPDATE), "
+    f"written AS (INSERT INTO {ToolCallStart._meta.db_table} "
+    "(run_id, key, tool_use_id, tool, epoch, created_at) "
+    "SELECT id, %(key)s, %(call)s, %(tool)s, %(epoch)s, now() FROM held "
+    "ON CONFLICT (run_id, key) DO NOTHING RETURNING 1) "
+    "SELECT EXISTS (SELECT 1 FROM held)",
+    (("run", "uuid"), ("epoch", "bigint"), ("running", "text"), ("key", "text"),
+     ("call", "text"), ("tool", "text")))
 
 
 class PostgreSQLStore:
@@ -55,6 +80,22 @@ class PostgreSQLStore:
                 counts_key: str | None = None, session_state: bool = False) -> Preloaded:
         return preload_one_statement(tenant_id, agent_id, session_id, counts_key=counts_key,
                                      session_state=session_state)
+
+    def waiting_after(self, run_id: uuid.UUID | str) -> uuid.UUID | None:
+        # Prepared like the run's other statements (the last thing a run's task sends).
+        with connection.cursor() as cursor:
+            _WAITING_AFTER.run(cursor, {"run": uuid.UUID(str(run_id))})
+            row = cursor.fetchone()
+        return None if row is None else uuid.UUID(str(row[0]))
+
+    def journal_call(self, claim: Claim, key: str, *, tool_use_id: str, tool: str) -> None:
+        with connection.cursor() as cursor:
+            _JOURNAL.run(cursor, {"run": claim.run_id, "epoch": claim.epoch,
+                                  "running": RunStatus.RUNNING, "key": key[:300],
+                                  "call": tool_use_id[:200], "tool": tool[:200]})
+            held = cursor.fetchone()
+        if not (held and held[0]):
+            raise Superseded(f"run {claim.run_id} is no longer held under epoch {claim.epoch}")
 
     def poll(self, claim: Claim) -> tuple[bool, bool]:
         # One prepared statement: a run polls before its tools after every model call.
