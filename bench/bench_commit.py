@@ -2,7 +2,7 @@
 the same statement parsed and planned at every call, and against the floor of any durable
 checkpoint; prints figures only.
 
-A workload run's turn writes are captured (``runs.execution.turn_commit.commit_turn``), then
+A workload run's turn writes are captured (``RunStore.commit_turn``), then
 replayed on a freshly claimed run, turn after turn — each commit a new turn of that run, with its
 messages and events (a call's usage row is written as the call ends:
 ``runs/execution/call_ledger.py``) — in rounds that alternate the three ways. Per commit: wall time
@@ -49,19 +49,20 @@ def main() -> None:
     from django.db import connection
 
     from hango_project.ids import time_ordered_uuid
-    from runs.execution import checkpointer, turn_commit
+    from runs.execution.store import pg_turn, store
     from runs.execution.worker import claim_run
 
     writes = []
-    commit = checkpointer.commit_turn
-    checkpointer.commit_turn = lambda write: (writes.append(write), commit(write))[1]
+    runs_store = store()
+    commit = runs_store.commit_turn
+    runs_store.commit_turn = lambda write: (writes.append(write), commit(write))[1]  # type: ignore[method-assign]
     durable.run(20)
-    checkpointer.commit_turn = commit
+    del runs_store.commit_turn  # type: ignore[attr-defined]
     template = [w for w in writes if w.finish is None]
 
     class Plain:  # the same statement, parsed and planned by every call
         def run(self, cursor, params):
-            cursor.execute(turn_commit._STATEMENTS[False], params)
+            cursor.execute(pg_turn._STATEMENTS[False], params)
 
     floor = Floor(a.db)
 
@@ -69,7 +70,7 @@ def main() -> None:
         return floor.commit(write.state_json, write.messages[0].id, [
             {"role": m.role, "content": m.content} for m in write.messages])
 
-    ways = {"prepared": turn_commit._TURN[False], "plain": Plain(), "floor": floor}
+    ways = {"prepared": pg_turn._TURN[False], "plain": Plain(), "floor": floor}
     results: dict[str, tuple[list[float], list[float], list[float]]] = {
         w: ([], [], []) for w in ways}
     for n in range(len(ways) * a.rounds):
@@ -80,8 +81,8 @@ def main() -> None:
         run = claim_run(str(queued.pk), "bench")
         assert run is not None
         if way != "floor":
-            turn_commit._TURN[False] = ways[way]
-        write_turn = floor_commit if way == "floor" else turn_commit.commit_turn
+            pg_turn._TURN[False] = ways[way]
+        write_turn = floor_commit if way == "floor" else pg_turn.commit_one_statement
         seq, wall, cpu, client = 2, [], [], []
         for i in range(a.commits):
             w = template[i % len(template)]
@@ -102,7 +103,7 @@ def main() -> None:
                 client.append(h1 - h0)
         for kept, new in zip(results[way], (wall, cpu, client), strict=True):
             kept.extend(new)
-    turn_commit._TURN[False] = ways["prepared"]
+    pg_turn._TURN[False] = ways["prepared"]
     floor.close()
     print(f"hango commit benchmark  {time.strftime('%Y-%m-%d %H:%M:%S')}  cpus {os.cpu_count()}"
           f"  load {os.getloadavg()[0]:.2f}")

@@ -9,10 +9,11 @@ editor's). Two kinds of difference sit behind it:
 - **Primitives** each engine does its own way: a time limit on the caller's statements, a
   transaction-scoped lock on a key, a text's size in bytes, the column type of a JSON document
   kept as text. SQLite, a local file with a single writer, needs no limit and no lock.
-- **The one-statement paths** (:attr:`Database.one_statement`): hango's hand-written PostgreSQL
-  statements (PREPAREd once per connection, data-modifying CTEs, ``jsonb``), for the hot paths
-  of a run — a claim, a turn's commit, a poll, a stream's read. Each caller keeps an ORM path
-  doing the same work for the engine that has none of that, and asks here which one runs.
+- **The one-statement paths**: hango's hand-written PostgreSQL statements (PREPAREd once per
+  connection, data-modifying CTEs, ``jsonb``), for the hot paths of a run, each with an ORM
+  twin for the engine that has none of that. A run's claim, turn commit, poll and lease watch
+  are a store per engine, picked once (:mod:`runs.execution.store`); the paths not moved there
+  yet still ask :attr:`Database.one_statement` which one runs.
 """
 
 from __future__ import annotations

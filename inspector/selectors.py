@@ -28,7 +28,8 @@ from harness.tokens.base import Tokenizer
 from harness.tokens.tokenizers import tokenizer_for
 from runs.execution.assembly import build_loop, new_state, provider_settings, run_state
 from runs.execution.history import preloaded_history
-from runs.execution.preload import Preloaded, preload
+from runs.execution.preload import Preloaded
+from runs.execution.store import store
 from runs.models import ACTIVE_RUN_STATUSES, PendingMessage, Run, Session
 
 
@@ -71,7 +72,7 @@ def context_snapshot(*, session: Session, extra: Sequence[Override] = (), stored
         tokenizer = tokenizer_for(session.agent.model)
         # What a run reads before its first call, in the run's one statement, with the active
         # run and its queue: one snapshot, so a turn committed meanwhile is in all or none.
-        reads = preload(session.tenant_id, session.agent_id, session.pk,
+        reads = store().preload(session.tenant_id, session.agent_id, session.pk,
                         counts_key=tokenizer.counts_key, session_state=True)
         run, queued = _session_state(session, reads)
         if run is not None and run.agent_version not in (None, session.agent.version):
@@ -113,8 +114,8 @@ def _as_run_executes(session: Session, run: Run, tokenizer: Tokenizer, reads: Pr
     with_agent_and_tenant(session, number=run.agent_version)
     if tokenizer_for(session.agent.model).counts_key != tokenizer.counts_key:
         tokenizer = tokenizer_for(session.agent.model)
-        reads = preload(session.tenant_id, session.agent_id, session.pk,
-                        counts_key=tokenizer.counts_key, session_state=True)
+        reads = store().preload(session.tenant_id, session.agent_id, session.pk,
+                                counts_key=tokenizer.counts_key, session_state=True)
     return (tokenizer, reads, *_session_state(session, reads))
 
 

@@ -1,9 +1,9 @@
 """Writes for webhook endpoints and deliveries: each audited, in its transaction.
 
 Who may see an endpoint is the tenancy rule (:mod:`accounts.scoping`); the selectors here
-apply it. A run's end makes its deliveries where the run ends (:mod:`runs.execution.turn_commit`: in
-the turn's own statement, or with :func:`deliveries_for_run` in the transaction that ends it), so an
-end is never committed without them.
+apply it. A run's end makes its deliveries where the run ends (:mod:`runs.execution.store.pg_turn`:
+in the turn's own statement, or with :func:`deliveries_for_run` in the transaction that ends it), so
+an end is never committed without them.
 """
 
 from __future__ import annotations

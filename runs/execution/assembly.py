@@ -42,7 +42,8 @@ from runs.execution.call_ledger import DbLedger
 from runs.execution.fence import Claim
 from runs.execution.history import preloaded_history
 from runs.execution.mcp_access import DbMcpAccess
-from runs.execution.preload import NOTHING_PRELOADED, Preloaded, preload
+from runs.execution.preload import NOTHING_PRELOADED, Preloaded
+from runs.execution.store import store
 from runs.execution.stores import DbCallJournal, DbFileStore, DbSummaryStore
 from runs.live import relay
 from runs.models import Run, Session, SessionKind
@@ -234,7 +235,8 @@ def build_execution(run: Run) -> tuple[Loop, State, int]:
     # The version the run recorded, whatever the agent became since (its checkpointer's too).
     run.agent = versions.executed(run.agent, run.agent_version)
     tokenizer = tokenizer_for(run.agent.model)
-    reads = preload(tenant.pk, run.agent_id, run.session_id, counts_key=tokenizer.counts_key)
+    reads = store().preload(tenant.pk, run.agent_id, run.session_id,
+                            counts_key=tokenizer.counts_key)
     loop = build_loop(run.agent, run.session, claim=Claim(run.pk, run.epoch), budget=budget,
                       preloaded=reads, deltas=relay.run_deltas(run.pk))
     history = preloaded_history(reads, run.session_id, tokenizer)

@@ -1,6 +1,6 @@
 """The loop's two hooks into the database, for one claim of a run: :class:`DbControl` (is the
 run's cancel asked for, is the claim still held) and :class:`DbCheckpointer` (each turn's fenced
-commit, :func:`runs.execution.turn_commit.commit_turn`). A :data:`Halt` says why the checkpointer
+commit, :meth:`runs.execution.store.RunStore.commit_turn`). A :data:`Halt` says why the checkpointer
 stopped the loop before the run's end; :func:`runs.execution.worker.execute_run` acts on it."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from harness.state import State, state_to_json
 from harness.steps import Failed, FinalOutput, Interrupted, NextStep, RunAgain, TurnResult
 from harness.tokens.tokenizers import tokenizer_for
 from runs.execution.events import EVENT_MESSAGE, timestamp
-from runs.execution.fence import Claim, poll
-from runs.execution.turn_commit import commit_turn
+from runs.execution.fence import Claim
+from runs.execution.store import store
 from runs.execution.turn_write import NewMessage, TurnWrite, reads_back_as_written
 from runs.models import ANSWER, Run, RunStatus
 
@@ -102,14 +102,14 @@ class DbControl:
     def cancel_requested(self) -> bool:
         due = time.monotonic() - self._checked >= self.cancel_poll
         if not (self.flag or self.superseded) and due:
-            asked, held = poll(self.claim)
+            asked, held = store().poll(self.claim)
             self.superseded = not held
             self.observed(asked)
         return self.flag or self.superseded
 
 
 class DbCheckpointer:
-    """Commits each turn (:func:`runs.execution.turn_commit.commit_turn`) fenced by the claim's
+    """Commits each turn (:meth:`runs.execution.store.RunStore.commit_turn`) fenced by the claim's
     epoch; a
     :data:`Halt` says why the loop must stop before the run's end."""
 
@@ -165,7 +165,7 @@ class DbCheckpointer:
             finish=terminal, action_expires_at=expires_at, tenant_id=self.run.session.tenant_id,
             agent_id=self.run.agent_id, quota=self.quota, period_start=self.period_start,
         )
-        committed = commit_turn(write)
+        committed = store().commit_turn(write)
         if committed is None:  # another worker claimed the run: this turn did not land
             return Fenced()  # (its model calls are recorded: runs.execution.call_ledger)
         # The turn's messages are stored now: give them their seq (their part id from here on).

@@ -1,6 +1,6 @@
 """How a run ends: finished by its worker's last turn (the ORM path of
-:mod:`runs.execution.turn_commit`), failed by its worker, or cancelled with no worker holding it, a
-paused tool batch closed on the way (:func:`cancel_unheld`)."""
+:mod:`runs.execution.store.pg_turn`), failed by its worker, or cancelled with no worker holding it,
+a paused tool batch closed on the way (:func:`cancel_unheld`)."""
 
 from __future__ import annotations
 

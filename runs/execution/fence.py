@@ -1,5 +1,5 @@
 """A worker's hold on a run and the fence around it: the claim's epoch (:class:`Claim`), which
-every write of the worker checks (its turn's commit, :mod:`runs.execution.turn_commit`; its tools'
+every write of the worker checks (its turn's commit, :mod:`runs.execution.store.pg_turn`; its tools'
 writes,
 :meth:`Claim.hold`), and the take-over that advances it (:func:`take_over`)."""
 
@@ -8,11 +8,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from django.db import connection
-
-from hango_project.database import database
 from harness.errors import Superseded
-from runs.execution.prepared import Prepared
 from runs.models import Run, RunStatus
 
 
@@ -35,27 +31,6 @@ class Claim:
                 .values_list("pk", flat=True))
         if not held:
             raise Superseded(f"run {self.run_id} is no longer held under epoch {self.epoch}")
-
-
-_POLL = Prepared.of(
-    "hango_poll", f"SELECT cancel_requested, epoch = %(epoch)s AND status = %(running)s "
-    f"FROM {Run._meta.db_table} WHERE id = %(run)s",
-    (("run", "uuid"), ("epoch", "bigint"), ("running", "text")))
-
-
-def poll(claim: Claim) -> tuple[bool, bool]:
-    """Whether the run's cancel was asked for, and whether ``claim`` still holds it: one
-    prepared statement (a run polls before its tools after every model call)."""
-    if not database().one_statement:
-        row = (Run.objects.filter(pk=claim.run_id)
-               .values_list("cancel_requested", "epoch", "status").first())
-        return (row is not None and row[0],
-                row is not None and row[1:] == (claim.epoch, RunStatus.RUNNING))
-    with connection.cursor() as cursor:
-        _POLL.run(cursor, {"run": claim.run_id, "epoch": claim.epoch,
-                           "running": RunStatus.RUNNING})
-        found = cursor.fetchone()
-    return (False, False) if found is None else (bool(found[0]), bool(found[1]))
 
 
 def take_over(run: Run) -> None:

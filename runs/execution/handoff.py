@@ -16,7 +16,8 @@ from django.utils import timezone
 from hango_project import metrics
 from runs.execution.endings import cancel_unheld
 from runs.execution.events import TAKEN_BY_RECONCILER, append_events, takeover_event
-from runs.execution.queue import lock_session, start_next, start_stalled, waiting_after
+from runs.execution.queue import lock_session, start_next, start_stalled
+from runs.execution.store import store
 from runs.models import BUSY_RUN_STATUSES, PARKED_RUN_STATUSES, Run
 
 
@@ -24,7 +25,7 @@ def start_queued(run_id: str) -> uuid.UUID | None:
     """After a run's end committed: start the next message waiting in its session's queue, if
     any (:mod:`runs.execution.queue`); the run started, for the caller to enqueue. One indexed read
     when nothing waits. A crash before this is the reconciler's (:func:`reconcile_runs`)."""
-    session_id = waiting_after(run_id)
+    session_id = store().waiting_after(run_id)
     if session_id is None:
         return None
     with transaction.atomic():

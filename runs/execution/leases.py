@@ -30,20 +30,18 @@ import uuid
 from collections.abc import Callable
 from typing import Protocol
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 from django.utils import timezone
 
-from hango_project.database import database
 from runs.execution.renewer import (
     Key,
-    OrmStatements,
-    PostgreSQLStatements,
     Statements,
     Wake,
     hand_to_runs,
     os_lock,
     start_thread,
 )
+from runs.execution.store import store
 from runs.execution.timings import RunTimings
 from runs.models import Run
 
@@ -84,7 +82,7 @@ class _Watch:
         if start:  # once per process: the runs after it start none
             try:
                 self._tell = hand_to_runs()  # the hub of the runs (the first one's)
-                statements = _statements()
+                statements = store().watch_statements()
                 start_thread(lambda: self._watch(statements))
             except BaseException:  # the next run tries again
                 with self._lock:
@@ -192,12 +190,6 @@ def _observe(told: list[tuple[Control, tuple[bool, bool]]], at: float) -> None:
             control.superseded = True
 
 
-def _statements() -> Statements:
-    """The watch's statements for this process's engine (read where a run added itself: the
-    thread's own connection takes the default connection's parameters)."""
-    if database().one_statement:
-        return PostgreSQLStatements(connection.get_connection_params())
-    return OrmStatements()
 
 
 _watch = _Watch()

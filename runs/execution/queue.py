@@ -12,9 +12,9 @@
    next one is tried: no message is ever dropped, and seqs keep the order of the posts.
 3. **Who starts it.** Whoever ends the active run: a web request in its own transaction (a
    cancel, an interrupt, a post finding the queue stalled); the worker right after a run's end
-   commits (:func:`waiting_after`, then :func:`start_next`: one read when nothing waits, so the
-   last turn stays one statement); the reconciler for a queue whose start was lost to a crash
-   between the two (:func:`start_stalled`).
+   commits (:meth:`runs.execution.store.RunStore.waiting_after`, then :func:`start_next`: one
+   read when nothing waits, so the last turn stays one statement); the reconciler for a queue
+   whose start was lost to a crash between the two (:func:`start_stalled`).
 
 Why it is race-free: every change that makes a run active (a post, a resume, a start here) holds
 the session's lock (:func:`lock_session`), and a post that finds an active run and queues behind
@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from django.db import connection
 from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
@@ -40,7 +39,6 @@ from hango_project.database import database
 from hango_project.sql import fetch, uuid_param
 from runs.execution.endings import count_cancelled, finish_run
 from runs.execution.events import append_events, status_event
-from runs.execution.prepared import Prepared
 from runs.models import (
     ACTIVE_RUN_STATUSES,
     Message,
@@ -179,27 +177,6 @@ def start_next(session_id: uuid.UUID) -> Started | None:
         break
     Session.objects.filter(pk=session_id).update(updated_at=timezone.now())
     return started
-
-
-_WAITING_AFTER_SQL = f"""
-SELECT q.session_id FROM {PendingMessage._meta.db_table} q
-WHERE q.session_id = (SELECT r.session_id FROM {Run._meta.db_table} r WHERE r.id = %(run)s)
-LIMIT 1
-"""
-# Prepared like the run's other statements (the last thing a run's task sends to PostgreSQL).
-_WAITING_AFTER = Prepared.of("hango_waiting_after", _WAITING_AFTER_SQL, (("run", "uuid"),))
-
-
-def waiting_after(run_id: uuid.UUID | str) -> uuid.UUID | None:
-    """The session of ``run`` when messages wait in its queue (one indexed read), else None: what
-    the worker asks once a run's end has committed, before it starts the next one."""
-    with connection.cursor() as cursor:
-        if database().one_statement:
-            _WAITING_AFTER.run(cursor, {"run": uuid.UUID(str(run_id))})
-        else:
-            cursor.execute(_WAITING_AFTER_SQL, {"run": uuid_param(run_id)})
-        row = cursor.fetchone()
-    return None if row is None else uuid.UUID(str(row[0]))
 
 
 def start_stalled(limit: int = 100) -> list[uuid.UUID]:

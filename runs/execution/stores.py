@@ -9,17 +9,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db import connection
 from django.db.models import Func, IntegerField
 
 from agents.stores import Guard, guarded
 from hango_project.database import database, database_of
 from hango_project.sql import fetch, uuid_param
-from harness.errors import Superseded
 from harness.stores import FileInfo, Summary
 from runs.execution.fence import Claim
-from runs.execution.prepared import Prepared
-from runs.models import Run, RunStatus, Session, SessionFile, ToolCallStart
+from runs.execution.store import store
+from runs.models import Session, SessionFile, ToolCallStart
 
 
 class OctetLength(Func):
@@ -91,22 +89,6 @@ class DbSummaryStore:
                 summary=summary.text, summary_seq=summary.through_seq)
 
 
-# One statement, one round trip: the run's row locked while the claim holds it (as
-# ``Claim.hold`` does) and the call's row inserted beside it; whether the claim held the run is
-# the answer. A guarded ORM write took six round trips, a sixth of an MCP run's worker CPU.
-_RECORD = Prepared.of(
-    "hango_journal_call",
-    f"WITH held AS (SELECT id FROM {Run._meta.db_table} WHERE id = %(run)s "
-    "AND epoch = %(epoch)s AND status = %(running)s FOR NO KEY UPDATE), "
-    f"written AS (INSERT INTO {ToolCallStart._meta.db_table} "
-    "(run_id, key, tool_use_id, tool, epoch, created_at) "
-    "SELECT id, %(key)s, %(call)s, %(tool)s, %(epoch)s, now() FROM held "
-    "ON CONFLICT (run_id, key) DO NOTHING RETURNING 1) "
-    "SELECT EXISTS (SELECT 1 FROM held)",
-    (("run", "uuid"), ("epoch", "bigint"), ("running", "text"), ("key", "text"),
-     ("call", "text"), ("tool", "text")))
-
-
 class DbCallJournal:
     """The run's journal of the MCP calls it sent (``tool_call_starts``): each written under
     the claim's guard before the call is sent, so a claim that was taken over sends nothing."""
@@ -120,18 +102,4 @@ class DbCallJournal:
                          .values_list("key", flat=True))
 
     def record(self, key: str, *, tool_use_id: str, tool: str) -> None:
-        if database().one_statement:
-            with connection.cursor() as cursor:
-                _RECORD.run(cursor, {"run": self.claim.run_id, "epoch": self.claim.epoch,
-                                     "running": RunStatus.RUNNING, "key": key[:300],
-                                     "call": tool_use_id[:200], "tool": tool[:200]})
-                held = cursor.fetchone()
-            if not (held and held[0]):
-                raise Superseded(f"run {self.claim.run_id} is no longer held under epoch "
-                                 f"{self.claim.epoch}")
-            return
-        with guarded(self.claim.hold):
-            ToolCallStart.objects.get_or_create(
-                run_id=self.claim.run_id, key=key,
-                defaults={"tool": tool[:200], "tool_use_id": tool_use_id[:200],
-                          "epoch": self.claim.epoch})
+        store().journal_call(self.claim, key, tool_use_id=tool_use_id, tool=tool)

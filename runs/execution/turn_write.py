@@ -1,4 +1,4 @@
-"""What one turn's commit takes and answers (:func:`runs.execution.turn_commit.commit_turn`): the
+"""What one turn's commit takes and answers (:meth:`runs.execution.store.RunStore.commit_turn`): the
 :class:`TurnWrite` the checkpointer builds, its :class:`NewMessage` rows, the
 :class:`Committed` reply; and whether a message's stored content reads back as written, which
 decides if its token count may be stored with it."""

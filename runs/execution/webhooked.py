@@ -4,7 +4,7 @@ trigger message's or its schedule's) —
 made in the transaction that ends the run, so an end is never committed without them.
 
 Two twins say the same thing: :data:`DELIVERIES_CTE`, a step of the last turn's one statement
-(:mod:`runs.execution.turn_commit`), and :func:`deliveries_for`, for the ends written through the
+(:mod:`runs.execution.store.pg_turn`), and :func:`deliveries_for`, for the ends written through the
 ORM (a cancel, a worker's failure, SQLite). The event's ``data`` is the run as it ended: ids,
 status, error, turn and token usage.
 """

@@ -3,7 +3,7 @@
 A worker *claims* a run by taking its lease and incrementing its fencing ``epoch``. Each turn's
 messages, events, usage, ``state_json`` and turn counter are committed in one transaction that
 first checks, under the run's row lock, that the epoch is still the claimer's and the turn is the
-one it expects (:mod:`runs.execution.checkpointer`, :mod:`runs.execution.turn_commit`) — so two
+one it expects (:mod:`runs.execution.checkpointer`, :mod:`runs.execution.store.pg_turn`) — so two
 workers can never both advance a run, and a redelivered task for a turn already committed changes
 nothing. A worker that vanishes leaves an expiring lease; the reconciler finds such runs
 (:func:`runs.execution.handoff.reconcile_runs`; :mod:`runs.execution.tasks` re-enqueues them) and
@@ -25,11 +25,8 @@ from enum import StrEnum
 from typing import assert_never
 
 from django.db import InterfaceError, OperationalError, transaction
-from django.utils import timezone
 
-from accounts.usage import quota_release
 from hango_project import metrics
-from hango_project.database import database
 from hango_project.errors import QuotaExceeded
 from harness import telemetry
 from harness.errors import HarnessError, Superseded
@@ -45,13 +42,12 @@ from runs.execution.checkpointer import (
     QuotaSpent,
     SliceUsed,
 )
-from runs.execution.claims import claim_unheld
-from runs.execution.endings import INTERNAL_ERROR, cancel_unheld, finish_run
-from runs.execution.events import TAKEN_BY_CLAIM, append_events, status_event, takeover_event
+from runs.execution.endings import INTERNAL_ERROR, finish_run
 from runs.execution.fence import Claim
 from runs.execution.leases import LeaseKeeper
+from runs.execution.store import store
 from runs.execution.timings import RunTimings, current
-from runs.models import BUSY_RUN_STATUSES, Run, RunStatus
+from runs.models import Run, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -75,47 +71,9 @@ def worker_identity() -> str:
 
 def claim_run(run_id: str, owner: str, *, lease: timedelta | None = None) -> Run | None:
     """Take the run's lease (for ``lease`` from now: the worker's, the settings' for a caller
-    outside a worker) under a new epoch, or None when there is nothing to do."""
-    lease = current().lease if lease is None else lease
-    if database().one_statement:  # the common case in one statement
-        now = timezone.now()
-        if (run := claim_unheld(run_id, owner, now + lease, now)) is not None:
-            if run.started_at == now:  # set by this claim: the run's first
-                metrics.run_started(run.created_at, now)
-            return run
-    with transaction.atomic():
-        run = (Run.objects.select_for_update(of=("self",))
-               .select_related("agent", "session__tenant").filter(pk=run_id).first())
-        if run is None or run.status not in BUSY_RUN_STATUSES:
-            return None
-        now = timezone.now()
-        if run.lease_expires_at and run.lease_expires_at > now and run.lease_owner != owner:
-            return None  # another worker is advancing it
-        if run.cancel_requested:  # asked to stop while nobody was running it
-            cancel_unheld(run)
-            run.save()
-            return None
-        if run.session.tenant.token_quota is not None:
-            quota_release(run_id=run.pk)  # held by an earlier claim's calls that did not land
-        held = run.lease_owner, run.epoch, run.lease_expires_at
-        taken = held[0] not in ("", owner) and held[2] is not None  # expired: checked above
-        run.epoch += 1
-        run.lease_owner, run.lease_expires_at = owner, now + lease
-        events = []
-        if run.status == RunStatus.QUEUED:
-            run.status = RunStatus.RUNNING
-            if run.started_at is None:
-                run.started_at = now
-                metrics.run_started(run.created_at, now)
-            events.append(status_event(run))
-        if taken:
-            events.append(takeover_event(run, holder=held[0], held_epoch=held[1],
-                                         held_until=held[2], by=TAKEN_BY_CLAIM))
-            metrics.lease_taken_over(TAKEN_BY_CLAIM)
-        if events:
-            append_events(run, events)
-        run.save()
-        return run
+    outside a worker) under a new epoch, or None when there is nothing to do
+    (:meth:`runs.execution.store.RunStore.claim`)."""
+    return store().claim(run_id, owner, current().lease if lease is None else lease)
 
 
 def _with_fence(run: Run, apply: Callable[[Run], None]) -> bool:

@@ -18,8 +18,9 @@ from accounts.models import QuotaHold, TenantPrice, UsageRecord
 from accounts.usage import committed_spend, quota_hold
 from harness import fingerprint
 from harness.messages import ModelUsage, PartPrint, RequestPrint, Usage
-from runs.execution import call_ledger
 from runs.execution.call_ledger import DbLedger, key_parts
+from runs.execution.store import pg_ledger
+from runs.execution.store.orm import OrmStore
 from runs.intake.selectors import run_calls
 from runs.models import Run
 from tests.runs.conftest import EARLIER
@@ -53,10 +54,14 @@ CALLS = [
 TOKENS = sum(call.usage.total for call in CALLS)
 PATHS = [pytest.param("_record_one_statement", marks=ONE_STATEMENT), "_record_orm"]
 
+# Each store's record, by the name the tests are parametrised with.
+_RECORDS = {"_record_one_statement": pg_ledger.record_one_statement,
+            "_record_orm": OrmStore().record_call}
+
 
 def ledger(run: Run, path: str, holds: list[int] | None = None) -> DbLedger:
     out = DbLedger(run, holds=holds)
-    out._write = getattr(call_ledger, path)
+    out._write = _RECORDS[path]
     return out
 
 

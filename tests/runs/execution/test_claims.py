@@ -7,7 +7,6 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 from django.db import connection
@@ -16,7 +15,10 @@ from django.utils import timezone
 
 from accounts.models import QuotaHold, Tenant
 from hango_project.ids import time_ordered_uuid
-from runs.execution import claims, tasks, worker
+from runs.execution import tasks, worker
+from runs.execution.store import pg_claim
+from runs.execution.store.orm import OrmStore
+from runs.execution.timings import current
 from runs.intake.services import message_post
 from runs.models import Message, Run, Session
 from tests.runs.conftest import QUOTA
@@ -43,8 +45,7 @@ def test_the_rows_a_turn_indexes_by_id_get_time_ordered_ids(queued_run):
 
 def _orm_claim(run_id: uuid.UUID, owner: str) -> Run | None:
     """claim_run by its ORM path alone (as on SQLite)."""
-    with patch.object(worker, "claim_unheld", lambda *args: None):
-        return worker.claim_run(run_id, owner)
+    return OrmStore().claim(run_id, owner, current().lease)
 
 
 @pytest.fixture
@@ -108,12 +109,12 @@ def test_the_one_statement_claims_only_the_common_case(twin_queued):
     run, _ = twin_queued
     now = timezone.now()
     Run.objects.filter(pk=run.pk).update(cancel_requested=True)
-    assert claims.claim_unheld(run.pk, "worker-a", now, now) is None
+    assert pg_claim.claim_unheld(run.pk, "worker-a", now, now) is None
     Run.objects.filter(pk=run.pk).update(cancel_requested=False, lease_owner="other",
                                          lease_expires_at=now + timedelta(minutes=1))
-    assert claims.claim_unheld(run.pk, "worker-a", now, now) is None
-    assert claims.claim_unheld(run.pk, "other", now, now) is not None  # its own lease
-    assert claims.claim_unheld("not-a-run-id", "worker-a", now, now) is None
+    assert pg_claim.claim_unheld(run.pk, "worker-a", now, now) is None
+    assert pg_claim.claim_unheld(run.pk, "other", now, now) is not None  # its own lease
+    assert pg_claim.claim_unheld("not-a-run-id", "worker-a", now, now) is None
     # What it did not claim, claim_run still decides: a cancel asked for is honoured.
     Run.objects.filter(pk=run.pk).update(cancel_requested=True, lease_expires_at=None)
     assert worker.claim_run(run.pk, "worker-b") is None

@@ -18,9 +18,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from harness import telemetry as t
-from runs.execution import handoff, tasks, worker
+from runs.execution import handoff, tasks
 from runs.execution.events import EVENT_LEASE_TAKEN_OVER, timestamp
 from runs.execution.renewer import OrmStatements, PostgreSQLStatements
+from runs.execution.store import postgresql
 from runs.execution.worker import claim_run
 from runs.intake.services import message_post
 from runs.models import Run, RunEvent, RunStatus, Session
@@ -123,7 +124,7 @@ def _takeovers(run: Run) -> list[dict[str, Any]]:
 def test_a_claim_that_takes_an_expired_lease_counts_it_and_says_so(alice, make_session, by_hand,
                                                                     monkeypatch, path):
     if path == "orm":  # the one-statement claim declines: the ORM path decides
-        monkeypatch.setattr(worker, "claim_unheld", lambda *args: None)
+        monkeypatch.setattr(postgresql, "claim_unheld", lambda *args: None)
     metric_reader()
     [stale] = claimed(alice, make_session, 1, owner="host:1:1")
     expired = timezone.now() - timedelta(seconds=1)

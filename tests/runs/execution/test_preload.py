@@ -13,7 +13,8 @@ from agents.stores import DbMemoryStore
 from context.models import ContextOverride
 from context.stores import DbOverrideStore
 from runs.execution.history import history_of, session_history
-from runs.execution.preload import NOTHING_PRELOADED, preload
+from runs.execution.preload import NOTHING_PRELOADED
+from runs.execution.store import store as runs_store
 from runs.execution.stores import DbFileStore
 from runs.models import Message, PendingMessage, Run, Session, SessionFile
 
@@ -49,7 +50,7 @@ def one_by_one(session: Session) -> tuple:
 
 def preloaded(session: Session) -> tuple:
     agent = Agent.objects.get(pk=session.agent_id)
-    reads = preload(session.tenant_id, agent.pk, session.pk)
+    reads = runs_store().preload(session.tenant_id, agent.pk, session.pk)
     assert reads.history is not None
     return (history_of([row[:3] for row in reads.history]),
             DbOverrideStore(session.tenant_id, agent.pk, session.pk,
@@ -73,17 +74,18 @@ def test_the_preload_reads_what_the_stores_read_one_by_one(world):
 def test_the_preload_gives_each_messages_count_stored_under_the_key_asked(world):
     Message.objects.filter(session=world, seq=1).update(content_tokens=5, tokens_counter="k@1")
     Message.objects.filter(session=world, seq=2).update(content_tokens=9, tokens_counter="old")
-    counts = [row[3] for row in preload(world.tenant_id, world.agent_id, world.pk,
-                                        counts_key="k@1").history]
+    counts = [row[3] for row in runs_store().preload(world.tenant_id, world.agent_id, world.pk,
+                                                     counts_key="k@1").history]
     assert counts == [5, None, None]
-    assert [row[3] for row in preload(world.tenant_id, world.agent_id, world.pk).history] == [
-        None, None, None]
+    reads = runs_store().preload(world.tenant_id, world.agent_id, world.pk)
+    assert [row[3] for row in reads.history] == [None, None, None]
 
 
 @pytest.mark.postgresql(reason="the preload is one PostgreSQL statement; SQLite reads one by one")
 def test_the_inspectors_preload_reads_the_active_run_and_its_queue(world):
-    assert preload(world.tenant_id, world.agent_id, world.pk).session is None
-    empty = preload(world.tenant_id, world.agent_id, world.pk, session_state=True).session
+    assert runs_store().preload(world.tenant_id, world.agent_id, world.pk).session is None
+    empty = runs_store().preload(world.tenant_id, world.agent_id, world.pk,
+                                 session_state=True).session
     assert empty is not None and (empty.run, empty.queued) == (None, [])
     active = Run.objects.create(session=world, agent_id=world.agent_id, status="running",
                                 turn=2, state_json={"todos": []})
@@ -92,7 +94,8 @@ def test_the_inspectors_preload_reads_the_active_run_and_its_queue(world):
              for _ in range(2)]
     queued = [PendingMessage.objects.create(session=world, run=r, content=[
         {"type": "text", "text": f"then {i}"}]) for i, r in enumerate(later)]
-    state = preload(world.tenant_id, world.agent_id, world.pk, session_state=True).session
+    state = runs_store().preload(world.tenant_id, world.agent_id, world.pk,
+                                 session_state=True).session
     assert state.run[:3] == (active.pk, "running", 2)
     assert json.loads(state.run[3]) == {"todos": []}
     assert [(m, json.loads(c)[0]["text"]) for m, c in state.queued] == [
@@ -101,7 +104,7 @@ def test_the_inspectors_preload_reads_the_active_run_and_its_queue(world):
 
 def test_a_preloaded_store_reads_afresh_after_its_first_answer(world):
     agent = Agent.objects.get(pk=world.agent_id)
-    reads = preload(world.tenant_id, agent.pk, world.pk)
+    reads = runs_store().preload(world.tenant_id, agent.pk, world.pk)
     store = DbMemoryStore(agent, preloaded=reads.memory)
     assert [f.content for f in store.load()] == ["mine", "mine"]
     MemoryFile.objects.filter(agent=agent).update(content="changed")
@@ -111,14 +114,14 @@ def test_a_preloaded_store_reads_afresh_after_its_first_answer(world):
 @pytest.mark.postgresql(reason="the preload is one PostgreSQL statement; SQLite reads one by one")
 def test_a_session_with_nothing_preloads_empty_reads(alice, make_session, transactional_db):
     session = Session.objects.get(pk=make_session(alice)["id"])
-    reads = preload(session.tenant_id, session.agent_id, session.pk)
+    reads = runs_store().preload(session.tenant_id, session.agent_id, session.pk)
     assert (reads.history, reads.overrides, reads.memory, reads.files) == ([], [], [], [])
 
 
 def test_inside_a_transaction_nothing_is_preloaded(world):
     # The statement timeout would outlive the statement, in the caller's transaction.
     with transaction.atomic():
-        assert preload(world.tenant_id, world.agent_id, world.pk) is NOTHING_PRELOADED
+        assert runs_store().preload(world.tenant_id, world.agent_id, world.pk) is NOTHING_PRELOADED
 
 
 @pytest.mark.postgresql(reason="the preload is one PostgreSQL statement; SQLite reads one by one")
@@ -128,11 +131,11 @@ def test_a_preload_that_times_out_preloads_nothing_and_the_connection_goes_on(
     other = psycopg2.connect(**connection.get_connection_params())
     try:
         other.cursor().execute("LOCK TABLE memory_files IN ACCESS EXCLUSIVE MODE")
-        assert preload(world.tenant_id, world.agent_id, world.pk) is NOTHING_PRELOADED
+        assert runs_store().preload(world.tenant_id, world.agent_id, world.pk) is NOTHING_PRELOADED
     finally:
         other.rollback()
         other.close()
     with connection.cursor() as cursor:  # the timeout ended with the statement
         cursor.execute("SHOW statement_timeout")
         assert cursor.fetchone()[0] == "0"
-    assert preload(world.tenant_id, world.agent_id, world.pk).memory is not None
+    assert runs_store().preload(world.tenant_id, world.agent_id, world.pk).memory is not None

@@ -17,7 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from accounts.models import QuotaHold, Tenant, UsageRecord
 from accounts.usage import period_bounds
 from hango_project.pgpool.base import pools
-from runs.execution import turn_commit
+from runs.execution.store import pg_turn
+from runs.execution.store.orm import OrmStore
 from runs.execution.turn_write import Committed, NewMessage, TurnWrite
 from runs.models import Message, Run, RunEvent
 from tests.runs.conftest import EARLIER
@@ -42,6 +43,11 @@ EVENTS = [
     ("todos.updated", {"todos": STATE["todos"]}),
     ("message.created", {"seq": 3, "role": "user"}),
 ]
+
+
+# Each store's commit, by the name the tests are parametrised with.
+_COMMITS = {"_commit_one_statement": pg_turn.commit_one_statement,
+            "_commit_orm": OrmStore().commit_turn}
 
 
 def _turn(run: Run) -> TurnWrite:
@@ -90,8 +96,8 @@ def test_both_paths_write_the_same_rows(twin_runs, cancel_requested):
     Run.objects.filter(pk__in=[sql_run.pk, orm_run.pk]).update(cancel_requested=cancel_requested)
     assert _rows(sql_run.pk) == _rows(orm_run.pk)  # the twins start alike
 
-    by_sql = turn_commit._commit_one_statement(_turn(sql_run))
-    by_orm = turn_commit._commit_orm(_turn(orm_run))
+    by_sql = pg_turn.commit_one_statement(_turn(sql_run))
+    by_orm = OrmStore().commit_turn(_turn(orm_run))
 
     expected = Committed(cancel_requested=cancel_requested, quota_used=EARLIER)
     assert by_sql == by_orm == expected
@@ -118,7 +124,7 @@ def test_a_fenced_write_is_refused_and_writes_nothing(twin_runs, path):
     run, _ = twin_runs
     before = _rows(run.pk)
     stale = replace(_turn(run), epoch=run.epoch - 1)  # another claim has taken the run since
-    assert getattr(turn_commit, path)(stale) is None
+    assert _COMMITS[path](stale) is None
     assert _rows(run.pk) == before
 
 
@@ -127,7 +133,7 @@ def test_a_fenced_write_is_refused_and_writes_nothing(twin_runs, path):
 def test_a_duplicate_turn_is_refused_and_writes_nothing(twin_runs, path):
     run, _ = twin_runs
     write = _turn(run)
-    commit = getattr(turn_commit, path)
+    commit = _COMMITS[path]
     assert commit(write) is not None
     after_first = _rows(run.pk)
     assert commit(write) is None  # a redelivery: the run's turn is no longer the expected one
@@ -158,12 +164,12 @@ def test_the_statement_is_prepared_once_per_connection(twin_runs):
     write = _turn(run)
     _new_connection()
     with CaptureQueriesContext(connection) as first:
-        assert turn_commit._commit_one_statement(write) is not None
+        assert pg_turn.commit_one_statement(write) is not None
     assert "hango_turn_release" in _prepared_statements()
     again = replace(_turn(run), expected_turn=1, turn=2, messages=[
         NewMessage(uuid.uuid4(), 4, "assistant", ASSISTANT)])
     with CaptureQueriesContext(connection) as second:
-        assert turn_commit._commit_one_statement(again) is not None
+        assert pg_turn.commit_one_statement(again) is not None
     assert [q["sql"].split()[0] for q in first] == ["PREPARE", "EXECUTE"]
     assert [q["sql"].split()[0] for q in second] == ["EXECUTE"]
 
@@ -172,8 +178,8 @@ def test_the_statement_is_prepared_once_per_connection(twin_runs):
 @pytest.mark.parametrize("lose", ["deallocate", "reconnect"])
 def test_a_connection_that_lost_the_statement_prepares_it_again(twin_runs, lose):
     sql_run, orm_run = twin_runs
-    assert turn_commit._commit_one_statement(_turn(sql_run)) is not None
-    assert turn_commit._commit_orm(_turn(orm_run)) is not None
+    assert pg_turn.commit_one_statement(_turn(sql_run)) is not None
+    assert OrmStore().commit_turn(_turn(orm_run)) is not None
     if lose == "deallocate":  # the server forgot it, the connection is the same
         with connection.cursor() as cursor:
             cursor.execute("DEALLOCATE ALL")
@@ -182,8 +188,8 @@ def test_a_connection_that_lost_the_statement_prepares_it_again(twin_runs, lose)
     assert _prepared_statements() == set()
     second = {run.pk: replace(_turn(run), expected_turn=1, turn=2, messages=[
         NewMessage(uuid.uuid4(), 4, "assistant", ASSISTANT)]) for run in (sql_run, orm_run)}
-    assert turn_commit._commit_one_statement(second[sql_run.pk]) is not None
-    assert turn_commit._commit_orm(second[orm_run.pk]) is not None
+    assert pg_turn.commit_one_statement(second[sql_run.pk]) is not None
+    assert OrmStore().commit_turn(second[orm_run.pk]) is not None
     assert _rows(sql_run.pk) == _rows(orm_run.pk)
     assert "hango_turn_release" in _prepared_statements()
 
@@ -204,8 +210,8 @@ def test_both_paths_finish_a_run_alike(twin_runs, status, error, cancel_requeste
     QuotaHold.objects.create(tenant_id=last[orm_run.pk].tenant_id, run=orm_run, tokens=9,
                              expires_at=LEASE)
 
-    by_sql = turn_commit._commit_one_statement(last[sql_run.pk])
-    by_orm = turn_commit._commit_orm(last[orm_run.pk])
+    by_sql = pg_turn.commit_one_statement(last[sql_run.pk])
+    by_orm = OrmStore().commit_turn(last[orm_run.pk])
 
     assert by_sql == by_orm
     assert by_sql is not None and by_sql.cancel_requested == (status == "awaiting_approval")

@@ -1,17 +1,16 @@
-"""Committing one turn: messages, events, ``state_json`` and the turn counter, atomically, and
-only while the writer's epoch still holds the running run at the turn it expects (the claim's
-fence: :mod:`runs.execution.fence`). The last turn of a run also ends it
-(:mod:`runs.execution.endings`). The turn's model calls are not the commit's: each was recorded as
-it ended, in its own transaction (:mod:`runs.execution.call_ledger`), since the provider charged for
-it whether or not the turn lands.
+"""PostgreSQL's commit of one turn (:meth:`runs.execution.store.RunStore.commit_turn`):
+messages, events, ``state_json`` and the turn counter, atomically, and only while the writer's
+epoch still holds the running run at the turn it expects (the claim's fence:
+:mod:`runs.execution.fence`). The last turn of a run also ends it, as
+:mod:`runs.execution.endings` does. The turn's model calls are not the commit's: each was
+recorded as it ended, in its own transaction (:mod:`runs.execution.call_ledger`), since the
+provider charged for it whether or not the turn lands.
 
-On PostgreSQL a turn that does not end the run is one statement (data-modifying CTEs): a single
-round trip, no separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating the
-INSERTs (a fenced turn writes no message or event); the last turn of a run also
-finishes it in the same statement. The ORM path does the same in one transaction, for SQLite
-(which path runs: :attr:`hango_project.database.Database.one_statement`).
-The claim of a run nobody holds is one statement too (:mod:`runs.execution.claims`). They are
-prepared once per connection (:class:`runs.execution.prepared.Prepared`).
+A turn that does not end the run is one statement (data-modifying CTEs): a single round trip, no
+separate BEGIN/COMMIT, the fenced UPDATE taking the row lock and gating the INSERTs (a fenced
+turn writes no message or event); the last turn of a run also finishes it in the same
+statement. The ORM's store does the same in one transaction (:mod:`runs.execution.store.orm`).
+The statements are prepared once per connection (:class:`runs.execution.prepared.Prepared`).
 
 For a tenant with a token quota the commit also reports the period's spend (read in the same
 statement; the turn's calls are in it, recorded before), so the worker can stop a run that
@@ -23,28 +22,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from accounts.models import QuotaHold, UsageRecord
-from accounts.usage import quota_release, tenant_spend
-from hango_project.database import database
 from runs.execution import webhooked
-from runs.execution.endings import finish_run
-from runs.execution.events import EVENT_STATUS, append_events
+from runs.execution.events import EVENT_STATUS
 from runs.execution.prepared import Prepared
 from runs.execution.turn_write import Committed, TurnWrite
 from runs.live import relay
 from runs.models import PARKED_RUN_STATUSES, Message, Run, RunEvent, RunStatus
 from webhooks import tasks as webhook_tasks
-
-
-def commit_turn(write: TurnWrite) -> Committed | None:
-    """Commit the turn; None when the writer was fenced out (nothing was written)."""
-    if database().one_statement:
-        return _commit_one_statement(write)
-    return _commit_orm(write)
-
 
 # With a quota, the same statement also releases the run's holds (one more CTE): a call
 # that failed without an answer spent nothing its record released.
@@ -116,7 +104,8 @@ _LAST_TURN = Prepared.of(
      ("keep_cancel", "boolean"), ("action_expires", "timestamptz")))
 
 
-def _commit_one_statement(write: TurnWrite) -> Committed | None:
+def commit_one_statement(write: TurnWrite) -> Committed | None:
+    """Commit the turn in one statement; None when the writer was fenced out."""
     now = timezone.now()
     events, finish = write.events, {}
     if write.finish is not None:  # what finish_run does to the locked run, in the statement
@@ -154,32 +143,3 @@ def _commit_one_statement(write: TurnWrite) -> Committed | None:
         webhook_tasks.send(delivery)
     used = None if row[2] is None else int(row[2])
     return Committed(cancel_requested=bool(row[0]), quota_used=used)
-
-
-def _commit_orm(write: TurnWrite) -> Committed | None:
-    with transaction.atomic():
-        run = Run.objects.select_for_update().filter(
-            pk=write.run_id, epoch=write.epoch, turn=write.expected_turn,
-            status=RunStatus.RUNNING).first()
-        if run is None:
-            return None
-        Message.objects.bulk_create([
-            Message(id=m.id, session_id=write.session_id, seq=m.seq, role=m.role,
-                    content=m.content, content_tokens=m.tokens, tokens_counter=m.counter,
-                    run=run) for m in write.messages])
-        run.turn = write.turn
-        run.state_json = write.state_json
-        run.lease_expires_at = write.lease_expires_at
-        if write.finish is None:
-            append_events(run, write.events)
-        else:  # the turn's events and the status event: one marker, as the one statement's
-            finish_run(run, *write.finish, events=write.events)
-            run.action_expires_at = write.action_expires_at
-        run.save()
-        used = None
-        if write.quota is not None and write.tenant_id is not None:
-            quota_release(run_id=run.pk)
-            used = tenant_spend(write.tenant_id, write.period_start or timezone.now())
-        return Committed(cancel_requested=run.cancel_requested, quota_used=used)
-
-
