@@ -16,7 +16,7 @@ idempotent is checkpointed before it runs (it is a :class:`~harness.chain.BatchG
 such call is journaled (by its idempotency key) before it is sent; a worker that takes over
 after a crash finds a call sent but unanswered and answers "outcome unknown" — or, under
 interrupt_on, holds it for a human — instead of sending it again. A human's decision on such a
-call clears its journal entry (``runs.intake.services.run_approve``): an approved call is sent
+call clears its journal entry (``runs.intake.decisions.run_approve``): an approved call is sent
 again, journaled anew, and a crash after that send asks again. Editing is not offered there: the
 edited call would carry the key of the one that may have run.
 

@@ -31,7 +31,7 @@ from runs.api.serializers import (
     as_created,
 )
 from runs.api.streaming import EventStreamRenderer, event_stream_response
-from runs.intake import selectors, services
+from runs.intake import decisions, selectors, services
 from runs.live.waiting import MAX_WAIT_SECONDS, run_settled
 from runs.models import MOVING_RUN_STATUSES, Message, Run
 
@@ -196,7 +196,7 @@ class RunApproveApi(APIView):
         member = caller(request)
         run = selectors.run_get(member=member, run_id=run_id)
         data = validated(ApproveInput, request)
-        run = services.run_approve(run=run, decisions=data["decisions"], actor=member)
+        run = decisions.run_approve(run=run, decisions=data["decisions"], actor=member)
         run.refresh_from_db()
         return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
 

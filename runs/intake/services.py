@@ -13,25 +13,20 @@ from accounts.audit import audit_entry, audit_record
 from accounts.models import AuditAction, AuditEntry, Member, Tenant
 from agents import versions
 from agents.models import Agent
-from hango_project.errors import Conflict, QuotaExceeded, Unprocessable
+from hango_project.errors import Conflict, QuotaExceeded
 from hango_project.rows import insert
-from harness import approvals, mcp
-from harness.approval_values import PendingBatch
+from harness import mcp
 from harness.errors import retryable_codes
-from harness.mcp.values import idempotency_key
-from harness.messages import Message as HMessage
-from harness.serde import content_from_json, content_to_json
 from runs import tracing
 from runs.execution import queue, tasks
 from runs.execution.endings import INTERNAL_ERROR, cancel_unheld
 from runs.execution.events import append_events, status_event
 from runs.execution.fence import take_over
 from runs.execution.queue import Multitask
-from runs.intake import client_results
 from runs.intake.admission import quota_admit
 from runs.intake.content import user_content
 from runs.intake.post_write import start_now
-from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session, ToolCallStart
+from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
 
 # Failures a resume may retry: the provider was unavailable (a retryable provider error), the
 # worker crashed, or the run stopped at the quota (resumable once the quota allows: a resume is
@@ -192,13 +187,13 @@ def run_cancel(*, run: Run, actor: Member | None = None) -> Run:
             if not run.cancel_requested:
                 run.cancel_requested = True
                 run.save(update_fields=["cancel_requested", "updated_at"])
-            _audit_run(actor, AuditAction.RUN_CANCEL, run, outcome="cancel_requested")
+            audit_run(actor, AuditAction.RUN_CANCEL, run, outcome="cancel_requested")
             return run
         if not run.is_active:
             raise Conflict(f"The run is already {run.status}.", detail={"status": run.status})
         if _stop(run):
             _started(queue.start_next(run.session_id))
-        _audit_run(actor, AuditAction.RUN_CANCEL, run,
+        audit_run(actor, AuditAction.RUN_CANCEL, run,
                    outcome="cancel_requested" if run.cancel_requested else "cancelled")
     return run
 
@@ -216,11 +211,11 @@ def run_withdraw(*, run: Run, actor: Member | None = None) -> None:
             raise Conflict(f"The run is no longer waiting (it is {status}), so its message is "
                            "not withdrawn: once a run starts, its message is in the history "
                            "(cancel the run instead).", detail={"status": status})
-        _audit_run(actor, AuditAction.RUN_CANCEL, locked, outcome="withdrawn")
+        audit_run(actor, AuditAction.RUN_CANCEL, locked, outcome="withdrawn")
         locked.delete()
 
 
-def _audit_run(actor: Member | None, action: AuditAction, run: Run, **extra: Any) -> None:
+def audit_run(actor: Member | None, action: AuditAction, run: Run, **extra: Any) -> None:
     """The audit row of a run write, in the caller's transaction (``run`` is locked there)."""
     tenant_id = Session.objects.filter(pk=run.session_id).values_list("tenant_id", flat=True)[0]
     audit_record(actor=actor, tenant=tenant_id, action=action, obj_type="run", obj_id=run.pk,
@@ -247,67 +242,9 @@ def run_resume(*, run: Run, actor: Member | None = None) -> Run:
             run.finished_at = None
             append_events(run, [status_event(run)])
             run.save()
-            _audit_run(actor, AuditAction.RUN_RESUME, run)
+            audit_run(actor, AuditAction.RUN_RESUME, run)
             tracing.mark_request(run)
             tasks.enqueue_run(run.id)
     except IntegrityError:
         raise _conflict_active(run.session_id, hint="") from None  # multitask: not a resume's
     return run
-
-
-def run_approve(*, run: Run, decisions: list[dict[str, Any]],
-                actor: Member | None = None) -> Run:
-    """Record one decision per pending tool call and queue the paused run to finish its batch
-    (or, while client tools' calls still wait, park it for their results:
-    :func:`runs.intake.client_results.settle`); an edited call's stored arguments become the edited
-    ones (:func:`_rewrite_edited_calls`).
-    A call held because its outcome was unknown leaves the run's journal of sent MCP calls: the
-    human decided knowing, so it is sent once more (and journaled anew) if approved.
-
-    Under the run's row lock: a second approve (or one racing it) finds no decision missing
-    and answers 409, so a batch is resumed exactly once."""
-    with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run.pk)
-        batch = client_results.parked_batch(run, waiting_for="approval")
-        if not batch.awaiting_approval:
-            raise Conflict(f"The run is {run.status}, not awaiting approval.",
-                           detail={"status": run.status})
-        try:
-            batch = approvals.decide(batch, decisions)
-        except approvals.InvalidDecisions as exc:
-            raise Unprocessable(str(exc), detail={"decisions": exc.problems,
-                                                  "pending": exc.pending}) from None
-        _rewrite_edited_calls(run, batch)
-        ToolCallStart.objects.filter(run=run, key__in=[
-            idempotency_key(str(run.pk), batch.turn, p.tool_use_id)
-            for p in batch.pending if p.reason == "outcome_unknown"]).delete()
-        client_results.settle(run, batch, [approvals.decided_event(batch)])
-        # Per call its decision type and tool name only: never an edited input or a message.
-        _audit_run(actor, AuditAction.RUN_APPROVE, run, decisions=[
-            {"tool_use_id": p.tool_use_id, "tool": p.name,
-             "type": batch.decisions[p.tool_use_id].type} for p in batch.approval_held])
-        tracing.mark_request(run)
-    return run
-
-
-def _rewrite_edited_calls(run: Run, batch: PendingBatch) -> None:
-    """The one rewrite of a stored message: the paused batch's assistant message takes each
-    edited call's new arguments, so the history (and the context inspector) show what runs; the
-    model's arguments stay in the ``approval.decided`` event.
-
-    Fenced by the caller's lock on the paused run, which no worker holds: only the session's
-    last message, written by this run and holding exactly this batch's calls, is changed. Any
-    other (a history that no longer matches) is left alone; the resumed turn then fails the run
-    with ``invalid_state`` as it would have."""
-    last = (Message.objects.filter(session_id=run.session_id).order_by("-seq")
-            .only("pk", "role", "run_id", "content").first())
-    if last is None or last.run_id != run.pk or last.role != "assistant":
-        return
-    stored = HMessage(role="assistant", content=content_from_json(last.content))
-    if approvals.waiting_calls(batch, stored.tool_uses) is None:
-        return
-    edited = approvals.apply_edits(stored, batch)
-    if edited is not stored:
-        # Its stored count was the model's arguments': gone with them (counted again on read).
-        Message.objects.filter(pk=last.pk, run_id=run.pk).update(
-            content=content_to_json(edited.content), content_tokens=None, tokens_counter="")

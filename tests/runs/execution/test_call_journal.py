@@ -17,7 +17,8 @@ from runs.execution.endings import sent_calls
 from runs.execution.fence import Claim
 from runs.execution.stores import DbCallJournal
 from runs.execution.worker import claim_run
-from runs.intake.services import run_approve, run_cancel
+from runs.intake.decisions import run_approve
+from runs.intake.services import run_cancel
 from runs.models import Run, RunStatus, ToolCallStart
 
 
