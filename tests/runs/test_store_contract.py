@@ -58,7 +58,7 @@ def queued_run(alice, make_session, hango_settings, monkeypatch) -> Run:
     """A queued run nothing executes: in these committing tests a post's hand-over would run it
     in this process (no broker), so the hand-over is dropped."""
     hango_settings(run_inline=False, broker_url="")
-    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id: None)
+    monkeypatch.setattr(tasks, "enqueue_run", lambda run_id, **_: None)
     session = make_session(alice)
     return message_post(session=Session.objects.get(pk=session["id"]), content="hi")[1]
 
