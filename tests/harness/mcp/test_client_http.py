@@ -21,8 +21,8 @@ from harness.tools.base import never
 from tests.support.mcp_server import IDEMPOTENCY_KEY, big_text
 from tests.support.mcp_servers import McpServerProcess
 
-TOOLS = {"echo", "slow", "big", "fail", "image", "structured", "resource", "lookup_order",
-         "refund"}
+TOOLS = {"echo", "slow", "meet", "big", "fail", "image", "structured", "resource",
+         "lookup_order", "refund"}
 
 
 @pytest.mark.slow
