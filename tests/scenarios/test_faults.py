@@ -68,7 +68,7 @@ def fresh(run_id: str) -> Run:
 def held_by(run_id: str, at_turn: int) -> int:
     """Wait until a pool process holds the run at ``at_turn`` or later; its pid."""
     wait_until(lambda: (r := fresh(run_id)).turn >= at_turn and r.lease_owner != "",
-               timeout=30, what=f"run {run_id} at turn {at_turn}")
+               timeout=120, what=f"run {run_id} at turn {at_turn}")  # a hang guard
     return int(fresh(run_id).lease_owner.split(":")[1])
 
 
