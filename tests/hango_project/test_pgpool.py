@@ -60,10 +60,12 @@ def test_at_most_size_connections_open_and_a_taker_waits_for_one_given_back(pool
     got = []
     waiting = threading.Thread(target=lambda: got.append(pool.take(connect)))
     waiting.start()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 60  # a guard against a hang only
+    while pool.stats().waits < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert not got and pool.stats().waits == 1  # all lent: it waits
     pool.give(first)
-    waiting.join(2)
+    waiting.join(60)
     assert got == [(first, False)]  # the one given back, not a third
     assert len(opened) == 2 and pool.stats().peak == 2
     for raw in (second, first):
@@ -75,9 +77,12 @@ def test_a_taker_that_waits_too_long_is_told_which_settings_bound_it(pools):
     pool = pools(size=1, timeout=0.2)
     raw, _ = pool.take(connect)
     started = time.monotonic()
-    with pytest.raises(PoolTimeout, match="HANGO_DATABASE_POOL_SIZE"):
+    with pytest.raises(PoolTimeout, match=r"stayed in use for 0.2 s.*HANGO_DATABASE_POOL_SIZE"):
         pool.take(connect)
-    assert 0.2 <= time.monotonic() - started < 1
+    # It waited its timeout: a lower bound, which no load breaks. How much longer a loaded
+    # machine takes to wake it is not the pool's behaviour, so it is not bounded here.
+    assert time.monotonic() - started >= 0.2
+    assert pool.stats().waits == 1
     pool.give(raw)
     assert pool.take(connect) == (raw, False)  # the slot was not lost
     pool.give(raw)
@@ -255,19 +260,17 @@ def test_a_statement_waiting_longer_than_the_pool_timeout_fails_as_an_outage(mon
         with theirs.cursor() as cursor:
             cursor.execute("SELECT 1")
         holding.set()
-        done.wait(5)
+        done.wait(60)  # held until the test ends: only the pool's timeout can end a wait
         theirs.close()
 
     thread = threading.Thread(target=holder)
     thread.start()
     try:
-        assert holding.wait(5)
+        assert holding.wait(60)
         for _ in ("taken back after a release", "with Django's connect"):
-            started = time.monotonic()
-            with pytest.raises(OperationalError, match="stayed in use"):
+            with pytest.raises(OperationalError, match="stayed in use for 0.2 s"):
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT 1")
-            assert time.monotonic() - started < 1
             connection.close()
     finally:
         done.set()

@@ -33,7 +33,10 @@ def test_a_message_posted_while_the_broker_is_down_runs_once_it_is_back(
     started = time.monotonic()
     response = post_message(alice, session["id"], "count these four words")
     assert response.status_code == 202, response.content
-    assert time.monotonic() - started < 2
+    # A refused send fails at once and is retried once (CELERY_TASK_PUBLISH_RETRY_POLICY): the
+    # bound is the settings' worst case with a margin, a guard against a send left retrying,
+    # not a measure of how fast this machine is.
+    assert time.monotonic() - started < 2 * hango().broker_timeout + 2
     run_id = response.json()["run"]["id"]
     run = Run.objects.get(pk=run_id)
     assert run.status == "queued" and run.lease_expires_at is None

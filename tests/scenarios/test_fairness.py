@@ -32,7 +32,8 @@ def test_another_tenant_s_new_run_starts_ahead_of_one_tenant_s_backlog(
         close_old_connections()
         statuses = list(Run.objects.filter(pk__in=backlog).values_list("status", flat=True))
         most_running = max(most_running, statuses.count("running"))
-        assert time.monotonic() - posted < 10, "the newcomer never started"
+        # A guard against a hang only: how far ahead it went is counted in runs below.
+        assert time.monotonic() - posted < 120, "the newcomer never started"
         time.sleep(0.02)
     close_old_connections()
     later = Run.objects.filter(Q(started_at__isnull=True) | Q(started_at__gt=run.started_at),

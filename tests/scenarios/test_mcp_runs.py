@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from runs.live.waiting import MAX_WAIT_SECONDS
 from tests.support.mcp_runs import (
     HELD,
     add_server,
@@ -118,15 +119,17 @@ def test_a_caller_waiting_on_the_run_hears_it_park_and_end(
 
     def waited() -> tuple[dict, float]:
         started = time.monotonic()
-        response = alice.client.get(f"/v1/runs/{run_id}?wait=45")
+        response = alice.client.get(f"/v1/runs/{run_id}?wait={MAX_WAIT_SECONDS}")
         assert response.status_code == 200, response.content
         return response.json(), time.monotonic() - started
 
+    # A wait that runs to its end answers after MAX_WAIT_SECONDS at the earliest, so an answer
+    # before it can only be the park (or the end) waking it: no margin for the machine's speed.
     parked, took = waited()
     assert parked["status"] == "awaiting_approval" and parked["output"] is None
-    assert took < 40, took  # woken by the park, not by the wait's end
+    assert took < MAX_WAIT_SECONDS, took  # woken by the park, not by the wait's end
     decide(alice, run_id, "approve")
     ended, took = waited()
-    assert ended["status"] == "completed" and took < 40, (ended["status"], took)
+    assert ended["status"] == "completed" and took < MAX_WAIT_SECONDS, (ended["status"], took)
     assert ended["output"]["stop_reason"] == "end_turn"
     assert "- shop__refund: " in ended["output"]["text"]

@@ -5,8 +5,11 @@ no tool call without its result."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
+from django.db import close_old_connections
 
 from runs.execution import worker
 from runs.models import Run, RunStatus
@@ -90,16 +93,24 @@ def test_a_burst_of_enqueues_answers_every_message_in_the_order_posted(alice, ma
 @pytest.mark.slow
 def test_a_burst_of_interrupts_cancels_each_run_before_the_last_and_answers_the_last(
         alice, make_session, start_worker):
-    # A run takes five calls of 0.2 s; each wave of posts comes 0.6 s after the last, so the
-    # run a wave leaves is still running when the next arrives, and has 0.4 s to be claimed and
-    # end its first call: some run is then cancelled mid-run, however slow the machine is to
-    # hand a task to a worker (with 40 ms calls and 0.15 s waves, a claim later than ~0.1 s
-    # left every run cancelled before its first turn, and this test failing).
-    workers = [start_worker(name, HANGO_SCRIPTED_DELAY_MS=200) for name in ("w1", "w2")]
+    # Each thread posts its next interrupt only once the session's run is past its first turn
+    # (waited for, not slept for): some run is then cancelled mid-run however slow the machine
+    # is to hand a task to a worker. A run takes five calls of a second, so the one seen past
+    # its first turn is still running when the interrupt lands.
+    workers = [start_worker(name, HANGO_SCRIPTED_DELAY_MS=1000) for name in ("w1", "w2")]
     session = make_session(alice)
+
+    def once_a_run_is_past_its_first_turn() -> None:
+        deadline = time.monotonic() + 60  # a guard against a hang only
+        while not Run.objects.filter(session_id=session["id"], status=RunStatus.RUNNING,
+                                     turn__gte=1).exists():
+            assert time.monotonic() < deadline, "no run of the session got past a turn"
+            close_old_connections()
+            time.sleep(0.02)
+
     with ActiveWatch(session["id"]) as watch:
         answers = post_burst(alice, session["id"], "interrupt", threads=THREADS, per_thread=EACH,
-                             pause=0.6)
+                             before_next=once_a_run_is_past_its_first_turn)
         runs = wait_until_settled(session["id"])
     assert all(code == 202 for thread in answers for code, _ in thread), answers
     assert watch.most == 1 and watch.busy > 0, (watch.most, watch.busy, watch.reads)

@@ -2,12 +2,13 @@
 ``python -m tests.support.mcp_server --port P [--token T] [--state DIR]``, on 127.0.0.1 only.
 
 Built on the official SDK (``MCPServer``, served by uvicorn). Its tools cover what a client must
-handle: ``echo``, ``slow`` (sleeps), ``big`` (a long deterministic text, :func:`big_text`),
-``fail`` (an ``isError`` result), ``image`` (a PNG block), ``structured`` (``structuredContent``
-beside its text), ``resource`` (an embedded resource and a resource link), and the support
-team's ``lookup_order`` and ``refund``. ``POST /control/tools`` adds or removes tools while it
-runs (``{"add": [name, ...], "remove": [name, ...]}``; an added tool echoes its ``text``): the
-next ``tools/list`` shows the change, and listeners of ``subscriptions/listen`` are told.
+handle: ``echo``, ``slow`` (sleeps), ``meet`` (calls at once: mcp_meet.py), ``big`` (a long
+deterministic text, :func:`big_text`), ``fail`` (an ``isError`` result), ``image`` (a PNG),
+``structured`` (``structuredContent`` beside its text), ``resource`` (an embedded resource and
+a link), and the support team's ``lookup_order`` and ``refund``. ``POST /control/tools`` adds
+or removes tools while it runs (``{"add": [name, ...], "remove": [name, ...]}``; an added tool
+echoes its ``text``): the next ``tools/list`` shows the change, and listeners of
+``subscriptions/listen`` are told.
 
 It serves Streamable HTTP at ``/mcp`` and the older SSE transport at ``/sse``. With
 ``--token``, an MCP request without ``Authorization: Bearer <token>`` is answered 401 (and
@@ -49,11 +50,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tests.support.mcp_meet import add_meet
+
 READY = "mcp test server ready on"
 IDEMPOTENCY_KEY = "io.hango/idempotency-key"
-# A 1x1 PNG (one opaque pixel).
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5E"
-       "rkJggg==")
+       "rkJggg==")  # a 1x1 PNG (one opaque pixel)
 DOC = "# Refunds\n\nRefunds above 100 EUR need a second approver.\n"
 
 
@@ -155,6 +157,8 @@ def build(token: str | None, journal: Journal) -> tuple[MCPServer, InMemorySubsc
         """Wait this many seconds, then answer."""
         await asyncio.sleep(seconds)
         return text_result(f"slept {seconds:g} s")
+
+    add_meet(server)
 
     @server.tool()
     def big(chars: int = 100_000) -> CallToolResult:

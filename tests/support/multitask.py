@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -21,11 +22,13 @@ def text_of(thread: int, index: int) -> str:
 
 
 def post_burst(caller: Caller, session_id: str, multitask: str | list[str], *, threads: int,
-               per_thread: int, pause: float = 0) -> list[list[tuple[int, dict[str, Any]]]]:
+               per_thread: int, pause: float = 0,
+               before_next: Callable[[], None] | None = None,
+               ) -> list[list[tuple[int, dict[str, Any]]]]:
     """Every thread posts ``per_thread`` messages one after the other (:func:`text_of`),
-    ``pause`` seconds apart, all threads started together (a barrier), each with its own client
-    and connection; per thread, each answer's (status, body) in order. ``multitask`` is one
-    strategy, or one per thread."""
+    ``pause`` seconds apart or each once ``before_next`` returns, all threads started together
+    (a barrier), each with its own client and connection; per thread, each answer's (status,
+    body) in order. ``multitask`` is one strategy, or one per thread."""
     gate = threading.Barrier(threads)
     strategies = [multitask] * threads if isinstance(multitask, str) else multitask
 
@@ -36,7 +39,9 @@ def post_burst(caller: Caller, session_id: str, multitask: str | list[str], *, t
         try:
             gate.wait(timeout=30)
             for index in range(per_thread):
-                if index and pause:
+                if index and before_next is not None:
+                    before_next()
+                elif index and pause:
                     time.sleep(pause)
                 response = client.post(f"/v1/sessions/{session_id}/messages",
                                        {"content": text_of(thread, index),

@@ -47,6 +47,7 @@ class Canned:
     headers: dict[str, str]
     body: bytes
     pace: float = 0.0  # seconds between two of an event stream's events (0: all at once)
+    hold_after: int | None = None  # events written before the stream waits for release()
 
 
 class ReplayServer:
@@ -60,6 +61,10 @@ class ReplayServer:
         self.validate = validate
         # Set when the client went away while a paced stream was still being written.
         self.client_left = threading.Event()
+        # A held stream (reply_sse's hold_after): set once it waits, and what lets it go on.
+        self.holding = threading.Event()
+        self._released = threading.Event()
+        self.events_sent = 0  # events of paced or held streams written so far
         self._canned: deque[Canned] = deque()
         self._standing: dict[str, Canned] = {}  # by path prefix: answered every time
         self._lock = threading.Lock()
@@ -80,11 +85,19 @@ class ReplayServer:
         self._canned.append(Canned(status, headers, body))
 
     def reply_sse(self, body: bytes, *, headers: dict[str, str] | None = None,
-                  pace: float = 0.0) -> None:
+                  pace: float = 0.0, hold_after: int | None = None) -> None:
         """Queue a server-sent-events stream (a ``wire/*.sse`` file), its events ``pace``
-        seconds apart (a model writing), or all at once."""
+        seconds apart (a model writing), or all at once. With ``hold_after``, the stream
+        stops after that many events, sets :attr:`holding` and writes the rest only once
+        :meth:`release` is called: a model that never answers until the test says so, so a
+        test can prove a reader was stopped without timing it."""
         self.reply(200, body, headers={"content-type": "text/event-stream", **(headers or {})})
-        self._canned[-1] = Canned(**{**self._canned[-1].__dict__, "pace": pace})
+        self._canned[-1] = Canned(**{**self._canned[-1].__dict__, "pace": pace,
+                                     "hold_after": hold_after})
+
+    def release(self) -> None:
+        """Let a held stream write the rest of its events."""
+        self._released.set()
 
     def always(self, path: str, body: Any, status: int = 200) -> None:
         """Answer every request whose path starts with ``path`` with ``body`` (JSON), outside
@@ -111,6 +124,7 @@ class ReplayServer:
         return [r.body for r in self.requests]
 
     def close(self) -> None:
+        self.release()  # a stream still held ends rather than outliving the test
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -154,14 +168,18 @@ class ReplayServer:
                     self.send_header(name, value)
                 self.send_header("content-length", str(len(canned.body)))
                 self.end_headers()
-                if not canned.pace:
+                if not canned.pace and canned.hold_after is None:
                     self.wfile.write(canned.body)
                     return
                 *events, rest = canned.body.split(b"\n\n")
                 try:
-                    for event in events:
+                    for number, event in enumerate(events):
+                        if number == canned.hold_after:
+                            server.holding.set()
+                            server._released.wait()
                         self.wfile.write(event + b"\n\n")
                         self.wfile.flush()
+                        server.events_sent += 1
                         time.sleep(canned.pace)
                     self.wfile.write(rest)
                 except OSError:  # the client closed the stream (an aborted call)

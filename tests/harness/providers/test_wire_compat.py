@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import httpx2
 import pytest
@@ -39,9 +38,14 @@ def openai_for(url: str, **settings) -> OpenAICompatProvider:
         "openai_base_url": url, "max_retries": 0, "timeout_seconds": 10.0, **settings}))
 
 
-def anthropic_for(url: str) -> AnthropicProvider:
-    return AnthropicProvider(settings=ProviderSettings(
-        anthropic_api_key="test-key", anthropic_base_url=url, max_retries=0, timeout_seconds=10.0))
+def anthropic_for(url: str, **settings) -> AnthropicProvider:
+    return AnthropicProvider(settings=ProviderSettings(**{
+        "anthropic_api_key": "test-key", "anthropic_base_url": url, "max_retries": 0,
+        "timeout_seconds": 10.0, **settings}))
+
+
+# Past the abort tests' guard against a hang (60 s): only the abort can end their read first.
+PATIENT = {"timeout_seconds": 300.0}
 
 
 @pytest.fixture
@@ -187,45 +191,52 @@ def slow_anthropic_stream() -> bytes:
     return (head + delta * 50 + "event: content_block_stop" + tail).encode()
 
 
-@pytest.mark.parametrize(("make", "body"), [(openai_for, slow_openai_stream),
-                                            (anthropic_for, slow_anthropic_stream)])
-def test_an_abort_stops_a_stream_blocked_on_its_read_within_a_second(server, make, body):
-    # Five seconds between two events: the reader is blocked on its socket when aborted.
-    server.reply_sse(body(), pace=5.0)
-    handle = abort.CallAbort()
+def read_in_thread(stream, handle: abort.CallAbort) -> tuple[threading.Thread, list[object]]:
+    """Read ``stream()`` on a thread under ``handle``: every event, then what it ended with."""
     got: list[object] = []
 
     def read() -> None:
         with abort.current(handle):
             try:
-                for event in make(server.url).stream(TOOL_ROUND_TRIP):
-                    got.append(event)
+                got.extend(stream())
             except Exception as exc:  # noqa: BLE001 - what the read ended with is the point
                 got.append(exc)
 
-    reader = threading.Thread(target=read)
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    deadline = time.monotonic() + 10
-    while not server.requests and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.3)  # the first event read; the reader waits for the next
-    started = time.monotonic()
-    handle.abort()
-    reader.join(timeout=3)
+    return reader, got
 
-    assert not reader.is_alive()
-    assert time.monotonic() - started < 1.0
+
+@pytest.mark.parametrize(("make", "body"), [(openai_for, slow_openai_stream),
+                                            (anthropic_for, slow_anthropic_stream)])
+def test_an_abort_stops_a_stream_blocked_on_its_read(server, make, body):
+    # The server writes one event, then holds the stream until the test releases it: the
+    # reader can only end before that release if the abort woke its blocked read.
+    server.reply_sse(body(), hold_after=1)
+    handle = abort.CallAbort()
+    reader, got = read_in_thread(lambda: make(server.url, **PATIENT).stream(TOOL_ROUND_TRIP),
+                                 handle)
+    assert server.holding.wait(timeout=60), "the stream was never opened"
+
+    handle.abort()
+    reader.join(timeout=60)  # a guard against a hang only: without the abort it never ends
+
+    assert not reader.is_alive(), "the abort did not wake the read blocked on its socket"
+    assert server.events_sent == 1  # ended while the server still held the stream
     assert not any(isinstance(e, StreamDone) for e in got)
     assert isinstance(got[-1], ProviderUnavailable)  # the loop, seeing the abort, cancels
 
 
 def test_an_abort_before_the_stream_opens_closes_it_at_once(server):
-    server.reply_sse(slow_openai_stream(), pace=5.0)
+    server.reply_sse(slow_openai_stream(), hold_after=1)
     handle = abort.CallAbort()
     handle.abort()
-    started = time.monotonic()
 
-    with abort.current(handle), pytest.raises(ProviderUnavailable):
-        for event in openai_for(server.url).stream(TOOL_ROUND_TRIP):
-            assert not isinstance(event, TextDelta) or time.monotonic() - started < 1
-    assert time.monotonic() - started < 1.0
+    reader, got = read_in_thread(
+        lambda: openai_for(server.url, **PATIENT).stream(TOOL_ROUND_TRIP), handle)
+    reader.join(timeout=60)  # a guard against a hang only
+
+    assert not reader.is_alive(), "an aborted call still waits on its stream"
+    assert server.events_sent <= 1  # closed without waiting for the held part of the stream
+    assert not any(isinstance(e, TextDelta) and e.text.strip() for e in got)
+    assert isinstance(got[-1], ProviderUnavailable)
