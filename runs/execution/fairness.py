@@ -40,7 +40,7 @@ SELECT count(*) FROM (
 """
 
 
-# The same count for a statement that knows the tenant (a post's: :mod:`runs.post_write`), on
+# The same count for a statement that knows the tenant (a post's: :mod:`runs.intake.post_write`), on
 # that statement's snapshot: the run it inserts is not yet among them.
 BUSY_OF_TENANT = f"""
 (SELECT count(*) FROM (

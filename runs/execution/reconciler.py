@@ -137,7 +137,7 @@ def start_without_workers() -> None:
 class Reconciler(bootsteps.StartStopStep):
     """The worker bootstep that starts :class:`ReconcilerThread` with the worker and stops it
     at shutdown (registered in :mod:`hango_project.celery`), and the renewal of the process's
-    task reservations (:func:`runs.queued_tasks.start_renewing`)."""
+    task reservations (:func:`runs.execution.queued_tasks.start_renewing`)."""
 
     label = "Reconciler"
     requires = ("celery.worker.components:Pool",)  # the pool's children fork before it starts
