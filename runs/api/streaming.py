@@ -39,6 +39,7 @@ from rest_framework.renderers import BaseRenderer
 from hango_project.config import hango
 from hango_project.pgpool import release as release_connection
 from runs.api.serializers import event_output
+from runs.execution.store import StreamRead
 from runs.intake import selectors
 from runs.live import relay
 from runs.models import UNFINISHED_RUN_STATUSES, RunEvent
@@ -81,7 +82,7 @@ class _SharedReads:
         self._under_way: dict[tuple[uuid.UUID, int], _Read] = {}
 
     def once(self, key: tuple[uuid.UUID, int], since: float,
-             read: Callable[[], selectors.StreamRead]) -> selectors.StreamRead:
+             read: Callable[[], StreamRead]) -> StreamRead:
         with self._lock:
             current = self._under_way.get(key)
             joined = current is not None and current.began >= since
@@ -111,7 +112,7 @@ class _Read:
     def __init__(self) -> None:
         self.began = time.monotonic()
         self.done = threading.Event()
-        self.read: selectors.StreamRead | None = None
+        self.read: StreamRead | None = None
         self.error: BaseException | None = None
 
 

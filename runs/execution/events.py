@@ -1,4 +1,5 @@
-"""Appending run events. Callers hold the run's row lock, which orders ``seq`` per run."""
+"""Run events: appended by callers that hold the run's row lock (which orders ``seq`` per run),
+and read back with their messages' content (:func:`with_message_content`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Subquery
 
 from runs.live import relay
-from runs.models import Run, RunEvent
+from runs.models import Message, Run, RunEvent
 
 EVENT_STATUS = "run.status"
 EVENT_MESSAGE = "message.created"
@@ -59,3 +61,24 @@ def takeover_event(run: Run, *, holder: str, held_epoch: int, held_until: dateti
     return EVENT_LEASE_TAKEN_OVER, {
         "from_worker": holder, "from_epoch": held_epoch, "to_worker": run.lease_owner,
         "epoch": run.epoch, "lease_expired_at": timestamp(held_until), "by": by}
+
+
+def with_message_content(events: list[RunEvent]) -> list[RunEvent]:
+    """``events`` with the id and content of each ``message.created`` event's message in its
+    data (unsaved), as the messages route answers them: read now, in one query for the whole
+    page (the events are one run's), because a message is stored once, in ``messages`` (its
+    event keeps its seq and role, which with the run's session name it), and read fresh, so an
+    edit of the message shows in its event too."""
+    seqs = [event.data["seq"] for event in events if event.type == EVENT_MESSAGE]
+    if not seqs:
+        return events
+    assert len({event.run_id for event in events}) == 1, "one run's events"
+    session = Run.objects.filter(pk=events[0].run_id).values("session_id")
+    found = {seq: (str(id_), content) for seq, id_, content in Message.objects.filter(
+        session_id=Subquery(session), seq__in=seqs).values_list("seq", "id", "content")}
+    for event in events:
+        if event.type == EVENT_MESSAGE:
+            # An event stored before its id was left out still has it: the message's is the same.
+            id_, content = found.get(event.data["seq"], (event.data.get("id"), None))
+            event.data = {**event.data, "id": id_, "content": content}
+    return events

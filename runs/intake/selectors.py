@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from accounts.models import Member, UsagePurpose, UsageRecord
 from accounts.scoping import get_visible, get_visible_row, visible_to
 from accounts.usage import CLOCK_SKEW, cost_groups
-from hango_project.database import database
 from hango_project.errors import NotFound
 from hango_project.rows import select_one
 from hango_project.sql import uuid_param
@@ -22,8 +19,8 @@ from harness import fingerprint
 from harness.errors import InvalidContent
 from harness.messages import RequestPrint, Usage
 from runs.execution.call_ledger import key_parts
-from runs.execution.events import EVENT_MESSAGE
-from runs.execution.prepared import Prepared
+from runs.execution.events import EVENT_MESSAGE, with_message_content
+from runs.execution.store import StreamRead, store
 from runs.execution.stores import OctetLength
 from runs.models import (
     ACTIVE_RUN_STATUSES,
@@ -130,79 +127,12 @@ def run_events_after(*, run_id: uuid.UUID, after: int, limit: int) -> list[RunEv
     return with_call_cache(with_message_content(list(events)))
 
 
-class StreamRead(NamedTuple):
-    """What an event stream reads: the run's next events and the run as of exactly them."""
-
-    events: list[RunEvent]
-    status: str | None  # None: the run is gone
-    turn: int  # every event of the turns up to this one is in ``events`` unless it is full
-
-
-# A stream's read (runs.api.streaming) in one prepared statement: the run's status and turn, and its
-# events after the cursor with their messages' content joined in, without the ORM (a thousand
-# streams read a few times a second between them). The run's row comes without events too.
-_STREAM_READ = Prepared.of("hango_stream_read", f"""
-SELECT r.status, r.turn, e.seq, e.type, e.data, e.created_at, m.id, m.content
-FROM {Run._meta.db_table} r
-LEFT JOIN {RunEvent._meta.db_table} e ON e.run_id = r.id AND e.seq > %(after)s
-LEFT JOIN {Message._meta.db_table} m ON e.type = %(message)s AND m.session_id = r.session_id
-    AND m.seq = (e.data ->> 'seq')::integer
-WHERE r.id = %(run)s
-ORDER BY e.seq LIMIT %(limit)s
-""", (("run", "uuid"), ("after", "bigint"), ("limit", "integer"), ("message", "text")))
-
-
 def stream_read(*, run_id: uuid.UUID, after: int, limit: int) -> StreamRead:
-    """:func:`run_events_after` and the run's status and turn as of them, in one statement:
-    the turn and the events come from one snapshot, so a stream that reads the run finished
-    has its last events too."""
-    if not database().one_statement:
-        # The run first, then its events, with no transaction (SQLite's would take the write
-        # lock: the settings begin every transaction IMMEDIATE, and a read would queue behind
-        # a turn's commit and hold up the next). Events only grow: those read second hold all
-        # of the turns the run's row counted, and a run read as ended has its last events
-        # committed with that status.
-        run = Run.objects.filter(pk=run_id).values_list("status", "turn").first()
-        events = run_events_after(run_id=run_id, after=after, limit=limit)
-        return StreamRead(events, *(run or (None, 0)))
-    with connection.cursor() as cursor:
-        _STREAM_READ.run(cursor, {"run": run_id, "after": after, "limit": limit,
-                                  "message": EVENT_MESSAGE})
-        rows = cursor.fetchall()
-    if not rows:
-        return StreamRead([], None, 0)
-    events = []
-    for _, _, seq, type_, data, created_at, message_id, content in rows:
-        if seq is None:  # the run's row alone: no event after the cursor
-            break
-        data = json.loads(data)
-        if type_ == EVENT_MESSAGE:  # as with_message_content adds them
-            data = {**data, "id": str(message_id) if message_id else data.get("id"),
-                    "content": None if content is None else json.loads(content)}
-        events.append(RunEvent(run_id=run_id, seq=seq, type=type_, data=data,
-                               created_at=created_at))
-    return StreamRead(with_call_cache(events), rows[0][0], rows[0][1])
-
-
-def with_message_content(events: list[RunEvent]) -> list[RunEvent]:
-    """``events`` with the id and content of each ``message.created`` event's message in its
-    data (unsaved), as the messages route answers them: read now, in one query for the whole
-    page (the events are one run's), because a message is stored once, in ``messages`` (its
-    event keeps its seq and role, which with the run's session name it), and read fresh, so an
-    edit of the message shows in its event too."""
-    seqs = [event.data["seq"] for event in events if event.type == EVENT_MESSAGE]
-    if not seqs:
-        return events
-    assert len({event.run_id for event in events}) == 1, "one run's events"
-    session = Run.objects.filter(pk=events[0].run_id).values("session_id")
-    found = {seq: (str(id_), content) for seq, id_, content in Message.objects.filter(
-        session_id=Subquery(session), seq__in=seqs).values_list("seq", "id", "content")}
-    for event in events:
-        if event.type == EVENT_MESSAGE:
-            # An event stored before its id was left out still has it: the message's is the same.
-            id_, content = found.get(event.data["seq"], (event.data.get("id"), None))
-            event.data = {**event.data, "id": id_, "content": content}
-    return events
+    """:func:`run_events_after` and the run's status and turn as of them, read by the run store
+    (:meth:`runs.execution.store.RunStore.read_stream`), each assistant message's call cache
+    figures added (:func:`with_call_cache`)."""
+    read = store().read_stream(run_id, after=after, limit=limit)
+    return read._replace(events=with_call_cache(read.events))
 
 
 def file_list(*, session: Session) -> QuerySet[SessionFile]:

@@ -239,3 +239,21 @@ def test_an_mcp_call_is_journalled_once_under_the_claim(runs_store, queued_run):
     with pytest.raises(Superseded):
         runs_store.journal_call(claim, "mcp:2", tool_use_id="tu_2", tool="search")
     assert ToolCallStart.objects.filter(run_id=run.pk).count() == 1
+
+
+def test_a_stream_reads_the_run_s_events_with_their_messages_and_the_run_as_of_them(
+        runs_store, queued_run):
+    run = runs_store.claim(queued_run.pk, "worker-a", LEASE)
+    assert runs_store.commit_turn(_turn(run)) is not None
+    read = runs_store.read_stream(run.pk, after=0, limit=100)
+    stored = Run.objects.get(pk=run.pk)
+    assert (read.status, read.turn) == (RunStatus.RUNNING, 1)
+    assert [e.seq for e in read.events] == list(range(1, stored.event_seq + 1))
+    answer = read.events[-1]
+    assert answer.type == "message.created" and answer.data["content"] == [
+        {"type": "text", "text": "hé"}]
+    assert answer.data["id"] == str(Message.objects.get(run=run, seq=2).pk)
+    assert runs_store.read_stream(run.pk, after=answer.seq, limit=100) == (
+        [], RunStatus.RUNNING, 1)
+    assert [e.seq for e in runs_store.read_stream(run.pk, after=0, limit=1).events] == [1]
+    assert runs_store.read_stream(uuid.uuid4(), after=0, limit=100) == ([], None, 0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import uuid
 from datetime import timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from hango_project.database import database
 
@@ -26,7 +26,15 @@ if TYPE_CHECKING:
     from runs.execution.preload import Preloaded
     from runs.execution.renewer import Statements
     from runs.execution.turn_write import Committed, TurnWrite
-    from runs.models import Run
+    from runs.models import Run, RunEvent
+
+
+class StreamRead(NamedTuple):
+    """What an event stream reads: the run's next events and the run as of exactly them."""
+
+    events: list[RunEvent]
+    status: str | None  # None: the run is gone
+    turn: int  # every event of the turns up to this one is in ``events`` unless it is full
 
 
 class RunStore(Protocol):
@@ -74,6 +82,14 @@ class RunStore(Protocol):
 
     def poll(self, claim: Claim) -> tuple[bool, bool]:
         """Whether the run's cancel was asked for, and whether ``claim`` still holds it."""
+        ...
+
+    def read_stream(self, run_id: uuid.UUID, *, after: int, limit: int) -> StreamRead:
+        """A run's event stream's read: its events after ``after`` in seq order (at most
+        ``limit``), each ``message.created`` with its message's id and content
+        (:func:`runs.execution.events.with_message_content`), and the run's status and turn as
+        of exactly those events (a stream that reads the run ended has its last events too);
+        ``([], None, 0)`` for a run that is gone."""
         ...
 
     def watch_statements(self) -> Statements:

@@ -18,12 +18,27 @@ from agents.stores import guarded
 from hango_project import metrics
 from harness.messages import ModelUsage
 from runs.execution.endings import cancel_unheld, finish_run
-from runs.execution.events import TAKEN_BY_CLAIM, append_events, status_event, takeover_event
+from runs.execution.events import (
+    TAKEN_BY_CLAIM,
+    append_events,
+    status_event,
+    takeover_event,
+    with_message_content,
+)
 from runs.execution.fence import Claim
 from runs.execution.preload import NOTHING_PRELOADED, Preloaded
 from runs.execution.renewer import OrmStatements, Statements
+from runs.execution.store import StreamRead
 from runs.execution.turn_write import Committed, TurnWrite
-from runs.models import BUSY_RUN_STATUSES, Message, PendingMessage, Run, RunStatus, ToolCallStart
+from runs.models import (
+    BUSY_RUN_STATUSES,
+    Message,
+    PendingMessage,
+    Run,
+    RunEvent,
+    RunStatus,
+    ToolCallStart,
+)
 
 
 class OrmStore:
@@ -110,6 +125,16 @@ class OrmStore:
                .values_list("cancel_requested", "epoch", "status").first())
         return (row is not None and row[0],
                 row is not None and row[1:] == (claim.epoch, RunStatus.RUNNING))
+
+    def read_stream(self, run_id: uuid.UUID, *, after: int, limit: int) -> StreamRead:
+        # The run first, then its events, with no transaction (SQLite's would take the write
+        # lock: the settings begin every transaction IMMEDIATE, and a read would queue behind
+        # a turn's commit and hold up the next). Events only grow: those read second hold all
+        # of the turns the run's row counted, and a run read as ended has its last events
+        # committed with that status.
+        run = Run.objects.filter(pk=run_id).values_list("status", "turn").first()
+        events = RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:limit]
+        return StreamRead(with_message_content(list(events)), *(run or (None, 0)))
 
     def watch_statements(self) -> Statements:
         return OrmStatements()

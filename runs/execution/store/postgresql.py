@@ -2,7 +2,8 @@
 statements PREPAREd once per connection (:class:`runs.execution.prepared.Prepared`), each one
 round trip — the claim (:mod:`runs.execution.store.pg_claim`), a turn's commit
 (:mod:`runs.execution.store.pg_turn`), a call's record (:mod:`runs.execution.store.pg_ledger`),
-a run's preload (:mod:`runs.execution.store.pg_preload`), and here the poll, the read of a
+a run's preload (:mod:`runs.execution.store.pg_preload`), a stream's read
+(:mod:`runs.execution.store.pg_stream`), and here the poll, the read of a
 session's queue after a run and an MCP call's journal entry; and the watch's renewals and reads
 on a connection of its own (:class:`runs.execution.renewer.PostgreSQLStatements`)."""
 
@@ -21,10 +22,12 @@ from runs.execution.fence import Claim
 from runs.execution.preload import Preloaded
 from runs.execution.prepared import Prepared
 from runs.execution.renewer import PostgreSQLStatements, Statements
+from runs.execution.store import StreamRead
 from runs.execution.store.orm import OrmStore
 from runs.execution.store.pg_claim import claim_unheld
 from runs.execution.store.pg_ledger import record_one_statement
 from runs.execution.store.pg_preload import preload_one_statement
+from runs.execution.store.pg_stream import read_stream_one_statement
 from runs.execution.store.pg_turn import commit_one_statement
 from runs.execution.turn_write import Committed, TurnWrite
 from runs.models import PendingMessage, Run, RunStatus, ToolCallStart
@@ -104,6 +107,9 @@ class PostgreSQLStore:
                                "running": RunStatus.RUNNING})
             found = cursor.fetchone()
         return (False, False) if found is None else (bool(found[0]), bool(found[1]))
+
+    def read_stream(self, run_id: uuid.UUID, *, after: int, limit: int) -> StreamRead:
+        return read_stream_one_statement(run_id, after, limit)
 
     def watch_statements(self) -> Statements:
         # The thread's own connection takes the default connection's parameters.
