@@ -81,7 +81,7 @@ def audit_entry(
     detail: dict[str, Any] | None = None,
 ) -> AuditEntry:
     """The row :func:`audit_record` inserts, checked and unsaved: for a write that inserts it
-    in its own statement (a message post: :mod:`runs.intake.post_write`), in the same
+    in its own statement (a message post: :mod:`runs.execution.store.pg_start`), in the same
     transaction."""
     action = AuditAction(action)  # the closed set: anything else is a bug
     detail = dict(detail or {})

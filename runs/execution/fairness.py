@@ -40,8 +40,9 @@ SELECT count(*) FROM (
 """
 
 
-# The same count for a statement that knows the tenant (a post's: :mod:`runs.intake.post_write`), on
-# that statement's snapshot: the run it inserts is not yet among them.
+# The same count for a statement that knows the tenant (a post's:
+# :mod:`runs.execution.store.pg_start`), on that statement's snapshot: the run it inserts is not
+# yet among them.
 BUSY_OF_TENANT = f"""
 (SELECT count(*) FROM (
     SELECT 1 FROM {Run._meta.db_table} r

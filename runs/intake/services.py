@@ -23,9 +23,9 @@ from runs.execution.endings import INTERNAL_ERROR, cancel_unheld
 from runs.execution.events import append_events, status_event
 from runs.execution.fence import take_over
 from runs.execution.queue import Multitask
+from runs.execution.store import store
 from runs.intake.admission import quota_admit
 from runs.intake.content import user_content
-from runs.intake.post_write import start_now
 from runs.models import ACTIVE_RUN_STATUSES, Message, Run, RunStatus, Session
 
 # Failures a resume may retry: the provider was unavailable (a retryable provider error), the
@@ -126,7 +126,7 @@ def _post(session: Session, blocks: list[dict[str, Any]], strategy: Multitask,
                            detail={**detail, "message_id": str(message.pk)})
 
     if active is None:  # the audit row goes in the post's one statement
-        message, run, behind = start_now(session, blocks, audit)
+        message, run, behind = store().start_run(session, blocks, audit)
         tasks.enqueue_run(run.id, behind=behind)  # its tenant's share counted there too
     else:
         detail["multitask"] = strategy.value

@@ -12,7 +12,8 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import QuotaHold, Tenant, UsageRecord
+from accounts.audit import audit_entry
+from accounts.models import AuditAction, AuditEntry, QuotaHold, Tenant, UsageRecord
 from accounts.usage import quota_hold
 from harness.errors import Superseded
 from harness.messages import ModelUsage, Usage
@@ -257,3 +258,27 @@ def test_a_stream_reads_the_run_s_events_with_their_messages_and_the_run_as_of_t
         [], RunStatus.RUNNING, 1)
     assert [e.seq for e in runs_store.read_stream(run.pk, after=0, limit=1).events] == [1]
     assert runs_store.read_stream(uuid.uuid4(), after=0, limit=100) == ([], None, 0)
+
+
+def test_a_post_queues_its_run_with_its_message_status_event_and_audit_row(
+        runs_store, alice, make_session):
+    session = Session.objects.select_related("agent", "tenant").get(
+        pk=make_session(alice)["id"])
+
+    def audit(run: Run, message: Message) -> AuditEntry:
+        return audit_entry(actor=None, tenant=session.tenant_id, action=AuditAction.RUN_CREATE,
+                           obj_type="run", obj_id=run.pk,
+                           detail={"message_id": str(message.pk)})
+
+    with transaction.atomic():
+        message, run, behind = runs_store.start_run(
+            session, [{"type": "text", "text": "hi"}], audit)
+    stored = Run.objects.get(pk=run.pk)
+    assert (stored.status, stored.event_seq, stored.agent_version) == (
+        RunStatus.QUEUED, 1, session.agent.version)
+    assert list(Message.objects.filter(session=session).values_list("pk", "seq", "run_id")) == [
+        (message.pk, 1, run.pk)]
+    assert _statuses(run) == ["queued"]
+    assert AuditEntry.objects.filter(action=AuditAction.RUN_CREATE,
+                                     object_id=str(run.pk)).count() == 1
+    assert behind in (False, None)  # one busy run: within its share (None: not counted)

@@ -21,12 +21,18 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from hango_project.database import database
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from accounts.models import AuditEntry
     from harness.messages import ModelUsage
     from runs.execution.fence import Claim
     from runs.execution.preload import Preloaded
     from runs.execution.renewer import Statements
     from runs.execution.turn_write import Committed, TurnWrite
-    from runs.models import Run, RunEvent
+    from runs.models import Message, Run, RunEvent, Session
+
+    Audit = Callable[[Run, Message], AuditEntry]  # a post's audit row, for its run and message
 
 
 class StreamRead(NamedTuple):
@@ -38,7 +44,16 @@ class StreamRead(NamedTuple):
 
 
 class RunStore(Protocol):
-    """What a run's worker asks the database."""
+    """What a run asks the database, from its post to its stream's reads."""
+
+    def start_run(self, session: Session, blocks: list[dict[str, Any]],
+                  audit: Audit) -> tuple[Message, Run, bool | None]:
+        """The message joins the history and its run is queued, in the caller's transaction,
+        which holds the session's lock (nothing active, nothing waiting), with the audit row
+        ``audit`` makes for them (:func:`accounts.audit.audit_entry`); its followers are told
+        once it commits. The caller sends the run's task: the third value says whether the
+        tenant is past its fair share with this run (None: not counted here)."""
+        ...
 
     def claim(self, run_id: uuid.UUID | str, owner: str, lease: timedelta) -> Run | None:
         """Take the run's lease for ``owner``, for ``lease`` from now, under a new epoch (a

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import F, Subquery
+from django.db.models import F, Max, Subquery
 from django.utils import timezone
 
 from accounts import prices
 from accounts.models import QuotaHold, UsageRecord
 from accounts.usage import quota_release, tenant_spend
+from agents import versions
 from agents.stores import guarded
 from hango_project import metrics
+from hango_project.rows import insert
 from harness.messages import ModelUsage
 from runs.execution.endings import cancel_unheld, finish_run
 from runs.execution.events import (
@@ -37,11 +40,29 @@ from runs.models import (
     Run,
     RunEvent,
     RunStatus,
+    Session,
     ToolCallStart,
 )
 
+if TYPE_CHECKING:
+    from runs.execution.store import Audit
+
 
 class OrmStore:
+    def start_run(self, session: Session, blocks: list[dict[str, Any]],
+                  audit: Audit) -> tuple[Message, Run, bool | None]:
+        # Stored with its first event's seq already, so no UPDATE of the run follows the event.
+        run = Run.objects.create(session=session, agent_id=session.agent_id, event_seq=1,
+                                 agent_version=versions.for_new_run(session))
+        run.event_seq = 0
+        last = session.messages.aggregate(m=Max("seq"))["m"] or 0
+        message = Message.objects.create(session=session, seq=last + 1, role="user",
+                                         content=blocks, run=run)
+        append_events(run, [status_event(run)])
+        Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+        insert(audit(run, message))
+        return message, run, None
+
     def claim(self, run_id: uuid.UUID | str, owner: str, lease: timedelta) -> Run | None:
         with transaction.atomic():
             run = (Run.objects.select_for_update(of=("self",))

@@ -1,16 +1,18 @@
 """PostgreSQL's store (:class:`runs.execution.store.RunStore`): a run's hot paths as hand-written
 statements PREPAREd once per connection (:class:`runs.execution.prepared.Prepared`), each one
-round trip — the claim (:mod:`runs.execution.store.pg_claim`), a turn's commit
-(:mod:`runs.execution.store.pg_turn`), a call's record (:mod:`runs.execution.store.pg_ledger`),
-a run's preload (:mod:`runs.execution.store.pg_preload`), a stream's read
-(:mod:`runs.execution.store.pg_stream`), and here the poll, the read of a
-session's queue after a run and an MCP call's journal entry; and the watch's renewals and reads
-on a connection of its own (:class:`runs.execution.renewer.PostgreSQLStatements`)."""
+round trip — a post's rows (:mod:`runs.execution.store.pg_start`), the claim
+(:mod:`runs.execution.store.pg_claim`), a turn's commit (:mod:`runs.execution.store.pg_turn`), a
+call's record (:mod:`runs.execution.store.pg_ledger`), a run's preload
+(:mod:`runs.execution.store.pg_preload`), a stream's read (:mod:`runs.execution.store.pg_stream`),
+and here the poll, the read of a session's queue after a run and an MCP call's journal entry;
+and the watch's renewals and reads on a connection of its own
+(:class:`runs.execution.renewer.PostgreSQLStatements`)."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 from django.utils import timezone
@@ -27,10 +29,14 @@ from runs.execution.store.orm import OrmStore
 from runs.execution.store.pg_claim import claim_unheld
 from runs.execution.store.pg_ledger import record_one_statement
 from runs.execution.store.pg_preload import preload_one_statement
+from runs.execution.store.pg_start import start_one_statement
 from runs.execution.store.pg_stream import read_stream_one_statement
 from runs.execution.store.pg_turn import commit_one_statement
 from runs.execution.turn_write import Committed, TurnWrite
-from runs.models import PendingMessage, Run, RunStatus, ToolCallStart
+from runs.models import Message, PendingMessage, Run, RunStatus, Session, ToolCallStart
+
+if TYPE_CHECKING:
+    from runs.execution.store import Audit
 
 _POLL = Prepared.of(
     "hango_poll", f"SELECT cancel_requested, epoch = %(epoch)s AND status = %(running)s "
@@ -64,6 +70,10 @@ _JOURNAL = Prepared.of(
 class PostgreSQLStore:
     def __init__(self) -> None:
         self._general = OrmStore()
+
+    def start_run(self, session: Session, blocks: list[dict[str, Any]],
+                  audit: Audit) -> tuple[Message, Run, bool | None]:
+        return start_one_statement(session, blocks, audit)
 
     def claim(self, run_id: uuid.UUID | str, owner: str, lease: timedelta) -> Run | None:
         now = timezone.now()

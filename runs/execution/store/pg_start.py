@@ -1,73 +1,46 @@
-"""A post's rows in one statement on PostgreSQL: the queued run, the user message at the
+"""A post's rows in one statement (PostgreSQL): the queued run, the user message at the
 session's next seq, the run's first status event, the session's ``updated_at`` and the post's
 audit row — what :func:`runs.intake.services.message_post` writes for a message that starts
-its run now; the statement also counts the tenant's busy runs, for the priority its task is sent at
-(:mod:`runs.execution.fairness`).
+its run now; the statement also counts the tenant's busy runs, for the priority its task is sent
+at (:mod:`runs.execution.fairness`).
 
 The ORM wrote them as five statements, each compiled anew on every post: the largest part of a
 post's web CPU once the rest was cut (bench/README.md, "A post over HTTP"). The statement is
 built once per process from the models' fields, so a new column is written without a change
 here; the values are prepared as Django's insert prepares them (:mod:`hango_project.rows`).
-SQLite, single-writer and in process, keeps the ORM's statements.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, models, transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from accounts.models import AuditEntry
 from agents import versions
-from hango_project.database import database
-from hango_project.rows import insert, insert_fields, insert_sql, insert_values
+from hango_project.rows import insert_fields, insert_sql, insert_values
 from runs.execution import fairness
-from runs.execution.events import append_events, status_event
+from runs.execution.events import status_event
 from runs.live import relay
 from runs.models import Message, Run, RunEvent, Session
 
-Audit = Callable[[Run, Message], AuditEntry]  # the post's audit row, for its run and message
+if TYPE_CHECKING:
+    from runs.execution.store import Audit
 
 
-def start_now(session: Session, blocks: list[dict[str, Any]],
-              audit: Audit) -> tuple[Message, Run, bool | None]:
-    """The message joins the history and its run is queued, in the caller's transaction, which
-    holds the session's lock (nothing active, nothing waiting), with the audit row ``audit``
-    makes for them (:func:`accounts.audit.audit_entry`); its followers are told once it
-    commits. The caller sends the run's task: the third value says whether the tenant is past
-    its fair share with this run (None: not counted here)."""
-    now = timezone.now()
-    if not database().one_statement:
-        message, run = _start_with_orm(session, blocks, now)
-        insert(audit(run, message))
-        return message, run, None
+def start_one_statement(session: Session, blocks: list[dict[str, Any]],
+                        audit: Audit) -> tuple[Message, Run, bool]:
     run = Run(session=session, agent_id=session.agent_id, event_seq=1,
               agent_version=versions.for_new_run(session))
     kind, data = status_event(run)
     event = RunEvent(run=run, seq=1, type=kind, data=data)
     message = Message(session=session, role="user", content=blocks, run=run)
-    busy = _write_start(run, event, message, audit(run, message), now)
+    busy = _write_start(run, event, message, audit(run, message), timezone.now())
     run_id = run.pk
     transaction.on_commit(lambda: relay.events_added(run_id, turn=0, seq=1))
     return message, run, fairness.past_share(busy + 1)
-
-
-def _start_with_orm(session: Session, blocks: list[dict[str, Any]],
-                    now: Any) -> tuple[Message, Run]:
-    # Stored with its first event's seq already, so no UPDATE of the run follows the event.
-    run = Run.objects.create(session=session, agent_id=session.agent_id, event_seq=1,
-                             agent_version=versions.for_new_run(session))
-    run.event_seq = 0
-    last = session.messages.aggregate(m=Max("seq"))["m"] or 0
-    message = Message.objects.create(session=session, seq=last + 1, role="user",
-                                     content=blocks, run=run)
-    append_events(run, [status_event(run)])
-    Session.objects.filter(pk=session.pk).update(updated_at=now)
-    return message, run
 
 
 @functools.cache
