@@ -15,6 +15,7 @@ import json
 import pytest
 from playwright.sync_api import Request, expect
 
+from agents.services import agent_update
 from context.models import ContextOverride
 from harness.state import STATE_VERSION
 from runs.models import Message, PendingMessage, Run, Session
@@ -212,10 +213,9 @@ def test_the_panel_says_whose_call_it_shows(page, web, session, tenant):
 
 
 def test_the_panel_shows_what_a_compacted_call_sends(page, web, session, tenant):
-    agent = session.agent
-    agent.config = {**agent.config, "summarization": {"trigger_tokens": 100,
-                                                      "keep_messages": 2}}
-    agent.save(update_fields=["config"])
+    agent = session.agent  # changed as its API changes it: a new version, hashed
+    agent_update(agent=agent, data={"config": {**agent.config, "summarization": {
+        "trigger_tokens": 100, "keep_messages": 2}}})
     errors = watch_errors(page)
     open_panel(page, web, staff("kim@acme.test", tenant), session)
     settled(page)
