@@ -3,15 +3,17 @@ landed.
 
 A database that applied a migration keeps its schema whatever the file says later: an edited or
 deleted migration leaves that database and the code disagreeing, and nothing tells its operator.
-``migrations/manifest.sha256`` lists every migration of every app, one line each in the format of
-``sha256sum`` (``cd migrations && sha256sum -c manifest.sha256`` checks it without Python).
-``tests/test_project.py`` fails when a listed migration changed or is gone, and when a migration
-is not listed yet.
+Each migration's hash is recorded once, in a file that is never written again:
+``migrations/manifest.sha256`` holds those of the migrations that landed before 2026-12-08, and
+each later one has its own ``<name>.py.sha256`` beside it (both in the format of ``sha256sum``:
+``sha256sum -c`` checks them without Python). So adding a migration adds files and edits none
+that landed. ``tests/test_project.py`` fails when a recorded migration changed or is gone, and
+when a migration has no hash yet.
 
-``python tools/migration_manifest.py`` checks the manifest and prints what is wrong;
-``python tools/migration_manifest.py --append`` adds a line for each new migration at the end.
-It never rewrites a line: a changed migration is fixed by restoring the file and putting the
-change in a new migration, not by updating its hash.
+``python tools/migration_manifest.py`` checks the hashes and prints what is wrong;
+``python tools/migration_manifest.py --append`` records each new migration's hash beside it. It
+never rewrites one: a changed migration is fixed by restoring the file and putting the change in
+a new migration, not by updating its hash.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS = ROOT / "migrations"
-MANIFEST_NAME = "manifest.sha256"
+MANIFEST_NAME = "manifest.sha256"  # the hashes of the first 37 migrations, frozen
+SIDECAR = ".sha256"  # a later migration's own hash: <app>/<name>.py.sha256
 APPEND = "python tools/migration_manifest.py --append"
 
 
@@ -51,7 +54,7 @@ class Problems:
                          "have applied them):")
             lines += [f"  {path}" for path in self.missing]
         if self.unlisted:
-            lines.append(f"New migrations not in migrations/{MANIFEST_NAME} (run: {APPEND}):")
+            lines.append(f"New migrations with no recorded hash (run: {APPEND}):")
             lines += [f"  {path}" for path in self.unlisted]
         return "\n".join(lines)
 
@@ -66,18 +69,29 @@ def migration_files(root: Path = MIGRATIONS) -> list[str]:
                   if path.name != "__init__.py")
 
 
+def _hash_lines(path: Path, prefix: str = "") -> list[tuple[str, str, str]]:
+    """``(sha, <app>/<name>.py, where)`` for each line of a ``sha256sum`` file; ``prefix`` is
+    the app of a file listing names within its folder."""
+    found = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        sha, sep, name = line.partition("  ")
+        where = f"{path.name}:{number}"
+        if not sep or len(sha) != 64 or not name:
+            raise ValueError(f"{where}: not '<sha256>  <name>.py': {line!r}")
+        found.append((sha, prefix + name, where))
+    return found
+
+
 def read_manifest(root: Path = MIGRATIONS) -> dict[str, str]:
-    """The manifest's hashes by path, in the manifest's order."""
+    """Every recorded hash by path: the frozen manifest's in its order, then each sidecar's."""
     manifest = root / MANIFEST_NAME
-    if not manifest.exists():
-        return {}
+    lines = _hash_lines(manifest) if manifest.exists() else []
+    for sidecar in sorted(root.glob(f"*/*.py{SIDECAR}")):
+        lines += _hash_lines(sidecar, f"{sidecar.parent.name}/")
     listed: dict[str, str] = {}
-    for number, line in enumerate(manifest.read_text().splitlines(), start=1):
-        sha, sep, path = line.partition("  ")
-        if not sep or len(sha) != 64 or not path:
-            raise ValueError(f"{manifest.name}:{number}: not '<sha256>  <app>/<name>.py': {line!r}")
+    for sha, path, where in lines:
         if path in listed:
-            raise ValueError(f"{manifest.name}:{number}: {path} is listed twice")
+            raise ValueError(f"{where}: {path} is recorded twice")
         listed[path] = sha
     return listed
 
@@ -93,33 +107,32 @@ def check(root: Path = MIGRATIONS) -> Problems:
 
 
 def append(root: Path = MIGRATIONS) -> list[str]:
-    """Add a line for each migration not listed yet, at the manifest's end: the paths added.
+    """Record each migration that has no hash yet in a file of its own beside it
+    (``<name>.py.sha256``): the paths recorded. No file already written is touched.
 
-    Refuses while a listed migration changed or is gone, so appending never papers over one.
+    Refuses while a recorded migration changed or is gone, so recording never papers over one.
     """
     problems = check(root)
     if problems.changed or problems.missing:
         raise SystemExit(Problems(problems.changed, problems.missing).report())
-    manifest = root / MANIFEST_NAME
-    text = manifest.read_text() if manifest.exists() else ""
-    if text and not text.endswith("\n"):
-        text += "\n"
-    lines = [f"{digest(root / path)}  {path}\n" for path in problems.unlisted]
-    manifest.write_text(text + "".join(lines))
+    for path in problems.unlisted:
+        migration = root / path
+        migration.with_name(migration.name + SIDECAR).write_text(
+            f"{digest(migration)}  {migration.name}\n")
     return list(problems.unlisted)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--append", action="store_true",
-                        help="list the migrations not in the manifest yet, at its end")
+                        help="record the hash of each migration that has none yet")
     args = parser.parse_args(argv)
     if args.append:
         added = append()
         for path in added:
-            print(f"appended {path}")
+            print(f"recorded {path}")
         if not added:
-            print("every migration is listed already")
+            print("every migration is recorded already")
         return 0
     problems = check()
     if problems:

@@ -1,5 +1,5 @@
-"""The migration manifest's tool: a new migration is appended, a changed or deleted one is
-reported and never appended over, and no listed line is rewritten."""
+"""The migration hashes' tool: a new migration's hash is recorded in a file of its own, a changed
+or deleted one is reported and never recorded over, and no file already written is touched."""
 
 from __future__ import annotations
 
@@ -22,37 +22,51 @@ def root(tmp_path) -> Path:
     return tmp_path
 
 
+def _sidecar(root: Path, path: str) -> Path:
+    return root / (path + manifest.SIDECAR)
+
+
 def test_a_listed_tree_checks_clean(root):
     assert not manifest.check(root)
-    lines = (root / manifest.MANIFEST_NAME).read_text().splitlines()
     first = "accounts/0001_initial.py"
-    assert lines[0] == f"{manifest.digest(root / first)}  {first}"  # sha256sum's format
+    line = _sidecar(root, first).read_text()
+    assert line == f"{manifest.digest(root / first)}  0001_initial.py\n"  # sha256sum's format
 
 
-def test_a_new_migration_is_unlisted_until_appended_after_the_others(root):
-    before = (root / manifest.MANIFEST_NAME).read_text()
+def test_the_frozen_manifest_is_read_and_never_written(root):
+    frozen = "accounts/0001_initial.py"
+    text = f"{manifest.digest(root / frozen)}  {frozen}\n"
+    (root / manifest.MANIFEST_NAME).write_text(text)
+    _sidecar(root, frozen).unlink()
+    assert not manifest.check(root)
+    assert list(manifest.read_manifest(root))[0] == frozen
+    (root / "runs" / "0002_new.py").write_text("# new\n")
+    assert manifest.append(root) == ["runs/0002_new.py"]
+    assert (root / manifest.MANIFEST_NAME).read_text() == text
+
+
+def test_a_new_migration_is_unlisted_until_recorded_beside_it(root):
+    before = {p: p.read_text() for p in root.glob("*/*.sha256")}
     (root / "accounts" / "0003_new.py").write_text("# new\n")
     problems = manifest.check(root)
     assert problems.unlisted == ("accounts/0003_new.py",)
     assert manifest.APPEND in problems.report()
     assert manifest.append(root) == ["accounts/0003_new.py"]
-    after = (root / manifest.MANIFEST_NAME).read_text()
-    assert after.startswith(before) and after.endswith("  accounts/0003_new.py\n")
+    assert _sidecar(root, "accounts/0003_new.py").read_text().endswith("  0003_new.py\n")
+    assert {p: p.read_text() for p in before} == before  # none written before is touched
     assert not manifest.check(root)
     assert manifest.append(root) == []
-    assert (root / manifest.MANIFEST_NAME).read_text() == after
 
 
 def test_a_changed_migration_fails_and_is_not_appended_over(root):
     (root / "accounts" / "0002_more.py").write_text("# edited after it landed\n")
     (root / "runs" / "0002_new.py").write_text("# new\n")
-    before = (root / manifest.MANIFEST_NAME).read_text()
     problems = manifest.check(root)
     assert problems.changed == ("accounts/0002_more.py",)
     assert "new migration" in problems.report()
     with pytest.raises(SystemExit, match="accounts/0002_more.py"):
         manifest.append(root)
-    assert (root / manifest.MANIFEST_NAME).read_text() == before
+    assert not _sidecar(root, "runs/0002_new.py").exists()
 
 
 def test_a_deleted_migration_fails(root):
@@ -65,7 +79,7 @@ def test_a_deleted_migration_fails(root):
 
 
 def test_a_malformed_line_is_named(root):
-    with (root / manifest.MANIFEST_NAME).open("a") as file:
-        file.write("not a hash  runs/0001_initial.py\n")
-    with pytest.raises(ValueError, match=":4:"):
+    with _sidecar(root, "runs/0001_initial.py").open("a") as file:
+        file.write("not a hash  0001_initial.py\n")
+    with pytest.raises(ValueError, match=r"0001_initial\.py\.sha256:2:"):
         manifest.check(root)
