@@ -15,8 +15,8 @@ from accounts.models import ApiKey, AuditAction
 from accounts.services import api_key_issue, api_key_revoke
 from runs.intake import services as run_services
 from runs.models import Run, Session
-from tests.accounts.test_audit import new_rows, queued_run, row_ids
 from tests.support.api import AGENT_BODY, post_message
+from tests.support.audit_routes import new_rows, queued_run, row_ids
 
 # -- failed writes leave no row ---------------------------------------------------------------
 
