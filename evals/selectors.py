@@ -39,7 +39,8 @@ def case_get(*, suite: EvalSuite, case_id: uuid.UUID | str) -> EvalCase:
 
 def eval_run_list(*, member: Member, suite: str | None = None,
                   agent: str | None = None) -> QuerySet[EvalRun]:
-    runs = visible_to(EvalRun.objects.all(), member)
+    # Each run's summary reads its results: one query for the page, not one per run.
+    runs = visible_to(EvalRun.objects.prefetch_related("results"), member)
     for field, value in (("suite_id", suite), ("agent_id", agent)):
         if value is not None:
             try:

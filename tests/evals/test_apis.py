@@ -221,3 +221,25 @@ def test_overrides_shape_the_eval_runs_and_are_never_saved(alice, make_agent, se
     assert ContextOverride.objects.count() == 0
     assert Agent.objects.get(pk=agent["id"]).system_prompt == "You help."
     assert body["overrides"][0]["part"] == "tool:echo"
+
+
+def test_the_list_reads_every_run_s_results_in_one_query(alice, make_agent):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    agent, suite = make_agent(alice), make_suite(alice, DEMO_CASE, FAILING_CASE)
+    start(alice, suite, agent)
+
+    def listing() -> tuple[int, list]:
+        with CaptureQueriesContext(connection) as queries:
+            response = alice.client.get("/v1/eval-runs")
+        assert response.status_code == 200
+        return len(queries), response.json()["results"]
+
+    one, page = listing()
+    start(alice, suite, agent)
+    start(alice, suite, agent)
+    three, later = listing()
+    assert len(later) == len(page) + 2
+    assert all(run["summary"]["cases"] == 2 for run in later), later
+    assert three == one
