@@ -1,5 +1,6 @@
 """Read-only admin pages of eval suites and eval runs: the API and the CLI write them (their
-services check graders, start runs and audit); here staff read what ran and how it scored."""
+services check graders, start runs and audit); here staff read what ran and how it scored, and
+compare two eval runs (:mod:`evals.admin_compare`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from evals.admin_compare import CompareAdmin
 from evals.models import EvalCase, EvalCaseResult, EvalRun, EvalSuite
 from evals.results import summary
 from hango_project.admin import AppWrittenAdmin
@@ -36,12 +38,13 @@ class EvalCaseResultInline(AppWrittenAdmin, admin.TabularInline):
 
 
 @admin.register(EvalRun)
-class EvalRunAdmin(AppWrittenAdmin, admin.ModelAdmin):
+class EvalRunAdmin(CompareAdmin, AppWrittenAdmin, admin.ModelAdmin):
     list_display = ["id", "suite", "agent", "version", "status", "pass_rate", "created_at"]
     list_filter = ["status", "tenant"]
     search_fields = ["id", "suite__name"]
     fields = readonly_fields = ("id", "tenant", "member", "suite", "agent", "version",
-                                "overrides", "status", "totals", "created_at", "finished_at")
+                                "overrides", "status", "totals", "compare_link", "created_at",
+                                "finished_at")
     inlines = [EvalCaseResultInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[EvalRun]:

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from accounts.authentication import caller
 from accounts.models import Member
 from agents.selectors import agent_get
-from evals import execution, results, selectors, services, tasks
+from evals import comparison, execution, selectors, services, tasks
 from evals.serializers import (
     EvalCaseInput,
     EvalCaseOutput,
@@ -215,9 +215,6 @@ class EvalRunCompareApi(APIView):
         description="Regressed and fixed cases, and the pass rate, token, cost and latency "
                     "deltas of the second eval run against the first (the baseline).")})
     def get(self, request, eval_run_id, other_id):
-        member = caller(request)
-        base = selectors.eval_run_get(member=member, eval_run_id=eval_run_id)
-        head = selectors.eval_run_get(member=member, eval_run_id=other_id)
-        return Response({"base": str(base.pk), "head": str(head.pk), **results.compare(
-            selectors.results_of(execution.eval_run_refresh(base)),
-            selectors.results_of(execution.eval_run_refresh(head)))})
+        compared = comparison.eval_runs_compare(member=caller(request), base_id=eval_run_id,
+                                                head_id=other_id)
+        return Response(compared.to_json())

@@ -57,7 +57,8 @@ def eval_run_start(*, member: Member, suite: EvalSuite, agent: Agent, version: i
             session = Session.objects.create(
                 tenant_id=member.tenant_id, agent=agent, agent_version=number, member=member,
                 kind=SessionKind.EVAL,
-                title=f"eval {suite.name}: {case.name}"[:200], overrides=overrides)
+                title=f"eval {suite.name}: {case.name}"[:200], overrides=overrides,
+                memory=case.setup.get("memory"))
             SessionFile.objects.bulk_create(
                 SessionFile(session=session, path=path, content=content)
                 for path, content in (case.setup.get("files") or {}).items())

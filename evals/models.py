@@ -50,7 +50,8 @@ class EvalCase(models.Model):
     name = models.CharField(max_length=200)
     turns = models.JSONField(help_text="The user messages, in order: a list of strings.")
     setup = models.JSONField(default=dict, blank=True,
-                             help_text='{"files": {"/path": "content"}}: the session\'s files.')
+                             help_text='{"files": {"/path": "content"}, "memory": {"/path": '
+                                       '"content"}}: the session\'s files and its own memory.')
     graders = models.JSONField(default=list, help_text="A list of grader objects.")
     created_at = models.DateTimeField(auto_now_add=True)
 

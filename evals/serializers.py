@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agents.serializers import MemoryContentField
 from evals.grader_specs import SCHEMA as GRADERS_SCHEMA
 from evals.grader_specs import GraderProblems, parse_graders
 from evals.models import EvalCase, EvalCaseResult, EvalRun, EvalSuite
@@ -15,6 +16,7 @@ from evals.services import MAX_TURNS
 from hango_api import fields as strict
 from hango_api.inputs import Input
 from hango_api.schema import published
+from hango_project.config import hango
 from harness.middleware.memory import path_problem
 
 MAX_FILES = 50
@@ -55,14 +57,27 @@ class SetupInput(Input):
         child=strict.CharField(allow_blank=True, trim_whitespace=False, max_length=1_000_000),
         required=False, help_text='The session\'s files before the first turn: {"/path": text}.')
 
+    memory = strict.DictField(
+        child=MemoryContentField(), required=False,
+        help_text='The memory the case\'s runs read and write instead of the agent\'s: '
+                  '{"/path": text}, as many files and bytes as an agent\'s memory holds; {} '
+                  'for none. Left out, they read the agent\'s memory (and still never write '
+                  'it).')
+
     def validate_files(self, value: dict[str, str]) -> dict[str, str]:
-        if len(value) > MAX_FILES:
-            raise serializers.ValidationError(f"At most {MAX_FILES} files.")
-        problems = [f"{path!r}: {problem}" for path in value
-                    if (problem := path_problem(path))]
-        if problems:
-            raise serializers.ValidationError(problems)
-        return value
+        return _paths_checked(value, MAX_FILES)
+
+    def validate_memory(self, value: dict[str, str]) -> dict[str, str]:
+        return _paths_checked(value, hango().memory_max_files)
+
+
+def _paths_checked(value: dict[str, str], most: int) -> dict[str, str]:
+    if len(value) > most:
+        raise serializers.ValidationError(f"At most {most} files.")
+    problems = [f"{path!r}: {problem}" for path in value if (problem := path_problem(path))]
+    if problems:
+        raise serializers.ValidationError(problems)
+    return value
 
 
 class EvalCaseInput(Input):

@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 from accounts.admin import acting_member
 from accounts.models import UsageRecord
 from accounts.usage import CLOCK_SKEW, cost_line
+from agents.version_admin import version_link
 from hango_project.admin import ActionsAdmin, AppWrittenAdmin, ServiceWrittenAdmin
 from hango_project.errors import ApplicationError
 from runs import admin_display
@@ -73,13 +74,14 @@ class SessionAdmin(AppWrittenAdmin, admin.ModelAdmin):
 class RunAdmin(AppWrittenAdmin, ActionsAdmin, admin.ModelAdmin):
     """Runs are changed only through the run services: cancel and resume as actions."""
 
-    list_display = ["id", "session", "agent", "status", "turn", "todo_progress", "created_at",
-                    "finished_at"]
+    list_display = ["id", "session", "agent", "agent_version_link", "status", "turn",
+                    "todo_progress", "created_at", "finished_at"]
     list_filter = ["status"]
     search_fields = ["id", "session__id"]
     fieldsets = [
-        (None, {"fields": ["id", "session", "agent", "status", "turn", "error_line",
-                           "cancel_requested", "created_at", "started_at", "finished_at"]}),
+        (None, {"fields": ["id", "session", "agent", "agent_version_link", "status", "turn",
+                           "error_line", "cancel_requested", "created_at", "started_at",
+                           "finished_at"]}),
         ("Todos", {"fields": ["todos"]}),
         ("Usage", {"fields": ["usage", "cost"]}),
         ("Prompt cache", {"fields": ["cache_calls"]}),
@@ -112,6 +114,11 @@ class RunAdmin(AppWrittenAdmin, ActionsAdmin, admin.ModelAdmin):
             "title": f"Events of run {run.pk}", "subtitle": None, "opts": self.opts,
             "original": run, "has_view_permission": True, "page": page,
             "events": admin_display.shown_events(page.object_list)})
+
+    @admin.display(description="agent version")
+    def agent_version_link(self, run: Run) -> SafeString | str:
+        """The version the run executed, linked to its row on the agent's page."""
+        return version_link(run.agent_id, run.agent_version)
 
     @admin.display(description="todos")
     def todo_progress(self, run: Run) -> str:

@@ -43,12 +43,19 @@ class Session(models.Model):
     # the Context panel's selection): [{"part", "action", "replacement"?}], as harness.context.
     overrides = models.JSONField(default=list, db_default=models.Value([], models.JSONField()),
                                  blank=True)
+    # An eval session's own memory files, {"/path": content}, read and written by its runs in
+    # place of the agent's (runs.execution.session_memory); null: the agent's, until a run of
+    # the eval writes one. Only an eval's session has any (a constraint).
+    memory = models.JSONField(null=True, blank=True, default=None)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "sessions"
         indexes = [models.Index(fields=["tenant", "member", "-created_at"])]
+        constraints = [models.CheckConstraint(
+            condition=Q(memory__isnull=True) | Q(kind=SessionKind.EVAL),
+            name="session_memory_only_eval")]
 
     def __str__(self) -> str:
         return self.title or str(self.id)

@@ -34,7 +34,7 @@ from harness.providers.releasing import Releasing
 from harness.providers.served_window import window_reported
 from harness.stack import default_stack
 from harness.state import State, state_from_json
-from harness.stores import Summary
+from harness.stores import MemoryStore, Summary
 from harness.tokens.base import Tokenizer
 from harness.tokens.tokenizers import tokenizer_for
 from harness.tools import ToolRegistry, builtin_registry
@@ -43,6 +43,7 @@ from runs.execution.fence import Claim
 from runs.execution.history import preloaded_history
 from runs.execution.mcp_access import DbMcpAccess
 from runs.execution.preload import NOTHING_PRELOADED, Preloaded
+from runs.execution.session_memory import SessionMemoryStore
 from runs.execution.store import store
 from runs.execution.stores import DbCallJournal, DbFileStore, DbSummaryStore
 from runs.live import relay
@@ -170,7 +171,7 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
     mcp = (DbMcpAccess(tenant_id=session.tenant_id, member_id=session.member_id,
                        uses=spec.config.mcp_servers) if spec.config.mcp_servers else None)
     deps = RunDeps(
-        memory=DbMemoryStore(agent, guard=guard, preloaded=reads.memory),
+        memory=_memory_store(agent, session, guard, reads),
         skills=DbSkillStore(agent, spec.config.skills),
         files=DbFileStore(session.pk, guard=guard, listing=reads.files),
         summaries=ReadSummaryStore(session, guard=guard),
@@ -191,6 +192,16 @@ def build_loop(agent: Agent, session: Session, *, capture_only: bool = False,
     return Loop(agent=spec, chain=Chain.build(stack), provider=provider, model=model,
                 tools=tool_registry().view(spec.allowed_tools), deltas=deltas,
                 prints=tokenizer, purpose=_PURPOSES.get(session.kind, UsagePurpose.RUN.value))
+
+
+def _memory_store(agent: Agent, session: Session, guard: Guard | None,
+                  reads: Preloaded) -> MemoryStore:
+    """The agent's memory; an eval session's own (its case's, never written to the agent)."""
+    memory = DbMemoryStore(agent, guard=guard, preloaded=reads.memory)
+    if session.kind != SessionKind.EVAL:
+        return memory
+    return SessionMemoryStore(session, agent_memory=memory, guard=guard,
+                              max_files=hango().memory_max_files)
 
 
 # The usage purpose of a session's run calls, by the session's kind.
