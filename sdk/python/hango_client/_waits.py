@@ -69,7 +69,8 @@ class Polled(Generic[P, T]):
         def wait(*args: Any, **kwargs: Any) -> Any:
             bound = inspect.signature(self.fn).bind(None, *args, **kwargs)
             bound.apply_defaults()
-            target, timeout, interval = list(bound.arguments.values())[1:]
+            target = list(bound.arguments.values())[1]  # the first after self
+            timeout, interval = bound.arguments["timeout"], bound.arguments["interval"]
             if interval <= 0:
                 raise ValueError(f"interval must be above 0, got {interval!r}")
             poll = Poll(done=self.done, interval=interval, timed_out=self.timed_out,
