@@ -1,18 +1,24 @@
 """The Python SDK's evals group (``client.evals``: hango_client/resources/evals.py) against
 hango's API on pytest-django's live server, runs executed in its process with the scripted demo
 model: suites and their cases written and read, a case made from a session; eval runs started,
-waited on, listed and compared; one whose cases never run timed out and cancelled; another
-tenant's objects a 404 and bad input a 422, raised as the SDK's :class:`ApiError`; and the async
-client the same way."""
+waited on, listed and compared; one whose runs are held in their model call timed out and
+cancelled; another tenant's objects a 404 and bad input a 422, raised as the SDK's
+:class:`ApiError`; and the async client the same way."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hango_client import NO_RETRIES, ApiError, AsyncClient, Client, EvalRunTimedOut
+
+from harness.messages import Request as HarnessRequest
+from harness.messages import Response
+from harness.providers.scripted import text
 
 pytestmark = pytest.mark.usefixtures("inline_runs")
 
@@ -60,8 +66,9 @@ def test_suites_and_their_cases(client, agent):
     suite = suites.create(name="smoke", description="first")
     assert suites.update(suite, description="checks")["description"] == "checks"
     quotes = client.evals.cases.create(suite, **QUOTES)
-    client.evals.cases.create(suite["id"], name="french", turns=["hello"],
-                              setup={"files": {"/notes.md": "teal"}})
+    french = client.evals.cases.create(suite["id"], name="french", turns=["hello"],
+                                       setup={"files": {"/notes.md": "teal"}, "memory": {}})
+    assert french["setup"] == {"files": {"/notes.md": "teal"}, "memory": {}}
     assert suites.get(suite)["case_count"] == 2
     first = client.evals.cases.list(suite, limit=1)
     assert [c["name"] for c in first["results"]] == ["quotes"] and first["next"]
@@ -108,15 +115,45 @@ def test_an_eval_run_waited_on_listed_and_compared(client, suite, agent):
     api_error(lambda: runs.cancel(head), 409, "conflict")
 
 
-def test_an_eval_run_that_does_not_end_times_out_and_is_cancelled(client, suite, agent,
-                                                                  hango_settings):
-    hango_settings(run_inline=False, broker_url="")  # its cases' runs are queued, never run
-    started = client.evals.runs.start(suite=suite, agent=agent)
-    with pytest.raises(EvalRunTimedOut) as raised:
-        client.evals.runs.wait(started, timeout=0)
-    assert raised.value.run["status"] == "running" and "2 cases running" in str(raised.value)
-    cancelled = client.evals.runs.cancel(started)
-    assert cancelled["status"] == "cancelled" and cancelled["summary"]["cancelled"] == 2
+class Held:
+    """A model that answers only once the test lets it: the runs calling it stay running."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.release, self.calls = threading.Event(), 0
+        self._lock = threading.Lock()
+
+    def complete(self, request: HarnessRequest) -> Response:
+        with self._lock:
+            self.calls += 1
+        self.release.wait(timeout=300)
+        return text("done")
+
+    def wait_for_calls(self, count: int) -> None:
+        deadline = time.monotonic() + 120  # a guard against a hang, not a bound
+        while self.calls < count:
+            assert time.monotonic() < deadline, f"{self.calls} of {count} calls under way"
+            time.sleep(0.05)
+
+
+def test_an_eval_run_that_does_not_end_times_out_and_is_cancelled(client, suite,
+                                                                  hango_settings, serve_model):
+    held = Held()
+    serve_model("scripted:held", held)
+    hango_settings(run_inline=False, broker_url="")  # runs on this process's threads
+    agent = client.agents.create(name="held", model="scripted:held")
+    try:
+        started = client.evals.runs.start(suite=suite, agent=agent)
+        held.wait_for_calls(2)  # both cases' runs wait in their model call
+        with pytest.raises(EvalRunTimedOut) as raised:
+            client.evals.runs.wait(started, timeout=0)
+        assert raised.value.run["status"] == "running"
+        assert "2 cases running" in str(raised.value)
+        cancelled = client.evals.runs.cancel(started)
+        assert cancelled["status"] == "cancelled" and cancelled["summary"]["cancelled"] == 2
+    finally:
+        held.release.set()
     assert client.evals.runs.wait(started, timeout=0)["status"] == "cancelled"
     with pytest.raises(ValueError):
         client.evals.runs.wait(started, interval=0)

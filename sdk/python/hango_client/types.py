@@ -154,15 +154,24 @@ class EvalSuite(TypedDict):
     updated_at: str
 
 
+class EvalSetup(TypedDict, total=False):
+    """What a case's session starts from: its ``files`` (``{"/path": text}``), and the
+    ``memory`` its runs read and write instead of the agent's (``{}``: none; left out, they
+    read the agent's and never write it)."""
+
+    files: dict[str, str]
+    memory: dict[str, str]
+
+
 class EvalCase(TypedDict):
-    """The user turns sent one run each, the session's ``setup`` (``{"files": {path: text}}``)
-    and the graders that must all pass (``{"type": "contains", "value": …}``, …)."""
+    """The user turns sent one run each, the session's ``setup`` and the graders that must all
+    pass (``{"type": "contains", "value": …}``, …)."""
 
     id: str
     suite: str
     name: str
     turns: list[str]
-    setup: dict[str, Any]
+    setup: EvalSetup
     graders: list[dict[str, Any]]
     created_at: str
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from hango_client._endpoint import OMIT, C, Omit, Ref, Resource, endpoint, items, ref_id
 from hango_client._waits import polled
 from hango_client.errors import EvalRunTimedOut
-from hango_client.types import EvalCase, EvalOverrides, EvalRun, EvalSuite, Page
+from hango_client.types import EvalCase, EvalOverrides, EvalRun, EvalSetup, EvalSuite, Page
 
 JSON = dict[str, Any]
 # Module-level names: inside a resource class, ``list`` is its list route.
@@ -48,11 +48,11 @@ class EvalCases(Resource[C]):
 
     @endpoint("POST", "/v1/eval-suites/{suite_id}/cases")
     def create(self, suite_id: Ref, /, *, name: str, turns: Turns,
-               setup: Mapping[str, Any] | Omit = OMIT,
+               setup: EvalSetup | Omit = OMIT,
                graders: Graders | Omit = OMIT) -> EvalCase:
         """A case: ``turns``, the user messages (each sent when the run answering the one
-        before it has completed); ``setup``, ``{"files": {"/path": text}}``; ``graders``, all
-        of which must pass (``{"type": "contains", "value": "…"}``, …)."""
+        before it has completed); ``setup``, its session's ``files`` and ``memory``;
+        ``graders``, all of which must pass (``{"type": "contains", "value": "…"}``, …)."""
 
     @endpoint("POST", "/v1/eval-suites/{suite_id}/cases/from-session")
     def from_session(self, suite_id: Ref, /, *, session: Ref, name: str | Omit = OMIT,
@@ -66,7 +66,7 @@ class EvalCases(Resource[C]):
 
     @endpoint("PATCH", "/v1/eval-suites/{suite_id}/cases/{case_id}")
     def update(self, suite_id: Ref, case_id: Ref, /, *, name: str | Omit = OMIT,
-               turns: Turns | Omit = OMIT, setup: Mapping[str, Any] | Omit = OMIT,
+               turns: Turns | Omit = OMIT, setup: EvalSetup | Omit = OMIT,
                graders: Graders | Omit = OMIT) -> EvalCase: ...
 
     @endpoint("DELETE", "/v1/eval-suites/{suite_id}/cases/{case_id}")
