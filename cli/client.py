@@ -10,13 +10,16 @@ opened again after a break, as the SDK does for every caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import quote
 
 import hango_client
 from hango_client import EventStream, RetryPolicy
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 BOOTSTRAP_COMMAND = "python manage.py hango_bootstrap --tenant NAME --email EMAIL"
@@ -124,6 +127,12 @@ class Client:
                 yield self.sdk.request_json("GET", path, params=params)
                 return
             yield from self.sdk.pages(path, params=params)
+
+    def call(self, route: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """One of the SDK's routes, its errors as the CLI reports them:
+        ``client.call(client.sdk.evals.runs.get, eval_run_id)``."""
+        with self._translated():
+            return route(*args, **kwargs)
 
     @contextmanager
     def events(self, run_id: str, *, after: int) -> Iterator[EventStream]:

@@ -9,6 +9,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 import click
+from hango_client import EvalRun
 
 from cli.output import Column, cell_text, clip, print_table
 
@@ -43,7 +44,7 @@ def _cost(cost: dict[str, Any]) -> str:
     return " + ".join(f"{line['total']} {line['currency']}" for line in lines) or "-"
 
 
-def summary_line(eval_run: dict[str, Any]) -> str:
+def summary_line(eval_run: EvalRun) -> str:
     s = eval_run["summary"]
     rate = "-" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
     cost = " + ".join(f"{v} {c}" for c, v in s["cost"].items()) or "no priced calls"
@@ -53,9 +54,9 @@ def summary_line(eval_run: dict[str, Any]) -> str:
             f"{s['latency_ms']['total']} ms")
 
 
-def print_eval_run(eval_run: dict[str, Any]) -> None:
-    if eval_run.get("results"):
-        print_table(eval_run["results"], RESULT_COLUMNS)
+def print_eval_run(eval_run: EvalRun) -> None:
+    if results := eval_run.get("results"):
+        print_table([dict(result) for result in results], RESULT_COLUMNS)
     click.echo(summary_line(eval_run))
 
 
@@ -70,7 +71,7 @@ def print_comparison(compared: dict[str, Any]) -> None:
                    f"{d['delta']} {c}" for c, d in compared["cost"].items()) or "-"))
 
 
-def gate_problems(eval_run: dict[str, Any], min_pass: float | None,
+def gate_problems(eval_run: EvalRun, min_pass: float | None,
                   compared: dict[str, Any] | None) -> list[str]:
     """Why the eval run fails the CI gate: below the pass rate, or a case regressed."""
     problems = []
@@ -85,12 +86,12 @@ def gate_problems(eval_run: dict[str, Any], min_pass: float | None,
     return problems
 
 
-def write_json(path: Path, eval_run: dict[str, Any], compared: dict[str, Any] | None) -> None:
+def write_json(path: Path, eval_run: EvalRun, compared: dict[str, Any] | None) -> None:
     document = {"eval_run": eval_run, "comparison": compared}
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
-def write_junit(path: Path, eval_run: dict[str, Any], suite_name: str) -> None:
+def write_junit(path: Path, eval_run: EvalRun, suite_name: str) -> None:
     """One ``testcase`` per case: a failure names the graders that failed, an error a case
     that could not run, a cancelled case is skipped."""
     results = eval_run.get("results") or []

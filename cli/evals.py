@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from hango_client import OMIT, EvalRun
 
 from cli.client import path_id
 from cli.eval_output import (
@@ -39,10 +40,10 @@ def suite_id(state: State, suite: str) -> str:
         return str(uuid.UUID(suite))
     except ValueError:
         pass
-    for page in state.client().pages("/v1/eval-suites", follow=True):
-        for row in page.get("results", []):
-            if row["name"] == suite:
-                return str(row["id"])
+    client = state.client()
+    for row in client.call(lambda: list(client.sdk.evals.suites.iter())):
+        if row["name"] == suite:
+            return row["id"]
     raise click.UsageError(f"No eval suite named {suite!r} (hango eval suites lists them).")
 
 
@@ -83,12 +84,14 @@ def eval_runs(state: State, fetch_all: bool, limit: int | None) -> None:
 @click.pass_obj
 def eval_show(state: State, eval_run_id: str) -> None:
     """One eval run: each case's verdicts, tokens, cost, latency and run."""
-    eval_run = state.client().get(f"/v1/eval-runs/{path_id(eval_run_id)}")
+    client = state.client()
+    eval_run = client.call(client.sdk.evals.runs.get, eval_run_id)
     print_json(eval_run) if as_json() else print_eval_run(eval_run)
 
 
 def _compare(state: State, base: str, head: str) -> dict[str, Any]:
-    return state.client().get(f"/v1/eval-runs/{path_id(base)}/compare/{path_id(head)}")
+    client = state.client()
+    return client.call(client.sdk.evals.runs.compare, base, head)
 
 
 @eval_group.command("compare")
@@ -102,9 +105,9 @@ def eval_compare(state: State, base: str, head: str) -> None:
     print_json(compared) if as_json() else print_comparison(compared)
 
 
-def _follow(state: State, eval_run: dict[str, Any]) -> dict[str, Any]:
+def _follow(state: State, eval_run: EvalRun) -> EvalRun:
     """The eval run once it is no longer running, its progress on stderr meanwhile."""
-    shown = None
+    client, shown = state.client(), None
     while eval_run["status"] == "running":
         s = eval_run["summary"]
         progress = (s["cases"] - s["running"], s["cases"])
@@ -112,7 +115,7 @@ def _follow(state: State, eval_run: dict[str, Any]) -> dict[str, Any]:
             click.echo(f"{progress[0]}/{progress[1]} cases done", err=True)
             shown = progress
         time.sleep(POLL_SECONDS)
-        eval_run = state.client().get(f"/v1/eval-runs/{path_id(eval_run['id'])}")
+        eval_run = client.call(client.sdk.evals.runs.get, eval_run)
     return eval_run
 
 
@@ -126,18 +129,19 @@ def _follow(state: State, eval_run: dict[str, Any]) -> dict[str, Any]:
               help="Fail the command below this pass rate (0 to 1).")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write JUnit XML here.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the eval run (and the comparison) as JSON here (hango --json eval "
-                   "run prints it instead).")
+@click.option("--json-file", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the eval run (and the comparison) as JSON here (--json prints it "
+                   "instead of the table).")
+@json_option
 @click.pass_obj
 def eval_run(state: State, suite: str, agent_id: str, version: int | None, baseline: str | None,
              min_pass: float | None, junit_path: Path | None, json_path: Path | None) -> None:
     """Run SUITE (its id or name) against an agent, follow it, print its table; exit 1 below
     --min-pass, on a regression against --baseline, or when it did not complete."""
-    body: dict[str, Any] = {"suite": suite_id(state, suite), "agent": agent_id}
-    if version is not None:
-        body["version"] = version
-    done = _follow(state, state.client().post("/v1/eval-runs", body))
+    client = state.client()
+    done = _follow(state, client.call(client.sdk.evals.runs.start, suite=suite_id(state, suite),
+                                      agent=agent_id,
+                                      version=OMIT if version is None else version))
     compared = _compare(state, baseline, done["id"]) if baseline else None
     print_json({"eval_run": done, "comparison": compared}) if as_json() else print_eval_run(done)
     if compared and not as_json():

@@ -4,6 +4,7 @@ JUnit XML and JSON files), compared with a baseline, and the listing commands.""
 from __future__ import annotations
 
 import json
+import uuid
 from xml.etree import ElementTree
 
 import pytest
@@ -32,7 +33,7 @@ def agent(api) -> dict:
 def test_eval_run_gates_on_the_pass_rate_and_writes_ci_files(hango, suite, agent, tmp_path):
     junit, report = tmp_path / "junit.xml", tmp_path / "eval.json"
     result = hango("eval", "run", "smoke", "--agent", agent["id"], "--min-pass", "0.5",
-                   "--junit", str(junit), "--json", str(report))
+                   "--junit", str(junit), "--json-file", str(report))
     assert result.exit_code == 0, result.stderr
     assert "quotes" in result.stdout and "1/2 passed (50%)" in result.stdout
     assert "french" in result.stdout and "failed" in result.stdout
@@ -47,6 +48,20 @@ def test_eval_run_gates_on_the_pass_rate_and_writes_ci_files(hango, suite, agent
 
     below = hango("eval", "run", suite["id"], "--agent", agent["id"], "--min-pass", "0.9")
     assert below.exit_code == 1 and "pass rate 50.00% is below 90.00%" in below.stderr
+
+
+def test_json_is_a_flag_as_elsewhere_and_the_file_its_own_option(hango, suite, agent, tmp_path):
+    """``--json`` after the command prints the JSON, as ``hango --json eval run`` does; the file
+    is ``--json-file``, and ``--json FILE`` is no longer read as one."""
+    report = tmp_path / "eval.json"
+    printed = ok_json(hango("eval", "run", "smoke", "--agent", agent["id"], "--json",
+                            "--json-file", str(report)))
+    assert printed["eval_run"]["summary"]["passed"] == 1 and printed["comparison"] is None
+    assert json.loads(report.read_text())["eval_run"]["id"] == printed["eval_run"]["id"]
+    before = ok_json(hango("--json", "eval", "runs"))["results"]
+    old = hango("eval", "run", "smoke", "--agent", agent["id"], "--json", str(report))
+    assert old.exit_code == 2 and "unexpected extra argument" in old.stderr
+    assert ok_json(hango("--json", "eval", "runs"))["results"] == before  # none was started
 
 
 def test_a_regression_against_the_baseline_fails_the_gate(hango, api, suite, agent):
@@ -73,3 +88,5 @@ def test_listing_commands(hango, suite, agent):
     assert shown.exit_code == 0 and "1/2 passed" in shown.stdout
     missing = hango("eval", "cases", "no-such-suite")
     assert missing.exit_code == 2 and "No eval suite named" in missing.stderr
+    unknown = hango("eval", "show", str(uuid.uuid4()))  # the SDK's error, as the CLI says it
+    assert unknown.exit_code == 1 and "error 404 not_found" in unknown.stderr

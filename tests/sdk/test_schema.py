@@ -17,27 +17,8 @@ from hango_client._endpoint import Endpoint, Events, Route
 # Declared by the SDK, not yet served (none now); the test then holds the route to the schema.
 PENDING: dict[tuple[str, str], str] = {}
 # Operations of the API the SDK does not declare, and why.
-# The eval routes (issue 38) have the CLI's `hango eval` as their client; the SDK does not
-# declare them yet.
-EVALS = "the eval routes: `hango eval` is their client, the SDK has no evals group yet"
 NOT_COVERED = {
     ("GET", "/healthz"): "Client.health() sends it without a key, outside the declared routes",
-    ("GET", "/v1/eval-runs"): EVALS,
-    ("POST", "/v1/eval-runs"): EVALS,
-    ("GET", "/v1/eval-runs/{eval_run_id}"): EVALS,
-    ("POST", "/v1/eval-runs/{eval_run_id}/cancel"): EVALS,
-    ("GET", "/v1/eval-runs/{eval_run_id}/compare/{other_id}"): EVALS,
-    ("GET", "/v1/eval-suites"): EVALS,
-    ("POST", "/v1/eval-suites"): EVALS,
-    ("GET", "/v1/eval-suites/{suite_id}"): EVALS,
-    ("PATCH", "/v1/eval-suites/{suite_id}"): EVALS,
-    ("DELETE", "/v1/eval-suites/{suite_id}"): EVALS,
-    ("GET", "/v1/eval-suites/{suite_id}/cases"): EVALS,
-    ("POST", "/v1/eval-suites/{suite_id}/cases"): EVALS,
-    ("GET", "/v1/eval-suites/{suite_id}/cases/{case_id}"): EVALS,
-    ("PATCH", "/v1/eval-suites/{suite_id}/cases/{case_id}"): EVALS,
-    ("DELETE", "/v1/eval-suites/{suite_id}/cases/{case_id}"): EVALS,
-    ("POST", "/v1/eval-suites/{suite_id}/cases/from-session"): EVALS,
 }
 
 

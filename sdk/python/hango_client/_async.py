@@ -22,6 +22,7 @@ from hango_client._core import (
     stream_params,
 )
 from hango_client._endpoint import Call, _AsyncMarker
+from hango_client._waits import Poll
 from hango_client.errors import NotAnApi, api_error
 from hango_client.types import FINISHED, Event
 
@@ -69,6 +70,15 @@ class AsyncCore(CoreBase, _AsyncMarker):
         async for page in self.pages(call):
             for item in page["results"]:
                 yield item
+
+    async def poll(self, call: Call, poll: Poll) -> Any:
+        """``call``'s object, read again until ``poll`` says it is done (or its wait is
+        spent)."""
+        current = await self.json(call)
+        while not poll.done(current):
+            await asyncio.sleep(poll.pause(current))
+            current = await self.json(call)
+        return current
 
     def events(self, call: Call) -> AsyncEventStream:
         return AsyncEventStream(self, call)

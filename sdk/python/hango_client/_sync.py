@@ -22,6 +22,7 @@ from hango_client._core import (
     stream_params,
 )
 from hango_client._endpoint import Call, _SyncMarker
+from hango_client._waits import Poll
 from hango_client.errors import NotAnApi, api_error
 from hango_client.types import FINISHED, Event
 
@@ -68,6 +69,15 @@ class SyncCore(CoreBase, _SyncMarker):
     def items(self, call: Call) -> Iterator[Any]:
         for page in self.pages(call):
             yield from page["results"]
+
+    def poll(self, call: Call, poll: Poll) -> Any:
+        """``call``'s object, read again until ``poll`` says it is done (or its wait is
+        spent)."""
+        current = self.json(call)
+        while not poll.done(current):
+            time.sleep(poll.pause(current))
+            current = self.json(call)
+        return current
 
     def events(self, call: Call) -> EventStream:
         return EventStream(self, call)

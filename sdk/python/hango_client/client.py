@@ -22,6 +22,7 @@ from hango_client.resources import (
     Agents,
     Context,
     Credentials,
+    Evals,
     McpServers,
     Prices,
     Runs,
@@ -43,7 +44,7 @@ def _attach(client: Client | AsyncClient, core: SyncCore | AsyncCore) -> None:
                         ("context", Context), ("usage", Usage), ("prices", Prices),
                         ("schedules", Schedules), ("webhooks", Webhooks),
                         ("mcp_servers", McpServers), ("credentials", Credentials),
-                        ("skills", Skills), ("account", Account)):
+                        ("skills", Skills), ("account", Account), ("evals", Evals)):
         setattr(client, name, group(core))
 
 
@@ -64,6 +65,7 @@ class Client:
     credentials: Credentials[SyncCore]
     skills: Skills[SyncCore]
     account: Account[SyncCore]
+    evals: Evals[SyncCore]
 
     def __init__(self, url: str | None = None, key: str | None = None, *, timeout: float = 30.0,
                  retry: RetryPolicy | None = None,
@@ -180,6 +182,7 @@ class AsyncClient:
     credentials: Credentials[AsyncCore]
     skills: Skills[AsyncCore]
     account: Account[AsyncCore]
+    evals: Evals[AsyncCore]
 
     def __init__(self, url: str | None = None, key: str | None = None, *, timeout: float = 30.0,
                  retry: RetryPolicy | None = None,

@@ -82,6 +82,11 @@ class RunTimedOut(RunError):
     wait on it again)."""
 
 
+
+class EvalRunTimedOut(RunTimedOut):
+    """An eval run was still running when ``evals.runs.wait``'s ``timeout`` was spent (it goes
+    on: cancel it, or wait on it again); ``run`` is the eval run as last read."""
+
 def api_error(response: httpx.Response) -> ApiError:
     """The error an answer with a 4xx/5xx status stands for. The event route answers its
     errors as one ``event: error`` frame holding the same document."""

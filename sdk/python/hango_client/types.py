@@ -139,6 +139,86 @@ class Override(TypedDict):
     replacement: NotRequired[str]
 
 
+
+EvalRunStatus: TypeAlias = Literal["running", "completed", "cancelled"]
+CaseStatus: TypeAlias = Literal["running", "passed", "failed", "error", "cancelled"]
+
+
+class EvalSuite(TypedDict):
+    id: str
+    name: str
+    description: str
+    owner: str
+    case_count: int
+    created_at: str
+    updated_at: str
+
+
+class EvalSetup(TypedDict, total=False):
+    """What a case's session starts from: its ``files`` (``{"/path": text}``), and the
+    ``memory`` its runs read and write instead of the agent's (``{}``: none; left out, they
+    read the agent's and never write it)."""
+
+    files: dict[str, str]
+    memory: dict[str, str]
+
+
+class EvalCase(TypedDict):
+    """The user turns sent one run each, the session's ``setup`` and the graders that must all
+    pass (``{"type": "contains", "value": …}``, …)."""
+
+    id: str
+    suite: str
+    name: str
+    turns: list[str]
+    setup: EvalSetup
+    graders: list[dict[str, Any]]
+    created_at: str
+
+
+class EvalOverrides(TypedDict, total=False):
+    """Context overrides an eval run applies to its sessions and never saves (as a try takes
+    them): parts left out, and parts' text replaced."""
+
+    exclude: list[str]
+    replace: dict[str, str]
+
+
+class EvalCaseResult(TypedDict):
+    id: str
+    case: str | None  # None once the case is deleted from its suite
+    case_name: str
+    status: CaseStatus
+    passed: bool
+    verdicts: list[dict[str, Any]]  # {"grader", "passed", "reason"}, in the case's order
+    turn: int
+    input_tokens: int
+    output_tokens: int
+    cost: dict[str, Any]
+    latency_ms: int | None
+    session: str | None
+    run: str | None
+    run_url: str | None
+    created_at: str
+    finished_at: str | None
+
+
+class EvalRun(TypedDict):
+    """A suite sent to an agent; ``summary`` counts its cases by status, with its pass rate and
+    totals; ``results`` holds each case's (None in a list)."""
+
+    id: str
+    suite: str
+    agent: str
+    version: int | None
+    overrides: list[Override]
+    status: EvalRunStatus
+    member: str
+    summary: dict[str, Any]
+    results: list[EvalCaseResult] | None
+    created_at: str
+    finished_at: str | None
+
 @dataclass(frozen=True, kw_only=True)
 class Event:
     """One event of a run, as the event stream carries it (the stream's frame unwrapped).
