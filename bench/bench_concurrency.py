@@ -176,7 +176,9 @@ class Hango:
         (:mod:`bench.overload_trace`)."""
         records = Path(self.records).read_text() if self.records else ""
         with open(self.logs[-1], errors="replace") as f:
-            return overload_trace.timelines(f.read(), records, sent, firsts)
+            text = f.read()
+        overload_trace.print_missed(overload_trace.missed_once(text, records, sent))
+        return overload_trace.timelines(text, records, sent, firsts)
 
     def rss_mib(self) -> float:
         total = 0

@@ -46,11 +46,24 @@ def install() -> None:
     read = "_held" if hasattr(queued_tasks, "_held") else "waiting_runs"  # before the fix
     held = getattr(queued_tasks, read)
 
+    last: list[frozenset | None] = [None]
+
     def timed_read(grace: float) -> frozenset | None:
         began = time.time()
-        found = held(grace)
+        last[0] = found = held(grace)
         _reads.append((began, time.time()))
         return found
+
+    left_alone = getattr(queued_tasks, "left_alone", None)  # since the fix
+
+    def traced_left_alone(grace: float, overdue: frozenset) -> frozenset:
+        last[0] = None
+        kept = left_alone(grace, overdue)
+        if last[0] is not None:
+            began, ended = _reads[-1]
+            for run_id in (overdue & kept) - last[0]:
+                log.warning("bench-missed run=%s read=%.3f-%.3f", run_id, began, ended)
+        return kept
 
     reconcile_runs = handoff.reconcile_runs
     decided: list[tuple[str, float]] = []
@@ -73,6 +86,8 @@ def install() -> None:
 
     kombu_redis.QoS.append = recorded_append
     setattr(queued_tasks, read, timed_read)
+    if left_alone is not None:
+        queued_tasks.left_alone = traced_left_alone
     handoff.reconcile_runs = traced_reconcile_runs
     tasks._reconcile_batch = traced_reconcile_batch
 
@@ -146,6 +161,39 @@ def timelines(log_text: str, records: str, sent: dict[str, float],
             "first_call": firsts[run_id] - at if run_id in firsts else None,
             "epoch": row.get("epoch")})
     return out
+
+
+MISSED = re.compile(r"bench-missed run=(\S+) read=(\S+)-(\S+)$", re.M)
+
+
+def missed_once(log_text: str, records: str, sent: dict[str, float]) -> dict[str, list]:
+    """Each run a pass missed once (neither queued nor reserved) and left to the next, by why:
+    its task not sent yet (the benchmark's hand-over sends a row written in bulk more than a
+    grace period earlier), taken from the list before the read and recorded as reserved after
+    it began (between the two), or neither; with the offsets from the read's start."""
+    deliveries: dict[str, list[tuple[float, float]]] = {}
+    for line in records.splitlines():
+        kind, who, a, b = line.split()
+        if kind == "d":
+            deliveries.setdefault(who, []).append((float(a), float(b)))
+    out: dict[str, list] = {"not sent yet": [], "between list and reservation": [], "other": []}
+    for match in MISSED.finditer(log_text):
+        run_id, began, ended = match.group(1), float(match.group(2)), float(match.group(3))
+        taken = [(a - began, b - began) for a, b in deliveries.get(run_id, [])
+                 if a <= ended + 1 and b >= began]
+        if sent.get(run_id, 0.0) > began:
+            out["not sent yet"].append((run_id, sent[run_id] - began))
+        elif taken:
+            out["between list and reservation"].append((run_id, taken[0]))
+        else:
+            out["other"].append((run_id, sorted(deliveries.get(run_id, []))))
+    return out
+
+
+def print_missed(found: dict[str, list]) -> None:
+    print("\nruns a pass missed once, left to the next pass:")
+    for why, runs in found.items():
+        print(f"  {why}: {len(runs)}", *(f"\n    {r}" for r in runs[:10]))
 
 
 def print_timelines(rows: list[dict]) -> None:
