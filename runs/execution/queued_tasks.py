@@ -25,12 +25,12 @@ Between the two, a task is in neither place for a moment: kombu's Redis transpor
 the list (BRPOP) and only then records it as reserved, in another command, once its process
 reads the reply and gets a connection. Under a starved CPU a pass's read lasts seconds while
 workers take dozens of tasks, and a pass that read a task's list before it was recorded found
-the run in neither place and sent it again (the overload round of
-issue 35: each run sent again had been taken from the list during the pass's read, and recorded
-after it). So a run is judged lost only when two of this process's passes in a row miss it
-(:func:`left_alone`): a task in that moment is reserved by the next pass, an interval later, or
-its run claimed; a task whose worker died in that moment (kombu loses it for good) is still
-missing, and its run is sent again one pass later than before.
+the run in neither place and sent it again (the overload round of issue 35: each run sent again
+had been taken from the list during the pass's read, and recorded after it). So a run is judged
+lost only when two of this process's passes in a row miss it (:func:`left_alone`): a task in
+that moment is reserved by the next pass, an interval later, or its run claimed; a task whose
+worker died in that moment (kombu loses it for good) is still missing, and its run is sent
+again one pass later than before.
 """
 
 from __future__ import annotations
