@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import overload_trace  # noqa: E402
 from bench.concurrency_report import report  # noqa: E402
 from bench.databases import ensure_database  # noqa: E402
 from bench.faults_stack import wait_until  # noqa: E402
@@ -121,11 +122,14 @@ class Hango:
                                           delete=False)
         self.stamps = tempfile.NamedTemporaryFile(prefix="bench-first-calls-",
                                                   delete=False).name
+        self.records = tempfile.NamedTemporaryFile(prefix="bench-deliveries-",
+                                                   delete=False).name
         cmd = [sys.executable, "-m", "hango_project.worker_group", "--loglevel", "INFO",
                "-I", "bench.concurrency_app"]
         self.group = subprocess.Popen(
             cmd, cwd=ROOT, env={**os.environ, **self.env, "PGAPPNAME": WORKER_APP,
-                                "BENCH_FIRST_CALLS_FILE": self.stamps},
+                                "BENCH_FIRST_CALLS_FILE": self.stamps,
+                                "BENCH_DELIVERIES_FILE": self.records},
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.logs.append(log.name)
         deadline = time.monotonic() + 90
@@ -166,6 +170,15 @@ class Hango:
             os.unlink(self.stamps)
         self.group, self.stamps = None, ""
         return firsts
+
+    def resent(self, sent: dict[str, float], firsts: dict[str, float]) -> list[dict]:
+        """The timeline of each run the reconciler sent again in the round
+        (:mod:`bench.overload_trace`)."""
+        records = Path(self.records).read_text() if self.records else ""
+        with open(self.logs[-1], errors="replace") as f:
+            text = f.read()
+        overload_trace.print_missed(overload_trace.missed_once(text, records, sent))
+        return overload_trace.timelines(text, records, sent, firsts)
 
     def rss_mib(self) -> float:
         total = 0
@@ -288,6 +301,9 @@ class Hango:
         finally:
             firsts = self.stop()
         sent = row.pop("sent")
+        row["resent"] = self.resent(sent, firsts)
+        if row["resent"]:
+            overload_trace.print_timelines(row["resent"])
         to_first = [firsts[r] - at for r, at in sent.items() if r in firsts]
         row.update(first_p50=st.median(to_first) if to_first else float("nan"),
                    first_p99=pct(to_first, 99), first_stamps=len(to_first))

@@ -9,7 +9,8 @@ with ``time.time()``, in memory; as the worker shuts down the notes go as ``"<ta
 lines onto the end of the file ``BENCH_FIRST_CALLS_FILE`` (every process of a worker group
 adds its own). The tag is what follows the prompt's last "#":
 the benchmark writes each run's own. (A Redis push per run cost the worker ~0.7 ms of its CPU
-a run, a twentieth of what it measures.)
+a run, a twentieth of what it measures.) It also records each task's delivery and each
+reconciler pass (:mod:`bench.overload_trace`), for the timeline of any run sent again.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from celery.signals import worker_shutdown
+from celery.signals import worker_init, worker_shutdown
 
+from bench import overload_trace
 from bench.workloads import wrap_workloads
 from hango_project.celery import app
 from harness.messages import Request
@@ -39,6 +41,12 @@ def _write_stamps(**_: Any) -> None:
     if path:
         with open(path, "a") as f:  # every process of the worker group adds its own, at once
             f.write("".join(f"{tag} {at}\n" for tag, at in _first_calls))
+    overload_trace.write(os.environ.get("BENCH_DELIVERIES_FILE"))
+
+
+@worker_init.connect
+def _trace(**_: Any) -> None:  # each delivery and reconciler pass, for the resent runs' timelines
+    overload_trace.install()
 
 
 class FirstCall:
@@ -54,8 +62,6 @@ class FirstCall:
     def stream(self, request: Request) -> Iterator[Any]:
         _stamp(request)
         return self.inner.stream(request)
-
-
 
 
 wrap_workloads(FirstCall)

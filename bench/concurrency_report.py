@@ -84,16 +84,19 @@ def overload(ours: list[dict]) -> None:
     if not ours:
         return
     cores = len(os.sched_getaffinity(0))
-    print("\noverload (hango; counted in the workers' log of each round; the CPU-bound limit is "
+    print("\noverload (hango; counted in the workers' log of each round; missed once: overdue "
+          "runs a reconciler pass found neither queued nor reserved and left to the next; the "
+          "CPU-bound limit is "
           "the CPU of workers, own PostgreSQL backends and sender over the cores; cores used: "
           "that CPU over the wall, below the cores when other processes took the rest):")
     print(f"{'runs':>5} {'load':>5} {'pool timeouts':>13} {'Redis errors':>12} {'retries':>7} "
-          f"{'lost DB':>7} {'rescued':>7} {'wall s':>7} {'CPU-bound s':>11} {'ratio':>6} "
-          f"{'cores used':>10}")
+          f"{'lost DB':>7} {'rescued':>7} {'missed once':>11} {'wall s':>7} "
+          f"{'CPU-bound s':>11} {'ratio':>6} {'cores used':>10}")
     for r in ours:
         ratio = r["wall"] / r["cpu_bound"] if r["cpu_bound"] else float("nan")
         print(f"{r['n']:>5} {r['load']:>5.1f} {r['pool_timeouts']:>13} {r['redis_errors']:>12} "
-              f"{r['retries']:>7} {r['lost_database']:>7} {r['rescued']:>7} {r['wall']:>7.1f} "
+              f"{r['retries']:>7} {r['lost_database']:>7} {r['rescued']:>7} "
+              f"{r.get('missed_once', 0):>11} {r['wall']:>7.1f} "
               f"{r['cpu_bound']:>11.1f} {ratio:>6.2f} {cores * r['cpu_bound'] / r['wall']:>10.2f}")
     for r in (r for r in ours if r["n"] >= 5000):
         failures = r["pool_timeouts"] + r["redis_errors"] + r["rescued"]

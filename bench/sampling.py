@@ -52,10 +52,13 @@ class Sampler:
 
 
 def connections_named(name: str) -> Probe:
-    """The database connections whose ``application_name`` is ``name`` (libpq's PGAPPNAME)."""
+    """The database connections whose ``application_name`` is ``name`` (libpq's PGAPPNAME), to
+    the sampler's own database: another benchmark's processes of the same name, on another
+    database of the machine, are not counted."""
 
     def probe(cur: Any) -> float:
-        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [name])
+        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s "
+                    "AND datname = current_database()", [name])
         return float(cur.fetchone()[0])
 
     return probe

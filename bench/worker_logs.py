@@ -13,11 +13,15 @@ REDIS_ERRORS = re.compile(r"MaxConnectionsError|Too many connections|No connecti
                           r"redis\.exceptions\.(?:Connection|Timeout)Error|"
                           r"publishing to Redis at \S+ failed")
 RESCUED = re.compile(r"reconciler re-enqueued (\d+) runs")
+# Overdue runs a pass found neither queued nor reserved, left for the next pass to look again
+# (runs/execution/queued_tasks.py): a task between the list and its reservation, most often.
+MISSED = re.compile(r"(\d+) overdue queued runs were neither queued nor reserved")
 
 
 def overload_counts(text: str) -> dict[str, int]:
     """Lines of a worker log's ``text``: pool timeouts, Redis connection errors, task retries,
-    runs resumed after losing their database, and the runs the reconciler sent again."""
+    runs resumed after losing their database, the runs the reconciler sent again, and the runs
+    a pass missed in the broker and left for the next one to look again."""
     lines = text.splitlines()
     return {
         "pool_timeouts": sum(POOL_TIMEOUT in line for line in lines),
@@ -25,4 +29,5 @@ def overload_counts(text: str) -> dict[str, int]:
         "retries": sum("runs.execute_run" in line and " retry: " in line for line in lines),
         "lost_database": sum("lost its database" in line for line in lines),
         "rescued": sum(int(n) for n in RESCUED.findall(text)),
+        "missed_once": sum(int(n) for n in MISSED.findall(text)),
     }

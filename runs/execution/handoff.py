@@ -69,13 +69,14 @@ def _untouched_before(now: datetime, since: datetime | None, grace: float) -> da
     return untouched if since is None else min(untouched, since)
 
 
-def any_overdue_unleased(*, grace: float, since: datetime | None = None) -> bool:
-    """Whether any active run with no lease has waited past the grace period (``grace``
+def overdue_unleased(*, grace: float, since: datetime | None = None) -> frozenset[uuid.UUID]:
+    """The active runs with no lease that have waited past the grace period (``grace``
     seconds): the only runs the broker's queue is read for (:func:`reconcile_runs`'
     ``waiting``)."""
     untouched = _untouched_before(timezone.now(), since, grace)
-    return Run.objects.filter(status__in=BUSY_RUN_STATUSES, lease_expires_at__isnull=True,
-                              updated_at__lt=untouched).exists()
+    return frozenset(Run.objects.filter(status__in=BUSY_RUN_STATUSES,
+                                        lease_expires_at__isnull=True, updated_at__lt=untouched)
+                     .values_list("pk", flat=True))
 
 
 def reconcile_runs(*, grace: float, since: datetime | None = None,

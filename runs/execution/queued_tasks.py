@@ -20,6 +20,17 @@ delivery time of every task the process holds (Celery's ``reserved_requests``, w
 task from its delivery to its end) to now, a few times a grace period, in one command. A
 reservation older than the grace period whose run nobody claimed belongs to a worker that died
 (kombu keeps it until the visibility timeout, an hour): its run is sent again, as before.
+
+Between the two, a task is in neither place for a moment: kombu's Redis transport takes it from
+the list (BRPOP) and only then records it as reserved, in another command, once its process
+reads the reply and gets a connection. Under a starved CPU a pass's read lasts seconds while
+workers take dozens of tasks, and a pass that read a task's list before it was recorded found
+the run in neither place and sent it again (the overload round of issue 35: each run sent again
+had been taken from the list during the pass's read, and recorded after it). So a run is judged
+lost only when two of this process's passes in a row miss it (:func:`left_alone`): a task in
+that moment is reserved by the next pass, an interval later, or its run claimed; a task whose
+worker died in that moment (kombu loses it for good) is still missing, and its run is sent
+again one pass later than before.
 """
 
 from __future__ import annotations
@@ -45,12 +56,48 @@ def waiting_runs(grace: float) -> frozenset[uuid.UUID]:
     """The run ids named by the tasks in the broker's run queue (every priority's list), and by
     the reservations made in the last ``grace`` seconds, read a chunk at a time; empty when the
     broker is not Redis or does not answer (the reconciler then judges by age alone)."""
+    return _held(grace) or frozenset()
+
+
+# The overdue runs this process's last pass found neither queued nor reserved (the reconciler
+# thread is the only caller in a worker process).
+_missed: frozenset[uuid.UUID] = frozenset()
+
+
+def left_alone(grace: float, overdue: frozenset[uuid.UUID]) -> frozenset[uuid.UUID]:
+    """Of the ``overdue`` runs (queued, no lease, untouched for the grace period), those a pass
+    must not send again: the ones whose task the broker holds (:func:`waiting_runs`), and the
+    ones it misses that the previous pass did not (a task between the list and its reservation,
+    see the module's doc): sent again if the next pass misses them too.
+    Empty, with nothing read, for no overdue run; empty when the broker is not Redis or does not
+    answer (judged by age alone, as before)."""
+    global _missed
+    held = _held(grace) if overdue else None
+    if held is None:
+        _missed = frozenset()
+        return frozenset()
+    missed = overdue - held
+    first = missed - _missed
+    _missed = missed
+    if first:
+        log.info("%d overdue queued runs were neither queued nor reserved: sent again if the "
+                 "next pass misses them too", len(first))
+    return held | first
+
+
+def missed() -> frozenset[uuid.UUID]:
+    """The overdue runs the last pass of this process missed (:func:`left_alone`)."""
+    return _missed
+
+
+def _held(grace: float) -> frozenset[uuid.UUID] | None:
+    """:func:`waiting_runs`; None when the broker is not Redis or does not answer."""
     found: set[bytes] = set()
     try:
         with current_app.connection_for_read() as conn:
             channel: Any = conn.default_channel  # kombu's Redis channel, untyped
             if not hasattr(channel, "_q_for_pri"):  # not kombu's Redis transport
-                return frozenset()
+                return None
             lists = {channel._q_for_pri(RUN_QUEUE, pri) for pri in channel.priority_steps}
             with channel.conn_or_acquire() as client:
                 for name in lists:
@@ -65,7 +112,7 @@ def waiting_runs(grace: float) -> frozenset[uuid.UUID]:
     except Exception as exc:  # noqa: BLE001 (whatever the broker did: the pass goes on)
         log.warning("the run queue was not read (%s): queued runs are judged by age alone",
                     type(exc).__name__)
-        return frozenset()
+        return None
     return frozenset(uuid.UUID(raw.decode()) for raw in found)
 
 

@@ -116,14 +116,14 @@ def reconcile() -> int:
     again at once instead of a grace period later. (A worker handed one meanwhile waits for its
     row lock in the claim; one sent twice is skipped by the second claim.)"""
     sent, started = 0, timezone.now()
-    # Runs whose tasks wait in the queue are not stranded, however long they have waited. The
+    # Runs whose tasks wait in the queue are not stranded, however long they have waited, nor
+    # are those missed by this pass alone (a task between the list and its reservation). The
     # queue (a backlog of thousands of messages) is read only when some run with no lease is
     # overdue: most passes find none, and an expired lease is taken over whatever it holds.
     knobs = hango()
     grace, sends = knobs.reconcile_grace_seconds, bool(knobs.broker_url) and not knobs.run_inline
-    waiting = (queued_tasks.waiting_runs(grace)
-               if sends and handoff.any_overdue_unleased(grace=grace, since=started)
-               else frozenset())
+    waiting = queued_tasks.left_alone(
+        grace, handoff.overdue_unleased(grace=grace, since=started) if sends else frozenset())
     while True:
         batch = _reconcile_batch(started, waiting, grace=grace, sends=sends)
         if batch is None:

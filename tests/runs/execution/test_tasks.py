@@ -87,5 +87,6 @@ def test_a_pass_takes_many_stranded_runs_in_short_batches_and_sends_them_all(
     for _ in range(5):
         message_post(session=Session.objects.get(pk=make_session(alice)["id"]), content="hi")
     Run.objects.update(updated_at=timezone.now() - timedelta(seconds=5))
-    assert tasks.reconcile() == 5
-    assert batches == [2, 2, 1] and queued_tasks(private_broker.url) == 5
+    assert tasks.reconcile() == 0  # missed once: maybe between the list and a reservation
+    assert tasks.reconcile() == 5  # missed twice: lost
+    assert batches == [0, 2, 2, 1] and queued_tasks(private_broker.url) == 5
