@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from hango_project.config import hango
+from hango_project.pgpool import first_in_line
 
 _gate: Gate | None = None
 _gate_lock = threading.Lock()
@@ -96,12 +97,17 @@ def starting(waiting: Callable[[], None] | None = None, *, every: float) -> Iter
     waiting in line as long as it takes for one to free; ``waiting()`` is called every
     ``every`` seconds while it waits (the worker's reservation beat: the task keeps its
     reservation recent, so that the reconciler knows a live worker holds the run:
-    :mod:`runs.execution.queued_tasks`)."""
+    :mod:`runs.execution.queued_tasks`). Within the block the run takes its database
+    connection ahead of the runs in flight (:func:`~hango_project.pgpool.first_in_line`): a
+    slot held while its holder waits behind a thousand turns' commits admits nobody, and the
+    slots are few, so the turns keep the rest of the pool."""
     gate = _the_gate()
     gate.enter(waiting, every)
+    was = first_in_line()
     try:
         yield
     finally:
+        first_in_line(was)
         gate.leave()
 
 

@@ -79,3 +79,18 @@ def test_a_waiter_killed_in_line_leaves_it_and_passes_on_a_slot_it_was_handed():
     gate.leave()
     threads[0].join()
     assert admitted == ["next"]
+
+
+def test_a_run_in_its_start_takes_its_connection_ahead_of_the_runs_in_flight():
+    from django.db import connections
+
+    from hango_project.pgpool.base import DatabaseWrapper
+    from runs.execution.concurrency import reset, starting
+
+    db = connections["default"]
+    assert isinstance(db, DatabaseWrapper)
+    reset()
+    assert db.first_in_line is False
+    with starting(None, every=1):
+        assert db.first_in_line is True  # its claim and build: ahead of the turns' commits
+    assert db.first_in_line is False  # its turns: in line with the others
