@@ -197,9 +197,11 @@ class Bench:
 
     def end_to_end(self) -> dict:
         """``--runs`` runs posted over HTTP with the workers up; wall time and first calls."""
+        from bench.post_stages import Stages
         from bench.sampling import CpuMeter
         from runs.models import Run
 
+        stages = Stages()  # the workers' stamps of each run's stages (bench/stage_hooks.py)
         self.hango.start()  # the workers, warmed
         server = Server(self.a.port, self.env)
         try:
@@ -227,7 +229,7 @@ class Bench:
         return {"runs": len(ids), "completed": sum(s == "completed" for s, _ in rows),
                 "posted_s": posted, "wall_s": wall, "ideal_s": ideal, "ratio": wall / ideal,
                 "first_p50": st.median(to_first), "first_p99": pct(to_first, 99),
-                "stamps": len(to_first),
+                "stamps": len(to_first), "stages": stages.report(out),
                 **{f"cpu_ms_{k}": v * 1000 / len(ids) for k, v in cpu.items()}}
 
 
@@ -274,6 +276,7 @@ def main() -> None:
               f"{e['first_p50']:.2f} s, p99 {e['first_p99']:.2f} s (target <= 1 s, "
               f"{e['stamps']} stamped); CPU ms a run: web {e['cpu_ms_web']:.1f}, worker "
               f"{e['cpu_ms_worker']:.1f}, postgres {e['cpu_ms_postgres']:.1f}")
+        print(e["stages"])
     print(f"load {os.getloadavg()[0]:.2f} at the end", flush=True)
 
 

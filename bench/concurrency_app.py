@@ -10,7 +10,9 @@ lines onto the end of the file ``BENCH_FIRST_CALLS_FILE`` (every process of a wo
 adds its own). The tag is what follows the prompt's last "#":
 the benchmark writes each run's own. (A Redis push per run cost the worker ~0.7 ms of its CPU
 a run, a twentieth of what it measures.) It also records each task's delivery and each
-reconciler pass (:mod:`bench.overload_trace`), for the timeline of any run sent again.
+reconciler pass (:mod:`bench.overload_trace`), for the timeline of any run sent again, and
+notes each run's way to that call and the statements the worker sends, where the benchmark
+asks (:mod:`bench.stage_hooks`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from celery.signals import worker_init, worker_shutdown
 
-from bench import overload_trace
+from bench import overload_trace, stage_hooks
 from bench.workloads import wrap_workloads
 from hango_project.celery import app
 from harness.messages import Request
@@ -33,6 +35,7 @@ _first_calls: list[tuple[str, float]] = []
 def _stamp(request: Request) -> None:
     if not any(m.role == "assistant" for m in request.messages):
         _first_calls.append((request.messages[-1].text.rsplit("#", 1)[-1], time.time()))
+        stage_hooks.first_call()
 
 
 @worker_shutdown.connect
@@ -65,5 +68,6 @@ class FirstCall:
 
 
 wrap_workloads(FirstCall)
+stage_hooks.install()
 
 __all__ = ["app"]

@@ -7,15 +7,18 @@ from __future__ import annotations
 from django.db import connections
 
 
-def first_in_line(alias: str = "default") -> None:
+def first_in_line(first: bool = True, alias: str = "default") -> bool:
     """From now on this thread takes a pooled connection ahead of the threads waiting for one
-    (the next one given back is its): for a thread whose statement answers for many others.
-    Nothing happens on a database that is not pooled."""
+    (the next one given back is its), or with ``first`` False in line again: for a thread whose
+    statement answers for many others. Whether it was first in line before (False on a
+    database that is not pooled, where nothing happens)."""
     from hango_project.pgpool.base import DatabaseWrapper
 
     db = connections[alias]
-    if isinstance(db, DatabaseWrapper):
-        db.first_in_line = True
+    if not isinstance(db, DatabaseWrapper):
+        return False
+    was, db.first_in_line = db.first_in_line, first
+    return was
 
 
 def release(alias: str = "default") -> None:
