@@ -136,7 +136,14 @@ def _stop(run: Run) -> None:
 
 
 def _close_if_done(eval_run_id: uuid.UUID) -> None:
-    """The eval run completed once no case is running (in the caller's transaction)."""
+    """The eval run completed once no case is running, checked when the caller's transaction
+    has committed: two cases ending at once, each in its own transaction, each see the other
+    still running before either commits, and neither would close it; after its commit, the
+    later of the two sees both ended."""
+    transaction.on_commit(lambda: _close(eval_run_id))
+
+
+def _close(eval_run_id: uuid.UUID) -> None:
     if not EvalCaseResult.objects.filter(eval_run_id=eval_run_id,
                                          status=CaseStatus.RUNNING).exists():
         EvalRun.objects.filter(pk=eval_run_id, status=EvalRunStatus.RUNNING).update(
@@ -144,14 +151,15 @@ def _close_if_done(eval_run_id: uuid.UUID) -> None:
 
 
 def eval_run_refresh(eval_run: EvalRun) -> EvalRun:
-    """Advance every case still running whose run is not (a lost end hook's work), then the
-    eval run as stored."""
+    """Advance every case still running whose run is not (a lost end hook's work), close the
+    eval run if none is left running, then the eval run as stored."""
     stuck = (EvalCaseResult.objects.filter(eval_run=eval_run, status=CaseStatus.RUNNING)
              .exclude(run__status__in=[s for s in UNFINISHED_RUN_STATUSES
                                        if s not in PARKED_RUN_STATUSES])
              .values_list("id", flat=True))
     for result_id in stuck:
         case_advance(result_id)
+    _close(eval_run.pk)  # and one whose close was lost with its worker
     eval_run.refresh_from_db()
     return eval_run
 
