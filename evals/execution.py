@@ -29,6 +29,7 @@ from evals.models import (
 from evals.versions import resolved_version
 from hango_project.errors import ApplicationError, Conflict, Unprocessable
 from runs.intake import services as run_services
+from runs.intake.admission import quota_admit
 from runs.models import (
     PARKED_RUN_STATUSES,
     UNFINISHED_RUN_STATUSES,
@@ -45,12 +46,16 @@ def eval_run_start(*, member: Member, suite: EvalSuite, agent: Agent, version: i
     """An eval run of every case of ``suite`` against ``agent``: one session per case, marked
     as an eval's and carrying ``overrides`` (applied on top of the stored ones, never saved).
     No turn is posted yet: :func:`evals.tasks.start_cases` has each case start (on a worker,
-    concurrently), and a read of the eval run starts any case it finds not started."""
+    concurrently), and a read of the eval run starts any case it finds not started. Refused
+    (:class:`QuotaExceeded`, 402) when the tenant's quota cannot start one more run."""
     cases = list(suite.cases.all())
     if not cases:
         raise Unprocessable("The suite has no cases to run.", detail={"suite": ["no cases"]})
     number = resolved_version(agent, version)
     with transaction.atomic():
+        # Refused at once (402) when the tenant's quota cannot start a run, as a try and a post
+        # are: not an eval run whose every case ends as an error.
+        quota_admit(member.tenant_id)
         eval_run = EvalRun.objects.create(tenant_id=member.tenant_id, member=member, suite=suite,
                                           agent=agent, version=number, overrides=overrides)
         for case in cases:
