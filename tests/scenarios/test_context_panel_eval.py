@@ -111,6 +111,7 @@ def test_evaluate_the_selection_against_the_agent_without_it(page, web, alice, m
     errors = watch_errors(page)
     open_panel(page, web, staff("kim@acme.test", tenant), session)
     settled(page)
+    page.get_by_text("Evaluate this selection", exact=True).click()  # the folded card opens
     expect(page.locator("#cp-eval-suite")).to_have_value(suite["id"])
     expect(page.locator("#cp-eval-suite option:checked")).to_have_text("echo suite (2 cases)")
 
@@ -163,12 +164,14 @@ def test_no_suite_an_empty_one_or_a_spent_quota_is_a_message(page, web, alice, m
     errors = watch_errors(page)
     open_panel(page, web, staff("kim@acme.test", tenant), session)
     settled(page)
+    page.get_by_text("Evaluate this selection", exact=True).click()
     expect(page.locator("#cp-eval-status")).to_contain_text("The tenant has no eval suites yet")
     expect(page.locator("#cp-eval-start")).to_be_disabled()
 
     _suite(alice, "empty", [])
     page.reload()
     settled(page)
+    page.get_by_text("Evaluate this selection", exact=True).click()
     expect(page.locator("#cp-eval-suite option:checked")).to_have_text("empty (0 cases)")
     page.locator("#cp-eval-start").click()
     expect(page.locator("#cp-eval-status")).to_have_text(
@@ -181,6 +184,7 @@ def test_no_suite_an_empty_one_or_a_spent_quota_is_a_message(page, web, alice, m
     Tenant.objects.filter(pk=tenant.pk).update(token_quota=1)
     page.reload()
     settled(page)
+    page.get_by_text("Evaluate this selection", exact=True).click()
     page.locator("#cp-eval-suite").select_option(label="smoke (1 case)")
     page.locator("#cp-eval-start").click()
     expect(page.locator("#cp-eval-status")).to_contain_text("Not evaluated: ")
