@@ -29,6 +29,7 @@ from evals.models import (
 from evals.versions import resolved_version
 from hango_project.errors import ApplicationError, Conflict, Unprocessable
 from runs.intake import services as run_services
+from runs.intake.admission import quota_admit
 from runs.models import (
     PARKED_RUN_STATUSES,
     UNFINISHED_RUN_STATUSES,
@@ -45,12 +46,16 @@ def eval_run_start(*, member: Member, suite: EvalSuite, agent: Agent, version: i
     """An eval run of every case of ``suite`` against ``agent``: one session per case, marked
     as an eval's and carrying ``overrides`` (applied on top of the stored ones, never saved).
     No turn is posted yet: :func:`evals.tasks.start_cases` has each case start (on a worker,
-    concurrently), and a read of the eval run starts any case it finds not started."""
+    concurrently), and a read of the eval run starts any case it finds not started. Refused
+    (:class:`QuotaExceeded`, 402) when the tenant's quota cannot start one more run."""
     cases = list(suite.cases.all())
     if not cases:
         raise Unprocessable("The suite has no cases to run.", detail={"suite": ["no cases"]})
     number = resolved_version(agent, version)
     with transaction.atomic():
+        # Refused at once (402) when the tenant's quota cannot start a run, as a try and a post
+        # are: not an eval run whose every case ends as an error.
+        quota_admit(member.tenant_id)
         eval_run = EvalRun.objects.create(tenant_id=member.tenant_id, member=member, suite=suite,
                                           agent=agent, version=number, overrides=overrides)
         for case in cases:
@@ -137,7 +142,14 @@ def _stop(run: Run) -> None:
 
 
 def _close_if_done(eval_run_id: uuid.UUID) -> None:
-    """The eval run completed once no case is running (in the caller's transaction)."""
+    """The eval run completed once no case is running, checked when the caller's transaction
+    has committed: two cases ending at once, each in its own transaction, each see the other
+    still running before either commits, and neither would close it; after its commit, the
+    later of the two sees both ended."""
+    transaction.on_commit(lambda: _close(eval_run_id))
+
+
+def _close(eval_run_id: uuid.UUID) -> None:
     if not EvalCaseResult.objects.filter(eval_run_id=eval_run_id,
                                          status=CaseStatus.RUNNING).exists():
         EvalRun.objects.filter(pk=eval_run_id, status=EvalRunStatus.RUNNING).update(
@@ -145,14 +157,15 @@ def _close_if_done(eval_run_id: uuid.UUID) -> None:
 
 
 def eval_run_refresh(eval_run: EvalRun) -> EvalRun:
-    """Advance every case still running whose run is not (a lost end hook's work), then the
-    eval run as stored."""
+    """Advance every case still running whose run is not (a lost end hook's work), close the
+    eval run if none is left running, then the eval run as stored."""
     stuck = (EvalCaseResult.objects.filter(eval_run=eval_run, status=CaseStatus.RUNNING)
              .exclude(run__status__in=[s for s in UNFINISHED_RUN_STATUSES
                                        if s not in PARKED_RUN_STATUSES])
              .values_list("id", flat=True))
     for result_id in stuck:
         case_advance(result_id)
+    _close(eval_run.pk)  # and one whose close was lost with its worker
     eval_run.refresh_from_db()
     return eval_run
 

@@ -1,5 +1,5 @@
 """The admin's Context panel for a session: the context inspector's snapshot as three groups of
-parts with a checkbox each, a picture of the budget, Save and Try.
+parts with a checkbox each, a picture of the budget, Save, Try and Evaluate.
 
 The page itself is a shell: the panel's data and every change go through the public HTTP API
 (``static/inspector/panel.js``) with the admin's login session — CSRF header, and the session's
@@ -99,5 +99,7 @@ class ContextPanelAdmin(_AdminBase):
             "refusal": refusal,
             # Where the API is mounted (hango_project/urls.py): the page calls nothing else.
             "api_root": reverse("schema").removesuffix("schema"),
+            # A run's admin page, its id in place of RUN: where an eval's case links to its run.
+            "run_page": reverse("admin:runs_run_change", args=["RUN"]),
         }
         return TemplateResponse(request, "inspector/panel.html", context)

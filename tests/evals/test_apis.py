@@ -182,6 +182,19 @@ def test_bad_eval_runs_are_clear_errors(alice, make_agent):
     assert alice.client.get("/v1/eval-runs/not-a-uuid").status_code == 404
 
 
+def test_a_spent_quota_refuses_the_eval_run_at_once(alice, make_agent, tenant):
+    from accounts.models import Tenant
+    from evals.models import EvalRun
+
+    agent, suite = make_agent(alice), make_suite(alice, DEMO_CASE)
+    Tenant.objects.filter(pk=tenant.pk).update(token_quota=1)  # less than a run reserves
+    response = alice.client.post("/v1/eval-runs", {"suite": suite["id"], "agent": agent["id"]},
+                                 format="json")
+    assert response.status_code == 402, response.content
+    assert response.json()["error"]["code"] == "quota_exceeded"
+    assert not EvalRun.objects.exists() and not Session.objects.filter(kind="eval").exists()
+
+
 def start_status(caller, suite_id, agent_id, **extra):
     return caller.client.post("/v1/eval-runs", {"suite": suite_id, "agent": agent_id, **extra},
                               format="json").status_code

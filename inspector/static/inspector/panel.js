@@ -8,7 +8,8 @@
  * at once from the parts' counts; the server's follow, debounced, from POST .../context, which
  * assembles the request with the selection in place of the saved overrides (pairs and framing
  * change them). Content from the session is only ever put into the page as text (textContent),
- * never as markup. */
+ * never as markup. The other scripts of the page follow its events ("context:snapshot",
+ * "cp:saved"); panel_eval.js reads the selection through root.panel. */
 (function () {
   "use strict";
 
@@ -581,13 +582,29 @@
     }
   }
 
+  // The selection as a try and an eval run take it, {exclude, replace} (the server reads it with
+  // inspector.tries.try_overrides): the one conversion both use. `only` keeps some parts: an
+  // eval run's sessions hold none of this session's messages.
+  function selectionBody(only = () => true) {
+    const body = {exclude: [...state.sel.excluded].filter(only).sort(), replace: {}};
+    for (const [id, text] of [...state.sel.replaced].sort()) {
+      if (!state.sel.excluded.has(id) && only(id)) body.replace[id] = text;
+    }
+    return body;
+  }
+
+  // The saved overrides the selection takes back, which the server applies all the same: a try
+  // or an eval run goes on top of the stored overrides, it cannot undo one.
+  function takenBack(only = () => true) {
+    return overridesOf(state.saved).map((o) => o.part).filter((id) => only(id) &&
+      !state.sel.excluded.has(id) && !state.sel.replaced.has(id));
+  }
+
   async function tryIt() {
-    const body = {exclude: [...state.sel.excluded].sort(), replace: {}};
-    for (const [id, text] of state.sel.replaced) if (!state.sel.excluded.has(id)) body.replace[id] = text;
+    const body = selectionBody();
     const message = $("cp-try-message").value;
     if (message.trim()) body.message = message;
-    const back = overridesOf(state.saved).map((o) => o.part).filter((id) =>
-      !state.sel.excluded.has(id) && !state.sel.replaced.has(id));
+    const back = takenBack();
     $("cp-try-note").textContent = back.length ? "Try applies the saved overrides too: save " +
       "first to try without " + back.join(", ") + "." : "";
     busy(true, "Trying: one real model call…");
@@ -654,6 +671,12 @@
     adopt(sets, false);
     draw(snapshot);
   }
+
+  // What panel_eval.js reads of the panel: the API as the panel calls it, and the selection.
+  root.panel = {
+    api, selection: selectionBody, takenBack, onAgent: (id) => onAgent({part: id}),
+    refusal: () => state.invalid, busy: () => state.busy || !state.snapshot,
+  };
 
   $("cp-save").addEventListener("click", save);
   $("cp-revert").addEventListener("click", () => { state.sel = copySet(state.saved); changed(); });
