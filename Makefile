@@ -14,6 +14,14 @@ PORT   ?= 8000
 # The suite runs on PostgreSQL; pytest-django creates and drops its own test_<name> database.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hango
 TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
+# The PostgreSQL pass runs in this many test processes (pytest-xdist; 0: in this one). Much of
+# its time is spent waiting on the processes it starts (workers, servers, a browser), on
+# PostgreSQL and on polls: on two cores, two processes took 41% off the API scenarios and 20%
+# off the worker-heavy ones (tests/README.md, *Two test processes*). Each has a database of
+# its own (test_<name>_gw0, _gw1) and a Redis database of its own, counted down from
+# TEST_BROKER_URL's (15, then 14: tests/support/broker.py). A module's tests stay in one
+# process (--dist loadfile): a module starts its server or browser once.
+TEST_PROCESSES    ?= 2
 # The second pass runs on SQLite, the quickstart's engine: the other side of the database seam
 # (hango_project/database.py). The runs' store has one implementation per engine, and one
 # contract module asserts the same things of both (tests/runs/test_store_contract.py, in
@@ -115,7 +123,7 @@ test: install browser
 	$(VENV)/bin/lint-imports --no-cache
 	$(DOCS_BUILD)
 	DATABASE_URL=$(TEST_DATABASE_URL) HANGO_TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest \
-	  --durations-file=$(DURATIONS)/postgresql.json
+	  -n $(TEST_PROCESSES) --dist loadfile --durations-file=$(DURATIONS)/postgresql.json
 	$(SQLITE_PASS)
 
 # The SQLite pass of `make test` alone.

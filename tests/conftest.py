@@ -4,6 +4,7 @@ the in-repo MCP server as a process of its own."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -41,11 +42,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
     """On SQLite (the suite's second pass, ``make test``), the test database is a file beside
     the configured one, as the quickstart's is: pytest-django's default, in memory, is gone once
     a test closes its connection (a lease renewal that failed does), and no thread of a server
-    could open it."""
+    could open it. Under pytest-xdist each test process has a file of its own (``_gw1``), as it
+    has a PostgreSQL database of its own."""
     database = django_settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3":
         name = Path(database["NAME"])
-        database.setdefault("TEST", {})["NAME"] = str(name.with_name(f"test_{name.name}"))
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        stem = f"test_{name.stem}_{worker}" if worker else f"test_{name.stem}"
+        database.setdefault("TEST", {})["NAME"] = str(name.with_name(stem + name.suffix))
 
 
 @pytest.fixture(scope="session")

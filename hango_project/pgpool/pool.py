@@ -44,7 +44,7 @@ class PoolStats:
     lent: int
     peak: int  # the most open at once
     opened: int  # connections opened since the pool began
-    waits: int  # takes that found every connection lent and waited
+    waits: int  # takes that found every connection lent and waited (or wait now)
 
 
 @dataclass
@@ -86,8 +86,6 @@ class ConnectionPool:
         ``connect``, none is opened: ``(None, False)``). ``first``: ahead of the takers
         waiting, if it has to wait."""
         if not self._slots.acquire(blocking=False):
-            with self._lock:
-                self._waits += 1
             if not (self._wait_first() if first else self._wait()):
                 raise PoolTimeout(
                     f"all {self.size} database connections of this process stayed in use for "
@@ -149,6 +147,8 @@ class ConnectionPool:
     def _wait(self) -> bool:
         """Wait for a slot while the pool moves; False once ``timeout`` passes without any
         connection given back."""
+        with self._lock:
+            self._waits += 1
         while True:
             with self._lock:
                 given = self._given
@@ -161,7 +161,8 @@ class ConnectionPool:
         """Wait for a slot ahead of the semaphore's waiters: the next one given back is handed
         to the first of these; False after ``timeout``."""
         handed = threading.Event()
-        with self._lock:
+        with self._lock:  # counted once in line: a taker counted waiting is handed the next
+            self._waits += 1
             self._first.append(handed)
         if self._slots.acquire(blocking=False):  # given back meanwhile, to the semaphore
             with self._lock:

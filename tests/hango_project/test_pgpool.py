@@ -46,6 +46,13 @@ def pools():
         pool.close_idle()
 
 
+def _wait_for(condition, what: str = "the pool's count") -> None:
+    deadline = time.monotonic() + 60  # a guard against a hang only
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
 def _backend(raw) -> int:
     with raw.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
@@ -60,9 +67,7 @@ def test_at_most_size_connections_open_and_a_taker_waits_for_one_given_back(pool
     got = []
     waiting = threading.Thread(target=lambda: got.append(pool.take(connect)))
     waiting.start()
-    deadline = time.monotonic() + 60  # a guard against a hang only
-    while pool.stats().waits < 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _wait_for(lambda: pool.stats().waits == 1)
     assert not got and pool.stats().waits == 1  # all lent: it waits
     pool.give(first)
     waiting.join(60)
@@ -90,25 +95,29 @@ def test_a_taker_that_waits_too_long_is_told_which_settings_bound_it(pools):
 
 def test_a_queue_that_moves_waits_past_the_timeout_without_failing(pools):
     """The timeout bounds a pool that stopped moving, not a place in a moving queue: six
-    takers each hold the one connection 0.15 s, the last waits past the 0.3 s timeout."""
+    takers wait in line for the one connection and each holds it a fifth of the timeout; the
+    last is served after waiting longer than the timeout (a lower bound), and none fails."""
     connect = pools.connect
-    pool = pools(size=1, timeout=0.3)
-    served: list[float] = []
+    pool = pools(size=1, timeout=0.5)
+    raw, _ = pool.take(connect)
+    waited: list[float] = []
 
-    def take(*, first: bool) -> None:
-        raw, _ = pool.take(connect, first=first)  # a PoolTimeout ends the thread unserved
-        served.append(time.monotonic())
-        time.sleep(0.15)
-        pool.give(raw)
+    def take() -> None:
+        began = time.monotonic()
+        got, _ = pool.take(connect)  # a PoolTimeout ends the thread unserved
+        waited.append(time.monotonic() - began)
+        time.sleep(0.1)
+        pool.give(got)
 
-    started = time.monotonic()
-    takers = [threading.Thread(target=take, kwargs={"first": k == 5}) for k in range(6)]
+    takers = [threading.Thread(target=take) for _ in range(6)]
     for thread in takers:
         thread.start()
+    _wait_for(lambda: pool.stats().waits == 6)  # all six in line
+    pool.give(raw)
     for thread in takers:
-        thread.join(10)
-    assert len(served) == 6
-    assert max(served) - started > 0.3 + 0.15  # the last one waited past the timeout
+        thread.join(60)
+    assert len(waited) == 6 and pool.stats().waits == 6  # every one served, none twice
+    assert max(waited) > 0.5  # the last waited past the timeout
     assert pool.stats().open == 1
 
 
@@ -121,18 +130,17 @@ def test_a_first_in_line_taker_gets_the_next_connection_given_back(pools):
     def take(name: str, *, first: bool) -> None:
         got, _ = pool.take(connect, first=first)
         order.append(name)
-        time.sleep(0.1)
         pool.give(got)
 
     waiting = threading.Thread(target=take, args=("in line",), kwargs={"first": False})
     waiting.start()
-    time.sleep(0.1)  # it waits first
+    _wait_for(lambda: pool.stats().waits == 1)  # it waits first
     ahead = threading.Thread(target=take, args=("first in line",), kwargs={"first": True})
     ahead.start()
-    time.sleep(0.1)
+    _wait_for(lambda: pool.stats().waits == 2)  # counted once in line
     pool.give(raw)
     for thread in (waiting, ahead):
-        thread.join(5)
+        thread.join(60)
     assert order == ["first in line", "in line"]
     assert pool.take(connect) == (raw, False) and pool.stats().open == 1  # no slot lost
     pool.give(raw)

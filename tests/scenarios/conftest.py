@@ -160,6 +160,31 @@ def page(request, browser, web) -> Page:
     context.close()
 
 
+# -- one plain worker for a module ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def module_worker_process(tmp_path_factory, django_db_setup) -> Iterator[workers.WorkerProcess]:
+    """One worker as ``start_worker()`` starts it, for every test of a module whose tests all
+    want that one (a worker takes seconds of CPU to boot); on the suite's Redis, emptied once
+    before it starts. A module that also starts workers of its own must not use it: this one
+    would take their runs."""
+    url = broker_url()
+    redis.Redis.from_url(url).flushdb()
+    worker = workers.WorkerProcess("shared", url, tmp_path_factory.mktemp("worker"), env={})
+    yield worker
+    worker.discard()
+
+
+@pytest.fixture
+def module_worker(module_worker_process, transactional_db, hango_settings) -> Iterator[str]:
+    """The module's worker executes the test's runs: this process's Celery app on its broker,
+    whose URL it yields."""
+    url = broker_url()
+    hango_settings(run_inline=False, broker_url=url)
+    with celery_broker(celery_app, url):
+        yield url
+
+
 # -- MCP runs on a real worker --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

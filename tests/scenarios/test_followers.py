@@ -24,16 +24,19 @@ APP = "hango-followers-test"  # the web process's connections by name (libpq rea
 
 def _web_backends() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                       [APP])
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s "
+                       "AND datname = current_database()", [APP])
         return int(cursor.fetchone()[0])
 
 
 def _subscribed_connections(url: str) -> int:
-    """Redis connections subscribed to a run's channel (the suite's Redis serves these tests
-    alone: an earlier in-process subscription that ended has none left)."""
-    clients = redis.Redis.from_url(url).client_list()
-    return sum(1 for c in clients if int(c.get("sub", 0)) > 0)
+    """Redis connections of the suite's database subscribed to a run's channel (an earlier
+    in-process subscription that ended has none left; another suite, or the other test process
+    of ``make test``, has a database of its own)."""
+    client = redis.Redis.from_url(url)
+    database = client.connection_pool.connection_kwargs.get("db", 0)
+    return sum(1 for c in client.client_list()
+               if int(c.get("sub", 0)) > 0 and int(c.get("db", 0)) == database)
 
 
 def test_two_hundred_streams_share_one_web_process_s_pool_and_one_subscription(

@@ -20,8 +20,8 @@ APP = "hango-in-flight-test"  # the worker's connections by name (libpq reads PG
 
 def _worker_backends() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                       [APP])
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s "
+                       "AND datname = current_database()", [APP])
         return int(cursor.fetchone()[0])
 
 

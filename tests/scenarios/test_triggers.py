@@ -1,5 +1,6 @@
 """The broker trigger end to end: another process sends ``hango.send_message`` through the
-suite's Redis, as docs/triggers.md shows, to a real worker, and reads its answer."""
+suite's Redis, as docs/triggers.md shows, to a real worker (one for the module's tests), and
+reads its answer."""
 
 from __future__ import annotations
 
@@ -41,11 +42,9 @@ def send_docs_example(caller, agent: dict, broker: str, *, tenant: str) -> dict:
     return json.loads(sent.stdout.strip().splitlines()[-1])
 
 
-def test_the_docs_example_starts_a_run_from_another_process(alice, make_agent, start_worker,
-                                                             broker):
-    start_worker()
+def test_the_docs_example_starts_a_run_from_another_process(alice, make_agent, module_worker):
     agent = make_agent(alice, model="scripted:demo")
-    answer = send_docs_example(alice, agent, broker, tenant=str(alice.member.tenant_id))
+    answer = send_docs_example(alice, agent, module_worker, tenant=str(alice.member.tenant_id))
     assert answer["status"] == "accepted", answer
     run = wait_for_run(answer["run"])
     assert run.status == "completed" and str(run.session_id) == answer["session"]
@@ -53,10 +52,9 @@ def test_the_docs_example_starts_a_run_from_another_process(alice, make_agent, s
 
 
 def test_the_docs_example_naming_the_tenant_by_name_is_told_where_its_id_is(
-        alice, make_agent, start_worker, broker):
-    start_worker()
+        alice, make_agent, module_worker):
     agent = make_agent(alice, model="scripted:demo")
-    answer = send_docs_example(alice, agent, broker, tenant=alice.member.tenant.name)
+    answer = send_docs_example(alice, agent, module_worker, tenant=alice.member.tenant.name)
     assert answer["status"] == "rejected", answer
     assert answer["error"]["code"] == "unknown_tenant"
     assert "hango whoami" in answer["error"]["message"]
@@ -64,10 +62,9 @@ def test_the_docs_example_naming_the_tenant_by_name_is_told_where_its_id_is(
 
 
 def test_a_message_sent_twice_through_the_broker_starts_one_run(alice, make_session,
-                                                               start_worker, broker):
+                                                               module_worker):
     from hango_project.celery import app
 
-    start_worker()
     session = make_session(alice)
     payload = json.dumps({"tenant": str(alice.member.tenant_id), "key": alice.key.split("_")[1],
                           "session": session["id"], "content": "hello",
@@ -87,10 +84,9 @@ def test_a_message_sent_twice_through_the_broker_starts_one_run(alice, make_sess
 
 
 def test_a_session_s_messages_sent_out_of_order_are_taken_in_their_sequence(
-        alice, make_session, start_worker, broker):
+        alice, make_session, module_worker):
     from hango_project.celery import app
 
-    start_worker()
     session = make_session(alice)
     sent = {}
     for n in (3, 2, 1):  # the last first: each waits for the one before it

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from celery import Celery
@@ -23,8 +24,22 @@ from tests.support.servers import free_port
 
 
 def broker_url() -> str:
-    """``HANGO_TEST_BROKER_URL``, else the Makefile's default (database 15)."""
-    return os.environ.get("HANGO_TEST_BROKER_URL") or "redis://127.0.0.1:6379/15"
+    """``HANGO_TEST_BROKER_URL``, else the Makefile's default (database 15); under
+    pytest-xdist (``make test`` runs two test processes), each process's own database, counted
+    down from that one: ``gw0`` has it, ``gw1`` the one below (15, then 14), so that one
+    process's ``flushdb`` never empties the queue a worker of the other is reading."""
+    url = os.environ.get("HANGO_TEST_BROKER_URL") or "redis://127.0.0.1:6379/15"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return _database_below(url, int(worker.removeprefix("gw")))
+
+
+def _database_below(url: str, by: int) -> str:
+    if not by:
+        return url
+    parts = urlsplit(url)
+    database = int(parts.path.strip("/") or 0) - by
+    assert database >= 0, f"{url}: no Redis database {by} below it for xdist worker gw{by}"
+    return urlunsplit(parts._replace(path=f"/{database}"))
 
 
 def queued_tasks(url: str, queue: str = "runs") -> int:
@@ -33,8 +48,6 @@ def queued_tasks(url: str, queue: str = "runs") -> int:
     client = redis.Redis.from_url(url)
     keys = [queue] + [f"{queue}{Channel.sep}{step}" for step in PRIORITY_STEPS if step]
     return sum(client.llen(key) for key in keys)
-
-
 
 
 class RedisServer:

@@ -10,12 +10,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("HANGO_TEST_CHROMIUM") or "/usr/bin/chromium")
 # Screenshots of the admin's screens, kept after the run (var/ is git-ignored).
 ARTIFACTS = ROOT / "var" / "artifacts"
+# How long an `expect(...)` waits for what it asserts: a guard against a hang, not a bound on
+# the page's speed (Playwright's 5 s default fails a first load on a loaded machine, where the
+# panel's server answers its first requests after seconds of imports).
+EXPECT_TIMEOUT_MS = 60_000
 
 
 @contextmanager
@@ -29,6 +33,7 @@ def chromium() -> Iterator[Browser]:
     # calling the ORM from a coroutine does not apply.
     unsafe = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM))

@@ -88,8 +88,8 @@ def pytest_runtest_teardown(item: pytest.Item) -> Any:
         result = yield
     finally:
         _watching.clear()
-    if _started:
-        _durations[item.nodeid]["processes"] = len(_started)
+    if _started:  # a property of the report, which pytest-xdist carries to its controller
+        item.user_properties.append(("processes", len(_started)))
     if _started and item.get_closest_marker("slow") is None:
         pytest.fail("this test started a process without @pytest.mark.slow (`make check` runs "
                     "tests that start none): " + "; ".join(c[:120] for c in _started),
@@ -97,17 +97,17 @@ def pytest_runtest_teardown(item: pytest.Item) -> Any:
     return result
 
 
-
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     entry = _durations[report.nodeid]
     entry[report.when] = round(report.duration, 3)
+    entry.update((name, value) for name, value in report.user_properties if name == "processes")
     if report.when == "call" or not report.passed:
         entry["outcome"] = "failed" if report.failed else entry.get("outcome", report.outcome)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     path = session.config.getoption("durations_file")
-    if not path:
+    if not path or hasattr(session.config, "workerinput"):  # an xdist worker: its controller writes
         return
     tests = [{"test": nodeid, **times,
               "total": round(sum(times.get(w, 0) for w in ("setup", "call", "teardown")), 3)}

@@ -18,8 +18,9 @@ from opentelemetry import trace
 from harness.mcp import bridge, calls, transport
 from harness.mcp.client import McpUnavailable, Target, connect, list_tools_once
 from harness.tools.base import never
-from tests.support.mcp_server import IDEMPOTENCY_KEY, big_text
+from tests.support.mcp_server import IDEMPOTENCY_KEY
 from tests.support.mcp_servers import McpServerProcess
+from tests.support.mcp_tools import big_text
 
 TOOLS = {"echo", "slow", "meet", "big", "fail", "image", "structured", "resource",
          "lookup_order", "refund"}
