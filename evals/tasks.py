@@ -14,13 +14,17 @@ from django.db import InterfaceError, OperationalError, transaction
 from evals import execution
 from evals.models import CaseStatus, EvalCaseResult, EvalRun
 from hango_project.config import hango
+from runs.models import SessionKind
 
 log = logging.getLogger(__name__)
 
 
-def on_run_end(sender: Any, *, run_id: str, **kwargs: Any) -> None:
-    """A run's slice ended it, perhaps: its case (if it is an eval's) moves on. One indexed
-    read for any other run."""
+def on_run_end(sender: Any, *, run_id: str, session_kind: str | None = None,
+               **kwargs: Any) -> None:
+    """A run's slice ended it, perhaps: its case (if it is an eval's) moves on. No query for a
+    run of a session known not to be an eval's; one indexed read when the kind is not known."""
+    if session_kind is not None and session_kind != SessionKind.EVAL:
+        return
     result_id = (EvalCaseResult.objects.filter(run_id=run_id, status=CaseStatus.RUNNING)
                  .values_list("id", flat=True).first())
     if result_id is not None:

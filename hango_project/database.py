@@ -19,7 +19,7 @@ editor's). Two kinds of difference sit behind it:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final, Protocol
 
@@ -44,6 +44,12 @@ class Database(Protocol):
 
     def try_lock(self, key: tuple[int, int]) -> bool:
         """:meth:`lock` when nobody holds it, without waiting: whether it was taken."""
+        ...
+
+    def locked_fetch(self, key: tuple[int, int], sql: str,
+                     params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """:meth:`lock`, then the rows of ``sql`` read as a statement begun once the lock is
+        held (it sees every commit made before the lock was granted)."""
         ...
 
     def octet_length(self, column: str) -> str:
@@ -83,6 +89,15 @@ class PostgreSQL:
             cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", key)
             return bool(cursor.fetchone()[0])
 
+    def locked_fetch(self, key: tuple[int, int], sql: str,
+                     params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        # Two statements in one query string, one round trip: each takes a snapshot of its own
+        # as it begins (READ COMMITTED), so the read sees what committed while the lock was
+        # awaited. (The lock and the read in one SELECT would share a snapshot taken before.)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT pg_advisory_xact_lock(%s, %s); {sql}", [*key, *params])
+            return cursor.fetchall()
+
     def octet_length(self, column: str) -> str:
         # Read from the value's header without decompressing it (char_length would).
         return f"OCTET_LENGTH({column})"
@@ -107,6 +122,12 @@ class SQLite:
 
     def try_lock(self, key: tuple[int, int]) -> bool:
         return True
+
+    def locked_fetch(self, key: tuple[int, int], sql: str,
+                     params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
 
     def octet_length(self, column: str) -> str:
         return f"LENGTH(CAST({column} AS BLOB))"  # SQLite before 3.43 has no octet_length

@@ -117,12 +117,25 @@ def active_run(session_id: uuid.UUID) -> tuple[Run | None, bool]:
     caller commits (a run becomes active only under the session's lock) and none is locked."""
     key = uuid_param(session_id)
     ((active_id, waiting),) = fetch(_ACTIVE_OR_WAITING, [key, *ACTIVE_RUN_STATUSES, key])
+    return _found(session_id, active_id, waiting)
+
+
+def locked_active_run(session_id: uuid.UUID) -> tuple[Run | None, bool]:
+    """:func:`lock_session`, then :func:`active_run`: the lock and the read in one round trip
+    (every post makes them, the lock after psycopg2's BEGIN)."""
+    key = uuid_param(session_id)
+    ((active_id, waiting),) = database().locked_fetch(
+        _lock_key(session_id), _ACTIVE_OR_WAITING, [key, *ACTIVE_RUN_STATUSES, key])
+    return _found(session_id, active_id, waiting)
+
+
+def _found(session_id: uuid.UUID, active_id: Any, waiting: Any) -> tuple[Run | None, bool]:
     if active_id is None:
         return None, bool(waiting)
     active = (Run.objects.select_for_update(no_key=True)
               .filter(session_id=session_id, status__in=ACTIVE_RUN_STATUSES).first())
     if active is None:  # it ended meanwhile, and its end may have started a waiting message
-        return None, bool(fetch(_WAITING, [key]))
+        return None, bool(fetch(_WAITING, [uuid_param(session_id)]))
     return active, bool(waiting)
 
 

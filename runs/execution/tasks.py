@@ -39,6 +39,7 @@ from runs import signals
 from runs.execution import fairness, handoff, queued_tasks, worker
 from runs.execution.timings import RunTimings, current
 from runs.execution.worker import Outcome
+from runs.models import Run
 
 log = logging.getLogger(__name__)
 _executor: ThreadPoolExecutor | None = None
@@ -157,11 +158,13 @@ def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None,
     one that ended hands its session on to the next message waiting there. ``waiting`` is
     called now and then while the run waits to start (:func:`runs.execution.worker.execute_run`,
     which ``timings`` are for)."""
-    outcome = worker.execute_run(run_id, waiting=waiting, timings=timings)
+    claimed: list[Run] = []
+    outcome = worker.execute_run(run_id, waiting=waiting, timings=timings,
+                                 claimed=claimed.append)
     if outcome is Outcome.YIELDED:
         enqueue_run(run_id)
     elif outcome in worker.MAY_HAVE_ENDED:
-        _tell_ended(run_id)
+        _tell_ended(run_id, _session_kind(claimed[0]) if claimed else None)
         if started := handoff.start_queued(run_id):
             enqueue_run(started)
     elif (outcome in (Outcome.PAUSED, Outcome.SKIPPED)
@@ -170,8 +173,14 @@ def advance_run(run_id: str, *, waiting: Callable[[], None] | None = None,
     return outcome
 
 
-def _tell_ended(run_id: str) -> None:
-    for receiver, result in signals.run_may_have_ended.send_robust(None, run_id=run_id):
+def _session_kind(run: Run) -> str | None:
+    """The kind of ``run``'s session if its claim read the session (a claim does), else None."""
+    return run.session.kind if Run.session.is_cached(run) else None
+
+
+def _tell_ended(run_id: str, session_kind: str | None) -> None:
+    for receiver, result in signals.run_may_have_ended.send_robust(
+            None, run_id=run_id, session_kind=session_kind):
         if isinstance(result, Exception):
             log.error("run %s: %r failed on its end: %r", run_id, receiver, result)
 

@@ -98,7 +98,8 @@ def _release(run: Run) -> None:
 
 def execute_run(run_id: str, *, owner: str | None = None,
                 waiting: Callable[[], None] | None = None,
-                timings: RunTimings | None = None) -> Outcome:
+                timings: RunTimings | None = None,
+                claimed: Callable[[Run], None] | None = None) -> Outcome:
     """Advance the run for up to one time slice and say what happened. It never enqueues: a
     :attr:`Outcome.YIELDED` run is for the caller (:mod:`runs.execution.tasks`) to hand on.
 
@@ -116,6 +117,8 @@ def execute_run(run_id: str, *, owner: str | None = None,
             start.close()
             metrics.slices.add(1, {telemetry.ATTR_SLICE_OUTCOME: Outcome.SKIPPED.value})
             return Outcome.SKIPPED
+        if claimed is not None:
+            claimed(run)
         with metrics.in_flight(), tracing.slice_span(run, owner) as span:
             outcome = _advance(run, run_id, timings, started=start.close)
             span.set_attribute(telemetry.ATTR_SLICE_OUTCOME, outcome.value)

@@ -97,8 +97,7 @@ def message_post(*, session: Session, content: Any, multitask: str = Multitask.R
     strategy = Multitask(multitask)
     try:
         with transaction.atomic():
-            queue.lock_session(session.pk)
-            active, waiting = queue.active_run(session.pk)
+            active, waiting = queue.locked_active_run(session.pk)
             if active is None and waiting:  # their start was lost
                 active = _started(queue.start_next(session.pk))
             if active is not None and strategy is Multitask.REJECT:

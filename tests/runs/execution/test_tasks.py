@@ -11,10 +11,28 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from hango_project.celery import app as celery_app
+from runs import signals
 from runs.execution import tasks
 from runs.execution.worker import Outcome, claim_run
 from runs.models import Run, RunStatus
 from tests.support.broker import queued_tasks
+
+
+def test_a_run_s_end_tells_the_kind_of_its_session(queued_run):
+    told: list[dict] = []
+
+    def receiver(sender, **kwargs) -> None:
+        told.append(kwargs)
+
+    signals.run_may_have_ended.connect(receiver)
+    try:
+        assert tasks.advance_run(str(queued_run.pk)) == Outcome.COMPLETED
+        assert tasks.advance_run(str(queued_run.pk)) == Outcome.SKIPPED  # delivered twice
+    finally:
+        signals.run_may_have_ended.disconnect(receiver)
+    # The claim read the session: its kind. A claim that took nothing read none.
+    assert [(t["run_id"], t["session_kind"]) for t in told] == [
+        (str(queued_run.pk), "chat"), (str(queued_run.pk), None)]
 
 
 @pytest.mark.slow
