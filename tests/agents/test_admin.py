@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import html
-import uuid
 
 import pytest
 from django.urls import reverse
@@ -23,7 +22,7 @@ def form(alice, **fields) -> dict:
 @pytest.mark.parametrize(("config", "problem"), [
     ('{"max_turn": 3}', "max_turn: Extra inputs are not permitted"),
     ('{"interrupt_on": {"echo": ["maybe"]}}', "interrupt_on/echo/0"),
-    (f'{{"skills": ["{uuid.uuid4()}"]}}', "there is no skill with id"),
+    ('{"skills": ["2b0e6c5e-2f5c-4a8e-9d07-1f1a6c3e8b11"]}', "there is no skill with id"),
     ('{"model_settings": {"top_p": 2}}', "model_settings/top_p"),
     ('{"model_settings": {"max_output_tokens": 40000}}',
      "model_settings/max_output_tokens: 40,000 is more than scripted:demo gives"),

@@ -4,7 +4,6 @@ API publishes for it, and the spec's one answer to "may this agent use this tool
 from __future__ import annotations
 
 import json
-import uuid
 
 import jsonschema
 import pytest
@@ -22,7 +21,8 @@ from harness.agent import (
 )
 from harness.errors import ConfigurationError
 
-SKILL = str(uuid.uuid4())
+# Fixed, not random: pytest-xdist needs the same test ids in each process.
+SKILL = "64d7fe90-a70a-416a-b016-d40f81498823"
 FULL = {
     "max_turns": 7,
     "interrupt_on": {"delete": ["approve", "reject"]},
