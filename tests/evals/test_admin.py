@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from accounts.models import Member, Role
-from tests.evals.test_apis import DEMO_CASE, FAILING_CASE, make_suite, start
+from tests.support.evals import DEMO_CASE, make_suite, regressed_and_fixed, start
 
 pytestmark = pytest.mark.usefixtures("inline_runs")
 
@@ -27,17 +27,7 @@ def staff(client, tenant):
 @pytest.fixture
 def two_runs(alice, make_agent):
     """A baseline where ``echoes`` passes and ``fails`` fails, and a run where the reverse."""
-    agent = make_agent(alice)
-    suite = make_suite(alice, DEMO_CASE, FAILING_CASE)
-    base = start(alice, suite, agent)
-    cases = alice.client.get(f"/v1/eval-suites/{suite['id']}/cases").json()["results"]
-    by_name = {c["name"]: c for c in cases}
-    for name, graders in (("echoes", [{"type": "exact", "value": "nope"}]),
-                          ("fails", [{"type": "contains", "value": "hello"}])):
-        patched = alice.client.patch(f"/v1/eval-suites/{suite['id']}/cases/{by_name[name]['id']}",
-                                     {"graders": graders}, format="json")
-        assert patched.status_code == 200, patched.content
-    return base, start(alice, suite, agent)
+    return regressed_and_fixed(alice, make_agent(alice))
 
 
 def compare_page(base_id, head_id) -> str:

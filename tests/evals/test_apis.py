@@ -9,33 +9,9 @@ from accounts.models import UsageRecord
 from agents.models import Agent
 from evals.models import CaseStatus, EvalCaseResult
 from runs.models import Session
+from tests.support.evals import DEMO_CASE, FAILING_CASE, make_suite, regressed_and_fixed, start
 
 pytestmark = pytest.mark.usefixtures("inline_runs")
-
-DEMO_CASE = {"name": "echoes", "turns": ["count these four words"],
-             "graders": [{"type": "contains", "value": "count these four words"},
-                         {"type": "tool_called", "tool": "word_count",
-                          "args_schema": {"type": "object", "required": ["text"]}}]}
-FAILING_CASE = {"name": "fails", "turns": ["hello there"],
-                "graders": [{"type": "regex", "pattern": "^Bonjour"}, {"type": "no_tool_called"}]}
-
-
-def make_suite(caller, *cases, name="smoke"):
-    suite = caller.client.post("/v1/eval-suites", {"name": name}, format="json")
-    assert suite.status_code == 201, suite.content
-    for case in cases:
-        created = caller.client.post(f"/v1/eval-suites/{suite.json()['id']}/cases", case,
-                                     format="json")
-        assert created.status_code == 201, created.content
-    return suite.json()
-
-
-def start(caller, suite, agent, **extra):
-    response = caller.client.post("/v1/eval-runs", {"suite": suite["id"], "agent": agent["id"],
-                                                    **extra}, format="json")
-    assert response.status_code == 201, response.content
-    return caller.client.get(f"/v1/eval-runs/{response.json()['id']}").json()
-
 
 def test_an_eval_run_grades_each_case_and_leaves_the_user_state_alone(alice, make_agent,
                                                                       make_session):
@@ -108,18 +84,8 @@ def test_a_lost_grading_is_done_on_the_next_read(alice, make_agent):
 
 
 def test_compare_names_regressions_and_fixes(alice, make_agent):
-    agent = make_agent(alice)
-    suite = make_suite(alice, DEMO_CASE, FAILING_CASE)
-    base = start(alice, suite, agent)
     # The case that passed now fails (its grader asks for more), the one that failed passes.
-    cases = alice.client.get(f"/v1/eval-suites/{suite['id']}/cases").json()["results"]
-    by_name = {c["name"]: c for c in cases}
-    for name, graders in (("echoes", [{"type": "exact", "value": "nope"}]),
-                          ("fails", [{"type": "contains", "value": "hello"}])):
-        patched = alice.client.patch(f"/v1/eval-suites/{suite['id']}/cases/{by_name[name]['id']}",
-                                     {"graders": graders}, format="json")
-        assert patched.status_code == 200, patched.content
-    head = start(alice, suite, agent)
+    base, head = regressed_and_fixed(alice, make_agent(alice))
     compared = alice.client.get(f"/v1/eval-runs/{base['id']}/compare/{head['id']}").json()
     assert [c["name"] for c in compared["regressed"]] == ["echoes"]
     assert [c["name"] for c in compared["fixed"]] == ["fails"]

@@ -9,7 +9,7 @@ from agents.models import MemoryFile
 from harness.messages import Request, ToolResultBlock
 from harness.providers.scripted import ScriptedModel, text, tool_call
 from runs.models import Session
-from tests.evals.test_apis import make_suite, start
+from tests.support.evals import make_suite, start
 
 pytestmark = pytest.mark.usefixtures("inline_runs")
 

@@ -24,6 +24,7 @@ from runs.models import Message, Run, Session
 from tests.support import workers
 from tests.support.broker import broker_url, celery_broker
 from tests.support.browser import screenshot, watch_errors
+from tests.support.evals import make_suite
 from tests.support.panel import open_panel, settled, staff
 from tests.support.servers import GunicornProcess
 
@@ -79,16 +80,6 @@ def _session(alice, make_agent) -> Session:
     return session
 
 
-def _suite(caller, name: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
-    suite = caller.client.post("/v1/eval-suites", {"name": name}, format="json")
-    assert suite.status_code == 201, suite.content
-    for case in cases:
-        made = caller.client.post(f"/v1/eval-suites/{suite.json()['id']}/cases", case,
-                                  format="json")
-        assert made.status_code == 201, made.content
-    return suite.json()
-
-
 def _stored(session: Session) -> dict[str, Any]:
     """Everything evaluating must leave alone: the session's row, messages and runs, the agent's
     row and versions, every stored override."""
@@ -106,7 +97,7 @@ def _stored(session: Session) -> dict[str, Any]:
 def test_evaluate_the_selection_against_the_agent_without_it(page, web, alice, make_agent,
                                                              tenant):
     session = _session(alice, make_agent)
-    suite = _suite(alice, "echo suite", CASES)
+    suite = make_suite(alice, *CASES, name="echo suite")
     before = _stored(session)
     errors = watch_errors(page)
     open_panel(page, web, staff("kim@acme.test", tenant), session)
@@ -168,7 +159,7 @@ def test_no_suite_an_empty_one_or_a_spent_quota_is_a_message(page, web, alice, m
     expect(page.locator("#cp-eval-status")).to_contain_text("The tenant has no eval suites yet")
     expect(page.locator("#cp-eval-start")).to_be_disabled()
 
-    _suite(alice, "empty", [])
+    make_suite(alice, name="empty")
     page.reload()
     settled(page)
     page.get_by_text("Evaluate this selection", exact=True).click()
@@ -180,7 +171,7 @@ def test_no_suite_an_empty_one_or_a_spent_quota_is_a_message(page, web, alice, m
     expect(page.locator("#cp-eval-start")).to_be_enabled()
 
     # A quota that cannot start a run refuses the eval run at once (402), said in the panel.
-    _suite(alice, "smoke", CASES[:1])
+    make_suite(alice, CASES[0], name="smoke")
     Tenant.objects.filter(pk=tenant.pk).update(token_quota=1)
     page.reload()
     settled(page)
