@@ -81,6 +81,7 @@ def test_a_waiter_killed_in_line_leaves_it_and_passes_on_a_slot_it_was_handed():
     assert admitted == ["next"]
 
 
+@pytest.mark.postgresql(reason="the pooled PostgreSQL connection's place in line")
 def test_a_run_in_its_start_takes_its_connection_ahead_of_the_runs_in_flight():
     from django.db import connections
 
