@@ -13,7 +13,7 @@ from django.utils import timezone
 from hango_project.celery import app as celery_app
 from runs import signals
 from runs.execution import tasks
-from runs.execution.worker import Outcome, claim_run
+from runs.execution.worker import MAY_HAVE_ENDED, Outcome, claim_run
 from runs.models import Run, RunStatus
 from tests.support.broker import queued_tasks
 
@@ -26,7 +26,8 @@ def test_a_run_s_end_tells_the_kind_of_its_session(queued_run):
 
     signals.run_may_have_ended.connect(receiver)
     try:
-        assert tasks.advance_run(str(queued_run.pk)) == Outcome.COMPLETED
+        # Ended, however (a starved in-process run may find its lease gone, as in test_queue).
+        assert tasks.advance_run(str(queued_run.pk)) in MAY_HAVE_ENDED
         assert tasks.advance_run(str(queued_run.pk)) == Outcome.SKIPPED  # delivered twice
     finally:
         signals.run_may_have_ended.disconnect(receiver)
