@@ -309,6 +309,8 @@ def test_a_paused_run_holds_no_broker_message_and_approval_resumes_it_on_the_wor
     assert response.json()["status"] in ("queued", "running", "completed")
     run = wait_for_run(run_id)
     assert run.status == RunStatus.COMPLETED, run.error
+    # The task logs its result after the run's end committed: wait for the line.
+    worker.wait_for(lambda log: len(worker.task_results()) >= 2, what="two task results")
     assert worker.task_results() == ["paused", "completed"]
     assert tool_result(hitl_session["id"])["content"] == "3"
     assert stored_call(hitl_session["id"])[1]["input"] == {"text": "one two three"}

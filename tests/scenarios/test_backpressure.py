@@ -82,6 +82,7 @@ def test_a_task_reserved_and_not_started_is_not_sent_again_however_long_it_waits
         assert wait_for_run(run_id, timeout=120).status == "completed"
     log = worker.log()
     assert [line for line in log.splitlines() if any(f in line for f in FAILURES)] == []
+    worker.wait_for(lambda log: len(worker.task_results()) >= 2, what="two task results")
     assert worker.task_results() == ["completed"] * 2  # no duplicate, skipped
 
 
@@ -129,6 +130,7 @@ def test_a_task_taken_from_the_queue_and_not_yet_recorded_is_not_sent_again(
     run = wait_for_run(run_id, timeout=120)
     assert (run.status, run.epoch) == ("completed", 1)  # one claim, never fenced
     assert tasks.reconcile() == 0
+    worker.wait_for(lambda log: len(worker.task_results()) > len(others), what="the results")
     assert worker.task_results() == ["completed"] * (len(others) + 1)  # no duplicate
 
 
