@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics as st
 import subprocess
 import sys
@@ -33,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import overload_trace  # noqa: E402
+from bench.concurrency_peer import PEERS, run_peer  # noqa: E402
 from bench.concurrency_report import report  # noqa: E402
 from bench.databases import ensure_database  # noqa: E402
 from bench.faults_stack import wait_until  # noqa: E402
@@ -51,13 +51,8 @@ from tests.support.servers import stop_group  # noqa: E402
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/hango_bench_concurrency"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/10"
 WORKER_APP = "hango-bench-worker"  # the worker's connections by name (libpq reads PGAPPNAME)
-PEER_SCRIPT = ROOT / "bench" / "peer_concurrency.py"
-PEERS = ("create_agent", "deepagents")
-PEER_DATABASE = "anchors_bench"  # the peers' (shared/bench/peer/workload.py)
 PROMPT = "Run the benchmark task. #"
 DEFAULT_SIZES = "10,100,1000,5000"
-
-
 
 
 class Hango:
@@ -308,26 +303,6 @@ class Hango:
         row.update(first_p50=st.median(to_first) if to_first else float("nan"),
                    first_p99=pct(to_first, 99), first_stamps=len(to_first))
         return row
-
-
-def run_peer(python: str, agent: str, runs: int, turns: int, latency_ms: int) -> dict | None:
-    cmd = [python, str(PEER_SCRIPT), "--agent", agent, "--runs", str(runs), "--turns",
-           str(turns), "--latency-ms", str(latency_ms), "--pool", "20"]
-    meter = CpuMeter({"postgres": backends_of(PEER_DATABASE),
-                      "redis": lambda: pids_named("redis-server")}).start()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    after, cpu = resource.getrusage(resource.RUSAGE_CHILDREN), meter.stop()
-    if proc.returncode != 0:
-        print(f"peer {agent} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}",
-              flush=True)
-        return None
-    row = json.loads(proc.stdout.strip().splitlines()[-1])
-    # The peer's process is its worker and its sender: its whole CPU (start-up included).
-    spent = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    row.update(cpu_ms_worker=spent * 1000 / runs, cpu_ms_sender=0.0,
-               **{f"cpu_ms_{group}": used * 1000 / runs for group, used in cpu.items()})
-    return row
 
 
 def main() -> None:
